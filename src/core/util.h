@@ -1,0 +1,34 @@
+/* util.h - small helpers: allocation that aborts on OOM, fd I/O that retries EINTR, files. */
+#ifndef ASBX_CORE_UTIL_H
+#define ASBX_CORE_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+void *xmalloc (size_t n);
+void *xmalloc0 (size_t n);
+void *xrealloc (void *p, size_t n);
+char *xstrdup (const char *s);  /* NULL -> NULL */
+char *xasprintf (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+
+/* write/read all bytes, retrying on EINTR and short counts. Return 0 / -1 with errno set. */
+int write_all (int fd, const void *buf, size_t len);
+/* Read until EOF into a NUL-terminated heap buffer (caller frees). max = refuse above this many
+ * bytes (E2BIG). Returns 0 / -1 with errno. */
+int read_all_fd (int fd, size_t max, char **out, size_t *len);
+/* Read a whole file relative to dirfd (AT_FDCWD ok). Errors name the path. */
+int read_file_at (int dirfd, const char *path, size_t max, char **out, size_t *len, asbx_err_t *err);
+/* Write a string to an existing file (open O_WRONLY, no create) - for /proc and cgroup files. */
+int write_file_at (int dirfd, const char *path, const char *data, size_t len, asbx_err_t *err);
+
+/* Parse a decimal number strictly (whole string, no sign for unsigned). 0 / -1 (EINVAL/ERANGE) */
+int parse_u64 (const char *s, uint64_t *out);
+int parse_i64 (const char *s, int64_t *out);
+
+/* monotonic clock in nanoseconds */
+uint64_t now_ns (void);
+
+#endif

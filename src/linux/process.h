@@ -1,0 +1,67 @@
+/* process.h - the process attributes of the container's init (and later exec): identity,
+ * capabilities, rlimits, oom score, sysctl, hostname/domainname, no_new_privs.
+ * Sources: runtime-spec config.md "Process", "POSIX-platform User", config-linux.md "Sysctl";
+ * capabilities(7), setrlimit(2), prctl(2), proc(5).
+ * Each function is called once, in the order runtime/init.c lists; none of them forks. */
+#ifndef ASBX_LINUX_PROCESS_H
+#define ASBX_LINUX_PROCESS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "core/error.h"
+#include "libocispec/oci_spec.h"
+
+/* Check process.rlimits before anything is created: known type names (RLIMIT_*), soft <= hard,
+ * and a hard limit above the caller's current hard limit is an error when the caller lacks
+ * CAP_SYS_RESOURCE ("process.rlimits[1]: RLIMIT_NOFILE hard 1048576 exceeds the current hard limit
+ * 20000 and this process lacks CAP_SYS_RESOURCE"). Duplicate types are an error (spec: MUST NOT
+ * contain duplicates). Returns 0 / -1 with *err. */
+int linux_rlimits_check (const struct oci_process *proc, asbx_err_t *err);
+/* Apply process.rlimits with setrlimit/prlimit on the calling process. 0 / -1 with *err. */
+int linux_rlimits_apply (const struct oci_process *proc, asbx_err_t *err);
+
+/* Validate capability names in every set (unknown name = error naming
+ * process.capabilities.bounding[3]); names the running kernel does not know (cap > CAP_LAST_CAP)
+ * are skipped with a debug log, as runc does. 0 / -1. */
+int linux_caps_check (const struct oci_capabilities *caps, asbx_err_t *err);
+
+/* Drop the bounding set to caps->bounding (PR_CAPBSET_DROP for every other cap). Must run while
+ * CAP_SETPCAP is held, before the uid change. A NULL caps means "drop everything" (spec: absent
+ * sets are empty). 0 / -1 with *err. */
+int linux_caps_drop_bounding (const struct oci_capabilities *caps, asbx_err_t *err);
+
+/* Set PR_SET_KEEPCAPS so permitted caps survive the setresuid() to a non-zero uid. */
+int linux_caps_keep (asbx_err_t *err);
+
+/* Set effective/permitted/inheritable (libcap cap_set_proc) and then the ambient set
+ * (PR_CAP_AMBIENT_RAISE; clear all first), after the uid/gid change. 0 / -1 with *err. */
+int linux_caps_apply (const struct oci_capabilities *caps, asbx_err_t *err);
+
+/* setgroups(additionalGids) (skipped when setgroups is denied in a user namespace and no
+ * additional gids are asked for), setresgid(gid), setresuid(uid). 0 / -1 with *err. */
+int linux_user_apply (const struct oci_user *user, bool userns, asbx_err_t *err);
+
+/* umask from process.user.umask (default 0022 as runc). */
+void linux_umask_apply (const struct oci_user *user);
+
+/* prctl(PR_SET_NO_NEW_PRIVS, 1) when noNewPrivileges. 0 / -1 with *err. */
+int linux_nnp_apply (const struct oci_process *proc, asbx_err_t *err);
+
+/* Write process.oomScoreAdj to /proc/<pid>/oom_score_adj (pid 0 = self). 0 / -1. */
+int linux_oom_score_adj_apply (const struct oci_process *proc, pid_t pid, asbx_err_t *err);
+
+/* Validate linux.sysctl keys against the namespaces the container has (runc's rules:
+ * kernel.msg*, kernel.sem, kernel.shm*, fs.mqueue.* need a new ipc ns; net.* needs a new net ns;
+ * kernel.hostname/domainname need a new uts ns; others are an error).
+ * `ns_new_flags` is the CLONE_NEW* mask of namespaces the container creates. 0 / -1 naming the key. */
+int linux_sysctl_check (const struct oci_map *sysctl, unsigned long ns_new_flags, asbx_err_t *err);
+
+/* Write each key to /proc/sys/<key with . -> /> through an fd on a procfs (checked with fstatfs).
+ * Runs inside the container's namespaces. 0 / -1 naming the key. */
+int linux_sysctl_apply (const struct oci_map *sysctl, asbx_err_t *err);
+
+/* sethostname/setdomainname when given (needs a new uts namespace; checked earlier). 0 / -1. */
+int linux_uts_apply (const struct oci_spec *spec, asbx_err_t *err);
+
+#endif

@@ -1,0 +1,68 @@
+/* rootfs.h - the container's filesystem view: rootfs bind, spec mounts, devices, pivot_root,
+ * masked/readonly paths, /dev/console. Source: runtime-spec config.md "Root", "Mounts",
+ * config-linux.md "Devices", "Default Devices", "Default Filesystems", "Masked Paths",
+ * "Readonly Paths", "Rootfs Mount Propagation"; runc's libcontainer/rootfs_linux.go behaviour.
+ *
+ * Threat model: the rootfs is attacker-controlled (an image). Every path inside it is resolved
+ * through fds (openat2 RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS, checked with fstat/fstatfs) and
+ * mounts target /proc/self/fd/N of an O_PATH fd (or the new mount API), never a re-resolved
+ * string, so a symlinked /proc, /dev or /dev/null cannot make the runtime touch the host.
+ *
+ * All functions run in the container init process, inside its new mount namespace, with the
+ * container's user namespace already entered (if any). Ordering (runtime/init.c):
+ *   linux_rootfs_prepare -> [createContainer hooks] -> linux_rootfs_pivot ->
+ *   linux_console_setup (if terminal) -> linux_rootfs_finalize
+ */
+#ifndef ASBX_LINUX_ROOTFS_H
+#define ASBX_LINUX_ROOTFS_H
+
+#include <stdbool.h>
+
+#include "core/error.h"
+#include "libocispec/oci_spec.h"
+
+struct linux_rootfs_opts
+{
+  const struct oci_spec *spec;
+  const char *rootfs;     /* absolute host path of root.path (resolved against the bundle) */
+  const char *bundle;     /* absolute bundle path (relative mount sources resolve against it) */
+  bool userns;            /* running inside a new user namespace: devices are bind-mounted */
+  bool new_cgroupns;      /* a `cgroup` mount may mount a fresh cgroup fs */
+  const char *cgroup_path; /* the container's cgroup, relative to each hierarchy root (for cgroup mounts
+                            without a cgroup namespace), may be NULL */
+};
+
+/* Make the mount tree private (or linux.rootfsPropagation), bind-mount the rootfs onto itself,
+ * perform every spec mount in order (options: bind, rbind, ro/rw, nosuid/suid, nodev/dev,
+ * noexec/exec, sync/async, dirsync, remount, mand/nomand, atime/noatime, diratime/nodiratime,
+ * relatime/norelatime, strictatime/nostrictatime, nosymfollow/symfollow, propagation flags
+ * private/rprivate/shared/rshared/slave/rslave/unbindable/runbindable, recursive `r*` flags via
+ * mount_setattr(AT_RECURSIVE), `tmpcopyup` refused clearly, any other option passed as data),
+ * create the default devices and linux.devices, /dev symlinks (fd, stdin, stdout, stderr, core if
+ * /proc/kcore exists), /dev/ptmx -> pts/ptmx. Destinations are resolved inside the rootfs;
+ * relative destinations are taken relative to "/" as runc does. Missing destinations are created
+ * (dir, or empty file when the source is not a directory).
+ * *rootfd_out: an O_PATH|O_DIRECTORY fd of the rootfs mount (owned by the caller).
+ * Returns 0, or -1 with *err naming the mount ("mounts[3] (/proc): mount proc: EPERM"). */
+int linux_rootfs_prepare (const struct linux_rootfs_opts *opts, int *rootfd_out, asbx_err_t *err);
+
+/* Make rootfd the root: pivot_root(".", ".") + detach old root (the trick used by runc since
+ * 1.0), or with no_pivot move-mount onto / and chroot. chdir("/") afterwards.
+ * Returns 0 / -1 with *err. */
+int linux_rootfs_pivot (int rootfd, bool no_pivot, asbx_err_t *err);
+
+/* After pivot_root: linux.maskedPaths (directories: read-only empty tmpfs; files: bind of
+ * /dev/null; missing: skipped as the spec says), linux.readonlyPaths (recursive read-only bind;
+ * missing: skipped), /dev remounted as the spec says, root.readonly (remount / read-only,
+ * keeping the other flags). Returns 0 / -1 with *err. */
+int linux_rootfs_finalize (const struct oci_spec *spec, asbx_err_t *err);
+
+/* After pivot, when process.terminal is true: open /dev/ptmx of the container's devpts,
+ * unlock it, set its size from process.consoleSize (when given), bind the slave onto
+ * /dev/console (created as an empty file if missing), make the slave the controlling terminal
+ * of the calling process (setsid must already have been called) and dup2 it to fds 0,1,2.
+ * *master_out: the pty master (owned by the caller; sent to the console socket).
+ * Returns 0 / -1 with *err. */
+int linux_console_setup (const struct oci_spec *spec, int *master_out, asbx_err_t *err);
+
+#endif
