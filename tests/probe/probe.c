@@ -1,0 +1,594 @@
+/*
+ * probe: a small static program copied into every integration-test rootfs as /probe.
+ *
+ * It reports what the kernel shows the process from the inside (ids, capabilities, seccomp,
+ * namespaces, mounts, rlimits, fds, environment...) as one JSON object, and runs a few active
+ * checks (write a file, stat a path, read a sysctl) so tests assert on what the container can
+ * observe rather than on what the runtime claims. It links statically so it needs nothing from
+ * the rootfs, and writes JSON by hand so it depends on no library.
+ *
+ * Usage: probe report | write PATH [DATA] | openw PATH | stat PATH | readlink PATH | exit N |
+ *        sleep SEC | ls DIR | catfile PATH | sysctl KEY | clock | kill PID SIG
+ * Active checks print one JSON object; a failed syscall is reported by errno name and makes the
+ * probe exit 1, success exits 0.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/types.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static const char *errno_name(int e)
+{
+	switch (e) {
+#define E(x) case x: return #x;
+	E(EPERM) E(ENOENT) E(ESRCH) E(EINTR) E(EIO) E(ENXIO) E(E2BIG) E(ENOEXEC) E(EBADF)
+	E(ECHILD) E(EAGAIN) E(ENOMEM) E(EACCES) E(EFAULT) E(EBUSY) E(EEXIST) E(EXDEV) E(ENODEV)
+	E(ENOTDIR) E(EISDIR) E(EINVAL) E(ENFILE) E(EMFILE) E(ENOTTY) E(ETXTBSY) E(EFBIG)
+	E(ENOSPC) E(ESPIPE) E(EROFS) E(EMLINK) E(EPIPE) E(ERANGE) E(ENAMETOOLONG) E(ENOSYS)
+	E(ENOTEMPTY) E(ELOOP) E(EOPNOTSUPP) E(EDQUOT) E(EOVERFLOW) E(ENOTCONN) E(ECONNREFUSED) E(EADDRINUSE) E(ENETUNREACH) E(EAFNOSUPPORT)
+#undef E
+	default: return "EUNKNOWN";
+	}
+}
+
+/* ---- minimal JSON writer ---- */
+
+static int need_comma;
+
+static void jstr(const char *s)
+{
+	putchar('"');
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		switch (*p) {
+		case '"': fputs("\\\"", stdout); break;
+		case '\\': fputs("\\\\", stdout); break;
+		case '\n': fputs("\\n", stdout); break;
+		case '\r': fputs("\\r", stdout); break;
+		case '\t': fputs("\\t", stdout); break;
+		default:
+			/* Control bytes and non-ASCII are escaped so the output is always valid JSON, even
+			 * for names that are not UTF-8. */
+			if (*p < 0x20 || *p >= 0x7f)
+				printf("\\u%04x", *p);
+			else
+				putchar(*p);
+		}
+	}
+	putchar('"');
+}
+
+static void sep(void)
+{
+	if (need_comma)
+		putchar(',');
+	need_comma = 1;
+}
+
+static void key(const char *k)
+{
+	sep();
+	jstr(k);
+	putchar(':');
+	need_comma = 0;
+}
+
+static void obj_open(void) { sep(); putchar('{'); need_comma = 0; }
+static void obj_close(void) { putchar('}'); need_comma = 1; }
+static void arr_open(void) { sep(); putchar('['); need_comma = 0; }
+static void arr_close(void) { putchar(']'); need_comma = 1; }
+static void vstr(const char *s) { sep(); if (s) jstr(s); else fputs("null", stdout); }
+static void vint(long long v) { sep(); printf("%lld", v); }
+static void vuint(unsigned long long v) { sep(); printf("%llu", v); }
+static void vbool(int b) { sep(); fputs(b ? "true" : "false", stdout); }
+static void kstr(const char *k, const char *s) { key(k); vstr(s); }
+static void kint(const char *k, long long v) { key(k); vint(v); }
+
+/* ---- helpers ---- */
+
+/* Reads a whole small file; returns a malloc'd NUL-terminated buffer or NULL with errno set. */
+static char *read_file(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	size_t cap = 4096, n = 0;
+	char *buf = malloc(cap);
+	for (;;) {
+		if (n + 1 >= cap)
+			buf = realloc(buf, cap *= 2);
+		ssize_t r = read(fd, buf + n, cap - n - 1);
+		if (r < 0) {
+			int e = errno;
+			close(fd);
+			free(buf);
+			errno = e;
+			return NULL;
+		}
+		if (r == 0)
+			break;
+		n += r;
+	}
+	close(fd);
+	buf[n] = 0;
+	if (len)
+		*len = n;
+	return buf;
+}
+
+static void chomp(char *s)
+{
+	size_t n = strlen(s);
+	while (n && (s[n - 1] == '\n' || s[n - 1] == ' '))
+		s[--n] = 0;
+}
+
+/* Decodes the \ooo escapes the kernel uses in mountinfo fields, in place. */
+static void unescape_octal(char *s)
+{
+	char *w = s;
+	for (char *r = s; *r; r++) {
+		if (r[0] == '\\' && isdigit((unsigned char)r[1]) && isdigit((unsigned char)r[2]) &&
+		    isdigit((unsigned char)r[3])) {
+			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+			r += 3;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = 0;
+}
+
+static void report_status(void)
+{
+	static const char *keys[] = { "Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff",
+				      "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp", "Umask",
+				      "Seccomp_filters", NULL };
+	char *buf = read_file("/proc/self/status", NULL);
+	key("status");
+	obj_open();
+	for (char *line = buf ? strtok(buf, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+		char *colon = strchr(line, ':');
+		if (!colon)
+			continue;
+		*colon = 0;
+		for (int i = 0; keys[i]; i++) {
+			if (strcmp(line, keys[i]) == 0) {
+				char *v = colon + 1;
+				while (*v == '\t' || *v == ' ')
+					v++;
+				chomp(v);
+				kstr(line, v);
+			}
+		}
+	}
+	obj_close();
+	free(buf);
+}
+
+static void report_ids(void)
+{
+	gid_t groups[NGROUPS_MAX];
+	int n = getgroups(NGROUPS_MAX, groups);
+	kint("uid", getuid());
+	kint("gid", getgid());
+	kint("euid", geteuid());
+	kint("egid", getegid());
+	key("groups");
+	arr_open();
+	for (int i = 0; i < n; i++)
+		vint(groups[i]);
+	arr_close();
+}
+
+static void report_namespaces(void)
+{
+	static const char *ns[] = { "cgroup", "ipc", "mnt", "net", "pid", "pid_for_children",
+				    "time", "time_for_children", "user", "uts", NULL };
+	key("namespaces");
+	obj_open();
+	for (int i = 0; ns[i]; i++) {
+		char path[64], target[256];
+		snprintf(path, sizeof(path), "/proc/self/ns/%s", ns[i]);
+		ssize_t r = readlink(path, target, sizeof(target) - 1);
+		if (r < 0)
+			continue;
+		target[r] = 0;
+		kstr(ns[i], target);
+	}
+	obj_close();
+}
+
+static void report_mounts(void)
+{
+	char *buf = read_file("/proc/self/mountinfo", NULL);
+	key("mounts");
+	arr_open();
+	for (char *save = NULL, *line = buf ? strtok_r(buf, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *f[64];
+		int nf = 0;
+		for (char *s2 = NULL, *t = strtok_r(line, " ", &s2); t && nf < 64;
+		     t = strtok_r(NULL, " ", &s2))
+			f[nf++] = t;
+		int dash = -1;
+		for (int i = 6; i < nf; i++)
+			if (strcmp(f[i], "-") == 0) {
+				dash = i;
+				break;
+			}
+		if (nf < 6 || dash < 0 || dash + 3 > nf)
+			continue;
+		unescape_octal(f[3]);
+		unescape_octal(f[4]);
+		unescape_octal(f[dash + 2]);
+		obj_open();
+		kstr("root", f[3]);
+		kstr("mountpoint", f[4]);
+		kstr("options", f[5]);
+		key("optional");
+		arr_open();
+		for (int i = 6; i < dash; i++)
+			vstr(f[i]);
+		arr_close();
+		kstr("fstype", f[dash + 1]);
+		kstr("source", f[dash + 2]);
+		kstr("super_options", dash + 3 < nf ? f[dash + 3] : "");
+		obj_close();
+	}
+	arr_close();
+	free(buf);
+}
+
+static void report_rlimits(void)
+{
+	static const struct {
+		const char *name;
+		int res;
+	} rl[] = {
+		{ "RLIMIT_CPU", RLIMIT_CPU },	      { "RLIMIT_FSIZE", RLIMIT_FSIZE },
+		{ "RLIMIT_DATA", RLIMIT_DATA },	      { "RLIMIT_STACK", RLIMIT_STACK },
+		{ "RLIMIT_CORE", RLIMIT_CORE },	      { "RLIMIT_RSS", RLIMIT_RSS },
+		{ "RLIMIT_NPROC", RLIMIT_NPROC },     { "RLIMIT_NOFILE", RLIMIT_NOFILE },
+		{ "RLIMIT_MEMLOCK", RLIMIT_MEMLOCK }, { "RLIMIT_AS", RLIMIT_AS },
+		{ "RLIMIT_LOCKS", RLIMIT_LOCKS },     { "RLIMIT_SIGPENDING", RLIMIT_SIGPENDING },
+		{ "RLIMIT_MSGQUEUE", RLIMIT_MSGQUEUE }, { "RLIMIT_NICE", RLIMIT_NICE },
+		{ "RLIMIT_RTPRIO", RLIMIT_RTPRIO },   { "RLIMIT_RTTIME", RLIMIT_RTTIME },
+	};
+	key("rlimits");
+	obj_open();
+	for (size_t i = 0; i < sizeof(rl) / sizeof(rl[0]); i++) {
+		struct rlimit r;
+		if (getrlimit(rl[i].res, &r) < 0)
+			continue;
+		key(rl[i].name);
+		obj_open();
+		key("soft");
+		vuint(r.rlim_cur);
+		key("hard");
+		vuint(r.rlim_max);
+		obj_close();
+	}
+	obj_close();
+}
+
+static void report_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	key("fds");
+	obj_open();
+	if (d) {
+		int self = dirfd(d);
+		struct dirent *de;
+		while ((de = readdir(d))) {
+			if (de->d_name[0] == '.' || atoi(de->d_name) == self)
+				continue;
+			char path[300], target[PATH_MAX];
+			snprintf(path, sizeof(path), "/proc/self/fd/%s", de->d_name);
+			ssize_t r = readlink(path, target, sizeof(target) - 1);
+			target[r < 0 ? 0 : r] = 0;
+			kstr(de->d_name, r < 0 ? errno_name(errno) : target);
+		}
+		closedir(d);
+	}
+	obj_close();
+}
+
+static void report_clocks(void)
+{
+	struct timespec m, b;
+	clock_gettime(CLOCK_MONOTONIC, &m);
+	clock_gettime(CLOCK_BOOTTIME, &b);
+	key("clocks");
+	obj_open();
+	key("monotonic");
+	sep();
+	printf("%lld.%09ld", (long long)m.tv_sec, m.tv_nsec);
+	key("boottime");
+	sep();
+	printf("%lld.%09ld", (long long)b.tv_sec, b.tv_nsec);
+	obj_close();
+}
+
+static void kfile(const char *k, const char *path)
+{
+	char *s = read_file(path, NULL);
+	if (s)
+		chomp(s);
+	kstr(k, s);
+	free(s);
+}
+
+static int cmd_report(void)
+{
+	struct utsname u;
+	char cwd[PATH_MAX];
+
+	uname(&u);
+	obj_open();
+	report_ids();
+	report_status();
+	kstr("cwd", getcwd(cwd, sizeof(cwd)) ? cwd : NULL);
+	kstr("hostname", u.nodename);
+	kstr("domainname", u.domainname);
+	kint("pid", getpid());
+	kint("ppid", getppid());
+	report_namespaces();
+	report_mounts();
+	report_rlimits();
+	report_fds();
+	key("env");
+	arr_open();
+	for (char **e = environ; e && *e; e++)
+		vstr(*e);
+	arr_close();
+	kfile("oom_score_adj", "/proc/self/oom_score_adj");
+	kfile("cgroup", "/proc/self/cgroup");
+	kfile("uptime", "/proc/uptime");
+	report_clocks();
+	key("tty");
+	obj_open();
+	for (int fd = 0; fd < 3; fd++) {
+		char k[16];
+		snprintf(k, sizeof(k), "%d", fd);
+		key(k);
+		obj_open();
+		key("isatty");
+		vbool(isatty(fd));
+		char *n = ttyname(fd);
+		kstr("ttyname", n);
+		obj_close();
+	}
+	obj_close();
+	obj_close();
+	putchar('\n');
+	return 0;
+}
+
+static int result(const char *what, const char *path, int rc)
+{
+	int e = errno;
+	obj_open();
+	kstr("op", what);
+	kstr("path", path);
+	kstr("result", rc < 0 ? errno_name(e) : "ok");
+	obj_close();
+	putchar('\n');
+	return rc < 0 ? 1 : 0;
+}
+
+static int cmd_write(const char *path, const char *data)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int rc = fd;
+	if (fd >= 0) {
+		ssize_t w = write(fd, data, strlen(data));
+		rc = w < 0 ? -1 : 0;
+		int e = errno;
+		close(fd);
+		errno = e;
+	}
+	return result("write", path, rc);
+}
+
+/* Opens for writing without creating, truncating or writing: checks that a path cannot be
+ * opened writable (e.g. a host binary) without ever modifying it. */
+static int cmd_openw(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int e = errno;
+	if (fd >= 0)
+		close(fd);
+	errno = e;
+	return result("openw", path, fd);
+}
+
+static int cmd_stat(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return result("stat", path, -1);
+	const char *type = S_ISREG(st.st_mode) ? "file" : S_ISDIR(st.st_mode) ? "dir"
+			 : S_ISLNK(st.st_mode) ? "symlink" : S_ISCHR(st.st_mode) ? "char"
+			 : S_ISBLK(st.st_mode) ? "block" : S_ISFIFO(st.st_mode) ? "fifo"
+			 : S_ISSOCK(st.st_mode) ? "socket" : "unknown";
+	obj_open();
+	kstr("op", "stat");
+	kstr("path", path);
+	kstr("result", "ok");
+	kstr("type", type);
+	kint("mode", st.st_mode & 07777);
+	kint("uid", st.st_uid);
+	kint("gid", st.st_gid);
+	kint("size", st.st_size);
+	kint("major", major(st.st_rdev));
+	kint("minor", minor(st.st_rdev));
+	kint("dev", st.st_dev);
+	kint("ino", st.st_ino);
+	obj_close();
+	putchar('\n');
+	return 0;
+}
+
+static int cmd_readlink(const char *path)
+{
+	char target[PATH_MAX];
+	ssize_t r = readlink(path, target, sizeof(target) - 1);
+	if (r < 0)
+		return result("readlink", path, -1);
+	target[r] = 0;
+	obj_open();
+	kstr("op", "readlink");
+	kstr("path", path);
+	kstr("result", "ok");
+	kstr("target", target);
+	obj_close();
+	putchar('\n');
+	return 0;
+}
+
+static int cmd_ls(const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return result("ls", path, -1);
+	obj_open();
+	kstr("op", "ls");
+	kstr("path", path);
+	kstr("result", "ok");
+	key("entries");
+	arr_open();
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			vstr(de->d_name);
+	arr_close();
+	obj_close();
+	putchar('\n');
+	closedir(d);
+	return 0;
+}
+
+static int cmd_catfile(const char *path)
+{
+	size_t len;
+	char *s = read_file(path, &len);
+	if (!s) {
+		fprintf(stderr, "probe: %s: %s\n", path, errno_name(errno));
+		return 1;
+	}
+	fwrite(s, 1, len, stdout);
+	free(s);
+	return 0;
+}
+
+static int cmd_sysctl(const char *k)
+{
+	char path[PATH_MAX] = "/proc/sys/";
+	size_t off = strlen(path);
+	for (const char *p = k; *p && off < sizeof(path) - 1; p++)
+		path[off++] = *p == '.' ? '/' : *p;
+	path[off] = 0;
+	char *s = read_file(path, NULL);
+	if (!s)
+		return result("sysctl", k, -1);
+	chomp(s);
+	obj_open();
+	kstr("op", "sysctl");
+	kstr("path", k);
+	kstr("result", "ok");
+	kstr("value", s);
+	obj_close();
+	putchar('\n');
+	free(s);
+	return 0;
+}
+
+static void on_signal(int sig)
+{
+	/* pid 1 of a pid namespace ignores default-action signals, so the probe handles the usual
+	 * termination signals itself and exits as a shell would (128 + signal). */
+	char msg[32];
+	int n = snprintf(msg, sizeof(msg), "probe: signal %d\n", sig);
+	if (write(1, msg, n) < 0) {
+		/* nothing to do: exiting anyway */
+	}
+	_exit(128 + sig);
+}
+
+static int cmd_sleep(const char *secs)
+{
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT };
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		signal(sigs[i], on_signal);
+	struct timespec ts = { .tv_sec = atol(secs), .tv_nsec = 0 };
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+	return 0;
+}
+
+static int cmd_clock(void)
+{
+	obj_open();
+	report_clocks();
+	kfile("uptime", "/proc/uptime");
+	obj_close();
+	putchar('\n');
+	return 0;
+}
+
+static int usage(void)
+{
+	fputs("usage: probe report | write PATH [DATA] | openw PATH | stat PATH | readlink PATH |"
+	      " exit N | sleep SEC | ls DIR | catfile PATH | sysctl KEY | clock\n",
+	      stderr);
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return usage();
+	const char *c = argv[1];
+	int rc;
+	if (strcmp(c, "report") == 0)
+		rc = cmd_report();
+	else if (strcmp(c, "write") == 0 && argc >= 3)
+		rc = cmd_write(argv[2], argc >= 4 ? argv[3] : "probe\n");
+	else if (strcmp(c, "openw") == 0 && argc == 3)
+		rc = cmd_openw(argv[2]);
+	else if (strcmp(c, "stat") == 0 && argc == 3)
+		rc = cmd_stat(argv[2]);
+	else if (strcmp(c, "readlink") == 0 && argc == 3)
+		rc = cmd_readlink(argv[2]);
+	else if (strcmp(c, "exit") == 0 && argc == 3)
+		return atoi(argv[2]);
+	else if (strcmp(c, "sleep") == 0 && argc == 3)
+		rc = cmd_sleep(argv[2]);
+	else if (strcmp(c, "ls") == 0 && argc == 3)
+		rc = cmd_ls(argv[2]);
+	else if (strcmp(c, "catfile") == 0 && argc == 3)
+		rc = cmd_catfile(argv[2]);
+	else if (strcmp(c, "sysctl") == 0 && argc == 3)
+		rc = cmd_sysctl(argv[2]);
+	else if (strcmp(c, "clock") == 0)
+		rc = cmd_clock();
+	else
+		return usage();
+	fflush(stdout);
+	return rc;
+}
