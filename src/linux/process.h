@@ -64,4 +64,27 @@ int linux_sysctl_apply (const struct oci_map *sysctl, asbx_err_t *err);
 /* sethostname/setdomainname when given (needs a new uts namespace; checked earlier). 0 / -1. */
 int linux_uts_apply (const struct oci_spec *spec, asbx_err_t *err);
 
+/* --- helpers exposed for tests and for the features document --- */
+
+/* RLIMIT_* name -> resource number (setrlimit(2)); -1 when unknown. All 16 resources. */
+int linux_rlimit_from_name (const char *name);
+/* resource number -> "RLIMIT_*" (static string) or NULL. */
+const char *linux_rlimit_name (int resource);
+
+/* Highest capability number of the running kernel (/proc/sys/kernel/cap_last_cap, falling back
+ * to libcap's cap_max_bits() - 1 without procfs). Cached. */
+int linux_cap_last_cap (void);
+/* "CAP_XXX" -> capability number via libcap; only upper-case CAP_ names are accepted (no
+ * numbers, no "all"). 0 / -1 when unknown. The number may exceed linux_cap_last_cap(). */
+int linux_cap_from_name (const char *name, int *cap);
+
+/* One key of linux_sysctl_check() (the same rules); 0 / -1 with *err naming the key. `key` must
+ * not contain "..", "/" or begin/end with ".". For net.* the caller sets CLONE_NEWNET in
+ * ns_new_flags also when it joins a network namespace by path that is not the host's. */
+int linux_sysctl_check_key (const char *key, unsigned long ns_new_flags, asbx_err_t *err);
+
+/* linux_sysctl_apply() against a procfs directory fd the caller opened (e.g. a private procfs
+ * from fsopen("proc")); procfd is checked with fstatfs(PROC_SUPER_MAGIC), as is every file. */
+int linux_sysctl_apply_at (int procfd, const struct oci_map *sysctl, asbx_err_t *err);
+
 #endif
