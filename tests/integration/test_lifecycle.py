@@ -1,0 +1,226 @@
+"""Lifecycle (runtime-spec "Lifecycle" and "Operations"): create, start, state, kill, delete, run.
+
+runc is the reference behaviour for every case here. Liveness is checked from the kernel
+(/proc/PID, its namespaces), not only from `state`.
+"""
+
+import json
+import os
+import threading
+
+import pytest
+
+from conftest import probe_json
+
+pytestmark = pytest.mark.runc_reference
+
+
+def proc_alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_create_start_kill_delete(rt, bundle):
+    bundle.args("/probe", "sleep", "600")
+    r, cid = rt.create(bundle)
+    assert r.ok, r
+    st = rt.state(cid).json()
+    assert st["status"] == "created"
+    pid = st["pid"]
+    assert proc_alive(pid)
+    # Created but not started: the user process has not run yet, so the container's pid is
+    # in new namespaces but is not the probe.
+    assert os.readlink(f"/proc/{pid}/ns/pid") != os.readlink("/proc/self/ns/pid")
+    assert rt.start(cid).ok
+    rt.wait_status(cid, "running")
+    assert rt.state(cid).json()["pid"] == pid
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        assert f.read().split(b"\0")[:3] == [b"/probe", b"sleep", b"600"]
+    assert rt.kill(cid, "KILL").ok
+    rt.wait_status(cid, "stopped")
+    assert not proc_alive(pid)
+    assert rt.delete(cid).ok
+    assert not rt.state(cid).ok
+    assert not os.path.exists(os.path.join(rt.root, cid))
+
+
+def test_kill_default_signal_is_term(rt, bundle):
+    bundle.args("/probe", "sleep", "600")
+    r, cid = rt.create(bundle)
+    assert r.ok, r
+    assert rt.start(cid).ok
+    assert rt.kill(cid).ok
+    rt.wait_status(cid, "stopped")
+    assert "probe: signal 15" in bundle.container_output()
+
+
+@pytest.mark.parametrize("sig,num", [("USR1", 10), ("SIGHUP", 1), ("2", 2)])
+def test_kill_signal_forms(rt, bundle, sig, num):
+    bundle.args("/probe", "sleep", "600")
+    r, cid = rt.create(bundle)
+    assert r.ok, r
+    assert rt.start(cid).ok
+    assert rt.kill(cid, sig).ok
+    rt.wait_status(cid, "stopped")
+    assert f"probe: signal {num}" in bundle.container_output()
+
+
+def test_start_twice_fails(rt, bundle):
+    bundle.args("/probe", "sleep", "600")
+    r, cid = rt.create(bundle)
+    assert r.ok, r
+    assert rt.start(cid).ok
+    r2 = rt.start(cid)
+    assert not r2.ok
+    assert r2.err.strip()
+
+
+def test_start_stopped_fails(rt, bundle):
+    bundle.args("/probe", "exit", "0")
+    r, cid = rt.create(bundle)
+    assert r.ok, r
+    assert rt.start(cid).ok
+    rt.wait_status(cid, "stopped")
+    assert not rt.start(cid).ok
+
+
+def test_delete_running_needs_force(rt, bundle):
+    bundle.args("/probe", "sleep", "600")
+    r, cid = rt.create(bundle)
+    assert r.ok, r
+    assert rt.start(cid).ok
+    pid = rt.state(cid).json()["pid"]
+    r = rt.delete(cid)
+    assert not r.ok
+    assert proc_alive(pid), "a refused delete must leave the container running"
+    assert rt.status(cid) == "running"
+    assert rt.delete(cid, force=True).ok
+    assert not proc_alive(pid)
+    assert not rt.state(cid).ok
+
+
+def test_delete_created_with_force(rt, bundle):
+    bundle.args("/probe", "sleep", "600")
+    r, cid = rt.create(bundle)
+    assert r.ok, r
+    pid = rt.state(cid).json()["pid"]
+    assert rt.delete(cid, force=True).ok
+    assert not proc_alive(pid)
+    assert not rt.state(cid).ok
+
+
+@pytest.mark.parametrize("code", [0, 1, 7, 255])
+def test_run_returns_exit_code(rt, bundle, code):
+    bundle.args("/probe", "exit", str(code))
+    r, cid = rt.run(bundle)
+    assert r.rc == code, r
+    # `run` without --keep deletes the container after it exits.
+    assert not rt.state(cid).ok
+
+
+def test_run_signal_exit_code(rt, bundle):
+    # A shell that kills itself: run reports 128 + signal, as runc does.
+    bundle.args("/bin/sh", "-c", "kill -KILL $$")
+    bundle.linux.setdefault("namespaces", [])
+    bundle.remove_namespace("pid")  # not pid 1, so SIGKILL from itself is not ignored
+    r, _ = rt.run(bundle)
+    assert r.rc == 137, r
+
+
+def test_run_detach(rt, bundle):
+    bundle.args("/probe", "sleep", "600")
+    r, cid = rt.run(bundle, None, "--detach")
+    assert r.ok, r
+    st = rt.state(cid).json()
+    assert st["status"] == "running"
+    assert proc_alive(st["pid"])
+    assert rt.kill(cid, "KILL").ok
+    rt.wait_status(cid, "stopped")
+
+
+def test_run_keep(rt, bundle):
+    bundle.args("/probe", "exit", "3")
+    r, cid = rt.run(bundle, None, "--keep")
+    assert r.rc == 3, r
+    assert rt.status(cid) == "stopped"
+    assert rt.delete(cid).ok
+
+
+def test_pid_file(rt, bundle):
+    bundle.args("/probe", "sleep", "600")
+    pidfile = os.path.join(bundle.path, "pidfile")
+    r, cid = rt.create(bundle, None, "--pid-file", pidfile)
+    assert r.ok, r
+    with open(pidfile) as f:
+        pid = int(f.read().strip())
+    assert pid == rt.state(cid).json()["pid"]
+    assert proc_alive(pid)
+    assert os.readlink(f"/proc/{pid}/ns/mnt") != os.readlink("/proc/self/ns/mnt")
+
+
+def test_output_reaches_caller(rt, bundle):
+    r, cid = rt.run(bundle, None)
+    assert r.ok, r
+    rep = json.loads(r.out.strip().splitlines()[-1])
+    assert rep["pid"] == 1
+
+
+def test_state_of_running_container(rt, bundle):
+    bundle.args("/probe", "sleep", "600")
+    r, cid = rt.create(bundle)
+    assert r.ok, r
+    st = rt.state(cid).json()
+    assert st["id"] == cid
+    assert os.path.realpath(st["bundle"]) == os.path.realpath(bundle.path)
+    assert isinstance(st["pid"], int) and st["pid"] > 0
+
+
+def test_concurrent_create_same_id(rt, make_bundle):
+    """Several creates of one id at once: exactly one wins, the rest fail, nothing leaks."""
+    bundles = [make_bundle(args=("/probe", "sleep", "600")) for _ in range(4)]
+    cid = rt.new_id()
+    results = [None] * len(bundles)
+
+    def go(i):
+        results[i], _ = rt.create(bundles[i], cid)
+
+    threads = [threading.Thread(target=go, args=(i,)) for i in range(len(bundles))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    winners = [r for r in results if r.ok]
+    assert len(winners) == 1, results
+    assert rt.status(cid) == "created"
+
+
+def test_concurrent_kill_and_delete(rt, bundle):
+    """kill, state and delete --force racing on one id end with the container gone."""
+    bundle.args("/probe", "sleep", "600")
+    r, cid = rt.create(bundle)
+    assert r.ok, r
+    assert rt.start(cid).ok
+    pid = rt.state(cid).json()["pid"]
+    ops = [lambda: rt.kill(cid, "KILL"), lambda: rt.delete(cid, force=True),
+           lambda: rt.state(cid), lambda: rt.delete(cid, force=True)]
+    threads = [threading.Thread(target=op) for op in ops]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    rt.delete(cid, force=True)
+    assert not rt.state(cid).ok
+    assert not proc_alive(pid)
+
+
+def test_probe_write_then_read(rt, bundle):
+    """Sanity of the probe's active checks inside a container."""
+    bundle.args("/probe", "write", "/tmp/x", "hello")
+    r, _ = rt.run(bundle)
+    assert r.ok, r
+    assert probe_json(r)["result"] == "ok"
+    with open(os.path.join(bundle.rootfs, "tmp", "x")) as f:
+        assert f.read() == "hello"
