@@ -1,0 +1,203 @@
+/* pathsafe.c - fd-based path resolution inside the container rootfs.
+ *
+ * Threat model: the rootfs (an image, possibly written by the container of a previous run) may
+ * hold symlinks such as /proc -> /etc or /dev/null -> /host/etc/passwd. Every function here
+ * resolves with openat2(RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS) from the root fd, creates with
+ * *at() on a parent fd, and returns fds, so the caller never re-resolves a string.
+ * Ordering: none; these are building blocks used before pivot_root (rootfd = the rootfs mount)
+ * and after it (rootfd = "/").
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "core/util.h"
+#include "linux/pathsafe.h"
+
+#define PS_RESOLVE (RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)
+
+int
+ps_openat2 (int dirfd, const char *path, uint64_t flags, uint64_t mode, uint64_t resolve)
+{
+  struct open_how how = { .flags = flags | O_CLOEXEC, .mode = mode, .resolve = resolve };
+  int fd;
+
+  /* EAGAIN: a rename raced with the lookup; the kernel asks us to retry. Bounded. */
+  for (int i = 0; i < 32; i++)
+    {
+      fd = (int) syscall (SYS_openat2, dirfd, path, &how, sizeof (how));
+      if (fd >= 0 || errno != EAGAIN)
+        return fd;
+    }
+  return -1;
+}
+
+int
+ps_open_in_root (int rootfd, const char *path, int flags, asbx_err_t *err)
+{
+  int fd = ps_openat2 (rootfd, path, (uint64_t) flags, 0, PS_RESOLVE);
+  if (fd < 0)
+    return asbx_error (err, errno, "open `%s` in the container root", path);
+  return fd;
+}
+
+char *
+ps_clean (const char *path)
+{
+  size_t n = strlen (path);
+  char *out = xmalloc (n + 2);
+  size_t o = 0;
+  const char *p = path;
+
+  out[o++] = '/';
+  while (*p)
+    {
+      const char *e;
+      size_t len;
+
+      while (*p == '/')
+        p++;
+      e = strchrnul (p, '/');
+      len = (size_t) (e - p);
+      if (len == 0 || (len == 1 && p[0] == '.'))
+        ;
+      else if (len == 2 && p[0] == '.' && p[1] == '.')
+        {
+          /* drop the last component, never above "/" */
+          while (o > 1 && out[o - 1] != '/')
+            o--;
+          if (o > 1)
+            o--;
+        }
+      else
+        {
+          if (o > 1)
+            out[o++] = '/';
+          memcpy (out + o, p, len);
+          o += len;
+        }
+      p = e;
+    }
+  out[o] = '\0';
+  return out;
+}
+
+/* create one missing component under parent_fd and open it without following any symlink */
+static int
+mkdir_component (int parent_fd, const char *name, mode_t mode, const char *full, asbx_err_t *err)
+{
+  int fd;
+
+  if (mkdirat (parent_fd, name, mode) < 0 && errno != EEXIST)
+    return asbx_error (err, errno, "mkdir `%s` in the container root", full);
+  fd = ps_openat2 (parent_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0,
+                   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+  if (fd < 0)
+    return asbx_error (err, errno, "open new directory `%s` in the container root", full);
+  return fd;
+}
+
+int
+ps_mkdir_p (int rootfd, const char *path, mode_t mode, asbx_err_t *err)
+{
+  cleanup_free char *clean = ps_clean (path);
+  cleanup_close int cur = -1;
+  char *p;
+
+  cur = ps_openat2 (rootfd, clean, O_PATH | O_DIRECTORY, 0, PS_RESOLVE);
+  if (cur >= 0)
+    return steal_fd (&cur);
+  if (errno != ENOENT)
+    return asbx_error (err, errno, "open `%s` in the container root", clean);
+
+  /* walk down: the longest existing prefix is resolved from the root, then create */
+  cur = ps_openat2 (rootfd, "/", O_PATH | O_DIRECTORY, 0, PS_RESOLVE);
+  if (cur < 0)
+    return asbx_error (err, errno, "open the container root");
+  p = clean + 1;
+  while (*p)
+    {
+      char *slash = strchrnul (p, '/');
+      char saved = *slash;
+      int next;
+
+      *slash = '\0';
+      next = ps_openat2 (rootfd, clean, O_PATH | O_DIRECTORY, 0, PS_RESOLVE);
+      if (next < 0 && errno == ENOENT)
+        next = mkdir_component (cur, p, mode, clean, err);
+      else if (next < 0)
+        asbx_error (err, errno, "open `%s` in the container root", clean);
+      *slash = saved;
+      if (next < 0)
+        return -1;
+      close (cur);
+      cur = next;
+      p = saved ? slash + 1 : slash;
+    }
+  return steal_fd (&cur);
+}
+
+int
+ps_open_parent (int rootfd, const char *path, mode_t dir_mode, int *parent_fd, char **buf, const char **base,
+                asbx_err_t *err)
+{
+  cleanup_free char *clean = ps_clean (path);
+  char *slash = strrchr (clean, '/');
+  int fd;
+
+  if (clean[1] == '\0')
+    return asbx_error (err, EINVAL, "`%s`: the container root has no parent", path);
+  *slash = '\0';
+  fd = ps_mkdir_p (rootfd, clean[0] ? clean : "/", dir_mode, err);
+  *slash = '/';
+  if (fd < 0)
+    return -1;
+  *parent_fd = fd;
+  *base = slash + 1;
+  *buf = steal_ptr (&clean);
+  return 0;
+}
+
+int
+ps_create_file (int rootfd, const char *path, mode_t mode, asbx_err_t *err)
+{
+  cleanup_close int parent = -1;
+  cleanup_free char *buf = NULL;
+  const char *base;
+  int fd;
+
+  fd = ps_openat2 (rootfd, path, O_PATH, 0, PS_RESOLVE);
+  if (fd >= 0)
+    return fd;
+  if (ps_open_parent (rootfd, path, 0755, &parent, &buf, &base, err) < 0)
+    return -1;
+  fd = openat (parent, base, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0 && errno != EEXIST)
+    return asbx_error (err, errno, "create `%s` in the container root", buf);
+  if (fd >= 0)
+    close (fd);
+  /* re-open from the parent fd: never through a symlink planted in between */
+  fd = ps_openat2 (parent, base, O_PATH | O_NOFOLLOW, 0, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
+  if (fd < 0)
+    return asbx_error (err, errno, "open `%s` in the container root", buf);
+  return fd;
+}
+
+int
+ps_check_fstype (int fd, long magic, const char *what, asbx_err_t *err)
+{
+  struct statfs sfs;
+
+  if (fstatfs (fd, &sfs) < 0)
+    return asbx_error (err, errno, "statfs %s", what);
+  if ((long) sfs.f_type != magic)
+    return asbx_error (err, EXDEV, "%s is not the expected filesystem (f_type 0x%lx, want 0x%lx)", what,
+                       (long) sfs.f_type, magic);
+  return 0;
+}

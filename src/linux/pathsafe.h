@@ -1,0 +1,50 @@
+/* pathsafe.h - resolve paths inside an attacker-controlled root through fds.
+ *
+ * Every lookup is openat2(rootfd, path, ..., RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS): symlinks and
+ * ".." are resolved as if rootfd were "/", and /proc magic links are refused, so no path inside
+ * the image can name a host file. Source: openat2(2), path_resolution(7).
+ */
+#ifndef ASBX_LINUX_PATHSAFE_H
+#define ASBX_LINUX_PATHSAFE_H
+
+#include <linux/openat2.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "core/error.h"
+
+/* raw openat2(2) with O_CLOEXEC added; retried on EAGAIN (a concurrent rename made the kernel
+ * give up, see openat2(2)). Returns the fd, or -1 with errno. */
+int ps_openat2 (int dirfd, const char *path, uint64_t flags, uint64_t mode, uint64_t resolve);
+
+/* Open `path` (absolute or relative, both taken from the root) inside rootfd with `flags`
+ * (O_PATH, O_DIRECTORY, O_NOFOLLOW... ; O_CLOEXEC is added). Returns the fd (caller owns) or -1
+ * with errno (ENOENT, ENOTDIR, ELOOP for a magic link, EXDEV...) and *err naming the path. */
+int ps_open_in_root (int rootfd, const char *path, int flags, asbx_err_t *err);
+
+/* Lexically clean `path` ("//a/./b/../c" -> "/a/c", ".." never leaves "/"); always absolute.
+ * Returns a heap string. */
+char *ps_clean (const char *path);
+
+/* mkdir -p inside the root: the existing prefix is resolved with RESOLVE_IN_ROOT, each missing
+ * component is created with mkdirat on its parent's fd and re-opened from that fd with
+ * RESOLVE_NO_SYMLINKS, so a swap to a symlink between the two steps is refused.
+ * Returns an O_PATH|O_DIRECTORY fd of the directory (caller owns) or -1 with *err. */
+int ps_mkdir_p (int rootfd, const char *path, mode_t mode, asbx_err_t *err);
+
+/* Split a cleaned absolute path: *parent_fd = O_PATH fd of the (created) parent directory,
+ * *base = pointer into a heap copy returned in *buf (caller frees). Fails for "/".
+ * Returns 0 / -1 with *err. */
+int ps_open_parent (int rootfd, const char *path, mode_t dir_mode, int *parent_fd, char **buf, const char **base,
+                    asbx_err_t *err);
+
+/* Make sure a regular-file-ish mount target exists: create an empty file (mode, O_EXCL through
+ * the parent fd; an existing non-directory is kept) and return an O_PATH fd of it (caller owns),
+ * or -1 with *err. */
+int ps_create_file (int rootfd, const char *path, mode_t mode, asbx_err_t *err);
+
+/* fstatfs(fd) and compare f_type with `magic` (PROC_SUPER_MAGIC, TMPFS_MAGIC, ...).
+ * Returns 0 when equal, -1 with *err (EXDEV when it differs) naming `what`. */
+int ps_check_fstype (int fd, long magic, const char *what, asbx_err_t *err);
+
+#endif
