@@ -1,1 +1,158 @@
-int main (void) { return 0; }
+/* main.c - global options (runc's) and verb dispatch. Options are accepted with one or two
+ * dashes, as runc (urfave/cli) does, and before the verb. */
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <seccomp.h>
+
+#include "cli/cli.h"
+#include "core/log.h"
+#include "core/util.h"
+
+static const struct
+{
+  const char *name;
+  cli_verb_fn fn;
+  int spawns; /* re-exec from a sealed memfd before touching a container */
+  const char *help;
+} verbs[] = {
+  { "create", cli_create, 1, "create a container" },
+  { "start", cli_start, 0, "executes the user defined process in a created container" },
+  { "run", cli_run, 1, "create and run a container" },
+  { "state", cli_state, 0, "output the state of a container" },
+  { "kill", cli_kill, 0, "kill sends the specified signal (default: SIGTERM) to the container's init process" },
+  { "delete", cli_delete, 0, "delete any resources held by the container" },
+  { "list", cli_list, 0, "lists containers started by agentsbx with the given root" },
+  { "spec", cli_spec, 0, "create a new specification file" },
+  { "features", cli_features, 0, "show the enabled features" },
+};
+
+static void
+usage (FILE *f)
+{
+  fprintf (f, "usage: agentsbx [global options] COMMAND [command options] [arguments...]\n\n"
+              "agentsbx is an OCI runtime (a drop-in for runc) that can enforce agent policies.\n\n"
+              "COMMANDS:\n");
+  for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+    fprintf (f, "   %-10s %s\n", verbs[i].name, verbs[i].help);
+  fprintf (f, "\nGLOBAL OPTIONS:\n"
+              "   --root DIR             root directory for storage of container state (default: /run/agentsbx)\n"
+              "   --log FILE             write the log to FILE (default: stderr)\n"
+              "   --log-format FORMAT    text or json (default: text)\n"
+              "   --debug                enable debug logging\n"
+              "   --systemd-cgroup       use systemd to manage cgroups\n"
+              "   --rootless VALUE       ignore cgroup permission errors (true, false or auto)\n"
+              "   --help, -h             show help\n"
+              "   --version, -v          print the version\n");
+}
+
+static void
+version (void)
+{
+  const struct scmp_version *v = seccomp_version ();
+  printf ("agentsbx version %s\nspec: 1.2.0\nlibseccomp: %u.%u.%u\n", PACKAGE_VERSION, v->major, v->minor, v->micro);
+}
+
+int
+cli_fail (asbx_err_t *err)
+{
+  int status = *err && (*err)->status ? (*err)->status : 1;
+  asbx_log_error_once (*err);
+  asbx_error_free (err);
+  return status;
+}
+
+int
+cli_usage (const char *verb, const char *fmt, ...)
+{
+  va_list ap;
+  fprintf (stderr, "agentsbx%s%s: ", verb ? " " : "", verb ? verb : "");
+  va_start (ap, fmt);
+  vfprintf (stderr, fmt, ap);
+  va_end (ap);
+  fprintf (stderr, "\n");
+  return 1;
+}
+
+int
+cli_parse_int (const char *verb, const char *opt, const char *s, int *out)
+{
+  uint64_t v;
+  if (parse_u64 (s, &v) < 0 || v > 65536)
+    {
+      cli_usage (verb, "invalid value `%s` for %s: expected a non-negative integer", s, opt);
+      return -1;
+    }
+  *out = (int) v;
+  return 0;
+}
+
+enum
+{
+  OPT_ROOT = 256,
+  OPT_LOG,
+  OPT_LOG_FORMAT,
+  OPT_DEBUG,
+  OPT_SYSTEMD,
+  OPT_ROOTLESS,
+  OPT_CRIU,
+};
+
+int
+main (int argc, char **argv)
+{
+  static const struct option opts[] = {
+    { "root", required_argument, 0, OPT_ROOT },         { "log", required_argument, 0, OPT_LOG },
+    { "log-format", required_argument, 0, OPT_LOG_FORMAT }, { "debug", no_argument, 0, OPT_DEBUG },
+    { "systemd-cgroup", no_argument, 0, OPT_SYSTEMD },  { "rootless", required_argument, 0, OPT_ROOTLESS },
+    { "criu", required_argument, 0, OPT_CRIU },         { "help", no_argument, 0, 'h' },
+    { "version", no_argument, 0, 'v' },                 { 0, 0, 0, 0 },
+  };
+  struct asbx_global g = { .root = "/run/agentsbx" };
+  const char *log_path = NULL, *log_format = "text";
+  asbx_err_t err = NULL;
+  int c;
+
+  signal (SIGPIPE, SIG_IGN);
+  opterr = 0;
+  while ((c = getopt_long_only (argc, argv, "+hv", opts, NULL)) != -1)
+    switch (c)
+      {
+      case OPT_ROOT: g.root = optarg; break;
+      case OPT_LOG: log_path = optarg; break;
+      case OPT_LOG_FORMAT: log_format = optarg; break;
+      case OPT_DEBUG: g.debug = true; break;
+      case OPT_SYSTEMD: g.systemd_cgroup = true; break;
+      case OPT_ROOTLESS: g.rootless = strcmp (optarg, "true") == 0; break;
+      case OPT_CRIU: break; /* accepted for runc compatibility; checkpointing is not supported */
+      case 'h': usage (stdout); return 0;
+      case 'v': version (); return 0;
+      default:
+        return cli_usage (NULL, "unknown global option `%s` (see --help)", argv[optind - 1]);
+      }
+  if (strcmp (log_format, "text") != 0 && strcmp (log_format, "json") != 0)
+    return cli_usage (NULL, "invalid --log-format `%s`: expected text or json", log_format);
+  if (asbx_log_init (log_path, strcmp (log_format, "json") == 0 ? ASBX_LOG_JSON : ASBX_LOG_TEXT, g.debug, &err) < 0)
+    return cli_fail (&err);
+  if (optind >= argc)
+    {
+      usage (stderr);
+      return 1;
+    }
+  const char *verb = argv[optind];
+  for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+    if (strcmp (verbs[i].name, verb) == 0)
+      {
+        if (verbs[i].spawns)
+          asbx_ensure_sealed_exe (argv);
+        int vargc = argc - optind;
+        char **vargv = argv + optind;
+        optind = 0; /* full re-initialisation of getopt for the verb */
+        return verbs[i].fn (&g, vargc, vargv);
+      }
+  return cli_usage (NULL, "unknown command `%s` (see --help)", verb);
+}

@@ -1,0 +1,177 @@
+/* ns.c - namespaces: plan (new vs join), setns ordering, id maps and time offsets.
+ *
+ * Ordering constraints (namespaces(7), user_namespaces(7)):
+ *  - joining a user namespace must come first: every other setns() is then checked against
+ *    the capabilities we hold in the target's owning user namespace;
+ *  - setns(CLONE_NEWPID) and CLONE_NEWTIME only affect children: the caller forks afterwards;
+ *  - id maps are written by a process in the parent user namespace (the runtime), once.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+#include <linux/nsfs.h>
+
+#include "core/cleanup.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "linux/ns.h"
+
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+
+static const struct
+{
+  const char *type;
+  int flag;
+} ns_types[] = {
+  { "user", CLONE_NEWUSER },     { "cgroup", CLONE_NEWCGROUP }, { "ipc", CLONE_NEWIPC },
+  { "uts", CLONE_NEWUTS },       { "network", CLONE_NEWNET },   { "pid", CLONE_NEWPID },
+  { "time", CLONE_NEWTIME },     { "mount", CLONE_NEWNS },
+};
+
+int
+ns_flag_from_type (const char *type)
+{
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (ns_types); i++)
+    if (type && strcmp (ns_types[i].type, type) == 0)
+      return ns_types[i].flag;
+  return 0;
+}
+
+int
+ns_plan_build (const struct oci_linux *linux_, struct ns_plan *plan, asbx_err_t *err)
+{
+  memset (plan, 0, sizeof *plan);
+  if (linux_ == NULL)
+    return 0;
+  for (size_t i = 0; i < linux_->namespaces_len; i++)
+    {
+      const struct oci_namespace *n = &linux_->namespaces[i];
+      int flag = ns_flag_from_type (n->type);
+      struct ns_entry *e;
+
+      if (flag == 0)
+        return asbx_error (err, 0, "linux.namespaces[%zu].type: unknown namespace type `%s`", i, n->type);
+      if ((plan->new_flags | plan->join_flags) & (unsigned long) flag)
+        return asbx_error (err, 0, "linux.namespaces[%zu]: duplicate namespace type `%s`", i, n->type);
+      if (plan->len >= ASBX_NS_MAX)
+        return asbx_error (err, 0, "linux.namespaces: too many entries");
+      e = &plan->entries[plan->len++];
+      e->clone_flag = flag;
+      e->type = n->type;
+      e->fd = -1;
+      if (n->path == NULL || *n->path == '\0')
+        {
+          plan->new_flags |= (unsigned long) flag;
+          continue;
+        }
+      e->fd = open (n->path, O_RDONLY | O_CLOEXEC);
+      if (e->fd < 0)
+        return asbx_error (err, errno, "linux.namespaces[%zu] (%s): open `%s`", i, n->type, n->path);
+      int t = ioctl (e->fd, NS_GET_NSTYPE);
+      if (t < 0)
+        return asbx_error (err, errno, "linux.namespaces[%zu] (%s): `%s` is not a namespace file", i, n->type,
+                           n->path);
+      if (t != flag)
+        return asbx_error (err, 0, "linux.namespaces[%zu] (%s): `%s` is a namespace of another type", i, n->type,
+                           n->path);
+      plan->join_flags |= (unsigned long) flag;
+    }
+  return 0;
+}
+
+void
+ns_plan_close (struct ns_plan *plan)
+{
+  for (size_t i = 0; i < plan->len; i++)
+    if (plan->entries[i].fd >= 0)
+      {
+        close (plan->entries[i].fd);
+        plan->entries[i].fd = -1;
+      }
+}
+
+static int
+join_one (const struct ns_entry *e, asbx_err_t *err)
+{
+  if (setns (e->fd, e->clone_flag) < 0)
+    return asbx_error (err, errno, "setns into %s namespace", e->type);
+  return 0;
+}
+
+int
+ns_join_all (const struct ns_plan *plan, asbx_err_t *err)
+{
+  /* user first, mount late (it changes our view of paths), everything else in between */
+  static const int order[] = { CLONE_NEWUSER, CLONE_NEWIPC,  CLONE_NEWUTS, CLONE_NEWNET,
+                               CLONE_NEWPID,  CLONE_NEWTIME, CLONE_NEWCGROUP, CLONE_NEWNS };
+  for (size_t o = 0; o < ASBX_ARRAY_SIZE (order); o++)
+    for (size_t i = 0; i < plan->len; i++)
+      if (plan->entries[i].fd >= 0 && plan->entries[i].clone_flag == order[o])
+        if (join_one (&plan->entries[i], err) < 0)
+          return -1;
+  return 0;
+}
+
+static char *
+format_map (const struct oci_id_mapping *m, size_t n)
+{
+  size_t cap = n * 40 + 1, off = 0;
+  char *buf = xmalloc (cap);
+  buf[0] = '\0';
+  for (size_t i = 0; i < n; i++)
+    off += (size_t) snprintf (buf + off, cap - off, "%u %u %u\n", m[i].container_id, m[i].host_id, m[i].size);
+  return buf;
+}
+
+static int
+write_map (pid_t pid, const char *file, const struct oci_id_mapping *m, size_t n, asbx_err_t *err)
+{
+  cleanup_free char *path = xasprintf ("/proc/%d/%s", pid, file);
+  cleanup_free char *data = format_map (m, n);
+  if (n == 0)
+    return 0;
+  if (write_file_at (AT_FDCWD, path, data, strlen (data), err) < 0)
+    return asbx_error_wrap (err, "write user namespace mapping (linux.%s)",
+                            strcmp (file, "uid_map") == 0 ? "uidMappings" : "gidMappings");
+  return 0;
+}
+
+int
+ns_write_id_maps (pid_t pid, const struct oci_linux *linux_, asbx_err_t *err)
+{
+  if (write_map (pid, "uid_map", linux_->uid_mappings, linux_->uid_mappings_len, err) < 0)
+    return -1;
+  return write_map (pid, "gid_map", linux_->gid_mappings, linux_->gid_mappings_len, err);
+}
+
+int
+ns_write_time_offsets (const struct oci_linux *linux_, asbx_err_t *err)
+{
+  char buf[128];
+  int n = 0;
+
+  if (linux_->has_time_offsets_monotonic)
+    n += snprintf (buf + n, sizeof buf - (size_t) n, "monotonic %lld %u\n",
+                   (long long) linux_->time_offsets_monotonic.secs, linux_->time_offsets_monotonic.nanosecs);
+  if (linux_->has_time_offsets_boottime)
+    n += snprintf (buf + n, sizeof buf - (size_t) n, "boottime %lld %u\n",
+                   (long long) linux_->time_offsets_boottime.secs, linux_->time_offsets_boottime.nanosecs);
+  if (n == 0)
+    return 0;
+  /* one write per line: the kernel parses one offset per write */
+  char *line = buf;
+  while (*line)
+    {
+      char *nl = strchr (line, '\n');
+      if (write_file_at (AT_FDCWD, "/proc/self/timens_offsets", line, (size_t) (nl - line + 1), err) < 0)
+        return asbx_error_wrap (err, "linux.timeOffsets");
+      line = nl + 1;
+    }
+  return 0;
+}

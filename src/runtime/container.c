@@ -1,0 +1,730 @@
+/* container.c - create/start/kill/delete/state: the runtime-spec operations over the state dir.
+ *
+ * Failure policy: create either reaches `created` or leaves nothing (state dir, cgroup, process):
+ * every resource acquired is released in create_undo(). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <dirent.h>
+#include <yajl/yajl_gen.h>
+
+#include "core/cleanup.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "libocispec/oci_spec.h"
+#include "linux/cgroup.h"
+#include "linux/ns.h"
+#include "linux/process.h"
+#include "runtime/container.h"
+#include "runtime/hooks.h"
+#include "runtime/spawn.h"
+#include "runtime/state.h"
+#include "runtime/sync.h"
+#include "spec/validate.h"
+
+#define OCI_VERSION "1.2.0"
+
+static void
+spec_freep (struct oci_spec **s)
+{
+  if (*s)
+    oci_spec_free (*s);
+}
+#define cleanup_spec __attribute__ ((cleanup (spec_freep)))
+
+static char *
+state_json (const char *id, const char *status, pid_t pid, const char *bundle, const struct oci_map *ann,
+            asbx_err_t *err)
+{
+  struct oci_state st = {
+    .oci_version = OCI_VERSION, .id = id, .status = status, .pid = pid, .bundle = bundle, .annotations = ann,
+  };
+  return oci_state_to_json (&st, false, err);
+}
+
+static int
+connect_console (const char *path, asbx_err_t *err)
+{
+  struct sockaddr_un addr = { .sun_family = AF_UNIX };
+  cleanup_close int fd = -1;
+
+  if (strlen (path) >= sizeof addr.sun_path)
+    return asbx_error (err, ENAMETOOLONG, "--console-socket `%s`", path);
+  strcpy (addr.sun_path, path);
+  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0 || connect (fd, (struct sockaddr *) &addr, sizeof addr) < 0)
+    return asbx_error (err, errno, "connect to --console-socket `%s`", path);
+  return steal_fd (&fd);
+}
+
+static char *
+rfc3339_now (void)
+{
+  struct timespec ts;
+  struct tm tm;
+  clock_gettime (CLOCK_REALTIME, &ts);
+  gmtime_r (&ts.tv_sec, &tm);
+  return xasprintf ("%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                    tm.tm_min, tm.tm_sec, ts.tv_nsec);
+}
+
+static int
+write_pid_file (const char *path, pid_t pid, asbx_err_t *err)
+{
+  cleanup_free char *tmp = xasprintf ("%s.%d.tmp", path, getpid ());
+  char buf[32];
+  int n = snprintf (buf, sizeof buf, "%d", pid);
+  cleanup_close int fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0 || write_all (fd, buf, (size_t) n) < 0)
+    return asbx_error (err, errno, "write --pid-file `%s`", path);
+  if (rename (tmp, path) < 0)
+    {
+      int e = errno;
+      unlink (tmp);
+      return asbx_error (err, e, "write --pid-file `%s`", path);
+    }
+  return 0;
+}
+
+/* Checks that need no resources: parse, validate, rlimits/caps/sysctl/resources. */
+static int
+create_check (const struct asbx_global *g, struct oci_spec *spec, const char *config_path, struct ns_plan *ns,
+              asbx_err_t *err)
+{
+  struct spec_host host;
+  spec_host_probe (&host);
+  if (spec_validate (spec, &host, config_path, err) < 0)
+    return -1;
+  if (linux_rlimits_check (spec->process, err) < 0 || linux_caps_check (spec->process->capabilities, err) < 0)
+    return asbx_error_wrap (err, "%s", config_path);
+  if (ns_plan_build (spec->linux_, ns, err) < 0)
+    return asbx_error_wrap (err, "%s", config_path);
+  if (linux_sysctl_check (&spec->linux_->sysctl, ns->new_flags, err) < 0)
+    return asbx_error_wrap (err, "%s", config_path);
+  if (spec->linux_->resources && cgroup_check_resources (spec->linux_->resources, err) < 0)
+    return asbx_error_wrap (err, "%s", config_path);
+  if (spec->process->terminal && g == NULL)
+    return -1;
+  return 0;
+}
+
+struct create_ctx
+{
+  int rootfd;
+  int dirfd;
+  const char *id;
+  char *cgroup_path;
+  unsigned long cgroup_mask;
+  pid_t init_pid;
+};
+
+static void
+create_undo (struct create_ctx *c)
+{
+  asbx_err_t e = NULL;
+  if (c->init_pid > 0)
+    {
+      kill (c->init_pid, SIGKILL);
+      while (waitpid (c->init_pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    }
+  if (c->cgroup_path && c->cgroup_mask && cgroup_remove (c->cgroup_path, c->cgroup_mask, 5000, &e) < 0)
+    {
+      log_warning ("cleanup after failed create: %s", e->msg);
+      asbx_error_free (&e);
+    }
+  if (c->dirfd >= 0 && asbx_state_dir_remove (c->rootfd, c->id, &e) < 0)
+    {
+      log_warning ("cleanup after failed create: %s", e->msg);
+      asbx_error_free (&e);
+    }
+}
+
+/* prestart + createRuntime hooks, run here in the runtime's namespaces on the init's request */
+static int
+create_runtime_hooks (const struct oci_spec *spec, const char *json, asbx_err_t *err)
+{
+  if (!spec->hooks)
+    return 0;
+  if (hooks_run (spec->hooks->prestart, spec->hooks->prestart_len, "hooks.prestart", json, err) < 0)
+    return -1;
+  return hooks_run (spec->hooks->create_runtime, spec->hooks->create_runtime_len, "hooks.createRuntime", json, err);
+}
+
+static void
+add_listen_fds (struct oci_spec *spec, int *preserve)
+{
+  const char *lf = getenv ("LISTEN_FDS");
+  uint64_t n;
+  if (!lf || parse_u64 (lf, &n) < 0 || n == 0 || n > 1024)
+    return;
+  /* systemd socket activation (sd_listen_fds(3)): fds 3.. are passed on and the container's
+   * init is pid 1 in its namespace, as runc does */
+  struct oci_process *p = spec->process;
+  p->env = xrealloc (p->env, sizeof (char *) * (p->env_len + 3));
+  p->env[p->env_len++] = xasprintf ("LISTEN_FDS=%d", (int) n);
+  p->env[p->env_len++] = xstrdup ("LISTEN_PID=1");
+  p->env[p->env_len] = NULL;
+  if ((int) n > *preserve)
+    *preserve = (int) n;
+}
+
+static int
+create_spawned (const struct asbx_global *g, const struct asbx_create_opts *o, struct oci_spec *spec,
+                struct create_ctx *c, struct init_args *a, const char *bundle, asbx_err_t *err)
+{
+  int sp[2];
+  struct sync_msg *m = xmalloc (sizeof *m);
+  cleanup_free struct sync_msg *mfree = m;
+  cleanup_free char *json = NULL;
+  cleanup_close int psync = -1;
+
+  if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+    return asbx_error (err, errno, "socketpair");
+  psync = sp[0];
+  a->sync_fd = sp[1];
+  int r = spawn_init (a, psync, &c->init_pid, &c->cgroup_mask, err);
+  close (sp[1]);
+  if (r < 0)
+    return -1;
+  if (sync_recv (psync, SYNC_CREATE_RUNTIME, m, err) < 0)
+    return -1;
+  json = state_json (o->id, "creating", c->init_pid, bundle, &spec->annotations, err);
+  if (!json || create_runtime_hooks (spec, json, err) < 0)
+    return -1;
+  if (sync_send (psync, SYNC_HOOKS_DONE, 0, json, err) < 0)
+    return -1;
+  if (sync_recv (psync, SYNC_READY, m, err) < 0)
+    return -1;
+  (void) g;
+  return 0;
+}
+
+static int
+create_record (const struct asbx_global *g, const struct asbx_create_opts *o, struct oci_spec *spec,
+               struct create_ctx *c, const char *bundle, const char *rootfs, const char *raw, size_t raw_len,
+               asbx_err_t *err)
+{
+  cleanup_free char *created = rfc3339_now ();
+  struct asbx_state st = {
+    .id = (char *) o->id,
+    .pid = c->init_pid,
+    .pid_start = asbx_pid_start_time (c->init_pid),
+    .bundle = (char *) bundle,
+    .rootfs = (char *) rootfs,
+    .created = created,
+    .cgroup_path = c->cgroup_path,
+    .cgroup_mask = c->cgroup_mask,
+    .systemd_cgroup = g->systemd_cgroup,
+    .owner = getuid (),
+    .annotations = spec->annotations,
+  };
+  if (st.pid_start == 0)
+    return asbx_error (err, 0, "container init exited during create");
+  if (asbx_state_write (c->dirfd, &st, err) < 0)
+    return -1;
+  /* delete runs poststop hooks from the config as it was at create, not as the bundle is now */
+  cleanup_close int cfd = openat (c->dirfd, "config.json", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (cfd < 0 || write_all (cfd, raw, raw_len) < 0)
+    return asbx_error (err, errno, "save config.json in the state directory");
+  if (o->pid_file && write_pid_file (o->pid_file, c->init_pid, err) < 0)
+    return -1;
+  return 0;
+}
+
+int
+asbx_container_create (const struct asbx_global *g, const struct asbx_create_opts *o, pid_t *init_pid,
+                       asbx_err_t *err)
+{
+  char bundle[PATH_MAX], rootfs[PATH_MAX];
+  cleanup_free char *config_path = NULL, *raw = NULL, *rootfs_in = NULL;
+  cleanup_spec struct oci_spec *spec = NULL;
+  cleanup_close int rootfd = -1, dirfd = -1, fifo = -1, console = -1;
+  struct ns_plan ns = { 0 };
+  struct create_ctx c = { .rootfd = -1, .dirfd = -1, .id = o->id };
+  size_t raw_len;
+  int preserve = o->preserve_fds;
+  int ret = -1;
+
+  if (asbx_id_validate (o->id, err) < 0)
+    return -1;
+  if (realpath (o->bundle ? o->bundle : ".", bundle) == NULL)
+    return asbx_error (err, errno, "bundle `%s`", o->bundle ? o->bundle : ".");
+  config_path = xasprintf ("%s/config.json", bundle);
+  if (read_file_at (AT_FDCWD, config_path, 16 << 20, &raw, &raw_len, err) < 0)
+    return -1;
+  spec = oci_spec_parse (raw, raw_len, config_path, err);
+  if (!spec)
+    return -1;
+  if (create_check (g, spec, config_path, &ns, err) < 0)
+    goto out;
+  rootfs_in = spec->root->path[0] == '/' ? xstrdup (spec->root->path) : xasprintf ("%s/%s", bundle, spec->root->path);
+  if (realpath (rootfs_in, rootfs) == NULL)
+    {
+      asbx_error (err, errno, "%s: root.path: `%s`", config_path, rootfs_in);
+      goto out;
+    }
+  if (spec->process->terminal && !o->console_socket)
+    {
+      asbx_error (err, 0, "%s: process.terminal is true: --console-socket is required", config_path);
+      goto out;
+    }
+  c.cgroup_path = cgroup_resolve_path (spec->linux_->cgroups_path, o->id, g->systemd_cgroup, err);
+  if (!c.cgroup_path)
+    goto out;
+  add_listen_fds (spec, &preserve);
+
+  /* From here on, resources exist: undo on failure. */
+  rootfd = asbx_root_open (g->root, true, err);
+  if (rootfd < 0)
+    goto out;
+  c.rootfd = rootfd;
+  dirfd = asbx_state_dir_create (rootfd, o->id, err);
+  if (dirfd < 0)
+    goto out;
+  c.dirfd = dirfd;
+  if (mkfifoat (dirfd, "exec.fifo", 0600) < 0 || (fifo = openat (dirfd, "exec.fifo", O_RDWR | O_CLOEXEC)) < 0)
+    {
+      asbx_error (err, errno, "create exec.fifo");
+      goto undo;
+    }
+  if (o->console_socket && spec->process->terminal && (console = connect_console (o->console_socket, err)) < 0)
+    goto undo;
+
+  struct init_args a = {
+    .spec = spec, .ns = &ns, .bundle = bundle, .rootfs = rootfs, .cgroup_path = c.cgroup_path,
+    .fifo_fd = fifo, .console_fd = console, .preserve_fds = preserve, .no_pivot = o->no_pivot,
+    .no_new_keyring = o->no_new_keyring,
+  };
+  if (create_spawned (g, o, spec, &c, &a, bundle, err) < 0)
+    goto undo;
+  if (create_record (g, o, spec, &c, bundle, rootfs, raw, raw_len, err) < 0)
+    goto undo;
+  *init_pid = c.init_pid;
+  ret = 0;
+  goto out;
+
+undo:
+  create_undo (&c);
+out:
+  ns_plan_close (&ns);
+  free (c.cgroup_path);
+  return ret;
+}
+
+/* ---- operations on an existing container ---- */
+
+struct opened
+{
+  int rootfd;
+  int dirfd;
+  struct asbx_state st;
+  bool has_state; /* false: still "creating" (or a create that died) */
+};
+
+static void
+opened_close (struct opened *o)
+{
+  if (o->dirfd >= 0)
+    close (o->dirfd);
+  if (o->rootfd >= 0)
+    close (o->rootfd);
+  asbx_state_free (&o->st);
+}
+
+static int
+open_container (const struct asbx_global *g, const char *id, struct opened *o, asbx_err_t *err)
+{
+  o->rootfd = o->dirfd = -1;
+  o->has_state = false;
+  memset (&o->st, 0, sizeof o->st);
+  if (asbx_id_validate (id, err) < 0)
+    return -1;
+  o->rootfd = asbx_root_open (g->root, false, err);
+  if (o->rootfd < 0)
+    {
+      if ((*err)->errnum == ENOENT)
+        {
+          asbx_error_free (err);
+          return asbx_error (err, 0, "container `%s` does not exist", id);
+        }
+      return -1;
+    }
+  o->dirfd = asbx_state_dir_open (o->rootfd, id, err);
+  if (o->dirfd < 0)
+    return -1;
+  if (asbx_state_read (o->dirfd, &o->st, err) < 0)
+    {
+      if ((*err)->errnum != ENOENT)
+        return asbx_error_wrap (err, "container `%s`", id);
+      asbx_error_free (err);
+      return 0;
+    }
+  o->has_state = true;
+  return 0;
+}
+
+static int
+pidfd_for (const struct asbx_state *st)
+{
+  int fd = (int) syscall (SYS_pidfd_open, st->pid, 0);
+  if (fd < 0)
+    return -1;
+  /* the pidfd pins the process: re-check it is still the init we started (pid reuse) */
+  if (!asbx_state_alive (st))
+    {
+      close (fd);
+      errno = ESRCH;
+      return -1;
+    }
+  return fd;
+}
+
+int
+asbx_container_start (const struct asbx_global *g, const char *id, asbx_err_t *err)
+{
+  struct opened o;
+  cleanup_close int wfd = -1;
+  cleanup_spec struct oci_spec *spec = NULL;
+  cleanup_free char *raw = NULL, *json = NULL;
+  size_t raw_len;
+  int ret = -1;
+
+  if (open_container (g, id, &o, err) < 0)
+    goto out;
+  if (!o.has_state)
+    {
+      asbx_error (err, 0, "cannot start container `%s`: it is still being created", id);
+      goto out;
+    }
+  const char *status = asbx_state_status (o.dirfd, &o.st);
+  if (strcmp (status, "created") != 0)
+    {
+      asbx_error (err, 0, "cannot start container `%s`: container is %s, not created", id, status);
+      goto out;
+    }
+  wfd = openat (o.dirfd, "exec.fifo", O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (wfd < 0)
+    {
+      asbx_error (err, errno == ENXIO ? 0 : errno, "cannot start container `%s`: its init is gone", id);
+      goto out;
+    }
+  if (write_all (wfd, "0", 1) < 0)
+    {
+      asbx_error (err, errno, "cannot start container `%s`: write exec.fifo", id);
+      goto out;
+    }
+  /* POLLERR on the write end = no reader left: the init has exec'd (its fifo fd is
+   * close-on-exec) or died. Either way the container has left `created`. */
+  for (;;)
+    {
+      struct pollfd p = { .fd = wfd, .events = 0 };
+      if (poll (&p, 1, -1) > 0 && (p.revents & (POLLERR | POLLHUP)))
+        break;
+    }
+  unlinkat (o.dirfd, "exec.fifo", 0);
+  if (read_file_at (o.dirfd, "config.json", 16 << 20, &raw, &raw_len, err) < 0)
+    goto out;
+  spec = oci_spec_parse (raw, raw_len, "config.json", err);
+  if (!spec)
+    goto out;
+  if (spec->hooks && spec->hooks->poststart_len)
+    {
+      asbx_err_t herr = NULL;
+      json = state_json (id, "running", o.st.pid, o.st.bundle, &o.st.annotations, err);
+      if (!json)
+        goto out;
+      /* runtime.md: a failing poststart hook is a warning; the lifecycle continues */
+      if (hooks_run (spec->hooks->poststart, spec->hooks->poststart_len, "hooks.poststart", json, &herr) < 0)
+        {
+          log_warning ("%s", herr->msg);
+          asbx_error_free (&herr);
+        }
+    }
+  ret = 0;
+out:
+  opened_close (&o);
+  return ret;
+}
+
+int
+asbx_container_kill (const struct asbx_global *g, const char *id, int sig, bool all, asbx_err_t *err)
+{
+  struct opened o;
+  cleanup_close int pfd = -1;
+  int ret = -1;
+
+  if (open_container (g, id, &o, err) < 0)
+    goto out;
+  if (!o.has_state || !asbx_state_alive (&o.st))
+    {
+      asbx_error (err, 0, "container `%s` is not running", id);
+      goto out;
+    }
+  if (all && o.st.cgroup_path)
+    {
+      ret = cgroup_kill_all (o.st.cgroup_path, sig, err);
+      goto out;
+    }
+  pfd = pidfd_for (&o.st);
+  if (pfd < 0 || syscall (SYS_pidfd_send_signal, pfd, sig, NULL, 0) < 0)
+    {
+      asbx_error (err, errno, "kill container `%s`", id);
+      goto out;
+    }
+  ret = 0;
+out:
+  opened_close (&o);
+  return ret;
+}
+
+/* SIGKILL the init (and with a cgroup, everything in it) and wait until it is gone. */
+static void
+kill_and_wait (const struct asbx_state *st)
+{
+  asbx_err_t e = NULL;
+  cleanup_close int pfd = pidfd_for (st);
+  if (st->cgroup_path && cgroup_kill_all (st->cgroup_path, SIGKILL, &e) < 0)
+    asbx_error_free (&e);
+  if (pfd < 0)
+    return;
+  syscall (SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
+  struct pollfd p = { .fd = pfd, .events = POLLIN };
+  poll (&p, 1, 10000);
+  /* reap if it happens to be our child (run) */
+  waitpid (st->pid, NULL, WNOHANG);
+}
+
+static void
+run_poststop (int dirfd, const struct asbx_state *st)
+{
+  cleanup_free char *raw = NULL, *json = NULL;
+  cleanup_spec struct oci_spec *spec = NULL;
+  asbx_err_t e = NULL;
+  size_t len;
+
+  if (read_file_at (dirfd, "config.json", 16 << 20, &raw, &len, &e) < 0
+      || !(spec = oci_spec_parse (raw, len, "config.json", &e)))
+    {
+      log_warning ("poststop hooks not run: %s", e->msg);
+      asbx_error_free (&e);
+      return;
+    }
+  if (!spec->hooks || spec->hooks->poststop_len == 0)
+    return;
+  json = state_json (st->id, "stopped", 0, st->bundle, &st->annotations, &e);
+  if (!json || hooks_run (spec->hooks->poststop, spec->hooks->poststop_len, "hooks.poststop", json, &e) < 0)
+    {
+      /* runtime.md: a failing poststop hook is a warning; delete continues */
+      log_warning ("%s", e->msg);
+      asbx_error_free (&e);
+    }
+}
+
+int
+asbx_container_delete (const struct asbx_global *g, const char *id, bool force, asbx_err_t *err)
+{
+  struct opened o;
+  int ret = -1;
+
+  if (open_container (g, id, &o, err) < 0)
+    {
+      if (force && o.dirfd < 0 && *err && strstr ((*err)->msg, "does not exist"))
+        {
+          asbx_error_free (err);
+          ret = 0;
+        }
+      goto out;
+    }
+  if (o.has_state)
+    {
+      const char *status = asbx_state_status (o.dirfd, &o.st);
+      if (strcmp (status, "running") == 0 && !force)
+        {
+          asbx_error (err, 0, "cannot delete container `%s` that is not stopped: %s", id, status);
+          goto out;
+        }
+      if (strcmp (status, "stopped") != 0)
+        kill_and_wait (&o.st);
+      run_poststop (o.dirfd, &o.st);
+      if (o.st.cgroup_path && cgroup_remove (o.st.cgroup_path, o.st.cgroup_mask, 10000, err) < 0)
+        goto out;
+    }
+  else if (!force)
+    {
+      asbx_error (err, 0, "cannot delete container `%s`: it is still being created (use --force)", id);
+      goto out;
+    }
+  ret = asbx_state_dir_remove (o.rootfd, id, err);
+out:
+  opened_close (&o);
+  return ret;
+}
+
+char *
+asbx_container_state_json (const struct asbx_global *g, const char *id, asbx_err_t *err)
+{
+  struct opened o;
+  char *ret = NULL;
+
+  if (open_container (g, id, &o, err) < 0)
+    goto out;
+  if (!o.has_state)
+    {
+      asbx_error (err, 0, "container `%s` is being created", id);
+      goto out;
+    }
+  const char *status = asbx_state_status (o.dirfd, &o.st);
+  struct oci_state st = {
+    .oci_version = OCI_VERSION,
+    .id = id,
+    .status = status,
+    .pid = strcmp (status, "stopped") == 0 ? 0 : o.st.pid,
+    .bundle = o.st.bundle,
+    .annotations = &o.st.annotations,
+  };
+  ret = oci_state_to_json (&st, true, err);
+out:
+  opened_close (&o);
+  return ret;
+}
+
+int
+asbx_container_wait (pid_t pid)
+{
+  static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
+  sigset_t set, old;
+  int status;
+
+  /* the signal proxy: we block the signals and forward each to the container's init */
+  sigemptyset (&set);
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (sigs); i++)
+    sigaddset (&set, sigs[i]);
+  sigaddset (&set, SIGCHLD);
+  sigprocmask (SIG_BLOCK, &set, &old);
+  for (;;)
+    {
+      pid_t r = waitpid (pid, &status, WNOHANG);
+      if (r == pid)
+        break;
+      if (r < 0 && errno != EINTR)
+        return 255;
+      /* orphans reparented to us (we are a subreaper) stay zombies until we exit: reaping
+       * them with waitpid(-1) could race with and steal the init's own status */
+      int sig = sigwaitinfo (&set, NULL);
+      if (sig > 0 && sig != SIGCHLD)
+        kill (pid, sig);
+    }
+  sigprocmask (SIG_SETMASK, &old, NULL);
+  if (WIFSIGNALED (status))
+    return 128 + WTERMSIG (status);
+  return WEXITSTATUS (status);
+}
+
+static void
+list_print_json_entry (yajl_gen gen, const struct asbx_state *st, const char *status)
+{
+#define S(x) yajl_gen_string (gen, (const unsigned char *) (x), strlen (x))
+  yajl_gen_map_open (gen);
+  S ("ociVersion");
+  S (OCI_VERSION);
+  S ("id");
+  S (st->id);
+  S ("pid");
+  yajl_gen_integer (gen, strcmp (status, "stopped") == 0 ? 0 : st->pid);
+  S ("status");
+  S (status);
+  S ("bundle");
+  S (st->bundle);
+  S ("rootfs");
+  S (st->rootfs ? st->rootfs : "");
+  S ("created");
+  S (st->created ? st->created : "");
+  S ("owner");
+  S (st->owner == 0 ? "root" : "");
+  S ("annotations");
+  yajl_gen_map_open (gen);
+  for (size_t i = 0; i < st->annotations.len; i++)
+    {
+      S (st->annotations.keys[i]);
+      S (st->annotations.values[i]);
+    }
+  yajl_gen_map_close (gen);
+  yajl_gen_map_close (gen);
+#undef S
+}
+
+int
+asbx_container_list (const struct asbx_global *g, const char *format, bool quiet, asbx_err_t *err)
+{
+  cleanup_close int rootfd = open (g->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  cleanup_closedir DIR *d = NULL;
+  struct dirent *de;
+  bool json = format && strcmp (format, "json") == 0;
+  yajl_gen gen = NULL;
+
+  if (format && !json && strcmp (format, "table") != 0)
+    return asbx_error (err, 0, "invalid --format `%s`: expected table or json", format);
+  if (rootfd >= 0)
+    {
+      int dfd = dup (rootfd);
+      d = dfd >= 0 ? fdopendir (dfd) : NULL;
+      if (!d)
+        return asbx_error (err, errno, "read state root `%s`", g->root);
+    }
+  else if (errno != ENOENT)
+    return asbx_error (err, errno, "open state root `%s`", g->root);
+  if (json)
+    {
+      gen = yajl_gen_alloc (NULL);
+      yajl_gen_array_open (gen);
+    }
+  else if (!quiet)
+    printf ("%-12s %-8s %-10s %-40s %-30s %s\n", "ID", "PID", "STATUS", "BUNDLE", "CREATED", "OWNER");
+  while (d && (de = readdir (d)))
+    {
+      struct asbx_state st;
+      asbx_err_t e = NULL;
+      if (de->d_name[0] == '.')
+        continue;
+      cleanup_close int dfd = openat (rootfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+      if (dfd < 0 || asbx_state_read (dfd, &st, &e) < 0)
+        {
+          asbx_error_free (&e);
+          continue; /* being created, or not ours */
+        }
+      const char *status = asbx_state_status (dfd, &st);
+      if (quiet)
+        printf ("%s\n", st.id);
+      else if (json)
+        list_print_json_entry (gen, &st, status);
+      else
+        printf ("%-12s %-8d %-10s %-40s %-30s %s\n", st.id, strcmp (status, "stopped") == 0 ? 0 : st.pid, status,
+                st.bundle, st.created ? st.created : "", st.owner == 0 ? "root" : "");
+      asbx_state_free (&st);
+    }
+  if (json)
+    {
+      const unsigned char *buf;
+      size_t len;
+      yajl_gen_array_close (gen);
+      yajl_gen_get_buf (gen, &buf, &len);
+      if (!quiet)
+        printf ("%.*s\n", (int) len, buf);
+      yajl_gen_free (gen);
+    }
+  return 0;
+}

@@ -1,0 +1,60 @@
+/* container.h - the lifecycle operations (runtime-spec runtime.md "Operations"), as the CLI
+ * verbs call them. Each operation takes the per-container lock for its whole duration. */
+#ifndef ASBX_RUNTIME_CONTAINER_H
+#define ASBX_RUNTIME_CONTAINER_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "core/error.h"
+
+struct asbx_global
+{
+  const char *root; /* state root, default /run/agentsbx */
+  bool systemd_cgroup;
+  bool rootless;
+  bool debug;
+};
+
+struct asbx_create_opts
+{
+  const char *id;
+  const char *bundle; /* NULL = cwd */
+  const char *console_socket;
+  const char *pid_file;
+  bool no_pivot;
+  bool no_new_keyring;
+  int preserve_fds;
+};
+
+/* create: everything up to `created`. *init_pid receives the container init's pid. On failure
+ * nothing is left (state dir, cgroup, process). 0 / -1 with *err. */
+int asbx_container_create (const struct asbx_global *g, const struct asbx_create_opts *o, pid_t *init_pid,
+                           asbx_err_t *err);
+
+/* start: release the init (exec.fifo) and run poststart hooks. */
+int asbx_container_start (const struct asbx_global *g, const char *id, asbx_err_t *err);
+
+/* kill: send sig to the init (or, with all, to every process of its cgroup). */
+int asbx_container_kill (const struct asbx_global *g, const char *id, int sig, bool all, asbx_err_t *err);
+
+/* delete: stopped (or created) containers; running ones only with force (SIGKILL first).
+ * Runs poststop hooks, removes the cgroup and the state dir. A missing id with force is 0. */
+int asbx_container_delete (const struct asbx_global *g, const char *id, bool force, asbx_err_t *err);
+
+/* state: the OCI state JSON (heap string). */
+char *asbx_container_state_json (const struct asbx_global *g, const char *id, asbx_err_t *err);
+
+/* list: print every container (format "table" or "json", quiet = ids only) to stdout. */
+int asbx_container_list (const struct asbx_global *g, const char *format, bool quiet, asbx_err_t *err);
+
+/* Wait for the init (our child: we are its subreaper) and return the exit code as runc does:
+ * the status, or 128 + signal. Forwards SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGUSR1/SIGUSR2/SIGWINCH to it. */
+int asbx_container_wait (pid_t pid);
+
+/* Re-execute the running binary from a sealed memfd copy unless already running from one, so
+ * no process in the container can ever open or overwrite the runtime binary through
+ * /proc/PID/exe (CVE-2019-5736). Returns only if already sealed; on failure exits. */
+void asbx_ensure_sealed_exe (char **argv);
+
+#endif

@@ -1,0 +1,139 @@
+/* spawn.c - P/S/I process creation (see sync.h for the exchange).
+ *
+ * Why a stage child: joining a pid or time namespace by path (setns) and creating a new pid or
+ * time namespace (unshare) only take effect for children, and the runtime itself must keep its
+ * own namespaces. S does the namespace work and forks I; I is reparented to P, which is a child
+ * subreaper (PR_SET_CHILD_SUBREAPER), so `run` can wait for it and failures can reap it.
+ * The cgroup namespace is unshared only after P has moved S into the container's cgroup, so the
+ * namespace root is the container's cgroup. */
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "linux/cgroup.h"
+#include "linux/ns.h"
+#include "runtime/spawn.h"
+#include "runtime/sync.h"
+
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+
+/* Runs in S. Never returns. */
+static void __attribute__ ((noreturn))
+stage_main (struct init_args *a)
+{
+  asbx_err_t err = NULL;
+  struct sync_msg m;
+  unsigned long flags = a->ns->new_flags;
+  pid_t pid;
+
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+  if (sync_recv (a->sync_fd, SYNC_GO, &m, &err) < 0)
+    _exit (1);
+  if (ns_join_all (a->ns, &err) < 0)
+    sync_fail (a->sync_fd, &err);
+  if (flags & CLONE_NEWUSER)
+    {
+      if (unshare (CLONE_NEWUSER) < 0)
+        {
+          asbx_error (&err, errno, "unshare user namespace");
+          sync_fail (a->sync_fd, &err);
+        }
+      if (sync_send (a->sync_fd, SYNC_USERNS_READY, 0, NULL, &err) < 0
+          || sync_recv (a->sync_fd, SYNC_USERNS_MAPPED, &m, &err) < 0)
+        sync_fail (a->sync_fd, &err);
+    }
+  if ((flags & CLONE_NEWUSER) || (a->ns->join_flags & CLONE_NEWUSER))
+    {
+      /* become root of the user namespace we are in; needed for the mounts that follow */
+      if (setresgid (0, 0, 0) < 0 || setresuid (0, 0, 0) < 0)
+        {
+          asbx_error (&err, errno, "switch to uid/gid 0 in the user namespace (is 0 mapped?)");
+          sync_fail (a->sync_fd, &err);
+        }
+    }
+  if (unshare ((int) (flags & ~(unsigned long) CLONE_NEWUSER)) < 0)
+    {
+      asbx_error (&err, errno, "unshare namespaces (flags 0x%lx)", flags & ~(unsigned long) CLONE_NEWUSER);
+      sync_fail (a->sync_fd, &err);
+    }
+  if ((flags & CLONE_NEWTIME) && ns_write_time_offsets (a->spec->linux_, &err) < 0)
+    sync_fail (a->sync_fd, &err);
+  pid = fork ();
+  if (pid < 0)
+    {
+      asbx_error (&err, errno, "fork container init");
+      sync_fail (a->sync_fd, &err);
+    }
+  if (pid == 0)
+    init_main (a);
+  if (sync_send (a->sync_fd, SYNC_PID, pid, NULL, &err) < 0)
+    {
+      kill (pid, SIGKILL);
+      _exit (1);
+    }
+  _exit (0);
+}
+
+static void
+reap (pid_t pid)
+{
+  while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
+    ;
+}
+
+int
+spawn_init (struct init_args *a, int psync, pid_t *init_pid, unsigned long *cgroup_mask, asbx_err_t *err)
+{
+  struct sync_msg m;
+  pid_t stage;
+  int status;
+
+  if (prctl (PR_SET_CHILD_SUBREAPER, 1) < 0)
+    return asbx_error (err, errno, "prctl(PR_SET_CHILD_SUBREAPER)");
+  stage = fork ();
+  if (stage < 0)
+    return asbx_error (err, errno, "fork");
+  if (stage == 0)
+    {
+      close (psync);
+      stage_main (a);
+    }
+  if (cgroup_enter (a->cgroup_path, stage, cgroup_mask, err) < 0)
+    goto fail;
+  if (sync_send (psync, SYNC_GO, 0, NULL, err) < 0)
+    goto fail;
+  if (a->ns->new_flags & CLONE_NEWUSER)
+    {
+      if (sync_recv (psync, SYNC_USERNS_READY, &m, err) < 0)
+        goto fail;
+      if (ns_write_id_maps (stage, a->spec->linux_, err) < 0)
+        goto fail;
+      if (sync_send (psync, SYNC_USERNS_MAPPED, 0, NULL, err) < 0)
+        goto fail;
+    }
+  if (sync_recv (psync, SYNC_PID, &m, err) < 0)
+    goto fail;
+  while (waitpid (stage, &status, 0) < 0)
+    if (errno != EINTR)
+      break;
+  *init_pid = m.value;
+  return 0;
+
+fail:
+  kill (stage, SIGKILL);
+  reap (stage);
+  /* an init forked just before the failure was reparented to us: reap it too */
+  while (waitpid (-1, NULL, WNOHANG) > 0)
+    ;
+  return -1;
+}

@@ -1,0 +1,41 @@
+/* spawn.h - creating the container's init process: P forks the stage child S, which joins the
+ * namespaces given by path, creates the new ones, and forks I (the container's init). The whole
+ * message exchange is drawn in runtime/sync.h. */
+#ifndef ASBX_RUNTIME_SPAWN_H
+#define ASBX_RUNTIME_SPAWN_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "core/error.h"
+#include "libocispec/oci_spec.h"
+#include "linux/ns.h"
+
+/* Everything the init process needs; filled by container.c, read-only in the children. */
+struct init_args
+{
+  const struct oci_spec *spec;
+  const struct ns_plan *ns;
+  const char *bundle;       /* absolute */
+  const char *rootfs;       /* absolute, real path */
+  const char *cgroup_path;  /* relative to the hierarchy roots */
+  int sync_fd;              /* child end of the socketpair */
+  int fifo_fd;              /* exec.fifo opened O_RDWR: I blocks reading one byte from it */
+  int console_fd;           /* connected --console-socket, or -1 */
+  int preserve_fds;         /* fds 3 .. 3+preserve_fds-1 stay open in the container */
+  bool no_pivot;
+  bool no_new_keyring;
+};
+
+/* Fork S and, through it, I. Places S in the cgroup first (so I and a new cgroup namespace are
+ * rooted there), writes the id maps for a new user namespace. On success *init_pid is I's pid
+ * (in our pid namespace; I is our child because we are a subreaper) and *cgroup_mask what
+ * cgroup_enter created. On failure everything spawned is killed and reaped; the cgroup is the
+ * caller's to remove (mask set as far as known). 0 / -1 with *err. */
+int spawn_init (struct init_args *a, int parent_sync_fd, pid_t *init_pid, unsigned long *cgroup_mask,
+                asbx_err_t *err);
+
+/* The container init's main: the ordered step list (runtime/init.c). Never returns. */
+void init_main (struct init_args *a) __attribute__ ((noreturn));
+
+#endif

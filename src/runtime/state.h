@@ -1,0 +1,71 @@
+/* state.h - the runtime's per-container state directory <root>/<id>/ and the OCI status.
+ *
+ * Layout: <root>/<id>/            (0700; its existence reserves the id)
+ *           state.json            our record (atomic rename on write)
+ *           config.json           the bundle's config as parsed at create (hooks, annotations)
+ *           exec.fifo             exists while the container is `created`
+ * A per-container lock (flock on the directory fd) serialises create/start/kill/delete on one id.
+ * Status (runtime-spec runtime.md "State"): creating = dir without state.json; stopped = the init
+ * process is gone (pid + start time from /proc/PID/stat no longer match); created = alive and
+ * exec.fifo present; running = alive, fifo gone. */
+#ifndef ASBX_RUNTIME_STATE_H
+#define ASBX_RUNTIME_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "core/error.h"
+#include "libocispec/oci_spec.h"
+
+struct asbx_state
+{
+  char *id;
+  pid_t pid;
+  uint64_t pid_start; /* field 22 of /proc/PID/stat (clock ticks since boot) */
+  char *bundle;
+  char *rootfs;
+  char *created; /* RFC 3339 UTC */
+  char *cgroup_path;
+  unsigned long cgroup_mask;
+  bool systemd_cgroup;
+  uid_t owner;
+  struct oci_map annotations; /* copied */
+};
+
+void asbx_state_free (struct asbx_state *st);
+
+/* Validate a container id: non-empty, <= 1024 bytes, [A-Za-z0-9_+.-], not "." or "..".
+ * (runc's rule). -1 with *err "invalid container id `a/b`". */
+int asbx_id_validate (const char *id, asbx_err_t *err);
+
+/* Create <root> (0700) if missing and return an O_DIRECTORY fd of it. */
+int asbx_root_open (const char *root, bool create, asbx_err_t *err);
+
+/* Reserve a new id: mkdirat(rootfd, id, 0700) (EEXIST -> "container `x` already exists"),
+ * open and lock it. Returns the dir fd (caller owns) or -1. */
+int asbx_state_dir_create (int rootfd, const char *id, asbx_err_t *err);
+
+/* Open and lock (LOCK_EX, blocking) an existing container's dir. ENOENT -> "container `x` does
+ * not exist". Returns the fd or -1. */
+int asbx_state_dir_open (int rootfd, const char *id, asbx_err_t *err);
+
+/* Remove the container's dir (files inside, then the dir) - used by delete and failed create. */
+int asbx_state_dir_remove (int rootfd, const char *id, asbx_err_t *err);
+
+/* Write state.json atomically (tmp + rename) in dirfd. */
+int asbx_state_write (int dirfd, const struct asbx_state *st, asbx_err_t *err);
+
+/* Read state.json from dirfd. ENOENT means "creating". */
+int asbx_state_read (int dirfd, struct asbx_state *st, asbx_err_t *err);
+
+/* Start time of pid from /proc/PID/stat; 0 when the process is gone. */
+uint64_t asbx_pid_start_time (pid_t pid);
+
+/* Compute the OCI status string ("created", "running", "stopped") for a read state. Static string. */
+const char *asbx_state_status (int dirfd, const struct asbx_state *st);
+
+/* true when st->pid is still the init we started (pid + start time match, not a zombie). */
+bool asbx_state_alive (const struct asbx_state *st);
+
+#endif
