@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <string.h>
 #include <sys/mount.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -46,6 +47,7 @@ fs_error (int fsfd, int errnum, const char *type, const char *what, asbx_err_t *
   while ((n = read (fsfd, line, sizeof (line) - 1)) > 0)
     {
       line[n] = '\0';
+      line[strcspn (line, "\n")] = '\0';
       if (strlen (logs) + (size_t) n + 4 < sizeof (logs))
         {
           strcat (logs, *logs ? "; " : "");

@@ -9,7 +9,8 @@
  * Ordering: "/" is made rprivate/rslave first so nothing we do propagates to the host; the rootfs
  * is bind-mounted onto itself (pivot_root needs a mount point); spec mounts in order (a later
  * mount may land inside an earlier one, e.g. /dev/pts in /dev); devices after the /dev tmpfs;
- * shared/slave rootfsPropagation last, once no more mounts are added under it.
+ * shared/slave/unbindable rootfsPropagation is applied by finalize, after pivot_root (which
+ * refuses a shared new root: EINVAL), as runc does.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -280,8 +281,6 @@ linux_rootfs_prepare (const struct linux_rootfs_opts *opts, int *rootfd_out, asb
           || linux_devices_symlinks (rootfd, devpts, err) < 0)
         return -1;
     }
-  if (final && mnt_setattr (rootfd, false, 0, 0, final, err) < 0)
-    return asbx_error_wrap (err, "linux.rootfsPropagation");
   *rootfd_out = steal_fd (&rootfd);
   return 0;
 }
@@ -386,8 +385,14 @@ linux_rootfs_finalize (const struct oci_spec *spec, asbx_err_t *err)
   const struct oci_linux *l = spec->linux_;
   cleanup_close int rootfd = open ("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 
+  unsigned long root_flag, final;
+
   if (rootfd < 0)
     return asbx_error (err, errno, "open /");
+  if (root_propagation (spec, &root_flag, &final, err) < 0)
+    return -1;
+  if (final && mnt_setattr (rootfd, false, 0, 0, final, err) < 0)
+    return asbx_error_wrap (err, "linux.rootfsPropagation");
   for (size_t i = 0; l && i < l->masked_paths_len; i++)
     if (mask_path (rootfd, l->masked_paths[i], err) < 0)
       return asbx_error_wrap (err, "linux.maskedPaths[%zu] (%s)", i, l->masked_paths[i]);

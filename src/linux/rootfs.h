@@ -54,7 +54,9 @@ int linux_rootfs_pivot (int rootfd, bool no_pivot, asbx_err_t *err);
 /* After pivot_root: linux.maskedPaths (directories: read-only empty tmpfs; files: bind of
  * /dev/null; missing: skipped as the spec says), linux.readonlyPaths (recursive read-only bind;
  * missing: skipped), /dev remounted as the spec says, root.readonly (remount / read-only,
- * keeping the other flags). Returns 0 / -1 with *err. */
+ * keeping the other flags). Also applies a shared/slave/unbindable linux.rootfsPropagation to
+ * "/" (pivot_root refuses a shared new root, so this cannot happen in prepare; runc does the
+ * same after pivoting). Returns 0 / -1 with *err. */
 int linux_rootfs_finalize (const struct oci_spec *spec, asbx_err_t *err);
 
 /* After pivot, when process.terminal is true: open /dev/ptmx of the container's devpts,
