@@ -71,32 +71,19 @@ open_dir_dest_nofollow (int rootfd, const char *dest, asbx_err_t *err)
 /* the mount to attach for one spec entry (detached), and whether its root is a directory */
 static int
 make_mount (const struct linux_rootfs_opts *opts, const struct oci_mount *m, const struct mount_opts *o,
-            bool bind, uint64_t top_set, bool *is_dir, asbx_err_t *err)
+            bool bind, const char *source, uint64_t top_set, bool *is_dir, asbx_err_t *err)
 {
   const char *type = m->type;
-  struct oci_mount sys_bind;
-  struct mount_opts sys_opts;
   struct stat st;
   int mfd;
 
   *is_dir = true;
-  if (streq (type, "sysfs") && opts->userns && !has_new_ns (opts->spec, "network"))
-    {
-      /* a user namespace that does not own the network namespace may not mount sysfs (runc
-       * falls back the same way): bind the host's /sys recursively */
-      log_debug ("sysfs in a user namespace without a new network namespace: rbind /sys");
-      bind = true;
-      sys_bind = (struct oci_mount){ .destination = m->destination, .source = (char *) "/sys" };
-      sys_opts = (struct mount_opts){ .recursive = true };
-      m = &sys_bind;
-      o = &sys_opts;
-    }
   if (bind)
     {
       cleanup_free char *src = NULL;
-      if (m->source == NULL)
+      if (source == NULL)
         return asbx_error (err, EINVAL, "bind mount without a source");
-      src = m->source[0] == '/' ? xstrdup (m->source) : xasprintf ("%s/%s", opts->bundle, m->source);
+      src = source[0] == '/' ? xstrdup (source) : xasprintf ("%s/%s", opts->bundle, source);
       mfd = mnt_clone (AT_FDCWD, src, o->recursive, err);
       if (mfd < 0)
         return -1;
@@ -162,6 +149,7 @@ mount_one (const struct linux_rootfs_opts *opts, int rootfd, const struct oci_mo
   cleanup_close int mfd = -1;
   cleanup_close int dfd = -1;
   bool bind, is_dir;
+  const char *source = m->source;
   uint64_t top_set, top_clr;
   int r = -1;
 
@@ -171,6 +159,14 @@ mount_one (const struct linux_rootfs_opts *opts, int rootfd, const struct oci_mo
     return -1;
   dest = ps_clean (m->destination);
   bind = o.bind || streq (m->type, "bind");
+  if (!bind && streq (m->type, "sysfs") && opts->userns && !has_new_ns (opts->spec, "network"))
+    {
+      /* a user namespace that does not own the network namespace may not mount sysfs (runc
+       * falls back the same way): bind the host's /sys recursively, with the requested flags */
+      log_debug ("sysfs in a user namespace without a new network namespace: rbind /sys");
+      bind = o.recursive = true;
+      source = "/sys";
+    }
   top_set = o.attr_set;
   top_clr = o.attr_clr;
   /* a read-only /dev is made read-only by finalize, after the devices are created in it */
@@ -190,7 +186,7 @@ mount_one (const struct linux_rootfs_opts *opts, int rootfd, const struct oci_mo
       r = dfd < 0 ? -1
                   : rootfs_mount_cgroup (dfd, o.attr_set | o.rattr_set, opts->new_cgroupns, opts->cgroup_path, err);
     }
-  else if ((mfd = make_mount (opts, m, &o, bind, top_set, &is_dir, err)) >= 0
+  else if ((mfd = make_mount (opts, m, &o, bind, source, top_set, &is_dir, err)) >= 0
            && (dfd = dest_fd_for (rootfd, dest, m->type, is_dir, err)) >= 0 && mnt_attach (mfd, dfd, err) == 0)
     {
       /* attrs on the attached mount: for binds the top set (fsmount already applied it to new
