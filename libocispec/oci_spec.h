@@ -120,6 +120,7 @@ struct oci_process
   struct oci_io_priority *io_priority;
   struct oci_cpu_affinity *exec_cpu_affinity;
   struct oci_user user;
+  bool has_user; /* added: "user" present (uid/gid then required) */
 };
 
 struct oci_root
