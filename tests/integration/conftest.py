@@ -281,7 +281,7 @@ def _debian_tarball():
     if not shutil.which("mmdebstrap"):
         return None, "mmdebstrap not installed (apt-get install -y mmdebstrap)"
     os.makedirs(CACHE_DIR, exist_ok=True)
-    tmp = tar + f".tmp{os.getpid()}"
+    tmp = tar[:-len(".tar")] + f".tmp{os.getpid()}.tar"  # mmdebstrap picks the format by suffix
     r = subprocess.run(["mmdebstrap", "--variant=minbase", "--include=" + ",".join(DEBIAN_PACKAGES),
                         "bookworm", tmp], capture_output=True, text=True, timeout=900)
     if r.returncode != 0:
