@@ -552,3 +552,27 @@ def holder_process(*unshare_flags):
 def file_digest(path):
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------
+# A run in which no test passed is a failure, never a green run (e.g. everything skipped or
+# deselected because a prerequisite was missing).
+
+_PASSED = []
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call" and report.passed:
+        _PASSED.append(report.nodeid)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if exitstatus == 0 and not _PASSED and not session.config.option.collectonly:
+        session.config._asbx_none_passed = True
+        session.exitstatus = 1
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if getattr(config, "_asbx_none_passed", False):
+        terminalreporter.write_line("FAILED: no integration test passed in this run (all "
+                                    "skipped or deselected)", red=True)
