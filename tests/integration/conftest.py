@@ -417,6 +417,7 @@ def rt(request, rt_kind, session_dir):
         problems += leftover_cgroups(cid, r.cgroup_paths)
     problems += leftover_mounts(work)
     problems += leftover_processes(work)
+    reap_leaked_cgroups(r.created, r.cgroup_paths)
     if not problems:
         shutil.rmtree(work, ignore_errors=True)
     assert not problems, "leaked after the test:\n  " + "\n  ".join(problems)
@@ -447,6 +448,39 @@ def leftover_cgroups(cid, paths=()):
             if cid in dirnames or any(cid in d for d in dirnames):
                 found += [f"cgroup {dirpath}/{d} left" for d in dirnames if cid in d]
     return found
+
+
+def reap_leaked_cgroups(cids, paths):
+    """After a leak was recorded: kill the processes left in cgroups named after this test's
+    containers (they were started by this test) and remove those cgroups, so one failing test
+    does not leave the machine dirty for the next ones."""
+    dirs = []
+    for h in cgroup_hierarchies():
+        for p in paths:
+            if p.startswith("/"):
+                dirs.append(os.path.join(h, p.lstrip("/")))
+        base_depth = h.rstrip("/").count("/")
+        for dirpath, dirnames, _ in os.walk(h):
+            if dirpath.count("/") - base_depth >= 3:
+                dirnames[:] = []
+            dirs += [os.path.join(dirpath, d) for d in dirnames
+                     if any(c in d for c in cids if "/" not in c and c not in ("", ".", ".."))]
+    dirs = [d for d in set(dirs) if os.path.isdir(d)]
+    for d in dirs:
+        with contextlib.suppress(OSError):
+            with open(os.path.join(d, "cgroup.procs")) as f:
+                for pid in f.read().split():
+                    with contextlib.suppress(OSError):
+                        os.kill(int(pid), signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    for d in sorted(dirs, key=len, reverse=True):
+        while os.path.isdir(d):
+            try:
+                os.rmdir(d)
+            except OSError:
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
 
 
 def leftover_mounts(prefix):

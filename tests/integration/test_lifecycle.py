@@ -178,6 +178,8 @@ def test_state_of_running_container(rt, bundle):
     assert isinstance(st["pid"], int) and st["pid"] > 0
 
 
+@pytest.mark.agentsbx_only("runc 1.1.5 races here: two concurrent creates of one id can both "
+                           "succeed, leaving a stray init and its cgroups")
 def test_concurrent_create_same_id(rt, make_bundle):
     """Several creates of one id at once: exactly one wins, the rest fail, nothing leaks."""
     bundles = [make_bundle(args=("/probe", "sleep", "600")) for _ in range(4)]
