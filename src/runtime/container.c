@@ -307,7 +307,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   struct init_args a = {
     .spec = spec, .ns = &ns, .bundle = bundle, .rootfs = rootfs, .cgroup_path = c.cgroup_path,
     .fifo_fd = fifo, .console_fd = console, .preserve_fds = preserve, .no_pivot = o->no_pivot,
-    .no_new_keyring = o->no_new_keyring,
+    .no_new_keyring = o->no_new_keyring, .close_fds = { rootfd, dirfd, -1, -1 },
   };
   if (create_spawned (g, o, spec, &c, &a, bundle, err) < 0)
     goto undo;

@@ -170,7 +170,8 @@ init_main (struct init_args *a)
   const char *state_json;
   cleanup_free char *exe = NULL;
 
-  prctl (PR_SET_PDEATHSIG, SIGKILL);
+  /* No PR_SET_PDEATHSIG here: our parent S exits at once, and the init must outlive `create`.
+   * If P dies during create, the next sync_recv sees EOF and we exit. */
   /* 1. a new session: the container's process group leader, and needed for a controlling tty */
   if (setsid () < 0)
     {

@@ -37,6 +37,9 @@ stage_main (struct init_args *a)
   pid_t pid;
 
   prctl (PR_SET_PDEATHSIG, SIGKILL);
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (a->close_fds); i++)
+    if (a->close_fds[i] >= 0)
+      close (a->close_fds[i]);
   if (sync_recv (a->sync_fd, SYNC_GO, &m, &err) < 0)
     _exit (1);
   if (ns_join_all (a->ns, &err) < 0)

@@ -25,6 +25,9 @@ struct init_args
   int preserve_fds;         /* fds 3 .. 3+preserve_fds-1 stay open in the container */
   bool no_pivot;
   bool no_new_keyring;
+  /* fds of the runtime the children must close at once: the state dir fd carries the
+   * container's flock, which a child would otherwise hold until exec */
+  int close_fds[4];
 };
 
 /* Fork S and, through it, I. Places S in the cgroup first (so I and a new cgroup namespace are
