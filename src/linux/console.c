@@ -24,8 +24,10 @@
 #define TIOCGPTPEER _IO ('T', 0x41)
 #endif
 
-int
-linux_console_setup (const struct oci_spec *spec, int *master_out, asbx_err_t *err)
+/* Open a pty from the devpts of the current root; with `bind_console` also bind the slave onto
+ * /dev/console. The slave becomes the controlling terminal and fds 0-2. */
+static int
+pty_setup (const struct oci_process *proc, bool bind_console, int *master_out, asbx_err_t *err)
 {
   cleanup_close int rootfd = open ("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
   cleanup_close int master = -1;
@@ -48,21 +50,24 @@ linux_console_setup (const struct oci_spec *spec, int *master_out, asbx_err_t *e
   slave = ioctl (master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
   if (slave < 0)
     return asbx_error (err, errno, "console: open the pty slave");
-  if (spec->process && spec->process->has_console_size)
+  if (proc && proc->has_console_size)
     {
-      struct winsize ws = { .ws_row = (unsigned short) spec->process->console_height,
-                            .ws_col = (unsigned short) spec->process->console_width };
+      struct winsize ws = { .ws_row = (unsigned short) proc->console_height,
+                            .ws_col = (unsigned short) proc->console_width };
       if (ioctl (slave, TIOCSWINSZ, &ws) < 0)
         return asbx_error (err, errno, "console: set the window size");
     }
 
-  /* /dev/console: an empty file inside the root with the slave bound onto it */
-  console = ps_create_file (rootfd, "/dev/console", 0600, err);
-  if (console < 0)
-    return asbx_error_wrap (err, "console");
-  mfd = mnt_clone (slave, "", false, err);
-  if (mfd < 0 || mnt_attach (mfd, console, err) < 0)
-    return asbx_error_wrap (err, "console: bind the pty onto /dev/console");
+  if (bind_console)
+    {
+      /* /dev/console: an empty file inside the root with the slave bound onto it */
+      console = ps_create_file (rootfd, "/dev/console", 0600, err);
+      if (console < 0)
+        return asbx_error_wrap (err, "console");
+      mfd = mnt_clone (slave, "", false, err);
+      if (mfd < 0 || mnt_attach (mfd, console, err) < 0)
+        return asbx_error_wrap (err, "console: bind the pty onto /dev/console");
+    }
 
   if (ioctl (slave, TIOCSCTTY, 0) < 0)
     return asbx_error (err, errno, "console: make the pty the controlling terminal");
@@ -71,4 +76,16 @@ linux_console_setup (const struct oci_spec *spec, int *master_out, asbx_err_t *e
       return asbx_error (err, errno, "console: dup2 onto fd %d", fd);
   *master_out = steal_fd (&master);
   return 0;
+}
+
+int
+linux_console_setup (const struct oci_spec *spec, int *master_out, asbx_err_t *err)
+{
+  return pty_setup (spec->process, true, master_out, err);
+}
+
+int
+linux_pty_setup (const struct oci_process *proc, int *master_out, asbx_err_t *err)
+{
+  return pty_setup (proc, false, master_out, err);
 }

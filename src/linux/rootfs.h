@@ -67,4 +67,8 @@ int linux_rootfs_finalize (const struct oci_spec *spec, asbx_err_t *err);
  * Returns 0 / -1 with *err. */
 int linux_console_setup (const struct oci_spec *spec, int *master_out, asbx_err_t *err);
 
+/* The same for a process joining a running container (exec --tty): a pty from the container's
+ * devpts as the controlling terminal and fds 0-2, without touching /dev/console. */
+int linux_pty_setup (const struct oci_process *proc, int *master_out, asbx_err_t *err);
+
 #endif

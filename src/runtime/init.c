@@ -24,109 +24,13 @@
 #include "linux/process.h"
 #include "linux/rootfs.h"
 #include "runtime/hooks.h"
+#include "runtime/process.h"
 #include "runtime/spawn.h"
 #include "runtime/sync.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
-
-static int
-send_fd (int sock, int fd, asbx_err_t *err)
-{
-  char dummy = 'x';
-  struct iovec iov = { .iov_base = &dummy, .iov_len = 1 };
-  union
-  {
-    char buf[CMSG_SPACE (sizeof (int))];
-    struct cmsghdr align;
-  } u;
-  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
-  struct cmsghdr *c = CMSG_FIRSTHDR (&msg);
-
-  memset (u.buf, 0, sizeof u.buf);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN (sizeof (int));
-  memcpy (CMSG_DATA (c), &fd, sizeof (int));
-  while (sendmsg (sock, &msg, MSG_NOSIGNAL) < 0)
-    if (errno != EINTR)
-      return asbx_error (err, errno, "send the pty master to --console-socket");
-  return 0;
-}
-
-static const char *
-env_get (char **env, const char *name)
-{
-  size_t n = strlen (name);
-  for (char **e = env; e && *e; e++)
-    if (strncmp (*e, name, n) == 0 && (*e)[n] == '=')
-      return *e + n + 1;
-  return NULL;
-}
-
-static bool
-is_executable (const char *path)
-{
-  struct stat sb;
-  return stat (path, &sb) == 0 && S_ISREG (sb.st_mode) && (sb.st_mode & 0111);
-}
-
-/* Resolve process.args[0] against the container's PATH (process.env), as execvp would, so that a
- * missing executable fails `create` clearly instead of the process after `start`. Heap string. */
-static char *
-lookup_executable (const struct oci_process *p, asbx_err_t *err)
-{
-  const char *arg0 = p->args[0];
-  const char *path = env_get (p->env, "PATH");
-
-  if (strchr (arg0, '/'))
-    {
-      if (!is_executable (arg0))
-        {
-          asbx_error (err, errno ? errno : EACCES, "exec: `%s`", arg0);
-          return NULL;
-        }
-      return xstrdup (arg0);
-    }
-  if (path == NULL)
-    path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-  cleanup_free char *dup = xstrdup (path);
-  char *save = NULL;
-  for (char *dir = strtok_r (dup, ":", &save); dir; dir = strtok_r (NULL, ":", &save))
-    {
-      char *cand = xasprintf ("%s/%s", *dir ? dir : ".", arg0);
-      if (is_executable (cand))
-        return cand;
-      free (cand);
-    }
-  asbx_error (err, 0, "exec: `%s`: executable file not found in $PATH", arg0);
-  return NULL;
-}
-
-static int
-chdir_cwd (const char *cwd, asbx_err_t *err)
-{
-  /* after pivot_root "/" is the rootfs, so the path cannot resolve outside it; runc creates a
-   * missing cwd, and so do we */
-  if (chdir (cwd) == 0)
-    return 0;
-  if (errno == ENOENT)
-    {
-      cleanup_free char *tmp = xstrdup (cwd);
-      for (char *s = tmp + 1; *s; s++)
-        if (*s == '/')
-          {
-            *s = '\0';
-            mkdir (tmp, 0755);
-            *s = '/';
-          }
-      mkdir (tmp, 0755);
-      if (chdir (cwd) == 0)
-        return 0;
-    }
-  return asbx_error (err, errno, "process.cwd: chdir `%s`", cwd);
-}
 
 /* Block until `start` writes a byte into exec.fifo. EOF/EINTR loops are bounded by the fifo:
  * we hold a read+write fd, so read() never sees EOF. */
@@ -213,7 +117,7 @@ init_main (struct init_args *a)
   /* 7. the console must exist before /dev may become read-only in finalize */
   if (proc->terminal)
     {
-      if (linux_console_setup (spec, &master, &err) < 0 || send_fd (a->console_fd, master, &err) < 0)
+      if (linux_console_setup (spec, &master, &err) < 0 || process_send_fd (a->console_fd, master, &err) < 0)
         fail (a, &err);
       close (master);
       close (a->console_fd);
@@ -227,9 +131,9 @@ init_main (struct init_args *a)
   /* 10. per-process limits before anything of the user's runs */
   if (linux_rlimits_apply (proc, &err) < 0 || linux_oom_score_adj_apply (proc, 0, &err) < 0)
     fail (a, &err);
-  if (chdir_cwd (proc->cwd, &err) < 0)
+  if (process_chdir (proc->cwd, &err) < 0)
     fail (a, &err);
-  exe = lookup_executable (proc, &err);
+  exe = process_lookup_executable (proc, &err);
   if (!exe)
     fail (a, &err);
   /* 11. created: tell P, then wait for `start` */
@@ -244,23 +148,7 @@ init_main (struct init_args *a)
                     state_json, &err)
              < 0)
     fail_after_start (&err);
-  /* 13. identity: bounding set while CAP_SETPCAP is held, keep caps across setuid, then the
-   * final sets, no_new_privs and umask last */
-  if (linux_caps_drop_bounding (proc->capabilities, &err) < 0 || linux_caps_keep (&err) < 0
-      || linux_user_apply (&proc->user, ro.userns, &err) < 0 || linux_caps_apply (proc->capabilities, &err) < 0
-      || linux_nnp_apply (proc, &err) < 0)
-    fail_after_start (&err);
-  linux_umask_apply (&proc->user);
-  /* 14. no runtime fd may survive into the container (CVE-2024-21626 class): only stdio and
-   * the preserved fds; the fifo and everything else are close-on-exec */
-  for (int fd = 3; fd < 3 + a->preserve_fds; fd++)
-    fcntl (fd, F_SETFD, 0);
-  if (syscall (SYS_close_range, (unsigned) (3 + a->preserve_fds), ~0U, CLOSE_RANGE_CLOEXEC) < 0)
-    {
-      asbx_error (&err, errno, "close_range");
-      fail_after_start (&err);
-    }
-  execve (exe, proc->args, proc->env);
-  asbx_error (&err, errno, "exec `%s`", exe);
+  /* 13. identity, security and exec: shared with `exec` (runtime/process.c) */
+  process_finalize_and_exec (proc, ro.userns, a->preserve_fds, exe, &err);
   fail_after_start (&err);
 }

@@ -1,0 +1,427 @@
+/* exec.c - join a running container and execute a process in it.
+ *
+ * P (the CLI) validates the container (pid + start time, pidfd), builds the process from the
+ * config saved at create (or --process), and forks S. S joins every namespace of the
+ * container's init that differs from ours with one setns(pidfd, flags) call (Linux >= 5.8: the
+ * kernel orders the joins and applies them atomically), after P has moved it into the
+ * container's cgroup, then forks E, so that E is inside the pid (and time) namespace. E sets up
+ * the tty, cwd, limits, identity and execs. P is a child subreaper, so E is reparented to it and
+ * `exec` (without --detach) can wait for it and pass its status back. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "libocispec/oci_spec.h"
+#include "linux/cgroup.h"
+#include "linux/process.h"
+#include "linux/rootfs.h"
+#include "runtime/exec.h"
+#include "runtime/process.h"
+#include "runtime/state.h"
+#include "runtime/sync.h"
+
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+
+int
+asbx_parse_user (const char *s, uint32_t *uid, uint32_t *gid, bool *has_gid, asbx_err_t *err)
+{
+  cleanup_free char *dup = xstrdup (s);
+  char *colon = strchr (dup, ':');
+  uint64_t v;
+
+  *has_gid = false;
+  if (colon)
+    *colon = '\0';
+  if (parse_u64 (dup, &v) < 0 || v > UINT32_MAX - 1)
+    return asbx_error (err, 0, "invalid --user `%s`: expected uid[:gid] as decimal numbers", s);
+  *uid = (uint32_t) v;
+  if (colon)
+    {
+      if (parse_u64 (colon + 1, &v) < 0 || v > UINT32_MAX - 1)
+        return asbx_error (err, 0, "invalid --user `%s`: expected uid[:gid] as decimal numbers", s);
+      *gid = (uint32_t) v;
+      *has_gid = true;
+    }
+  return 0;
+}
+
+/* namespaces of `pid` that differ from ours (same inode = same namespace) */
+static int
+ns_flags_of (pid_t pid)
+{
+  static const struct
+  {
+    const char *n;
+    int f;
+  } t[] = { { "user", CLONE_NEWUSER }, { "mnt", CLONE_NEWNS },     { "pid", CLONE_NEWPID },
+            { "net", CLONE_NEWNET },   { "ipc", CLONE_NEWIPC },    { "uts", CLONE_NEWUTS },
+            { "cgroup", CLONE_NEWCGROUP }, { "time", CLONE_NEWTIME } };
+  int flags = 0;
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (t); i++)
+    {
+      char p[64];
+      struct stat a, b;
+      snprintf (p, sizeof p, "/proc/%d/ns/%s", pid, t[i].n);
+      if (stat (p, &a) < 0)
+        continue;
+      snprintf (p, sizeof p, "/proc/self/ns/%s", t[i].n);
+      if (stat (p, &b) < 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev)
+        flags |= t[i].f;
+    }
+  return flags;
+}
+
+static void
+strv_append (char ***v, size_t *len, char *s)
+{
+  *v = xrealloc (*v, sizeof (char *) * (*len + 2));
+  (*v)[(*len)++] = s;
+  (*v)[*len] = NULL;
+}
+
+/* --env KEY=V replaces an existing KEY in the container's env, else appends */
+static void
+env_set (struct oci_process *p, const char *kv)
+{
+  const char *eq = strchr (kv, '=');
+  size_t klen = eq ? (size_t) (eq - kv) : strlen (kv);
+  for (size_t i = 0; i < p->env_len; i++)
+    if (strncmp (p->env[i], kv, klen) == 0 && p->env[i][klen] == '=')
+      {
+        free (p->env[i]);
+        p->env[i] = xstrdup (kv);
+        return;
+      }
+  strv_append (&p->env, &p->env_len, xstrdup (kv));
+}
+
+static void
+caps_add (char ***set, size_t *len, const char *cap)
+{
+  for (size_t i = 0; i < *len; i++)
+    if (strcmp ((*set)[i], cap) == 0)
+      return;
+  strv_append (set, len, xstrdup (cap));
+}
+
+/* runc's exec: the container's process with the command and the flags' overrides */
+static int
+exec_build_process (const struct asbx_exec_opts *o, struct oci_process *p, asbx_err_t *err)
+{
+  if (o->args_len == 0)
+    return asbx_error (err, 0, "exec: no command given (and no --process)");
+  for (size_t i = 0; i < p->args_len; i++)
+    free (p->args[i]);
+  free (p->args);
+  p->args = NULL;
+  p->args_len = 0;
+  for (size_t i = 0; i < o->args_len; i++)
+    strv_append (&p->args, &p->args_len, xstrdup (o->args[i]));
+  p->terminal = o->tty;
+  if (o->cwd)
+    {
+      free (p->cwd);
+      p->cwd = xstrdup (o->cwd);
+    }
+  for (size_t i = 0; i < o->env_len; i++)
+    env_set (p, o->env[i]);
+  if (o->user)
+    {
+      bool has_gid;
+      uint32_t gid = 0;
+      if (asbx_parse_user (o->user, &p->user.uid, &gid, &has_gid, err) < 0)
+        return -1;
+      p->user.gid = has_gid ? gid : 0;
+    }
+  if (o->add_gids_len)
+    {
+      p->user.additional_gids = xrealloc (p->user.additional_gids, sizeof (uint32_t) * o->add_gids_len);
+      p->user.additional_gids_len = 0;
+      for (size_t i = 0; i < o->add_gids_len; i++)
+        {
+          uint64_t v;
+          if (parse_u64 (o->add_gids[i], &v) < 0 || v > UINT32_MAX - 1)
+            return asbx_error (err, 0, "invalid --additional-gids `%s`: expected a decimal gid", o->add_gids[i]);
+          p->user.additional_gids[p->user.additional_gids_len++] = (uint32_t) v;
+        }
+    }
+  if (o->caps_len)
+    {
+      if (!p->capabilities)
+        p->capabilities = xmalloc0 (sizeof *p->capabilities);
+      struct oci_capabilities *c = p->capabilities;
+      for (size_t i = 0; i < o->caps_len; i++)
+        {
+          caps_add (&c->bounding, &c->bounding_len, o->caps[i]);
+          caps_add (&c->effective, &c->effective_len, o->caps[i]);
+          caps_add (&c->permitted, &c->permitted_len, o->caps[i]);
+          caps_add (&c->inheritable, &c->inheritable_len, o->caps[i]);
+          caps_add (&c->ambient, &c->ambient_len, o->caps[i]);
+        }
+    }
+  if (o->no_new_privs)
+    p->no_new_privileges = true;
+  if (o->apparmor)
+    {
+      free (p->apparmor_profile);
+      p->apparmor_profile = xstrdup (o->apparmor);
+    }
+  if (o->process_label)
+    {
+      free (p->selinux_label);
+      p->selinux_label = xstrdup (o->process_label);
+    }
+  return 0;
+}
+
+struct exec_child
+{
+  const struct oci_process *proc;
+  int pidfd;
+  int ns_flags;
+  int sync_fd;
+  int console_fd;
+  int preserve_fds;
+  bool userns;
+};
+
+static void __attribute__ ((noreturn))
+exec_process_main (struct exec_child *c)
+{
+  asbx_err_t err = NULL;
+  cleanup_free char *exe = NULL;
+  int master = -1;
+
+  if (c->proc->terminal)
+    {
+      if (setsid () < 0)
+        {
+          asbx_error (&err, errno, "setsid");
+          sync_fail (c->sync_fd, &err);
+        }
+      if (linux_pty_setup (c->proc, &master, &err) < 0 || process_send_fd (c->console_fd, master, &err) < 0)
+        sync_fail (c->sync_fd, &err);
+      close (master);
+    }
+  if (linux_rlimits_apply (c->proc, &err) < 0 || process_chdir (c->proc->cwd, &err) < 0)
+    sync_fail (c->sync_fd, &err);
+  exe = process_lookup_executable (c->proc, &err);
+  if (!exe)
+    sync_fail (c->sync_fd, &err);
+  /* the sync fd is close-on-exec: P sees READY, then EOF at our execve */
+  if (sync_send (c->sync_fd, SYNC_READY, 0, NULL, &err) < 0)
+    _exit (1);
+  process_finalize_and_exec (c->proc, c->userns, c->preserve_fds, exe, &err);
+  dprintf (2, "agentsbx: %s\n", err ? err->msg : "exec failed");
+  _exit (127);
+}
+
+static void __attribute__ ((noreturn))
+exec_stage_main (struct exec_child *c)
+{
+  asbx_err_t err = NULL;
+  struct sync_msg m;
+  pid_t pid;
+
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+  if (sync_recv (c->sync_fd, SYNC_GO, &m, &err) < 0)
+    _exit (1);
+  if (c->ns_flags && setns (c->pidfd, c->ns_flags) < 0)
+    {
+      asbx_error (&err, errno, "join the container's namespaces (setns 0x%x)", c->ns_flags);
+      sync_fail (c->sync_fd, &err);
+    }
+  pid = fork ();
+  if (pid < 0)
+    {
+      asbx_error (&err, errno, "fork");
+      sync_fail (c->sync_fd, &err);
+    }
+  if (pid == 0)
+    exec_process_main (c);
+  sync_send (c->sync_fd, SYNC_PID, pid, NULL, NULL);
+  _exit (0);
+}
+
+static int
+connect_unix (const char *path, asbx_err_t *err)
+{
+  struct sockaddr_un addr = { .sun_family = AF_UNIX };
+  cleanup_close int fd = -1;
+  if (strlen (path) >= sizeof addr.sun_path)
+    return asbx_error (err, ENAMETOOLONG, "--console-socket `%s`", path);
+  strcpy (addr.sun_path, path);
+  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0 || connect (fd, (struct sockaddr *) &addr, sizeof addr) < 0)
+    return asbx_error (err, errno, "connect to --console-socket `%s`", path);
+  return steal_fd (&fd);
+}
+
+/* Fork S/E and wait until E is about to exec. *pid = E. */
+static int
+exec_spawn (struct exec_child *c, const char *cgroup_path, pid_t *pid, asbx_err_t *err)
+{
+  int sp[2];
+  struct sync_msg *m = xmalloc (sizeof *m);
+  cleanup_free struct sync_msg *mfree = m;
+  pid_t stage;
+
+  if (prctl (PR_SET_CHILD_SUBREAPER, 1) < 0)
+    return asbx_error (err, errno, "prctl(PR_SET_CHILD_SUBREAPER)");
+  if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+    return asbx_error (err, errno, "socketpair");
+  c->sync_fd = sp[1];
+  stage = fork ();
+  if (stage < 0)
+    {
+      close (sp[0]);
+      close (sp[1]);
+      return asbx_error (err, errno, "fork");
+    }
+  if (stage == 0)
+    {
+      close (sp[0]);
+      exec_stage_main (c);
+    }
+  close (sp[1]);
+  cleanup_close int psync = sp[0];
+  *pid = 0;
+  if (cgroup_path && cgroup_join (cgroup_path, stage, err) < 0)
+    goto fail;
+  if (sync_send (psync, SYNC_GO, 0, NULL, err) < 0 || sync_recv (psync, SYNC_PID, m, err) < 0)
+    goto fail;
+  waitpid (stage, NULL, 0);
+  *pid = m->value;
+  if (sync_recv (psync, SYNC_READY, m, err) < 0)
+    goto fail;
+  return 0;
+fail:
+  kill (stage, SIGKILL);
+  waitpid (stage, NULL, 0);
+  if (*pid > 0)
+    {
+      kill (*pid, SIGKILL);
+      waitpid (*pid, NULL, 0);
+    }
+  return -1;
+}
+
+static int
+write_pid_file (const char *path, pid_t pid, asbx_err_t *err)
+{
+  cleanup_free char *tmp = xasprintf ("%s.%d.tmp", path, getpid ());
+  char buf[32];
+  int n = snprintf (buf, sizeof buf, "%d", pid);
+  cleanup_close int fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0 || write_all (fd, buf, (size_t) n) < 0 || rename (tmp, path) < 0)
+    {
+      int e = errno;
+      unlink (tmp);
+      return asbx_error (err, e, "write --pid-file `%s`", path);
+    }
+  return 0;
+}
+
+int
+asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o, int *exit_status,
+                     asbx_err_t *err)
+{
+  cleanup_close int rootfd = -1, dirfd = -1, pidfd = -1, console = -1;
+  cleanup_free char *raw = NULL, *praw = NULL;
+  struct oci_spec *spec = NULL;
+  struct oci_process *proc = NULL, *pfile = NULL;
+  struct asbx_state st = { 0 };
+  size_t len;
+  pid_t pid = 0;
+  int ret = -1;
+
+  if (asbx_id_validate (o->id, err) < 0)
+    return -1;
+  if ((rootfd = asbx_root_open (g->root, false, err)) < 0 || (dirfd = asbx_state_dir_open (rootfd, o->id, err)) < 0)
+    return -1;
+  if (asbx_state_read (dirfd, &st, err) < 0)
+    goto out;
+  if (strcmp (asbx_state_status (dirfd, &st), "running") != 0)
+    {
+      asbx_error (err, 0, "cannot exec in container `%s`: container is %s, not running", o->id,
+                  asbx_state_status (dirfd, &st));
+      goto out;
+    }
+  pidfd = (int) syscall (SYS_pidfd_open, st.pid, 0);
+  if (pidfd < 0 || !asbx_state_alive (&st))
+    {
+      asbx_error (err, ESRCH, "cannot exec in container `%s`", o->id);
+      goto out;
+    }
+  if (o->cgroup)
+    {
+      asbx_error (err, 0, "exec --cgroup: sub-cgroups are not supported by this build yet");
+      goto out;
+    }
+  if (read_file_at (dirfd, "config.json", 16 << 20, &raw, &len, err) < 0
+      || !(spec = oci_spec_parse (raw, len, "config.json", err)))
+    goto out;
+  if (o->process_file)
+    {
+      if (read_file_at (AT_FDCWD, o->process_file, 16 << 20, &praw, &len, err) < 0
+          || !(pfile = oci_process_parse (praw, len, o->process_file, err)))
+        goto out;
+      proc = pfile;
+    }
+  else
+    {
+      proc = spec->process;
+      if (exec_build_process (o, proc, err) < 0)
+        goto out;
+    }
+  if (linux_rlimits_check (proc, err) < 0 || linux_caps_check (proc->capabilities, err) < 0)
+    goto out;
+  if (proc->terminal && !o->console_socket)
+    {
+      asbx_error (err, 0, "exec --tty needs --console-socket (a terminal proxy is not supported yet)");
+      goto out;
+    }
+  if (proc->terminal && (console = connect_unix (o->console_socket, err)) < 0)
+    goto out;
+
+  /* the lock is not needed while the process runs: release it so other verbs are not blocked */
+  close (dirfd);
+  dirfd = -1;
+  struct exec_child c = {
+    .proc = proc, .pidfd = pidfd, .ns_flags = ns_flags_of (st.pid), .console_fd = console,
+    .preserve_fds = o->preserve_fds,
+  };
+  c.userns = c.ns_flags & CLONE_NEWUSER;
+  if (exec_spawn (&c, st.cgroup_path, &pid, err) < 0)
+    goto out;
+  if (o->pid_file && write_pid_file (o->pid_file, pid, err) < 0)
+    {
+      kill (pid, SIGKILL);
+      goto out;
+    }
+  *exit_status = o->detach ? 0 : asbx_container_wait (pid);
+  ret = 0;
+out:
+  asbx_state_free (&st);
+  if (pfile)
+    oci_process_free (pfile);
+  if (spec)
+    oci_spec_free (spec);
+  return ret;
+}

@@ -1,0 +1,142 @@
+/* process.c - the last steps of every container process, init and exec alike: cwd, executable
+ * lookup, then identity and security in the order the kernel requires, and execve.
+ *
+ * Ordering (capabilities(7), prctl(2), seccomp(2)): the bounding set is dropped while
+ * CAP_SETPCAP is held; PR_SET_KEEPCAPS keeps the permitted set across setresuid(); the final
+ * sets are applied after the uid change; no_new_privs next; seccomp (when present) last, right
+ * before execve, so the filter needs to allow nothing but the execve itself. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/close_range.h>
+
+#include "core/cleanup.h"
+#include "core/util.h"
+#include "linux/process.h"
+#include "runtime/process.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+int
+process_send_fd (int sock, int fd, asbx_err_t *err)
+{
+  char dummy = 'x';
+  struct iovec iov = { .iov_base = &dummy, .iov_len = 1 };
+  union
+  {
+    char buf[CMSG_SPACE (sizeof (int))];
+    struct cmsghdr align;
+  } u;
+  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
+  struct cmsghdr *c = CMSG_FIRSTHDR (&msg);
+
+  memset (u.buf, 0, sizeof u.buf);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN (sizeof (int));
+  memcpy (CMSG_DATA (c), &fd, sizeof (int));
+  while (sendmsg (sock, &msg, MSG_NOSIGNAL) < 0)
+    if (errno != EINTR)
+      return asbx_error (err, errno, "send the pty master to --console-socket");
+  return 0;
+}
+
+static const char *
+env_get (char **env, const char *name)
+{
+  size_t n = strlen (name);
+  for (char **e = env; e && *e; e++)
+    if (strncmp (*e, name, n) == 0 && (*e)[n] == '=')
+      return *e + n + 1;
+  return NULL;
+}
+
+static bool
+is_executable (const char *path)
+{
+  struct stat sb;
+  return stat (path, &sb) == 0 && S_ISREG (sb.st_mode) && (sb.st_mode & 0111);
+}
+
+/* Resolve process.args[0] against the container's PATH (process.env), as execvp would, so that a
+ * missing executable fails `create` clearly instead of the process after `start`. Heap string. */
+char *
+process_lookup_executable (const struct oci_process *p, asbx_err_t *err)
+{
+  const char *arg0 = p->args[0];
+  const char *path = env_get (p->env, "PATH");
+
+  if (strchr (arg0, '/'))
+    {
+      if (!is_executable (arg0))
+        {
+          asbx_error (err, errno ? errno : EACCES, "exec: `%s`", arg0);
+          return NULL;
+        }
+      return xstrdup (arg0);
+    }
+  if (path == NULL)
+    path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  cleanup_free char *dup = xstrdup (path);
+  char *save = NULL;
+  for (char *dir = strtok_r (dup, ":", &save); dir; dir = strtok_r (NULL, ":", &save))
+    {
+      char *cand = xasprintf ("%s/%s", *dir ? dir : ".", arg0);
+      if (is_executable (cand))
+        return cand;
+      free (cand);
+    }
+  asbx_error (err, 0, "exec: `%s`: executable file not found in $PATH", arg0);
+  return NULL;
+}
+
+int
+process_chdir (const char *cwd, asbx_err_t *err)
+{
+  /* after pivot_root "/" is the rootfs, so the path cannot resolve outside it; runc creates a
+   * missing cwd, and so do we */
+  if (chdir (cwd) == 0)
+    return 0;
+  if (errno == ENOENT)
+    {
+      cleanup_free char *tmp = xstrdup (cwd);
+      for (char *s = tmp + 1; *s; s++)
+        if (*s == '/')
+          {
+            *s = '\0';
+            mkdir (tmp, 0755);
+            *s = '/';
+          }
+      mkdir (tmp, 0755);
+      if (chdir (cwd) == 0)
+        return 0;
+    }
+  return asbx_error (err, errno, "process.cwd: chdir `%s`", cwd);
+}
+
+int
+process_finalize_and_exec (const struct oci_process *proc, bool userns, int preserve_fds, const char *exe,
+                           asbx_err_t *err)
+{
+  if (linux_caps_drop_bounding (proc->capabilities, err) < 0 || linux_caps_keep (err) < 0
+      || linux_user_apply (&proc->user, userns, err) < 0 || linux_caps_apply (proc->capabilities, err) < 0
+      || linux_nnp_apply (proc, err) < 0)
+    return -1;
+  linux_umask_apply (&proc->user);
+  /* no runtime fd may survive into the container (CVE-2024-21626 class): only stdio and the
+   * preserved fds; everything else becomes close-on-exec */
+  for (int fd = 3; fd < 3 + preserve_fds; fd++)
+    fcntl (fd, F_SETFD, 0);
+  if (syscall (SYS_close_range, (unsigned) (3 + preserve_fds), ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+    return asbx_error (err, errno, "close_range");
+  execve (exe, proc->args, proc->env);
+  return asbx_error (err, errno, "exec `%s`", exe);
+}

@@ -1,0 +1,27 @@
+/* process.h - shared final steps of the container's processes (init and exec). */
+#ifndef ASBX_RUNTIME_PROCESS_H
+#define ASBX_RUNTIME_PROCESS_H
+
+#include <stdbool.h>
+
+#include "core/error.h"
+#include "libocispec/oci_spec.h"
+
+/* Send fd over a connected unix socket with SCM_RIGHTS (the --console-socket protocol: one
+ * byte of data, one fd). 0 / -1 with *err. */
+int process_send_fd (int sock, int fd, asbx_err_t *err);
+
+/* Resolve process.args[0] against PATH from process.env (execvp's rules) in the current root.
+ * Heap string, or NULL with *err "exec: `x`: executable file not found in $PATH". */
+char *process_lookup_executable (const struct oci_process *p, asbx_err_t *err);
+
+/* chdir to process.cwd in the current root, creating it when missing (as runc). 0 / -1. */
+int process_chdir (const char *cwd, asbx_err_t *err);
+
+/* Identity (bounding set, uid/gid/groups, capability sets, no_new_privs, umask), fd hygiene
+ * (only stdio and fds 3..3+preserve_fds-1 survive) and execve(exe, args, env).
+ * Returns only on failure: -1 with *err. */
+int process_finalize_and_exec (const struct oci_process *proc, bool userns, int preserve_fds, const char *exe,
+                               asbx_err_t *err);
+
+#endif
