@@ -429,10 +429,15 @@ struct oci_state
   int pid;            /* 0 = omit (stopped) */
   const char *bundle;
   const struct oci_map *annotations;
+  /* added, optional (NULL = omitted): what `runc state` prints beyond the spec and go-runc reads */
+  const char *rootfs;
+  const char *created; /* RFC 3339 */
+  const char *owner;
 };
 
-/* Serialize the state as JSON (one object, no trailing newline unless `pretty`).
- * Returns a heap string or NULL with *err set. */
+/* Serialize the state as JSON (one object, no trailing newline unless `pretty`; pretty = 2-space
+ * indent as `runc state`). pid omitted when 0, annotations when NULL or empty.
+ * Returns a heap string or NULL with *err set (EINVAL: a string is not valid UTF-8). */
 char *oci_state_to_json (const struct oci_state *st, bool pretty, asbx_err_t *err);
 
 /* The `features` document (features.md, runtime-spec 1.1+) for this build. Lists the
@@ -455,6 +460,9 @@ struct oci_features_input
   bool apparmor_enabled, selinux_enabled, intel_rdt_enabled, mount_extensions_idmap;
   const struct oci_map *annotations;
 };
+/* Serialize as features.md: pretty (4-space indent, as `runc features`), no trailing newline.
+ * A NULL list is omitted ("unknown"), an empty list is written as [] ("none"). Heap string or NULL
+ * with *err set (EINVAL: a string is not valid UTF-8). */
 char *oci_features_to_json (const struct oci_features_input *in, asbx_err_t *err);
 
 #endif

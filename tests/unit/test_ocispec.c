@@ -634,6 +634,85 @@ test_map_get (void **state)
   assert_null (oci_map_get (&empty, "a"));
 }
 
+static void
+test_state_json (void **state)
+{
+  (void) state;
+  asbx_err_t err = NULL;
+  char *k[] = { "io.x", "b" }, *v[] = { "1", "q\"uote" };
+  struct oci_map ann = { k, v, 2 };
+  struct oci_state st = { .oci_version = "1.2.0", .id = "c1", .status = "running", .pid = 42, .bundle = "/b",
+                          .annotations = &ann };
+  char *j = oci_state_to_json (&st, false, &err);
+  assert_string_equal (j, "{\"ociVersion\":\"1.2.0\",\"id\":\"c1\",\"status\":\"running\",\"pid\":42,"
+                          "\"bundle\":\"/b\",\"annotations\":{\"io.x\":\"1\",\"b\":\"q\\\"uote\"}}");
+  free (j);
+
+  /* stopped: pid omitted; empty annotations omitted; runc extras */
+  struct oci_map none = { 0 };
+  struct oci_state st2 = { .oci_version = "1.2.0", .id = "c1", .status = "stopped", .bundle = "/b",
+                           .annotations = &none, .rootfs = "/b/rootfs", .created = "2024-01-01T00:00:00Z",
+                           .owner = "" };
+  j = oci_state_to_json (&st2, true, &err);
+  assert_string_equal (j, "{\n  \"ociVersion\": \"1.2.0\",\n  \"id\": \"c1\",\n  \"status\": \"stopped\",\n"
+                          "  \"bundle\": \"/b\",\n  \"rootfs\": \"/b/rootfs\",\n  \"created\": "
+                          "\"2024-01-01T00:00:00Z\",\n  \"owner\": \"\"\n}\n");
+  free (j);
+
+  /* invalid UTF-8 is an error, not broken JSON */
+  struct oci_state st3 = { .oci_version = "1.2.0", .id = "c\xff", .status = "created", .pid = 1, .bundle = "/b" };
+  assert_null (oci_state_to_json (&st3, false, &err));
+  assert_string_equal (err->msg, "state: a string is not valid UTF-8");
+  assert_int_equal (err->errnum, EINVAL);
+  asbx_error_free (&err);
+}
+
+static void
+test_features_json (void **state)
+{
+  (void) state;
+  asbx_err_t err = NULL;
+  static const char *const hooks[] = { "prestart", "poststop", NULL };
+  static const char *const none[] = { NULL };
+  static const char *const ns[] = { "pid", "user", NULL };
+  char *k[] = { "org.opencontainers.runc.checkpoint.enabled" }, *v[] = { "false" };
+  struct oci_map ann = { k, v, 1 };
+  struct oci_features_input in = { .oci_version_min = "1.0.0", .oci_version_max = "1.2.0", .hooks = hooks,
+                                   .mount_options = none, .namespaces = ns, .cgroup_v1 = true, .cgroup_v2 = true,
+                                   .seccomp_enabled = true, .seccomp_actions = hooks, .selinux_enabled = true,
+                                   .mount_extensions_idmap = true, .annotations = &ann };
+  char *j = oci_features_to_json (&in, &err);
+  assert_non_null (j);
+  const char *want = "{\n"
+                     "    \"ociVersionMin\": \"1.0.0\",\n"
+                     "    \"ociVersionMax\": \"1.2.0\",\n"
+                     "    \"hooks\": [\n        \"prestart\",\n        \"poststop\"\n    ],\n"
+                     "    \"mountOptions\": [\n\n    ],\n"
+                     "    \"linux\": {\n"
+                     "        \"namespaces\": [\n            \"pid\",\n            \"user\"\n        ],\n"
+                     "        \"cgroup\": {\n            \"v1\": true,\n            \"v2\": true,\n"
+                     "            \"systemd\": false,\n            \"systemdUser\": false,\n"
+                     "            \"rdma\": false\n        },\n"
+                     "        \"seccomp\": {\n            \"enabled\": true,\n            \"actions\": [\n"
+                     "                \"prestart\",\n                \"poststop\"\n            ]\n        },\n"
+                     "        \"apparmor\": {\n            \"enabled\": false\n        },\n"
+                     "        \"selinux\": {\n            \"enabled\": true\n        },\n"
+                     "        \"intelRdt\": {\n            \"enabled\": false\n        },\n"
+                     "        \"mountExtensions\": {\n            \"idmap\": {\n                \"enabled\": true\n"
+                     "            }\n        }\n    },\n"
+                     "    \"annotations\": {\n"
+                     "        \"org.opencontainers.runc.checkpoint.enabled\": \"false\"\n    }\n}";
+  if (strcmp (j, want) != 0)
+    fail_msg ("got:\n%s", j);
+  /* it is valid JSON our own strict parser accepts (as an object with unknown keys) */
+  asbx_err_t e2 = NULL;
+  cleanup_free char *doc = xasprintf ("{\"ociVersion\":\"1.2.0\",\"f\":%s}", j);
+  struct oci_spec *s = oci_spec_parse (doc, strlen (doc), NULL, &e2);
+  assert_non_null (s);
+  oci_spec_free (s);
+  free (j);
+}
+
 int
 main (void)
 {
@@ -643,6 +722,7 @@ main (void)
     cmocka_unit_test (test_version),   cmocka_unit_test (test_nulls),     cmocka_unit_test (test_duplicates),
     cmocka_unit_test (test_depth),     cmocka_unit_test (test_malformed), cmocka_unit_test (test_truncated),
     cmocka_unit_test (test_file_errors), cmocka_unit_test (test_map_get),
+    cmocka_unit_test (test_state_json), cmocka_unit_test (test_features_json),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }
