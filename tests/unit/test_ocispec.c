@@ -549,6 +549,12 @@ test_malformed (void **state)
                 "config.json: invalid JSON at line 1, column 29: \\u0000 in a string");
   expect_error ("{'a':1}", "config.json: invalid JSON at line 1, column 2: lexical error: invalid char in json text.");
 
+  /* an escaped backslash followed by "u0000" is plain text, not a NUL */
+  cleanup_free char *bs = cfg ("\"hostname\":\"a\\\\u0000\"");
+  struct oci_spec *s = parse_ok (bs);
+  assert_string_equal (s->hostname, "a\\u0000");
+  oci_spec_free (s);
+
   /* a raw NUL inside the given length */
   asbx_err_t err = NULL;
   assert_null (oci_spec_parse ("{\"a\":1}\0{}", 10, "c.json", &err));
