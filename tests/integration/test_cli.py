@@ -203,3 +203,26 @@ def test_kill_bad_signal(rt, bundle):
     assert r.ok, r
     assert rt.kill(cid, "NOTASIGNAL").rc != 0
     assert rt.status(cid) == "created"
+
+
+@pytest.mark.parametrize("flag", ["--no-pivot", "--no-new-keyring"])
+def test_create_flags_accepted(rt, bundle, flag):
+    bundle.args("/probe", "report")
+    r, _ = rt.run(bundle, None, flag)
+    assert r.ok, r
+    rep = json.loads(r.out.strip().splitlines()[-1])
+    assert rep["pid"] == 1
+    # --no-pivot still confines the root: the host's files are not there.
+    assert rep["cwd"] == "/"
+
+
+def test_bundle_short_flag_and_cwd_default(rt, bundle):
+    bundle.save()
+    cid = rt.new_id()
+    rt.created.append(cid)
+    r = rt.cmd("run", "-b", bundle.path, cid)
+    assert r.ok, r
+    cid2 = rt.new_id()
+    rt.created.append(cid2)
+    r = rt.cmd("run", cid2, cwd=bundle.path)  # bundle defaults to the current directory
+    assert r.ok, r

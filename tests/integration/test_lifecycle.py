@@ -4,8 +4,11 @@ runc is the reference behaviour for every case here. Liveness is checked from th
 (/proc/PID, its namespaces), not only from `state`.
 """
 
+import array
 import json
 import os
+import select
+import socket
 import threading
 
 import pytest
@@ -226,3 +229,60 @@ def test_probe_write_then_read(rt, bundle):
     assert probe_json(r)["result"] == "ok"
     with open(os.path.join(bundle.rootfs, "tmp", "x")) as f:
         assert f.read() == "hello"
+
+
+def test_kill_all(rt, bundle):
+    """kill --all signals every process of the container, not only its init."""
+    bundle.args("/bin/sh", "-c", "/probe sleep 600 & /probe sleep 600 & wait")
+    r, cid = rt.create(bundle)
+    assert r.ok, r
+    assert rt.start(cid).ok
+    pid = rt.state(cid).json()["pid"]
+    r = rt.kill(cid, "KILL", "--all")
+    assert r.ok, r
+    rt.wait_status(cid, "stopped")
+    assert not proc_alive(pid)
+
+
+def test_console_socket_terminal(rt, bundle, tmp_path):
+    """process.terminal with --console-socket: the runtime sends the pty master over the unix
+    socket (SCM_RIGHTS); the probe sees a tty on 0, 1 and 2."""
+    sock_path = str(tmp_path / "console.sock")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(sock_path)
+    srv.listen(1)
+    srv.settimeout(60)
+    bundle.process["terminal"] = True
+    bundle.args("/probe", "report")
+    r, cid = rt.create(bundle, None, "--console-socket", sock_path)
+    assert r.ok, r
+    conn, _ = srv.accept()
+    fds = array.array("i")
+    _msg, anc, _flags, _addr = conn.recvmsg(4096, socket.CMSG_LEN(fds.itemsize))
+    for level, typ, data in anc:
+        if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+            fds.frombytes(data[:fds.itemsize])
+    conn.close()
+    srv.close()
+    assert len(fds) == 1, "no pty master received on the console socket"
+    master = fds[0]
+    try:
+        assert rt.start(cid).ok
+        out = b""
+        while not out.rstrip().endswith(b"}"):
+            ready, _, _ = select.select([master], [], [], 60)
+            assert ready, f"hang guard: no output on the pty; got {out!r}"
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the slave side is closed
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        os.close(master)
+    rep = json.loads(out.decode().strip().splitlines()[-1])
+    for k in ("0", "1", "2"):
+        assert rep["tty"][k]["isatty"], rep["tty"]
+        assert rep["tty"][k]["ttyname"].startswith("/dev/pts/"), rep["tty"]
+    rt.wait_status(cid, "stopped")
