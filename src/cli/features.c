@@ -1,10 +1,12 @@
 /* features.c - `features`: what this build accepts (runtime-spec features.md). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli/cli.h"
 #include "libocispec/oci_spec.h"
 #include "linux/cgroup.h"
+#include "linux/seccomp_bpf.h"
 
 int
 cli_features (struct asbx_global *g, int argc, char **argv)
@@ -29,12 +31,16 @@ cli_features (struct asbx_global *g, int argc, char **argv)
     "CAP_AUDIT_CONTROL", "CAP_SETFCAP", "CAP_MAC_OVERRIDE", "CAP_MAC_ADMIN", "CAP_SYSLOG", "CAP_WAKE_ALARM",
     "CAP_BLOCK_SUSPEND", "CAP_AUDIT_READ", "CAP_PERFMON", "CAP_BPF", "CAP_CHECKPOINT_RESTORE", NULL
   };
-  static const char *const none[] = { NULL };
   asbx_err_t err = NULL;
   enum cgroup_layout layout = CGROUP_LAYOUT_LEGACY;
   bool have_layout = cgroup_layout_detect (&layout, &err) == 0;
   asbx_error_free (&err);
 
+  if (argc == 2 && (strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0))
+    {
+      printf ("usage: agentsbx features\n\nShow the enabled features (runtime-spec features.md) as JSON.\n");
+      return 0;
+    }
   if (argc > 1)
     return cli_usage ("features", "takes no arguments");
   struct oci_features_input in = {
@@ -49,13 +55,12 @@ cli_features (struct asbx_global *g, int argc, char **argv)
     .cgroup_systemd = false,
     .cgroup_systemd_user = false,
     .cgroup_rdma = false,
-    /* seccomp lands with its own module; until then the runtime refuses linux.seccomp */
-    .seccomp_enabled = false,
-    .seccomp_actions = none,
-    .seccomp_operators = none,
-    .seccomp_archs = none,
-    .seccomp_known_flags = none,
-    .seccomp_supported_flags = none,
+    .seccomp_enabled = true,
+    .seccomp_actions = linux_seccomp_action_names,
+    .seccomp_operators = linux_seccomp_operator_names,
+    .seccomp_archs = linux_seccomp_arch_names,
+    .seccomp_known_flags = linux_seccomp_flag_names,
+    .seccomp_supported_flags = linux_seccomp_supported_flags (),
     .apparmor_enabled = false,
     .selinux_enabled = false,
     .intel_rdt_enabled = false,

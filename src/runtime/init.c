@@ -23,6 +23,7 @@
 #include "core/util.h"
 #include "linux/process.h"
 #include "linux/rootfs.h"
+#include "linux/seccomp_bpf.h"
 #include "runtime/hooks.h"
 #include "runtime/process.h"
 #include "runtime/spawn.h"
@@ -32,19 +33,24 @@
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 
-/* Block until `start` writes a byte into exec.fifo. EOF/EINTR loops are bounded by the fifo:
- * we hold a read+write fd, so read() never sees EOF. */
+/* Block until `start` connects to start.sock; returns the connection (close-on-exec: `start`
+ * sees EOF when we exec) on which errors after this point are reported. */
 static int
-wait_for_start (int fifo_fd, asbx_err_t *err)
+wait_for_start (int start_fd, asbx_err_t *err)
 {
-  char c;
   for (;;)
     {
-      ssize_t r = read (fifo_fd, &c, 1);
-      if (r == 1)
-        return 0;
-      if (r < 0 && errno != EINTR)
-        return asbx_error (err, errno, "read exec.fifo");
+      char c;
+      int conn = accept4 (start_fd, NULL, NULL, SOCK_CLOEXEC);
+      if (conn < 0)
+        {
+          if (errno == EINTR || errno == ECONNABORTED)
+            continue;
+          return asbx_error (err, errno, "accept on start.sock");
+        }
+      if (read (conn, &c, 1) == 1)
+        return conn;
+      close (conn); /* a connection that sent nothing is not `start` */
     }
 }
 
@@ -54,11 +60,15 @@ fail (struct init_args *a, asbx_err_t *err)
   sync_fail (a->sync_fd, err);
 }
 
-/* After `start`: errors can no longer reach P; they go to the container's stderr. */
+/* After `start` connected: errors go to `start` over its connection. */
+static int start_conn = -1;
+
 static void __attribute__ ((noreturn))
 fail_after_start (asbx_err_t *err)
 {
-  dprintf (2, "agentsbx: %s\n", err && *err ? (*err)->msg : "container init failed");
+  const char *msg = err && *err ? (*err)->msg : "container init failed";
+  if (start_conn < 0 || write_all (start_conn, msg, strlen (msg)) < 0)
+    dprintf (2, "agentsbx: %s\n", msg);
   _exit (127);
 }
 
@@ -73,6 +83,10 @@ init_main (struct init_args *a)
   int master = -1;
   const char *state_json;
   cleanup_free char *exe = NULL;
+  const struct oci_seccomp *seccomp = spec->linux_ ? spec->linux_->seccomp : NULL;
+  struct linux_seccomp filter = { 0 };
+  int listener = -1;
+  char *process_state = NULL;
 
   /* No PR_SET_PDEATHSIG here: our parent S exits at once, and the init must outlive `create`.
    * If P dies during create, the next sync_recv sees EOF and we exit. */
@@ -88,6 +102,9 @@ init_main (struct init_args *a)
       asbx_error (&err, errno, "join a new session keyring");
       fail (a, &err);
     }
+  /* 2b. compile linux.seccomp now, so a bad profile fails `create`; it is installed last */
+  if (seccomp && linux_seccomp_compile (seccomp, &filter, &err) < 0)
+    fail (a, &err);
   /* 3. the filesystem view, while the host's paths (mount sources) are still reachable */
   struct linux_rootfs_opts ro = {
     .spec = spec,
@@ -105,6 +122,17 @@ init_main (struct init_args *a)
     fail (a, &err);
   /* P sends the state JSON (with our pid as the runtime sees it) for the in-container hooks */
   state_json = xstrdup (m.text);
+  /* 4b. seccomp listener: connect while listenerPath (a host path) is reachable, so a missing
+   * listener fails `create`; the notify fd is sent after the filter is installed */
+  if (seccomp && filter.notify)
+    {
+      listener = linux_seccomp_listener_connect (seccomp->listener_path, &err);
+      if (listener < 0)
+        fail (a, &err);
+      process_state = linux_seccomp_process_state (state_json, seccomp->listener_metadata, &err);
+      if (process_state == NULL)
+        fail (a, &err);
+    }
   /* 5. createContainer hooks: container namespaces, before pivot_root (runtime.md) */
   if (spec->hooks
       && hooks_run (spec->hooks->create_container, spec->hooks->create_container_len, "hooks.createContainer",
@@ -122,11 +150,11 @@ init_main (struct init_args *a)
       close (master);
       close (a->console_fd);
     }
-  /* 8. masked and read-only paths, read-only root */
-  if (linux_rootfs_finalize (spec, &err) < 0)
-    fail (a, &err);
-  /* 9. namespace-scoped settings */
+  /* 8. namespace-scoped settings, while /proc/sys is still writable */
   if (linux_uts_apply (spec, &err) < 0 || (spec->linux_ && linux_sysctl_apply (&spec->linux_->sysctl, &err) < 0))
+    fail (a, &err);
+  /* 9. masked and read-only paths (/proc/sys among them), read-only root */
+  if (linux_rootfs_finalize (spec, &err) < 0)
     fail (a, &err);
   /* 10. per-process limits before anything of the user's runs */
   if (linux_rlimits_apply (proc, &err) < 0 || linux_oom_score_adj_apply (proc, 0, &err) < 0)
@@ -140,15 +168,20 @@ init_main (struct init_args *a)
   if (sync_send (a->sync_fd, SYNC_READY, 0, NULL, &err) < 0)
     _exit (1);
   close (a->sync_fd);
-  if (wait_for_start (a->fifo_fd, &err) < 0)
+  start_conn = wait_for_start (a->start_fd, &err);
+  if (start_conn < 0)
     fail_after_start (&err);
+  close (a->start_fd);
   /* 12. startContainer hooks: container namespaces, before the user process (runtime.md) */
   if (spec->hooks
       && hooks_run (spec->hooks->start_container, spec->hooks->start_container_len, "hooks.startContainer",
                     state_json, &err)
              < 0)
     fail_after_start (&err);
-  /* 13. identity, security and exec: shared with `exec` (runtime/process.c) */
+  /* 13. identity, security and exec: shared with `exec` (runtime/process.c); seccomp is
+   * installed there, last (or before the capabilities go when noNewPrivileges is false) */
+  if (seccomp)
+    process_set_seccomp (&filter, listener, process_state);
   process_finalize_and_exec (proc, ro.userns, a->preserve_fds, exe, &err);
   fail_after_start (&err);
 }

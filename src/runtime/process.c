@@ -19,6 +19,7 @@
 #include "core/cleanup.h"
 #include "core/util.h"
 #include "linux/process.h"
+#include "linux/seccomp_bpf.h"
 #include "runtime/process.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -122,10 +123,31 @@ process_chdir (const char *cwd, asbx_err_t *err)
   return asbx_error (err, errno, "process.cwd: chdir `%s`", cwd);
 }
 
+static struct
+{
+  const struct linux_seccomp *filter;
+  int listener;
+  const char *state;
+} seccomp_req = { NULL, -1, NULL };
+
+void
+process_set_seccomp (const struct linux_seccomp *filter, int listener, const char *process_state)
+{
+  seccomp_req.filter = filter;
+  seccomp_req.listener = listener;
+  seccomp_req.state = process_state;
+}
+
 int
 process_finalize_and_exec (const struct oci_process *proc, bool userns, int preserve_fds, const char *exe,
                            asbx_err_t *err)
 {
+  const struct linux_seccomp *sc = seccomp_req.filter;
+
+  /* without no_new_privs, seccomp(2) needs CAP_SYS_ADMIN: install before capabilities go (runc) */
+  if (sc && !proc->no_new_privileges
+      && linux_seccomp_install (sc, seccomp_req.listener, seccomp_req.state, err) < 0)
+    return -1;
   if (linux_caps_drop_bounding (proc->capabilities, err) < 0 || linux_caps_keep (err) < 0
       || linux_user_apply (&proc->user, userns, err) < 0 || linux_caps_apply (proc->capabilities, err) < 0
       || linux_nnp_apply (proc, err) < 0)
@@ -137,6 +159,9 @@ process_finalize_and_exec (const struct oci_process *proc, bool userns, int pres
     fcntl (fd, F_SETFD, 0);
   if (syscall (SYS_close_range, (unsigned) (3 + preserve_fds), ~0U, CLOSE_RANGE_CLOEXEC) < 0)
     return asbx_error (err, errno, "close_range");
+  /* with no_new_privs: last step, so the filter needs to allow nothing but execve */
+  if (sc && proc->no_new_privileges && linux_seccomp_install (sc, seccomp_req.listener, seccomp_req.state, err) < 0)
+    return -1;
   execve (exe, proc->args, proc->env);
   return asbx_error (err, errno, "exec `%s`", exe);
 }

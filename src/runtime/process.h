@@ -18,6 +18,14 @@ char *process_lookup_executable (const struct oci_process *p, asbx_err_t *err);
 /* chdir to process.cwd in the current root, creating it when missing (as runc). 0 / -1. */
 int process_chdir (const char *cwd, asbx_err_t *err);
 
+struct linux_seccomp;
+/* Register the compiled linux.seccomp filter for process_finalize_and_exec (NULL: none), with the
+ * connected listener socket and the containerProcessState JSON when a rule uses SCMP_ACT_NOTIFY
+ * (-1/NULL otherwise). Pointers are borrowed and must outlive the exec. Without noNewPrivileges
+ * the filter is installed before capabilities are dropped (needs CAP_SYS_ADMIN, as runc), else
+ * right before execve. */
+void process_set_seccomp (const struct linux_seccomp *filter, int listener, const char *process_state);
+
 /* Identity (bounding set, uid/gid/groups, capability sets, no_new_privs, umask), fd hygiene
  * (only stdio and fds 3..3+preserve_fds-1 survive) and execve(exe, args, env).
  * Returns only on failure: -1 with *err. */

@@ -101,8 +101,6 @@ validate_linux (const struct oci_spec *s, const char *name, asbx_err_t *err)
     return asbx_error (err, 0, "%s: hostname: unable to set hostname without a private UTS namespace", name);
   if ((s->domainname && *s->domainname) && !ns_listed (l, CLONE_NEWUTS, NULL))
     return asbx_error (err, 0, "%s: domainname: unable to set domainname without a private UTS namespace", name);
-  if (l->seccomp)
-    return asbx_error (err, 0, "%s: linux.seccomp: not supported by this build yet", name);
   if (l->intel_rdt)
     return asbx_error (err, 0, "%s: linux.intelRdt: not supported", name);
   if (l->personality)

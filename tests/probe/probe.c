@@ -8,7 +8,8 @@
  * the rootfs, and writes JSON by hand so it depends on no library.
  *
  * Usage: probe report | write PATH [DATA] | openw PATH | stat PATH | readlink PATH | exit N |
- *        sleep SEC | ls DIR | catfile PATH | sysctl KEY | clock | kill PID SIG
+ *        sleep SEC | ls DIR | catfile PATH | sysctl KEY | clock | kill PID SIG |
+ *        syscall NAME|NR [ARG...] | int80 NR [ARG...]
  * Active checks print one JSON object; a failed syscall is reported by errno name and makes the
  * probe exit 1, success exits 0.
  */
@@ -24,6 +25,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <sys/sysmacros.h>
 #include <sys/types.h>
 #include <sys/utsname.h>
@@ -551,10 +554,114 @@ static int cmd_clock(void)
 	return 0;
 }
 
+/* ---- seccomp checks (added for tests/integration/test_seccomp.py) ---- */
+
+static const struct { const char *name; long nr; } syscall_names[] = {
+	{ "getpid", SYS_getpid }, { "getppid", SYS_getppid }, { "mkdir", SYS_mkdir },
+	{ "mkdirat", SYS_mkdirat }, { "umask", SYS_umask }, { "personality", SYS_personality },
+	{ "unshare", SYS_unshare }, { "setns", SYS_setns }, { "sethostname", SYS_sethostname },
+	{ "chdir", SYS_chdir }, { "socket", SYS_socket }, { "getcpu", SYS_getcpu },
+	{ "kcmp", SYS_kcmp }, { "ptrace", SYS_ptrace }, { "acct", SYS_acct }, { "keyctl", SYS_keyctl },
+	{ "clone3", 435 }, { "getuid", SYS_getuid }, { "getgid", SYS_getgid }, { "dup", SYS_dup },
+	{ "close", SYS_close }, { "getpriority", SYS_getpriority }, { "mount", SYS_mount },
+};
+
+static long syscall_nr(const char *name)
+{
+	for (size_t i = 0; i < sizeof(syscall_names) / sizeof(syscall_names[0]); i++)
+		if (strcmp(syscall_names[i].name, name) == 0)
+			return syscall_names[i].nr;
+	char *end;
+	long nr = strtol(name, &end, 0);
+	return *end || end == name ? -1 : nr;
+}
+
+/* An argument that parses as an integer is passed as one, anything else as a string pointer. */
+static long syscall_arg(const char *a)
+{
+	char *end;
+	long v = strtol(a, &end, 0);
+	return *end || end == a ? (long)a : v;
+}
+
+/* syscall NAME|NR [ARG...]: one raw syscall in this process (so a kill action kills the probe);
+ * prints {"op":"syscall","name","result":"ok"|errno name,"errno","ret"}. */
+static int cmd_syscall(int argc, char **argv)
+{
+	long a[6] = { 0 };
+	long nr = syscall_nr(argv[0]);
+	if (nr < 0) {
+		fprintf(stderr, "probe: unknown syscall %s\n", argv[0]);
+		return 2;
+	}
+	for (int i = 1; i < argc && i <= 6; i++)
+		a[i - 1] = syscall_arg(argv[i]);
+	fflush(stdout);
+	errno = 0;
+	long r = syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	int e = errno;
+	obj_open();
+	kstr("op", "syscall");
+	kstr("name", argv[0]);
+	kstr("result", r < 0 ? errno_name(e) : "ok");
+	kint("errno", r < 0 ? e : 0);
+	kint("ret", r);
+	obj_close();
+	putchar('\n');
+	return r < 0 ? 1 : 0;
+}
+
+/* int80 NR [ARG...]: a 32-bit (i386 ABI) syscall through int $0x80, in a child. Reports
+ * "result": "ok"/errno name, or "signal" with the signal that ended the child: SIGSEGV means
+ * the kernel has no IA32 emulation (the call cannot be made on this machine at all), SIGSYS a
+ * seccomp kill. */
+static int cmd_int80(int argc, char **argv)
+{
+	long a[3] = { 0 };
+	long nr = strtol(argv[0], NULL, 0);
+	int fds[2];
+	for (int i = 1; i < argc && i <= 3; i++)
+		a[i - 1] = strtol(argv[i], NULL, 0);
+	if (pipe(fds) < 0)
+		return 1;
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		long r;
+#if defined(__x86_64__)
+		__asm__ volatile("int $0x80" : "=a"(r) : "a"(nr), "b"(a[0]), "c"(a[1]), "d"(a[2]) : "memory");
+#else
+		r = -ENOSYS;
+#endif
+		if (write(fds[1], &r, sizeof(r)) < 0)
+			_exit(3);
+		_exit(0);
+	}
+	close(fds[1]);
+	long r = 0;
+	ssize_t got = read(fds[0], &r, sizeof(r));
+	int st = 0;
+	waitpid(pid, &st, 0);
+	obj_open();
+	kstr("op", "int80");
+	kint("nr", nr);
+	if (got == (ssize_t)sizeof(r)) {
+		kstr("result", r < 0 && r > -4096 ? errno_name((int)-r) : "ok");
+		kint("ret", r);
+	} else {
+		kstr("result", "signal");
+		kint("signal", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+	}
+	obj_close();
+	putchar('\n');
+	return got == (ssize_t)sizeof(r) && r >= 0 ? 0 : 1;
+}
+
 static int usage(void)
 {
 	fputs("usage: probe report | write PATH [DATA] | openw PATH | stat PATH | readlink PATH |"
-	      " exit N | sleep SEC | ls DIR | catfile PATH | sysctl KEY | clock\n",
+	      " exit N | sleep SEC | ls DIR | catfile PATH | sysctl KEY | clock | syscall NAME|NR [ARG..] |"
+	      " int80 NR [ARG..]\n",
 	      stderr);
 	return 2;
 }
@@ -587,6 +694,10 @@ int main(int argc, char **argv)
 		rc = cmd_sysctl(argv[2]);
 	else if (strcmp(c, "clock") == 0)
 		rc = cmd_clock();
+	else if (strcmp(c, "syscall") == 0 && argc >= 3)
+		rc = cmd_syscall(argc - 2, argv + 2);
+	else if (strcmp(c, "int80") == 0 && argc >= 3)
+		rc = cmd_int80(argc - 2, argv + 2);
 	else
 		return usage();
 	fflush(stdout);

@@ -1,0 +1,163 @@
+/* seccomp_notify.c - the listenerPath handshake of SCMP_ACT_NOTIFY (config-linux.md "Seccomp",
+ * runtime.md "containerProcessState").
+ *
+ * Mechanism: the runtime connects to the listener's AF_UNIX stream socket and sends, in one
+ * sendmsg, the containerProcessState JSON as payload and the seccomp notify fd as SCM_RIGHTS.
+ * Ordering: connect during create, while host paths are reachable (before pivot_root), so a
+ * missing listener fails `create`; send right after the filter is loaded, then close both fds
+ * before execve (the listener fd is close-on-exec anyway: the container never holds it).
+ * Threat model: the payload is built by us from our own state; metadata is the user's string,
+ * escaped by yajl. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <yajl/yajl_gen.h>
+#include <yajl/yajl_tree.h>
+
+#include "core/cleanup.h"
+#include "core/util.h"
+#include "linux/seccomp_bpf.h"
+
+int
+linux_seccomp_listener_connect (const char *path, asbx_err_t *err)
+{
+  struct sockaddr_un sun = { .sun_family = AF_UNIX };
+  cleanup_close int fd = -1;
+
+  if (path == NULL || path[0] != '/')
+    return asbx_error (err, EINVAL, "linux.seccomp.listenerPath: expected an absolute path");
+  if (strlen (path) >= sizeof sun.sun_path)
+    return asbx_error (err, ENAMETOOLONG, "linux.seccomp.listenerPath: `%s` is longer than %zu bytes", path,
+                       sizeof sun.sun_path - 1);
+  strcpy (sun.sun_path, path);
+  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return asbx_error (err, errno, "linux.seccomp.listenerPath: socket");
+  while (connect (fd, (struct sockaddr *) &sun, sizeof sun) < 0)
+    if (errno != EINTR)
+      return asbx_error (err, errno, "linux.seccomp.listenerPath: connect `%s`", path);
+  return steal_fd (&fd);
+}
+
+/* Re-emit a parsed JSON value (the state document) into g. */
+static void
+gen_value (yajl_gen g, yajl_val v)
+{
+  if (YAJL_IS_STRING (v))
+    yajl_gen_string (g, (const unsigned char *) v->u.string, strlen (v->u.string));
+  else if (YAJL_IS_NUMBER (v))
+    yajl_gen_number (g, v->u.number.r, strlen (v->u.number.r));
+  else if (YAJL_IS_TRUE (v))
+    yajl_gen_bool (g, 1);
+  else if (YAJL_IS_FALSE (v))
+    yajl_gen_bool (g, 0);
+  else if (YAJL_IS_OBJECT (v))
+    {
+      yajl_gen_map_open (g);
+      for (size_t i = 0; i < v->u.object.len; i++)
+        {
+          yajl_gen_string (g, (const unsigned char *) v->u.object.keys[i], strlen (v->u.object.keys[i]));
+          gen_value (g, v->u.object.values[i]);
+        }
+      yajl_gen_map_close (g);
+    }
+  else if (YAJL_IS_ARRAY (v))
+    {
+      yajl_gen_array_open (g);
+      for (size_t i = 0; i < v->u.array.len; i++)
+        gen_value (g, v->u.array.values[i]);
+      yajl_gen_array_close (g);
+    }
+  else
+    yajl_gen_null (g);
+}
+
+static void
+gen_key (yajl_gen g, const char *k)
+{
+  yajl_gen_string (g, (const unsigned char *) k, strlen (k));
+}
+
+char *
+linux_seccomp_process_state (const char *state_json, const char *metadata, asbx_err_t *err)
+{
+  char ebuf[128] = "";
+  yajl_val st = yajl_tree_parse (state_json ? state_json : "", ebuf, sizeof ebuf);
+  const char *pid_path[] = { "pid", NULL };
+  const char *ver_path[] = { "ociVersion", NULL };
+  const unsigned char *buf;
+  size_t len;
+  char *out;
+
+  if (st == NULL || !YAJL_IS_OBJECT (st))
+    {
+      if (st)
+        yajl_tree_free (st);
+      asbx_error (err, EINVAL, "seccomp listener: the container state is not a JSON object");
+      return NULL;
+    }
+  yajl_val pid = yajl_tree_get (st, pid_path, yajl_t_number);
+  yajl_val ver = yajl_tree_get (st, ver_path, yajl_t_string);
+  yajl_gen g = yajl_gen_alloc (NULL);
+  yajl_gen_map_open (g);
+  gen_key (g, "ociVersion");
+  gen_key (g, ver ? ver->u.string : "1.2.0");
+  gen_key (g, "fds");
+  yajl_gen_array_open (g);
+  gen_key (g, "seccompFd");
+  yajl_gen_array_close (g);
+  gen_key (g, "pid");
+  if (pid)
+    yajl_gen_number (g, pid->u.number.r, strlen (pid->u.number.r));
+  else
+    yajl_gen_integer (g, 0);
+  if (metadata && *metadata)
+    {
+      gen_key (g, "metadata");
+      gen_key (g, metadata);
+    }
+  gen_key (g, "state");
+  gen_value (g, st);
+  yajl_gen_map_close (g);
+  yajl_gen_get_buf (g, &buf, &len);
+  out = xmalloc (len + 1);
+  memcpy (out, buf, len);
+  out[len] = '\0';
+  yajl_gen_free (g);
+  yajl_tree_free (st);
+  return out;
+}
+
+int
+linux_seccomp_listener_send (int sock, int notify_fd, const char *json, asbx_err_t *err)
+{
+  struct iovec iov = { .iov_base = (void *) json, .iov_len = strlen (json) };
+  union
+  {
+    char buf[CMSG_SPACE (sizeof (int))];
+    struct cmsghdr align;
+  } u;
+  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
+  struct cmsghdr *c;
+
+  memset (u.buf, 0, sizeof u.buf);
+  c = CMSG_FIRSTHDR (&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN (sizeof (int));
+  memcpy (CMSG_DATA (c), &notify_fd, sizeof (int));
+  for (;;)
+    {
+      ssize_t w = sendmsg (sock, &msg, MSG_NOSIGNAL);
+      if (w >= 0 && (size_t) w == iov.iov_len)
+        return 0;
+      if (w >= 0)
+        return asbx_error (err, EIO, "seccomp listener: short write (%zd of %zu bytes)", w, iov.iov_len);
+      if (errno != EINTR)
+        return asbx_error (err, errno, "seccomp listener: send the notify fd and the container state");
+    }
+}
