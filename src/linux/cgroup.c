@@ -257,8 +257,8 @@ walk (int rootfd, const struct cgroup_hier *h, const char *rel, bool create, boo
 }
 
 /* Open path's leaf in hierarchy h. 0 with *fd, or -1 with *err. */
-static int
-open_in_hier (const struct cgroup_hier *h, const char *path, bool create, bool *created, int *fd, asbx_err_t *err)
+int
+cgroup_open_in_hier (const struct cgroup_hier *h, const char *path, bool create, bool *created, int *fd, asbx_err_t *err)
 {
   cleanup_free char *p = cgroup_path_in_hier (path, h, err);
   cleanup_close int root = -1;
@@ -302,7 +302,7 @@ cgroup_enter (const char *path, pid_t pid, unsigned long *created_mask, asbx_err
   for (i = 0; i < info->n; i++)
     {
       bool made = false;
-      if (open_in_hier (&info->h[i], path, true, &made, &fds[i], err) < 0)
+      if (cgroup_open_in_hier (&info->h[i], path, true, &made, &fds[i], err) < 0)
         goto out;
       if (made)
         created |= 1ul << i;
@@ -345,7 +345,7 @@ cgroup_join (const char *path, pid_t pid, asbx_err_t *err)
   for (size_t i = 0; i < info->n; i++)
     {
       cleanup_close int fd = -1;
-      if (open_in_hier (&info->h[i], path, false, NULL, &fd, err) < 0
+      if (cgroup_open_in_hier (&info->h[i], path, false, NULL, &fd, err) < 0
           || write_pid (fd, pid, &info->h[i], path, err) < 0)
         return -1;
     }
@@ -364,7 +364,7 @@ first_existing (const char *path, const struct cgroup_hier **hp, asbx_err_t *err
     {
       asbx_err_t e = NULL;
       int fd = -1;
-      if (open_in_hier (&info->h[i], path, false, NULL, &fd, &e) == 0)
+      if (cgroup_open_in_hier (&info->h[i], path, false, NULL, &fd, &e) == 0)
         {
           *hp = &info->h[i];
           return fd;

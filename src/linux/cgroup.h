@@ -1,6 +1,6 @@
 /* cgroup.h - the container's cgroup: create or join linux.cgroupsPath on cgroup v2, v1 and hybrid
- * hosts, place processes, remove on delete. Applying linux.resources is issue 3; until then
- * cgroup_check_resources() refuses any resource that would need writing (fail closed).
+ * hosts, place processes, apply linux.resources (one file per controller: cgroup_memory.c,
+ * cgroup_cpu.c, ...), freeze/thaw, statistics and OOM events, remove on delete.
  *
  * Layout is detected once per process from /proc/self/mountinfo and /proc/cgroups:
  *  - unified: one cgroup2 mount (/sys/fs/cgroup), all controllers there;
@@ -14,6 +14,8 @@
 #define ASBX_LINUX_CGROUP_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "core/error.h"
@@ -35,10 +37,43 @@ int cgroup_layout_detect (enum cgroup_layout *out, asbx_err_t *err);
  * Returns a heap string or NULL with *err set. */
 char *cgroup_resolve_path (const char *cgroups_path, const char *id, bool systemd, asbx_err_t *err);
 
-/* Refuse any linux.resources field that would need a write we do not implement yet; empty
- * objects and zero "unset" values the engines send are accepted. Error names the field:
- * "linux.resources.memory.limit: not supported yet". 0 / -1 with *err. */
+/* Checks of linux.resources that need no cgroup (device rules well-formed). The rest is checked
+ * by the kernel when cgroup_apply_resources() writes. 0 / -1 with *err naming the field. */
 int cgroup_check_resources (const struct oci_resources *res, asbx_err_t *err);
+
+/* Write linux.resources (may be NULL) into the container's cgroup `path` (as resolved by
+ * cgroup_resolve_path). devs = linux.devices (allowed rwm in the device filter, as runc does).
+ * update=false (create): the device filter is always installed (deny all, the config's rules,
+ * the default devices). update=true: only the fields present are written, devices only when
+ * rules are given. Errors name the field and the file:
+ * "linux.resources.memory.limit: write `1` to /sys/fs/cgroup/memory/x/memory.limit_in_bytes: ...".
+ * A controller missing on this host for a field that is set: ENOTSUP. 0 / -1 with *err.
+ * Source: runtime-spec config-linux.md "Control groups" and its subsections. */
+int cgroup_apply_resources (const char *path, const struct oci_resources *res, const struct oci_device *devs,
+                            size_t ndevs, bool update, asbx_err_t *err);
+
+/* Freeze (true) or thaw (false) every process of the cgroup: v1 freezer.state FROZEN/THAWED,
+ * v2 cgroup.freeze 1/0; waits (bounded, `timeout_ms`) until the kernel reports the state
+ * reached. Source: cgroup-v1/freezer-subsystem.rst, cgroup-v2.rst "cgroup.freeze". 0 / -1. */
+int cgroup_freeze (const char *path, bool freeze, int timeout_ms, asbx_err_t *err);
+
+/* 1 when the cgroup is frozen (v1 FROZEN/FREEZING, v2 cgroup.events frozen 1), 0 when not or
+ * there is no freezer, -1 with *err. */
+int cgroup_is_frozen (const char *path, asbx_err_t *err);
+
+/* Statistics as runc's `events --stats` prints them: the JSON object
+ * {"type":"stats","id":ID,"data":{"cpu":...,"memory":...,"pids":...,"blkio":...,"hugetlb":...}}
+ * (runc libcontainer/cgroups/stats.go + types/events.go field names). Heap string / NULL. */
+char *cgroup_stats_json (const char *path, const char *id, asbx_err_t *err);
+
+/* An fd that becomes readable (poll POLLIN) when the memory controller records an OOM kill:
+ * v1 an eventfd registered on memory.oom_control through cgroup.event_control (read 8 bytes
+ * per event), v2 the memory.events file (POLLPRI on change; use cgroup_oom_count). *v2 says which.
+ * Source: cgroup-v1/memory.rst "OOM Control", cgroup-v2.rst "memory.events". fd / -1. */
+int cgroup_oom_fd (const char *path, bool *v2, asbx_err_t *err);
+
+/* The oom_kill count of memory.events (v2) or memory.oom_control (v1, kernel >= 4.13). */
+int cgroup_oom_count (const char *path, uint64_t *count, asbx_err_t *err);
 
 /* Create the cgroup in every mounted hierarchy (mkdir -p; existing directories are joined, as
  * runc does) and move `pid` into it (cgroup.procs). *created_mask: bit per hierarchy that this

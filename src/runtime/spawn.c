@@ -113,6 +113,10 @@ spawn_init (struct init_args *a, int psync, pid_t *init_pid, unsigned long *cgro
     }
   if (cgroup_enter (a->cgroup_path, stage, cgroup_mask, err) < 0)
     goto fail;
+  /* limits before SYNC_GO: the stage child has not run any container code yet */
+  if (cgroup_apply_resources (a->cgroup_path, a->spec->linux_->resources, a->spec->linux_->devices,
+                              a->spec->linux_->devices_len, false, err) < 0)
+    goto fail;
   if (sync_send (psync, SYNC_GO, 0, NULL, err) < 0)
     goto fail;
   if (a->ns->new_flags & CLONE_NEWUSER)
