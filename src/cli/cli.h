@@ -18,6 +18,11 @@ int cli_delete (struct asbx_global *g, int argc, char **argv);
 int cli_list (struct asbx_global *g, int argc, char **argv);
 int cli_spec (struct asbx_global *g, int argc, char **argv);
 int cli_features (struct asbx_global *g, int argc, char **argv);
+int cli_update (struct asbx_global *g, int argc, char **argv);
+int cli_pause (struct asbx_global *g, int argc, char **argv);
+int cli_resume (struct asbx_global *g, int argc, char **argv);
+int cli_ps (struct asbx_global *g, int argc, char **argv);
+int cli_events (struct asbx_global *g, int argc, char **argv);
 
 /* Print *err once (log + stderr), free it, return 1 (or the error's status). */
 int cli_fail (asbx_err_t *err);

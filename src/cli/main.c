@@ -30,6 +30,11 @@ static const struct
   { "list", cli_list, 0, "lists containers started by agentsbx with the given root" },
   { "spec", cli_spec, 0, "create a new specification file" },
   { "features", cli_features, 0, "show the enabled features" },
+  { "update", cli_update, 0, "update container resource constraints" },
+  { "pause", cli_pause, 0, "pause suspends all processes inside the container" },
+  { "resume", cli_resume, 0, "resumes all processes that have been previously paused" },
+  { "ps", cli_ps, 0, "ps displays the processes running inside a container" },
+  { "events", cli_events, 0, "display container events such as OOM notifications, cpu, memory, and IO usage statistics" },
 };
 
 static void
