@@ -75,7 +75,10 @@ const char *const linux_seccomp_flag_names[] = {
 bool
 linux_seccomp_flag_supported (unsigned int flag)
 {
-  /* a NULL program with a known flag fails with EFAULT once the flags have been checked */
+  /* a NULL program with a known flag fails with EFAULT once the flags have been checked;
+   * WAIT_KILLABLE_RECV is only valid together with NEW_LISTENER */
+  if (flag & SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
+    flag |= SECCOMP_FILTER_FLAG_NEW_LISTENER;
   return syscall (SYS_seccomp, SECCOMP_SET_MODE_FILTER, flag, NULL) < 0 && errno == EFAULT;
 }
 
@@ -343,6 +346,12 @@ linux_seccomp_compile (const struct oci_seccomp *s, struct linux_seccomp *out, a
     }
   if (f.notify && (s->listener_path == NULL || s->listener_path[0] == '\0'))
     return asbx_error (err, EINVAL, "linux.seccomp.listenerPath: required when a rule uses SCMP_ACT_NOTIFY");
+  if (!f.notify && (f.flags & SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV))
+    {
+      /* the kernel takes it only with a listener; it changes nothing without one */
+      log_debug ("linux.seccomp.flags: SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV ignored: no rule uses SCMP_ACT_NOTIFY");
+      f.flags &= ~(unsigned int) SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV;
+    }
   if (!f.notify && s->listener_path && s->listener_path[0])
     log_debug ("linux.seccomp.listenerPath ignored: no rule uses SCMP_ACT_NOTIFY");
   if (export_bpf (ctx, &f, err) < 0)
