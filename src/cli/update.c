@@ -26,6 +26,7 @@ static const struct option opts[] = {
   { "resources", required_argument, 0, 'r' },     { "memory", required_argument, 0, O_MEM },
   { "memory-swap", required_argument, 0, O_SWAP }, { "memory-reservation", required_argument, 0, O_RESV },
   { "kernel-memory", required_argument, 0, O_KMEM }, { "kernel-memory-tcp", required_argument, 0, O_KTCP },
+  { "cpu-share", required_argument, 0, O_SHARES }, /* runc 1.1's spelling */
   { "cpu-shares", required_argument, 0, O_SHARES }, { "cpu-quota", required_argument, 0, O_QUOTA },
   { "cpu-period", required_argument, 0, O_PERIOD }, { "cpu-burst", required_argument, 0, O_BURST },
   { "cpu-rt-runtime", required_argument, 0, O_RTRUN }, { "cpu-rt-period", required_argument, 0, O_RTPER },
@@ -34,6 +35,15 @@ static const struct option opts[] = {
   { "l3-cache-schema", required_argument, 0, O_L3 }, { "mem-bw-schema", required_argument, 0, O_MBW },
   { "help", no_argument, 0, 'h' },                  { 0, 0, 0, 0 },
 };
+
+static const char *
+opt_name (int c)
+{
+  for (const struct option *o = opts; o->name; o++)
+    if (o->val == c)
+      return o->name;
+  return "?";
+}
 
 /* "64m" -> 67108864; "-1" -> -1. */
 static int
@@ -173,7 +183,7 @@ cli_update (struct asbx_global *g, int argc, char **argv)
     if (set_flag (r, flags[i].c, flags[i].v) < 0)
       {
         oci_resources_free (r);
-        return cli_usage ("update", "invalid value `%s` for --%s", flags[i].v, opts[flags[i].c - O_RES].name);
+        return cli_usage ("update", "invalid value `%s` for --%s", flags[i].v, opt_name (flags[i].c));
       }
   ret = asbx_container_update (g, argv[optind], r, &err) < 0 ? cli_fail (&err) : 0;
   oci_resources_free (r);
