@@ -1,11 +1,13 @@
 /* features.c - `features`: what this build accepts (runtime-spec features.md). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <seccomp.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "libocispec/oci_spec.h"
 #include "linux/cgroup.h"
+#include "linux/landlock_ruleset.h"
 #include "linux/seccomp_bpf.h"
 
 int
@@ -43,6 +45,14 @@ cli_features (struct asbx_global *g, int argc, char **argv)
     }
   if (argc > 1)
     return cli_usage ("features", "takes no arguments");
+  /* ours: the linked libseccomp and the running kernel's Landlock ABI (0 = unavailable) */
+  char llabi[16], scmpver[32];
+  const struct scmp_version *sv = seccomp_version ();
+  snprintf (llabi, sizeof llabi, "%d", linux_landlock_abi ());
+  snprintf (scmpver, sizeof scmpver, "%u.%u.%u", sv->major, sv->minor, sv->micro);
+  char *ann_keys[] = { "io.agentsbx.landlock.abi", "io.github.seccomp.libseccomp.version" };
+  char *ann_values[] = { llabi, scmpver };
+  struct oci_map annotations = { .keys = ann_keys, .values = ann_values, .len = 2 };
   struct oci_features_input in = {
     .oci_version_min = "1.0.0",
     .oci_version_max = "1.2.0",
@@ -65,6 +75,7 @@ cli_features (struct asbx_global *g, int argc, char **argv)
     .selinux_enabled = false,
     .intel_rdt_enabled = false,
     .mount_extensions_idmap = false,
+    .annotations = &annotations,
   };
   (void) have_layout;
   (void) g;
