@@ -9,5 +9,6 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/contrib/setup.sh"
 cd "$top"
-# Sequential on purpose: unit and integration output stay readable.
-make check PYTEST_ARGS="$*"
+# Sequential on purpose (unit and integration output stay readable); -k so that a unit test
+# failure does not hide the integration results (the exit status is still non-zero).
+make -k check PYTEST_ARGS="$*"

@@ -93,7 +93,8 @@ SUBJECT_IS_RUNC = _is_runc(SUBJECT)
 
 
 def pytest_report_header(config):
-    return [f"runtime under test: {SUBJECT}" + (" (runc)" if SUBJECT_IS_RUNC else ""),
+    return [f"runtime under test: {SUBJECT}" + (" (runc)" if SUBJECT_IS_RUNC else
+                                                " (run from a private copy)"),
             f"reference runc: {RUNC or 'not installed'}"]
 
 
@@ -391,13 +392,26 @@ def rt_kind():
     return "subject"
 
 
-@pytest.fixture
-def rt(request, rt_kind, session_dir):
-    """The runtime for this test, with a private --root; leak checks at teardown."""
-    binary, is_runc = (RUNC, True) if rt_kind == "runc" else (SUBJECT, SUBJECT_IS_RUNC)
-    if not os.path.exists(binary):
-        pytest.fail(f"runtime binary {binary} not found (build it with make, or set "
+@pytest.fixture(scope="session")
+def subject_binary(session_dir):
+    """A private copy of the runtime under test, taken once per session, so that a rebuild
+    in the working tree during the run cannot swap the binary between (or during) tests."""
+    if not os.path.exists(SUBJECT):
+        pytest.fail(f"runtime binary {SUBJECT} not found (build it with make, or set "
                     "AGENTSBX_RUNTIME)")
+    if SUBJECT_IS_RUNC:
+        return SUBJECT
+    d = os.path.join(session_dir, "bin")
+    os.makedirs(d, exist_ok=True)
+    copy_path = os.path.join(d, os.path.basename(SUBJECT))
+    shutil.copy2(SUBJECT, copy_path)
+    return copy_path
+
+
+@pytest.fixture
+def rt(request, rt_kind, session_dir, subject_binary):
+    """The runtime for this test, with a private --root; leak checks at teardown."""
+    binary, is_runc = (RUNC, True) if rt_kind == "runc" else (subject_binary, SUBJECT_IS_RUNC)
     m = request.node.get_closest_marker("agentsbx_only")
     if m and is_runc:
         pytest.skip(f"agentsbx-only (runc 1.1.5 does not do this): "
