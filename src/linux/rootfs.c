@@ -208,13 +208,16 @@ root_propagation (const struct oci_spec *spec, unsigned long *root_flag, unsigne
 {
   const char *p = spec->linux_ ? spec->linux_->rootfs_propagation : NULL;
 
-  /* default: rprivate (the header's contract; runc 1.1 defaults to rslave). shared and slave
-   * start from rslave so that nothing we mount propagates back to the host's peers. */
-  *root_flag = MS_PRIVATE | MS_REC;
+  /* default: rslave, as runc (host mounts and unmounts still reach the container's binds, as
+   * engines expect for volumes; nothing propagates back). shared and slave start from rslave so
+   * that nothing we mount propagates back to the host's peers. */
+  *root_flag = MS_SLAVE | MS_REC;
   *final = 0;
-  if (p == NULL || *p == '\0' || streq (p, "private") || streq (p, "rprivate"))
+  if (p == NULL || *p == '\0')
     return 0;
-  if (streq (p, "slave") || streq (p, "rslave"))
+  if (streq (p, "private") || streq (p, "rprivate"))
+    *root_flag = MS_PRIVATE | MS_REC;
+  else if (streq (p, "slave") || streq (p, "rslave"))
     *root_flag = MS_SLAVE | MS_REC, *final = MS_SLAVE;
   else if (streq (p, "shared") || streq (p, "rshared"))
     *root_flag = MS_SLAVE | MS_REC, *final = MS_SHARED;
@@ -297,12 +300,13 @@ linux_rootfs_pivot (int rootfd, bool no_pivot, asbx_err_t *err)
     }
   else
     {
-      /* pivot_root(".", "."): the old root ends up mounted on top of the new one, at "."; it is
-       * made rslave first so the detach below cannot propagate an unmount to the host */
+      /* pivot_root(".", "."): the old root ends up mounted on top of the new one, at ".".
+       * No rslave step before the detach (runc has one): prepare already made "/" rslave or
+       * rprivate in this namespace, so the unmount cannot propagate to the host; and
+       * mount(".", MS_SLAVE|MS_REC) would resolve "." to the NEW root (mount(2) does not
+       * follow the mount stacked on the cwd) and strip the container's own `shared` mounts. */
       if (syscall (SYS_pivot_root, ".", ".") < 0)
         return asbx_error (err, errno, "pivot_root");
-      if (mount (NULL, ".", NULL, MS_SLAVE | MS_REC, NULL) < 0)
-        return asbx_error (err, errno, "make the old root rslave");
       if (umount2 (".", MNT_DETACH) < 0)
         return asbx_error (err, errno, "detach the old root");
     }

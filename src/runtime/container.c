@@ -99,6 +99,51 @@ write_pid_file (const char *path, pid_t pid, asbx_err_t *err)
   return 0;
 }
 
+/* The init's "start" channel: a listening unix socket in the state dir, bound and connected
+ * through /proc/self/fd/DIRFD so the path length does not depend on --root and the id. */
+static int
+start_socket_addr (int dirfd, struct sockaddr_un *addr)
+{
+  memset (addr, 0, sizeof *addr);
+  addr->sun_family = AF_UNIX;
+  snprintf (addr->sun_path, sizeof addr->sun_path, "/proc/self/fd/%d/start.sock", dirfd);
+  return 0;
+}
+
+static int
+start_socket_listen (int dirfd, asbx_err_t *err)
+{
+  struct sockaddr_un addr;
+  cleanup_close int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  start_socket_addr (dirfd, &addr);
+  if (fd < 0 || bind (fd, (struct sockaddr *) &addr, sizeof addr) < 0 || listen (fd, 4) < 0)
+    return asbx_error (err, errno, "create start.sock");
+  return steal_fd (&fd);
+}
+
+/* Connect, send the go byte, then read until EOF: nothing = the process was exec'd; text = the
+ * init's error (startContainer hook, identity, exec). */
+static int
+start_socket_release (int dirfd, const char *id, asbx_err_t *err)
+{
+  struct sockaddr_un addr;
+  cleanup_close int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  cleanup_free char *msg = NULL;
+  size_t len = 0;
+
+  start_socket_addr (dirfd, &addr);
+  if (fd < 0 || connect (fd, (struct sockaddr *) &addr, sizeof addr) < 0)
+    return asbx_error (err, errno == ECONNREFUSED ? 0 : errno, "cannot start container `%s`: its init is gone", id);
+  if (write_all (fd, "s", 1) < 0)
+    return asbx_error (err, errno, "cannot start container `%s`", id);
+  if (read_all_fd (fd, 16384, &msg, &len) < 0)
+    return asbx_error (err, errno, "cannot start container `%s`", id);
+  unlinkat (dirfd, "start.sock", 0);
+  if (len > 0)
+    return asbx_error (err, 0, "%s", msg);
+  return 0;
+}
+
 /* Checks that need no resources: parse, validate, rlimits/caps/sysctl/resources. */
 static int
 create_check (const struct asbx_global *g, struct oci_spec *spec, const char *config_path, struct ns_plan *ns,
@@ -252,7 +297,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   char bundle[PATH_MAX], rootfs[PATH_MAX];
   cleanup_free char *config_path = NULL, *raw = NULL, *rootfs_in = NULL;
   cleanup_spec struct oci_spec *spec = NULL;
-  cleanup_close int rootfd = -1, dirfd = -1, fifo = -1, console = -1;
+  cleanup_close int rootfd = -1, dirfd = -1, startfd = -1, console = -1;
   struct ns_plan ns = { 0 };
   struct create_ctx c = { .rootfd = -1, .dirfd = -1, .id = o->id };
   size_t raw_len;
@@ -296,17 +341,15 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   if (dirfd < 0)
     goto out;
   c.dirfd = dirfd;
-  if (mkfifoat (dirfd, "exec.fifo", 0600) < 0 || (fifo = openat (dirfd, "exec.fifo", O_RDWR | O_CLOEXEC)) < 0)
-    {
-      asbx_error (err, errno, "create exec.fifo");
-      goto undo;
-    }
+  startfd = start_socket_listen (dirfd, err);
+  if (startfd < 0)
+    goto undo;
   if (o->console_socket && spec->process->terminal && (console = connect_console (o->console_socket, err)) < 0)
     goto undo;
 
   struct init_args a = {
     .spec = spec, .ns = &ns, .bundle = bundle, .rootfs = rootfs, .cgroup_path = c.cgroup_path,
-    .fifo_fd = fifo, .console_fd = console, .preserve_fds = preserve, .no_pivot = o->no_pivot,
+    .start_fd = startfd, .console_fd = console, .preserve_fds = preserve, .no_pivot = o->no_pivot,
     .no_new_keyring = o->no_new_keyring, .close_fds = { rootfd, dirfd, -1, -1 },
   };
   if (create_spawned (g, o, spec, &c, &a, bundle, err) < 0)
@@ -397,7 +440,6 @@ int
 asbx_container_start (const struct asbx_global *g, const char *id, asbx_err_t *err)
 {
   struct opened o;
-  cleanup_close int wfd = -1;
   cleanup_spec struct oci_spec *spec = NULL;
   cleanup_free char *raw = NULL, *json = NULL;
   size_t raw_len;
@@ -416,26 +458,12 @@ asbx_container_start (const struct asbx_global *g, const char *id, asbx_err_t *e
       asbx_error (err, 0, "cannot start container `%s`: container is %s, not created", id, status);
       goto out;
     }
-  wfd = openat (o.dirfd, "exec.fifo", O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-  if (wfd < 0)
+  if (start_socket_release (o.dirfd, id, err) < 0)
     {
-      asbx_error (err, errno == ENXIO ? 0 : errno, "cannot start container `%s`: its init is gone", id);
+      /* runtime.md: a failing startContainer hook stops the container */
+      kill (o.st.pid, SIGKILL);
       goto out;
     }
-  if (write_all (wfd, "0", 1) < 0)
-    {
-      asbx_error (err, errno, "cannot start container `%s`: write exec.fifo", id);
-      goto out;
-    }
-  /* POLLERR on the write end = no reader left: the init has exec'd (its fifo fd is
-   * close-on-exec) or died. Either way the container has left `created`. */
-  for (;;)
-    {
-      struct pollfd p = { .fd = wfd, .events = 0 };
-      if (poll (&p, 1, -1) > 0 && (p.revents & (POLLERR | POLLHUP)))
-        break;
-    }
-  unlinkat (o.dirfd, "exec.fifo", 0);
   if (read_file_at (o.dirfd, "config.json", 16 << 20, &raw, &raw_len, err) < 0)
     goto out;
   spec = oci_spec_parse (raw, raw_len, "config.json", err);

@@ -32,7 +32,8 @@ struct asbx_create_opts
 int asbx_container_create (const struct asbx_global *g, const struct asbx_create_opts *o, pid_t *init_pid,
                            asbx_err_t *err);
 
-/* start: release the init (exec.fifo) and run poststart hooks. */
+/* start: connect to the init's start.sock, wait until it has exec'd (or report the error it
+ * sends), then run poststart hooks. */
 int asbx_container_start (const struct asbx_global *g, const char *id, asbx_err_t *err);
 
 /* kill: send sig to the init (or, with all, to every process of its cgroup). */

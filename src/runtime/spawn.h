@@ -20,7 +20,7 @@ struct init_args
   const char *rootfs;       /* absolute, real path */
   const char *cgroup_path;  /* relative to the hierarchy roots */
   int sync_fd;              /* child end of the socketpair */
-  int fifo_fd;              /* exec.fifo opened O_RDWR: I blocks reading one byte from it */
+  int start_fd;             /* listening socket start.sock: I accepts `start`'s connection on it */
   int console_fd;           /* connected --console-socket, or -1 */
   int preserve_fds;         /* fds 3 .. 3+preserve_fds-1 stay open in the container */
   bool no_pivot;

@@ -292,7 +292,7 @@ asbx_state_status (int dirfd, const struct asbx_state *st)
   struct stat sb;
   if (!asbx_state_alive (st))
     return "stopped";
-  if (fstatat (dirfd, "exec.fifo", &sb, AT_SYMLINK_NOFOLLOW) == 0)
+  if (fstatat (dirfd, "start.sock", &sb, AT_SYMLINK_NOFOLLOW) == 0)
     return "created";
   return "running";
 }

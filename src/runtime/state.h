@@ -3,11 +3,12 @@
  * Layout: <root>/<id>/            (0700; its existence reserves the id)
  *           state.json            our record (atomic rename on write)
  *           config.json           the bundle's config as parsed at create (hooks, annotations)
- *           exec.fifo             exists while the container is `created`
+ *           start.sock            exists while the container is `created`: the init's listening
+ *                                 socket; `start` connects to release it
  * A per-container lock (flock on the directory fd) serialises create/start/kill/delete on one id.
  * Status (runtime-spec runtime.md "State"): creating = dir without state.json; stopped = the init
  * process is gone (pid + start time from /proc/PID/stat no longer match); created = alive and
- * exec.fifo present; running = alive, fifo gone. */
+ * start.sock present; running = alive, socket gone. */
 #ifndef ASBX_RUNTIME_STATE_H
 #define ASBX_RUNTIME_STATE_H
 

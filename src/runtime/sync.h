@@ -19,7 +19,11 @@
  *                                                                  createContainer hooks, pivot_root,
  *                                                                  console, masks, sysctl, cwd, lookup
  *            <---------------------------------------------------- READY
- *   write state.json; exit (create)                                wait on exec.fifo (start)
+ *   write state.json; exit (create)                                accept() on start.sock
+ *
+ * `start` later connects to start.sock: the init runs the startContainer hooks and the final
+ * steps, then execs. The connection is close-on-exec, so EOF tells `start` the exec happened;
+ * an error before that arrives as text on the connection.
  *
  * Any side may instead send ERROR (text = the whole error chain) and exit; P then tears
  * everything down. P never blocks without also watching for EOF on the socket. */
