@@ -23,6 +23,7 @@
 #include "core/util.h"
 #include "linux/process.h"
 #include "linux/rootfs.h"
+#include "linux/lsm_procattr.h"
 #include "linux/seccomp_bpf.h"
 #include "runtime/hooks.h"
 #include "runtime/process.h"
@@ -177,6 +178,10 @@ init_main (struct init_args *a)
       && hooks_run (spec->hooks->start_container, spec->hooks->start_container_len, "hooks.startContainer",
                     state_json, &err)
              < 0)
+    fail_after_start (&err);
+  /* 12b. LSM exec labels, applied by the kernel at execve; after the hooks, which would inherit a
+   * pending exec label. Ignored (debug log) when the LSM is not enabled, as runc. */
+  if (linux_apparmor_apply (proc->apparmor_profile, &err) < 0 || linux_selinux_apply (proc->selinux_label, &err) < 0)
     fail_after_start (&err);
   /* 13. identity, security and exec: shared with `exec` (runtime/process.c); seccomp is
    * installed there, last (or before the capabilities go when noNewPrivileges is false) */

@@ -62,18 +62,28 @@ validate_lsm (const struct oci_spec *s, const struct spec_host *host, const char
   /* runc: a label asked for while the LSM is not enabled is ignored (debug message) */
   if (s->process->apparmor_profile && *s->process->apparmor_profile)
     {
+#ifndef HAVE_APPARMOR
       if (host->apparmor_enabled)
-        return asbx_error (err, 0, "%s: process.apparmorProfile: AppArmor is enabled but not supported by this build",
+        return asbx_error (err, 0, "%s: process.apparmorProfile: AppArmor is enabled but this build lacks libapparmor",
                            name);
-      log_debug ("process.apparmorProfile `%s` ignored: AppArmor is not enabled", s->process->apparmor_profile);
+#endif
+      if (!host->apparmor_enabled)
+        log_debug ("process.apparmorProfile `%s` ignored: AppArmor is not enabled", s->process->apparmor_profile);
     }
   const char *labels[] = { s->process->selinux_label, s->linux_ ? s->linux_->mount_label : NULL };
   const char *fields[] = { "process.selinuxLabel", "linux.mountLabel" };
   for (int i = 0; i < 2; i++)
     if (labels[i] && *labels[i])
       {
+#ifndef HAVE_SELINUX
         if (host->selinux_enabled)
-          return asbx_error (err, 0, "%s: %s: SELinux is enabled but not supported by this build", name, fields[i]);
+          return asbx_error (err, 0, "%s: %s: SELinux is enabled but this build lacks libselinux", name, fields[i]);
+#endif
+        /* fail closed: linux_selinux_mount_data() exists but the mount code does not call it yet */
+        if (host->selinux_enabled && i == 1)
+          return asbx_error (err, 0, "%s: linux.mountLabel: not applied to mounts by this build yet", name);
+        if (host->selinux_enabled)
+          continue;
         log_debug ("%s `%s` ignored: SELinux is not enabled", fields[i], labels[i]);
       }
   return 0;
