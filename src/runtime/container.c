@@ -527,6 +527,9 @@ kill_and_wait (const struct asbx_state *st)
   cleanup_close int pfd = pidfd_for (st);
   if (st->cgroup_path && cgroup_kill_all (st->cgroup_path, SIGKILL, &e) < 0)
     asbx_error_free (&e);
+  /* a frozen task does not die until thawed (cgroup-v1 freezer): thaw after the SIGKILL */
+  if (st->cgroup_path && cgroup_is_frozen (st->cgroup_path, NULL) == 1 && cgroup_freeze (st->cgroup_path, false, 5000, &e) < 0)
+    asbx_error_free (&e);
   if (pfd < 0)
     return;
   syscall (SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
@@ -580,7 +583,7 @@ asbx_container_delete (const struct asbx_global *g, const char *id, bool force, 
   if (o.has_state)
     {
       const char *status = asbx_state_status (o.dirfd, &o.st);
-      if (strcmp (status, "running") == 0 && !force)
+      if ((strcmp (status, "running") == 0 || strcmp (status, "paused") == 0) && !force)
         {
           asbx_error (err, 0, "cannot delete container `%s` that is not stopped: %s", id, status);
           goto out;

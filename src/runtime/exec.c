@@ -29,6 +29,7 @@
 #include "linux/cgroup.h"
 #include "linux/process.h"
 #include "linux/rootfs.h"
+#include "linux/seccomp_bpf.h"
 #include "runtime/exec.h"
 #include "runtime/process.h"
 #include "runtime/state.h"
@@ -199,6 +200,9 @@ struct exec_child
   int console_fd;
   int preserve_fds;
   bool userns;
+  const struct linux_seccomp *seccomp; /* the container's filter, compiled by P; NULL: none */
+  int listener;                        /* seccomp listener socket for NOTIFY rules, or -1 */
+  const char *process_state;           /* containerProcessState JSON for the listener */
 };
 
 static void __attribute__ ((noreturn))
@@ -224,6 +228,9 @@ exec_process_main (struct exec_child *c)
   exe = process_lookup_executable (c->proc, &err);
   if (!exe)
     sync_fail (c->sync_fd, &err);
+  /* the container's seccomp filter applies to every process in it (as runc's exec) */
+  if (c->seccomp)
+    process_set_seccomp (c->seccomp, c->listener, c->process_state);
   /* the sync fd is close-on-exec: P sees READY, then EOF at our execve */
   if (sync_send (c->sync_fd, SYNC_READY, 0, NULL, &err) < 0)
     _exit (1);
@@ -342,8 +349,9 @@ int
 asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o, int *exit_status,
                      asbx_err_t *err)
 {
-  cleanup_close int rootfd = -1, dirfd = -1, pidfd = -1, console = -1;
-  cleanup_free char *raw = NULL, *praw = NULL;
+  cleanup_close int rootfd = -1, dirfd = -1, pidfd = -1, console = -1, listener = -1;
+  cleanup_free char *raw = NULL, *praw = NULL, *state_json = NULL, *process_state = NULL;
+  struct linux_seccomp filter = { 0 };
   struct oci_spec *spec = NULL;
   struct oci_process *proc = NULL, *pfile = NULL;
   struct asbx_state st = { 0 };
@@ -357,10 +365,11 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
     return -1;
   if (asbx_state_read (dirfd, &st, err) < 0)
     goto out;
-  if (strcmp (asbx_state_status (dirfd, &st), "running") != 0)
+  const char *status = asbx_state_status (dirfd, &st);
+  if (strcmp (status, "running") != 0 && !(strcmp (status, "paused") == 0 && o->ignore_paused))
     {
       asbx_error (err, 0, "cannot exec in container `%s`: container is %s, not running", o->id,
-                  asbx_state_status (dirfd, &st));
+                  status);
       goto out;
     }
   pidfd = (int) syscall (SYS_pidfd_open, st.pid, 0);
@@ -399,13 +408,26 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
     }
   if (proc->terminal && (console = connect_unix (o->console_socket, err)) < 0)
     goto out;
+  const struct oci_seccomp *sc = spec->linux_ ? spec->linux_->seccomp : NULL;
+  if (sc && linux_seccomp_compile (sc, &filter, err) < 0)
+    goto out;
+  if (sc && filter.notify)
+    {
+      struct oci_state ost = { .oci_version = "1.2.0", .id = o->id, .status = "running", .pid = st.pid,
+                               .bundle = st.bundle, .annotations = &st.annotations };
+      if ((listener = linux_seccomp_listener_connect (sc->listener_path, err)) < 0
+          || !(state_json = oci_state_to_json (&ost, false, err))
+          || !(process_state = linux_seccomp_process_state (state_json, sc->listener_metadata, err)))
+        goto out;
+    }
 
   /* the lock is not needed while the process runs: release it so other verbs are not blocked */
   close (dirfd);
   dirfd = -1;
   struct exec_child c = {
     .proc = proc, .pidfd = pidfd, .ns_flags = ns_flags_of (st.pid), .console_fd = console,
-    .preserve_fds = o->preserve_fds,
+    .preserve_fds = o->preserve_fds, .seccomp = sc ? &filter : NULL, .listener = listener,
+    .process_state = process_state,
   };
   c.userns = c.ns_flags & CLONE_NEWUSER;
   if (exec_spawn (&c, st.cgroup_path, &pid, err) < 0)
@@ -418,6 +440,7 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
   *exit_status = o->detach ? 0 : asbx_container_wait (pid);
   ret = 0;
 out:
+  linux_seccomp_release (&filter);
   asbx_state_free (&st);
   if (pfile)
     oci_process_free (pfile);

@@ -18,6 +18,7 @@
 
 #include "core/cleanup.h"
 #include "core/util.h"
+#include "linux/cgroup.h"
 #include "runtime/state.h"
 
 void
@@ -294,5 +295,7 @@ asbx_state_status (int dirfd, const struct asbx_state *st)
     return "stopped";
   if (fstatat (dirfd, "start.sock", &sb, AT_SYMLINK_NOFOLLOW) == 0)
     return "created";
+  if (st->cgroup_path && cgroup_is_frozen (st->cgroup_path, NULL) == 1)
+    return "paused";
   return "running";
 }

@@ -8,7 +8,7 @@
  * A per-container lock (flock on the directory fd) serialises create/start/kill/delete on one id.
  * Status (runtime-spec runtime.md "State"): creating = dir without state.json; stopped = the init
  * process is gone (pid + start time from /proc/PID/stat no longer match); created = alive and
- * start.sock present; running = alive, socket gone. */
+ * start.sock present; paused = alive and its cgroup frozen; running = alive otherwise. */
 #ifndef ASBX_RUNTIME_STATE_H
 #define ASBX_RUNTIME_STATE_H
 
@@ -63,7 +63,7 @@ int asbx_state_read (int dirfd, struct asbx_state *st, asbx_err_t *err);
 /* Start time of pid from /proc/PID/stat; 0 when the process is gone. */
 uint64_t asbx_pid_start_time (pid_t pid);
 
-/* Compute the OCI status string ("created", "running", "stopped") for a read state. Static string. */
+/* Compute the OCI status string ("created", "running", "paused", "stopped") for a read state. Static string. */
 const char *asbx_state_status (int dirfd, const struct asbx_state *st);
 
 /* true when st->pid is still the init we started (pid + start time match, not a zombie). */
