@@ -1,0 +1,147 @@
+/* plan.h - the compiled agent policy: the one document the policy compiler (src/policy/, pure,
+ * no syscalls) hands to the enforcement (runtime/ + linux/). Every field is already the
+ * intersection ceiling ∩ request; enforcement never sees a raw policy document.
+ * Design: ../shared/design/POLICY.md §2-§3. Units are in the names (bytes, seconds). */
+#ifndef ASBX_POLICY_PLAN_H
+#define ASBX_POLICY_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* abstract filesystem rights; linux/landlock_ruleset maps them to LANDLOCK_ACCESS_FS_* */
+#define POLICY_FS_READ 0x1u
+#define POLICY_FS_WRITE 0x2u
+#define POLICY_FS_EXEC 0x4u
+
+enum policy_mount_kind
+{
+  POLICY_MOUNT_BIND_RW,   /* allowWrite: rw bind of the path onto itself (nosuid, nodev, noexec unless exec granted) */
+  POLICY_MOUNT_BIND_RO,   /* denyWrite: ro bind of the path onto itself */
+  POLICY_MOUNT_MASK,      /* denyRead: empty ro tmpfs over a directory, /dev/null over a file */
+  POLICY_MOUNT_TMPFS,     /* a fresh tmpfs (e.g. the `locked` profile's /tmp) */
+};
+
+struct policy_mount
+{
+  enum policy_mount_kind kind;
+  char *path;    /* absolute, inside the container */
+  bool noexec;   /* for writable mounts: writable and executable are disjoint by default */
+  bool optional; /* `?` rule: enforced when the path exists, else audited as not enforceable */
+  char *origin;  /* JSON path of the rule that produced it, e.g. "filesystem.allowWrite[0]" */
+};
+
+struct policy_fs_rule
+{
+  char *path;      /* absolute; a directory covers its hierarchy */
+  unsigned rights; /* POLICY_FS_* granted beneath path */
+  bool optional;
+  char *origin;
+};
+
+/* syscall groups (POLICY.md §2 syscalls.deny); the member syscalls are listed in one table in
+ * src/policy/syscall_groups.c and in docs/policy.md */
+enum policy_syscall_group
+{
+  POLICY_SYS_IO_URING = 1u << 0,
+  POLICY_SYS_USERNS = 1u << 1,
+  POLICY_SYS_BPF = 1u << 2,
+  POLICY_SYS_KEYRING = 1u << 3,
+  POLICY_SYS_PERF = 1u << 4,
+  POLICY_SYS_PTRACE = 1u << 5,
+  POLICY_SYS_MOUNT = 1u << 6,
+  POLICY_SYS_KMOD = 1u << 7,
+  POLICY_SYS_TIOCSTI = 1u << 8,
+  POLICY_SYS_RAW_SOCKETS = 1u << 9,
+};
+
+enum policy_net_mode
+{
+  POLICY_NET_OPEN = 0,
+  POLICY_NET_NONE,
+  POLICY_NET_FILTERED,
+};
+
+enum policy_approval
+{
+  POLICY_APPROVAL_DENY = 0,
+  POLICY_APPROVAL_ASK,
+};
+
+/* audit event kinds (POLICY.md §6); lifecycle, policy, denial and limit are always on */
+#define POLICY_AUDIT_LIFECYCLE 0x01u
+#define POLICY_AUDIT_POLICY 0x02u
+#define POLICY_AUDIT_EXEC 0x04u
+#define POLICY_AUDIT_NETWORK 0x08u
+#define POLICY_AUDIT_DNS 0x10u
+#define POLICY_AUDIT_DENIAL 0x20u
+#define POLICY_AUDIT_LIMIT 0x40u
+#define POLICY_AUDIT_APPROVAL 0x80u
+
+struct policy_plan
+{
+  bool active;          /* false: no ceiling and no request -> plain OCI, nothing added */
+  char *digest;         /* "sha256:..." of effective_json */
+  char *effective_json; /* the effective policy, canonical JSON (for audit and `policy explain`) */
+  char **sources;       /* human-readable provenance lines ("ceiling: profile agent (built-in)") */
+  size_t sources_len;
+
+  /* filesystem */
+  bool rootfs_readonly;
+  struct policy_mount *mounts;
+  size_t mounts_len;
+  bool landlock;                /* apply a Landlock ruleset */
+  struct policy_fs_rule *fs_rules;
+  size_t fs_rules_len;
+
+  /* syscalls: groups to deny, stacked on the OCI filter */
+  unsigned deny_groups;
+
+  /* capabilities: when restrict_caps, every set becomes set ∩ caps_allow */
+  bool restrict_caps;
+  char **caps_allow;
+  size_t caps_allow_len;
+
+  /* network */
+  enum policy_net_mode net_mode;
+  bool allow_local_binding;
+  char **allowed_domains;
+  size_t allowed_domains_len;
+  char **denied_domains;
+  size_t denied_domains_len;
+  char **allowed_cidrs; /* "10.0.0.0/8" or "10.0.0.1/32:443", "[2001:db8::]/32:443" */
+  size_t allowed_cidrs_len;
+  uint16_t *ports;
+  size_t ports_len;
+
+  /* limits; 0 = not limited by the policy */
+  uint64_t memory_bytes;
+  uint64_t pids;
+  double cpus; /* fraction of one CPU, 0 = unlimited */
+  uint64_t open_files;
+  uint64_t file_size_bytes;
+  uint64_t wall_clock_seconds;
+  uint64_t cpu_seconds;
+  uint64_t failed_execs;
+
+  /* approvals */
+  enum policy_approval approvals_network;
+  uint64_t approvals_timeout_seconds;
+  bool approvals_on_timeout_allow; /* onTimeout: "allow" (false = "deny") */
+
+  /* audit */
+  unsigned audit_events;
+  char *audit_dir; /* host config auditDir / --audit-dir; default /var/log/agentsbx */
+
+  /* degradations the policy accepts ("landlock", ...) */
+  char **degrade;
+  size_t degrade_len;
+
+  /* clamps applied under onWiden=clamp: one line per narrowed field, for the audit log */
+  char **clamps;
+  size_t clamps_len;
+};
+
+void policy_plan_free (struct policy_plan *p);
+
+#endif
