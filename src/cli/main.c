@@ -52,6 +52,10 @@ usage (FILE *f)
               "   --debug                enable debug logging\n"
               "   --systemd-cgroup       use systemd to manage cgroups\n"
               "   --rootless VALUE       ignore cgroup permission errors (true, false or auto)\n"
+              "   --profile NAME         agent policy ceiling: a built-in or site profile\n"
+              "   --policy FILE          agent policy ceiling from a file\n"
+              "   --config FILE          host configuration (default: /etc/agentsbx/config.json)\n"
+              "   --audit-dir DIR        audit log directory (default: /var/log/agentsbx)\n"
               "   --help, -h             show help\n"
               "   --version, -v          print the version\n");
 }
@@ -106,6 +110,10 @@ enum
   OPT_SYSTEMD,
   OPT_ROOTLESS,
   OPT_CRIU,
+  OPT_PROFILE,
+  OPT_POLICY,
+  OPT_CONFIG,
+  OPT_AUDIT_DIR,
 };
 
 int
@@ -116,7 +124,9 @@ main (int argc, char **argv)
     { "log-format", required_argument, 0, OPT_LOG_FORMAT }, { "debug", no_argument, 0, OPT_DEBUG },
     { "systemd-cgroup", no_argument, 0, OPT_SYSTEMD },  { "rootless", required_argument, 0, OPT_ROOTLESS },
     { "criu", required_argument, 0, OPT_CRIU },         { "help", no_argument, 0, 'h' },
-    { "version", no_argument, 0, 'v' },                 { 0, 0, 0, 0 },
+    { "version", no_argument, 0, 'v' },                 { "profile", required_argument, 0, OPT_PROFILE },
+    { "policy", required_argument, 0, OPT_POLICY },     { "config", required_argument, 0, OPT_CONFIG },
+    { "audit-dir", required_argument, 0, OPT_AUDIT_DIR }, { 0, 0, 0, 0 },
   };
   struct asbx_global g = { .root = "/run/agentsbx" };
   const char *log_path = NULL, *log_format = "text";
@@ -135,6 +145,10 @@ main (int argc, char **argv)
       case OPT_SYSTEMD: g.systemd_cgroup = true; break;
       case OPT_ROOTLESS: g.rootless = strcmp (optarg, "true") == 0; break;
       case OPT_CRIU: break; /* accepted for runc compatibility; checkpointing is not supported */
+      case OPT_PROFILE: g.profile = optarg; break;
+      case OPT_POLICY: g.policy_file = optarg; break;
+      case OPT_CONFIG: g.config_path = optarg; break;
+      case OPT_AUDIT_DIR: g.audit_dir = optarg; break;
       case 'h': usage (stdout); return 0;
       case 'v': version (); return 0;
       default:

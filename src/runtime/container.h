@@ -14,6 +14,11 @@ struct asbx_global
   bool systemd_cgroup;
   bool rootless;
   bool debug;
+  /* agent policy (POLICY.md §1): the ceiling set by the admin for this runtime class */
+  const char *profile;     /* --profile NAME */
+  const char *policy_file; /* --policy FILE */
+  const char *config_path; /* --config FILE (host config), NULL = /etc/agentsbx/config.json */
+  const char *audit_dir;   /* --audit-dir DIR, NULL = host config or /var/log/agentsbx */
 };
 
 struct asbx_create_opts
