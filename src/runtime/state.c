@@ -53,11 +53,32 @@ asbx_id_validate (const char *id, asbx_err_t *err)
   return 0;
 }
 
+/* mkdir -p with mode 0700 for every missing component, as runc's os.MkdirAll(root, 0700):
+ * engines pass a --root whose parents may not exist yet (containerd's shim passes
+ * <exec-root>/runtime-runc/<namespace> for Docker). */
+static int
+mkdir_parents (const char *root)
+{
+  char buf[PATH_MAX];
+  if (strlen (root) >= sizeof buf)
+    return (errno = ENAMETOOLONG), -1;
+  strcpy (buf, root);
+  for (char *p = buf + 1; *p; p++)
+    if (*p == '/')
+      {
+        *p = '\0';
+        if (mkdir (buf, 0700) < 0 && errno != EEXIST)
+          return -1;
+        *p = '/';
+      }
+  return mkdir (buf, 0700) < 0 && errno != EEXIST ? -1 : 0;
+}
+
 int
 asbx_root_open (const char *root, bool create, asbx_err_t *err)
 {
   int fd;
-  if (create && mkdir (root, 0700) < 0 && errno != EEXIST)
+  if (create && mkdir_parents (root) < 0)
     return asbx_error (err, errno, "create state root `%s`", root);
   fd = open (root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
