@@ -19,6 +19,7 @@
 #include "core/cleanup.h"
 #include "core/util.h"
 #include "linux/process.h"
+#include "linux/landlock_ruleset.h"
 #include "linux/seccomp_bpf.h"
 #include "runtime/process.h"
 
@@ -138,6 +139,20 @@ process_set_seccomp (const struct linux_seccomp *filter, int listener, const cha
   seccomp_req.state = process_state;
 }
 
+/* the agent policy's layers (runtime/policy_apply.c), applied after the OCI ones */
+static struct
+{
+  const struct linux_seccomp *groups;
+  struct linux_landlock *landlock;
+} policy_req = { NULL, NULL };
+
+void
+process_set_policy (const struct linux_seccomp *groups_filter, struct linux_landlock *landlock)
+{
+  policy_req.groups = groups_filter;
+  policy_req.landlock = landlock;
+}
+
 int
 process_finalize_and_exec (const struct oci_process *proc, bool userns, int preserve_fds, const char *exe,
                            asbx_err_t *err)
@@ -159,9 +174,16 @@ process_finalize_and_exec (const struct oci_process *proc, bool userns, int pres
     fcntl (fd, F_SETFD, 0);
   if (syscall (SYS_close_range, (unsigned) (3 + preserve_fds), ~0U, CLOSE_RANGE_CLOEXEC) < 0)
     return asbx_error (err, errno, "close_range");
+  /* the policy's Landlock ruleset (needs no_new_privs, which a policy always sets) */
+  if (policy_req.landlock && linux_landlock_restrict_self (policy_req.landlock, err) < 0)
+    return asbx_error_wrap (err, "policy filesystem (Landlock)");
   /* with no_new_privs: last step, so the filter needs to allow nothing but execve */
   if (sc && proc->no_new_privileges && linux_seccomp_install (sc, seccomp_req.listener, seccomp_req.state, err) < 0)
     return -1;
+  /* the policy's syscall groups: a second filter stacked on the OCI one (the kernel runs both,
+   * the most restrictive result wins) */
+  if (policy_req.groups && linux_seccomp_install (policy_req.groups, -1, NULL, err) < 0)
+    return asbx_error_wrap (err, "policy syscalls.deny");
   execve (exe, proc->args, proc->env);
   return asbx_error (err, errno, "exec `%s`", exe);
 }

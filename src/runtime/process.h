@@ -26,6 +26,12 @@ struct linux_seccomp;
  * right before execve. */
 void process_set_seccomp (const struct linux_seccomp *filter, int listener, const char *process_state);
 
+/* Register the agent policy's layers for process_finalize_and_exec: a Landlock ruleset
+ * (restricted after no_new_privs) and the syscall-group filter (installed after the OCI
+ * filter). Either may be NULL. Pointers are borrowed until exec. */
+struct linux_landlock;
+void process_set_policy (const struct linux_seccomp *groups_filter, struct linux_landlock *landlock);
+
 /* Identity (bounding set, uid/gid/groups, capability sets, no_new_privs, umask), fd hygiene
  * (only stdio and fds 3..3+preserve_fds-1 survive) and execve(exe, args, env).
  * Returns only on failure: -1 with *err. */
