@@ -74,7 +74,7 @@ static const struct policy_syscall_rule raw_socket_rules[] = {
 };
 
 #define GROUP(n, b, r, d) { n, b, r, sizeof (r) / sizeof ((r)[0]), d }
-const struct policy_syscall_group policy_syscall_groups[] = {
+const struct policy_sysgroup policy_syscall_groups[] = {
   GROUP ("io_uring", POLICY_SYS_IO_URING, io_uring_rules, "io_uring_setup, io_uring_enter, io_uring_register: EPERM"),
   GROUP ("userns", POLICY_SYS_USERNS, userns_rules,
          "unshare/clone with any CLONE_NEW* flag: EPERM; clone3: ENOSYS (libc falls back to clone); "
@@ -91,7 +91,7 @@ const struct policy_syscall_group policy_syscall_groups[] = {
 };
 const size_t policy_syscall_groups_len = sizeof (policy_syscall_groups) / sizeof (policy_syscall_groups[0]);
 
-const struct policy_syscall_group *
+const struct policy_sysgroup *
 policy_syscall_group_by_name (const char *name)
 {
   for (size_t i = 0; i < policy_syscall_groups_len; i++)

@@ -19,7 +19,7 @@ struct policy_syscall_rule
   int errno_ret;       /* errno the call returns when refused */
 };
 
-struct policy_syscall_group
+struct policy_sysgroup
 {
   const char *name;  /* as written in syscalls.deny */
   unsigned bit;      /* POLICY_SYS_* of plan.h */
@@ -28,10 +28,10 @@ struct policy_syscall_group
   const char *doc;   /* one line for docs/policy.md and `policy explain` */
 };
 
-extern const struct policy_syscall_group policy_syscall_groups[];
+extern const struct policy_sysgroup policy_syscall_groups[];
 extern const size_t policy_syscall_groups_len;
 
 /* The group named `name`, or NULL. */
-const struct policy_syscall_group *policy_syscall_group_by_name (const char *name);
+const struct policy_sysgroup *policy_syscall_group_by_name (const char *name);
 
 #endif
