@@ -246,12 +246,21 @@ exec_stage_main (struct exec_child *c)
   struct sync_msg m;
   pid_t pid;
 
+  int order[2];
+
   prctl (PR_SET_PDEATHSIG, SIGKILL);
   if (sync_recv (c->sync_fd, SYNC_GO, &m, &err) < 0)
     _exit (1);
   if (c->ns_flags && setns (c->pidfd, c->ns_flags) < 0)
     {
       asbx_error (&err, errno, "join the container's namespaces (setns 0x%x)", c->ns_flags);
+      sync_fail (c->sync_fd, &err);
+    }
+  /* S and E share the sync socket: E must not send READY before S has sent PID, or P reads
+   * them out of order ("expected PID, got READY"). E waits for EOF on this pipe. */
+  if (pipe2 (order, O_CLOEXEC) < 0)
+    {
+      asbx_error (&err, errno, "pipe");
       sync_fail (c->sync_fd, &err);
     }
   pid = fork ();
@@ -261,7 +270,14 @@ exec_stage_main (struct exec_child *c)
       sync_fail (c->sync_fd, &err);
     }
   if (pid == 0)
-    exec_process_main (c);
+    {
+      char b;
+      close (order[1]);
+      while (read (order[0], &b, 1) < 0 && errno == EINTR)
+        ;
+      close (order[0]);
+      exec_process_main (c);
+    }
   sync_send (c->sync_fd, SYNC_PID, pid, NULL, NULL);
   _exit (0);
 }
