@@ -37,6 +37,20 @@
 
 #define OCI_VERSION "1.2.0"
 
+/* Crash-safety test hook (tests/escape/test_crash_safety.py): AGENTSBX_TEST_STOP_AT=<step>
+ * makes the runtime die by SIGKILL at the named step (`<step>:stop` raises SIGSTOP instead), so
+ * the tests can prove that `delete --force` recovers from a runtime killed anywhere. Only the
+ * runtime's caller sets our environment, and it can kill us anyway: the hook adds no power. */
+static void
+test_stop_at (const char *step)
+{
+  const char *want = getenv ("AGENTSBX_TEST_STOP_AT");
+  size_t n = strlen (step);
+  if (want == NULL || strncmp (want, step, n) != 0 || (want[n] != '\0' && strcmp (want + n, ":stop") != 0))
+    return;
+  raise (want[n] ? SIGSTOP : SIGKILL);
+}
+
 static void
 spec_freep (struct oci_spec **s)
 {
@@ -245,15 +259,18 @@ create_spawned (const struct asbx_global *g, const struct asbx_create_opts *o, s
   close (sp[1]);
   if (r < 0)
     return -1;
+  test_stop_at ("create:spawned");
   if (sync_recv (psync, SYNC_CREATE_RUNTIME, m, err) < 0)
     return -1;
   json = state_json (o->id, "creating", c->init_pid, bundle, &spec->annotations, err);
   if (!json || create_runtime_hooks (spec, json, err) < 0)
     return -1;
+  test_stop_at ("create:hooks");
   if (sync_send (psync, SYNC_HOOKS_DONE, 0, json, err) < 0)
     return -1;
   if (sync_recv (psync, SYNC_READY, m, err) < 0)
     return -1;
+  test_stop_at ("create:ready");
   (void) g;
   return 0;
 }
@@ -281,6 +298,7 @@ create_record (const struct asbx_global *g, const struct asbx_create_opts *o, st
     return asbx_error (err, 0, "container init exited during create");
   if (asbx_state_write (c->dirfd, &st, err) < 0)
     return -1;
+  test_stop_at ("create:recorded");
   /* delete runs poststop hooks from the config as it was at create, not as the bundle is now */
   cleanup_close int cfd = openat (c->dirfd, "config.json", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (cfd < 0 || write_all (cfd, raw, raw_len) < 0)
@@ -341,6 +359,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   if (dirfd < 0)
     goto out;
   c.dirfd = dirfd;
+  test_stop_at ("create:state-dir");
   startfd = start_socket_listen (dirfd, err);
   if (startfd < 0)
     goto undo;
@@ -458,12 +477,14 @@ asbx_container_start (const struct asbx_global *g, const char *id, asbx_err_t *e
       asbx_error (err, 0, "cannot start container `%s`: container is %s, not created", id, status);
       goto out;
     }
+  test_stop_at ("start:opened");
   if (start_socket_release (o.dirfd, id, err) < 0)
     {
       /* runtime.md: a failing startContainer hook stops the container */
       kill (o.st.pid, SIGKILL);
       goto out;
     }
+  test_stop_at ("start:released");
   if (read_file_at (o.dirfd, "config.json", 16 << 20, &raw, &raw_len, err) < 0)
     goto out;
   spec = oci_spec_parse (raw, raw_len, "config.json", err);
@@ -588,11 +609,14 @@ asbx_container_delete (const struct asbx_global *g, const char *id, bool force, 
           asbx_error (err, 0, "cannot delete container `%s` that is not stopped: %s", id, status);
           goto out;
         }
+      test_stop_at ("delete:opened");
       if (strcmp (status, "stopped") != 0)
         kill_and_wait (&o.st);
+      test_stop_at ("delete:killed");
       run_poststop (o.dirfd, &o.st);
       if (o.st.cgroup_path && cgroup_remove (o.st.cgroup_path, o.st.cgroup_mask, 10000, err) < 0)
         goto out;
+      test_stop_at ("delete:cgroup");
     }
   else if (!force)
     {

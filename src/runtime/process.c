@@ -15,11 +15,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/close_range.h>
+#include <linux/openat2.h>
 
 #include "core/cleanup.h"
 #include "core/util.h"
 #include "linux/process.h"
 #include "linux/landlock_ruleset.h"
+#include "linux/pathsafe.h"
 #include "linux/seccomp_bpf.h"
 #include "runtime/process.h"
 
@@ -103,25 +105,29 @@ process_lookup_executable (const struct oci_process *p, asbx_err_t *err)
 int
 process_chdir (const char *cwd, asbx_err_t *err)
 {
-  /* after pivot_root "/" is the rootfs, so the path cannot resolve outside it; runc creates a
-   * missing cwd, and so do we */
-  if (chdir (cwd) == 0)
-    return 0;
-  if (errno == ENOENT)
+  /* After pivot_root (init) or setns (exec) "/" is the container's root. The cwd is resolved
+   * from it with RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS and entered with fchdir: a plain chdir
+   * follows /proc/self/fd/N to whatever directory fd this process still holds, which can be a
+   * host directory of the runtime (CVE-2024-21626 class; `exec --cwd /proc/self/fd/3` reached
+   * the state root, found by tests/escape/test_fds.py). runc creates a missing cwd, and so do
+   * we, through the same resolution (ps_mkdir_p). */
+  cleanup_close int root = open ("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  cleanup_close int fd = -1;
+
+  if (root < 0)
+    return asbx_error (err, errno, "process.cwd: open /");
+  fd = ps_openat2 (root, cwd, O_PATH | O_DIRECTORY, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+  if (fd < 0 && errno == ENOENT)
     {
-      cleanup_free char *tmp = xstrdup (cwd);
-      for (char *s = tmp + 1; *s; s++)
-        if (*s == '/')
-          {
-            *s = '\0';
-            mkdir (tmp, 0755);
-            *s = '/';
-          }
-      mkdir (tmp, 0755);
-      if (chdir (cwd) == 0)
-        return 0;
+      fd = ps_mkdir_p (root, cwd, 0755, err);
+      if (fd < 0)
+        return asbx_error_wrap (err, "process.cwd `%s`", cwd);
     }
-  return asbx_error (err, errno, "process.cwd: chdir `%s`", cwd);
+  if (fd < 0)
+    return asbx_error (err, errno, "process.cwd: `%s`", cwd);
+  if (fchdir (fd) < 0)
+    return asbx_error (err, errno, "process.cwd: chdir `%s`", cwd);
+  return 0;
 }
 
 static struct

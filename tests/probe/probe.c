@@ -9,7 +9,7 @@
  *
  * Usage: probe report | write PATH [DATA] | openw PATH | stat PATH | readlink PATH | exit N |
  *        sleep SEC | ls DIR | catfile PATH | sysctl KEY | clock | kill PID SIG |
- *        syscall NAME|NR [ARG...] | int80 NR [ARG...]
+ *        syscall NAME|NR [ARG...] | int80 NR [ARG...] | escape NAME | exewatch SEC
  * Active checks print one JSON object; a failed syscall is reported by errno name and makes the
  * probe exit 1, success exits 0.
  */
@@ -657,11 +657,137 @@ static int cmd_int80(int argc, char **argv)
 	return got == (ssize_t)sizeof(r) && r >= 0 ? 0 : 1;
 }
 
+/* ---- escape attempts (added for tests/escape) ---- */
+
+/* escape NAME: one attempt a sandbox must refuse, made the way hostile code would make it.
+ * NAME: io_uring (io_uring_setup), ptrace (PTRACE_ATTACH to a child of ours: allowed by the
+ * kernel without CAP_SYS_PTRACE, so only a filter stops it), userns (unshare CLONE_NEWUSER),
+ * keyctl (join a named session keyring), add_key, mount (tmpfs on /tmp), fsopen (new mount API).
+ * Prints {"op":"escape","name","result":"ok"|errno name,"errno"}; exit 0 when it worked. */
+static int cmd_escape(const char *name)
+{
+	long r = -1;
+	errno = 0;
+	if (strcmp(name, "io_uring") == 0) {
+		unsigned char params[120];
+		memset(params, 0, sizeof(params));
+		r = syscall(425 /* io_uring_setup */, 4, params);
+	} else if (strcmp(name, "ptrace") == 0) {
+		pid_t child = fork();
+		if (child == 0) {
+			pause();
+			_exit(0);
+		}
+		r = syscall(SYS_ptrace, 16 /* PTRACE_ATTACH */, child, 0, 0);
+		int e = errno;
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		errno = e;
+	} else if (strcmp(name, "userns") == 0) {
+		r = syscall(SYS_unshare, 0x10000000 /* CLONE_NEWUSER */);
+	} else if (strcmp(name, "keyctl") == 0) {
+		r = syscall(SYS_keyctl, 1 /* KEYCTL_JOIN_SESSION_KEYRING */, "asbx-escape");
+	} else if (strcmp(name, "add_key") == 0) {
+		r = syscall(SYS_add_key, "user", "asbx-escape", "x", 1, -3 /* session keyring */);
+	} else if (strcmp(name, "mount") == 0) {
+		r = syscall(SYS_mount, "none", "/tmp", "tmpfs", 0, NULL);
+	} else if (strcmp(name, "fsopen") == 0) {
+		r = syscall(430 /* fsopen */, "tmpfs", 0);
+	} else {
+		fprintf(stderr, "probe: unknown escape %s\n", name);
+		return 2;
+	}
+	int e = errno;
+	obj_open();
+	kstr("op", "escape");
+	kstr("name", name);
+	kstr("result", r < 0 ? errno_name(e) : "ok");
+	kint("errno", r < 0 ? e : 0);
+	obj_close();
+	putchar('\n');
+	return r < 0 ? 1 : 0;
+}
+
+/* exewatch SEC: for SEC seconds, watch every other process of the pid namespace, hold its
+ * /proc/PID/exe with O_PATH, and keep trying to reopen that for writing through
+ * /proc/self/fd/N -- also after the process exited, when the kernel no longer refuses with
+ * ETXTBSY (the CVE-2019-5736 mechanism). A reopen that works is proved writable by writing
+ * back the byte already at offset 0 (content unchanged). Prints {"op":"exewatch","seen",
+ * "exes":[names],"writable":[names]}; exit 0. */
+#define WATCH_MAX 512
+static int cmd_exewatch(const char *secs)
+{
+	static struct { pid_t pid; int fd; int done; char exe[256]; } w[WATCH_MAX];
+	int n = 0, nwritable = 0;
+	static char writable[WATCH_MAX][256];
+	struct timespec start, now;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	do {
+		DIR *d = opendir("/proc");
+		struct dirent *de;
+		while (d && (de = readdir(d)) != NULL && n < WATCH_MAX) {
+			pid_t pid = atoi(de->d_name);
+			int known = 0;
+			if (pid <= 0 || pid == getpid())
+				continue;
+			for (int i = 0; i < n && !known; i++)
+				known = w[i].pid == pid;
+			if (known)
+				continue;
+			char path[64];
+			snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+			int fd = open(path, O_PATH | O_CLOEXEC);
+			if (fd < 0)
+				continue;
+			w[n].pid = pid;
+			w[n].fd = fd;
+			w[n].done = 0;
+			ssize_t l = readlink(path, w[n].exe, sizeof(w[n].exe) - 1);
+			w[n].exe[l > 0 ? l : 0] = 0;
+			n++;
+		}
+		if (d)
+			closedir(d);
+		for (int i = 0; i < n; i++) {
+			if (w[i].done)
+				continue;
+			char path[64];
+			unsigned char b;
+			snprintf(path, sizeof(path), "/proc/self/fd/%d", w[i].fd);
+			int fd = open(path, O_RDWR | O_CLOEXEC);
+			if (fd < 0)
+				continue;
+			if (pread(fd, &b, 1, 0) == 1 && pwrite(fd, &b, 1, 0) == 1) {
+				snprintf(writable[nwritable++], 256, "%s", w[i].exe);
+				w[i].done = 1;
+			}
+			close(fd);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec - start.tv_sec < atol(secs));
+	obj_open();
+	kstr("op", "exewatch");
+	kint("seen", n);
+	key("exes");
+	arr_open();
+	for (int i = 0; i < n; i++)
+		vstr(w[i].exe);
+	arr_close();
+	key("writable");
+	arr_open();
+	for (int i = 0; i < nwritable; i++)
+		vstr(writable[i]);
+	arr_close();
+	obj_close();
+	putchar('\n');
+	return 0;
+}
+
 static int usage(void)
 {
 	fputs("usage: probe report | write PATH [DATA] | openw PATH | stat PATH | readlink PATH |"
 	      " exit N | sleep SEC | ls DIR | catfile PATH | sysctl KEY | clock | syscall NAME|NR [ARG..] |"
-	      " int80 NR [ARG..]\n",
+	      " int80 NR [ARG..] | escape NAME | exewatch SEC\n",
 	      stderr);
 	return 2;
 }
@@ -698,6 +824,10 @@ int main(int argc, char **argv)
 		rc = cmd_syscall(argc - 2, argv + 2);
 	else if (strcmp(c, "int80") == 0 && argc >= 3)
 		rc = cmd_int80(argc - 2, argv + 2);
+	else if (strcmp(c, "escape") == 0 && argc == 3)
+		rc = cmd_escape(argv[2]);
+	else if (strcmp(c, "exewatch") == 0 && argc == 3)
+		rc = cmd_exewatch(argv[2]);
 	else
 		return usage();
 	fflush(stdout);
