@@ -1,0 +1,292 @@
+/* audit.c - the audit log writer: JSON lines built with yajl_gen, one write(2) per record.
+ *
+ * Mechanism: O_APPEND makes the kernel place each write at the end of the file atomically with
+ * respect to other appenders (write(2) "If the file was open(2)ed with O_APPEND, the file offset
+ * is first set to the end of the file before writing ... as an atomic step"), so the monitor, its
+ * guard and the CLI may share one log without a lock. Records are built whole in memory first.
+ * Threat model: values come from the container (argv from /proc/PID/cmdline, paths): they are
+ * untrusted bytes, so they are sanitised to valid UTF-8 and yajl escapes quotes, backslashes and
+ * control characters - a container cannot forge a second record by embedding "\n{...}". The log
+ * file is opened O_NOFOLLOW in a root-owned 0700 directory.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <yajl/yajl_gen.h>
+
+#include "core/cleanup.h"
+#include "core/util.h"
+#include "runtime/audit.h"
+
+struct audit_rec
+{
+  yajl_gen gen;
+  bool closed;
+  char *line; /* finished line with '\n' (after audit_rec_line) */
+  size_t len;
+};
+
+void
+audit_timestamp (char *buf, size_t len)
+{
+  struct timespec ts;
+  struct tm tm;
+  clock_gettime (CLOCK_REALTIME, &ts);
+  gmtime_r (&ts.tv_sec, &tm);
+  snprintf (buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+            tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000);
+}
+
+/* Length of the valid UTF-8 sequence at s (RFC 3629: no overlong forms, no surrogates, at most
+ * U+10FFFF), or 0 when the byte at s does not start one. */
+static size_t
+utf8_seq_len (const unsigned char *s, size_t n)
+{
+  unsigned char c = s[0];
+  size_t len;
+  unsigned lo = 0x80, hi = 0xBF;
+
+  if (c < 0x80)
+    return 1;
+  if (c >= 0xC2 && c <= 0xDF)
+    len = 2;
+  else if (c >= 0xE0 && c <= 0xEF)
+    {
+      len = 3;
+      if (c == 0xE0)
+        lo = 0xA0; /* overlong */
+      if (c == 0xED)
+        hi = 0x9F; /* surrogates */
+    }
+  else if (c >= 0xF0 && c <= 0xF4)
+    {
+      len = 4;
+      if (c == 0xF0)
+        lo = 0x90;
+      if (c == 0xF4)
+        hi = 0x8F;
+    }
+  else
+    return 0;
+  if (n < len || s[1] < lo || s[1] > hi)
+    return 0;
+  for (size_t i = 2; i < len; i++)
+    if (s[i] < 0x80 || s[i] > 0xBF)
+      return 0;
+  return len;
+}
+
+/* Copy of s[0..n) with every byte that is not part of a valid UTF-8 sequence replaced by U+FFFD. */
+static char *
+utf8_sanitize (const char *s, size_t n, size_t *out_len)
+{
+  char *out = xmalloc (n * 3 + 1);
+  size_t o = 0;
+  for (size_t i = 0; i < n;)
+    {
+      size_t l = utf8_seq_len ((const unsigned char *) s + i, n - i);
+      if (l == 0)
+        {
+          memcpy (out + o, "\xEF\xBF\xBD", 3);
+          o += 3;
+          i++;
+          continue;
+        }
+      memcpy (out + o, s + i, l);
+      o += l;
+      i += l;
+    }
+  out[o] = '\0';
+  *out_len = o;
+  return out;
+}
+
+static void
+gen_key (yajl_gen g, const char *key)
+{
+  yajl_gen_string (g, (const unsigned char *) key, strlen (key));
+}
+
+static void
+gen_str (yajl_gen g, const char *val)
+{
+  size_t len;
+  cleanup_free char *clean = NULL;
+  if (!val)
+    {
+      yajl_gen_null (g);
+      return;
+    }
+  clean = utf8_sanitize (val, strlen (val), &len);
+  yajl_gen_string (g, (const unsigned char *) clean, len);
+}
+
+struct audit_rec *
+audit_rec_new (const char *container, const char *event)
+{
+  struct audit_rec *r = xmalloc0 (sizeof *r);
+  char ts[40];
+
+  r->gen = yajl_gen_alloc (NULL);
+  if (!r->gen)
+    abort ();
+  /* input is sanitised first; validation stays on as a second line of defence */
+  yajl_gen_config (r->gen, yajl_gen_validate_utf8, 1);
+  audit_timestamp (ts, sizeof ts);
+  yajl_gen_map_open (r->gen);
+  gen_key (r->gen, "ts");
+  gen_str (r->gen, ts);
+  gen_key (r->gen, "container");
+  gen_str (r->gen, container);
+  gen_key (r->gen, "event");
+  gen_str (r->gen, event);
+  return r;
+}
+
+void
+audit_rec_str (struct audit_rec *r, const char *key, const char *val)
+{
+  if (r->closed)
+    return;
+  gen_key (r->gen, key);
+  gen_str (r->gen, val);
+}
+
+void
+audit_rec_int (struct audit_rec *r, const char *key, int64_t val)
+{
+  if (r->closed)
+    return;
+  gen_key (r->gen, key);
+  yajl_gen_integer (r->gen, (long long) val);
+}
+
+void
+audit_rec_bool (struct audit_rec *r, const char *key, int val)
+{
+  if (r->closed)
+    return;
+  gen_key (r->gen, key);
+  yajl_gen_bool (r->gen, val != 0);
+}
+
+void
+audit_rec_strv (struct audit_rec *r, const char *key, char *const *v, size_t n)
+{
+  if (r->closed)
+    return;
+  gen_key (r->gen, key);
+  yajl_gen_array_open (r->gen);
+  for (size_t i = 0; i < n; i++)
+    gen_str (r->gen, v[i]);
+  yajl_gen_array_close (r->gen);
+}
+
+const char *
+audit_rec_line (struct audit_rec *r, size_t *len)
+{
+  if (!r->closed)
+    {
+      const unsigned char *buf;
+      size_t blen;
+      yajl_gen_map_close (r->gen);
+      yajl_gen_get_buf (r->gen, &buf, &blen);
+      r->line = xmalloc (blen + 2);
+      memcpy (r->line, buf, blen);
+      r->line[blen] = '\n';
+      r->line[blen + 1] = '\0';
+      r->len = blen + 1;
+      r->closed = true;
+    }
+  if (len)
+    *len = r->len;
+  return r->line;
+}
+
+void
+audit_rec_free (struct audit_rec *r)
+{
+  if (!r)
+    return;
+  yajl_gen_free (r->gen);
+  free (r->line);
+  free (r);
+}
+
+int
+audit_rec_write (struct audit_rec *r, int fd, asbx_err_t *err)
+{
+  size_t len;
+  const char *line = audit_rec_line (r, &len);
+  ssize_t n;
+
+  /* one write: never retried in pieces, which could interleave with another writer's record */
+  do
+    n = write (fd, line, len);
+  while (n < 0 && errno == EINTR);
+  audit_rec_free (r);
+  if (n < 0)
+    return asbx_error (err, errno, "write audit record");
+  if ((size_t) n != len)
+    return asbx_error (err, EIO, "write audit record: short write (%zd of %zu bytes)", n, len);
+  return 0;
+}
+
+char *
+audit_path (const char *dir, const char *id)
+{
+  return xasprintf ("%s/%s.jsonl", dir ? dir : AUDIT_DEFAULT_DIR, id);
+}
+
+/* mkdir -p with mode 0700 for the components we create (existing ones are left as they are). */
+static int
+mkdir_parents (const char *dir, asbx_err_t *err)
+{
+  cleanup_free char *p = xstrdup (dir);
+  for (char *s = p + 1;; s++)
+    {
+      if (*s != '/' && *s != '\0')
+        continue;
+      char saved = *s;
+      *s = '\0';
+      if (mkdir (p, 0700) < 0 && errno != EEXIST)
+        return asbx_error (err, errno, "create audit directory `%s`", p);
+      *s = saved;
+      if (saved == '\0')
+        break;
+    }
+  return 0;
+}
+
+int
+audit_open (const char *dir, const char *id, asbx_err_t *err)
+{
+  const char *d = dir ? dir : AUDIT_DEFAULT_DIR;
+  cleanup_close int dfd = -1;
+
+  if (d[0] != '/')
+    return asbx_error (err, EINVAL, "audit directory `%s` must be an absolute path", d);
+  if (!id || !*id || strchr (id, '/') || strcmp (id, ".") == 0 || strcmp (id, "..") == 0)
+    return asbx_error (err, EINVAL, "audit log: invalid container id");
+  if (mkdir_parents (d, err) < 0)
+    return -1;
+  dfd = open (d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0)
+    return asbx_error (err, errno, "open audit directory `%s`", d);
+  cleanup_free char *name = xasprintf ("%s.jsonl", id);
+  int fd = openat (dfd, name, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, 0600);
+  if (fd < 0)
+    return asbx_error (err, errno, "open audit log `%s/%s`", d, name);
+  struct stat st;
+  if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode))
+    {
+      close (fd);
+      return asbx_error (err, EINVAL, "audit log `%s/%s` is not a regular file", d, name);
+    }
+  return fd;
+}

@@ -1,0 +1,904 @@
+/* monitor.c - the per-container monitor: timers, CPU budget, failed-exec budget, audit writer.
+ *
+ * Mechanism (see monitor.h for the process shape): one poll(2) loop over a pidfd of the init,
+ * the process-events connector (linux/proc_events.h), two timerfds (wall clock, CPU check) and a
+ * pidfd of the guard. Container membership of a process: the init, every process forked by a
+ * member (connector FORK events, threads skipped), and - for processes that joined from outside
+ * (`exec` enters with setns + cgroup) - a process whose /proc/PID/cgroup names the container's
+ * cgroup when it calls execve. The set is rebuilt from cgroup.procs when the connector reports
+ * lost events.
+ * Threat model: the container is hostile. It cannot see the monitor (other pid namespace, other
+ * cgroup) nor its fds; everything read from it (/proc/PID/cmdline, exe) is untrusted text that
+ * audit.c sanitises. A container that forks faster than we read only delays accounting (events
+ * queue; on overflow we resync); the pids limit bounds it.
+ * Ordering: subscribe to events BEFORE reading cgroup.procs (no gap); the wall clock starts at
+ * monitor start (create), so a container parked in `created` cannot outlive it either. Kills go
+ * to the whole cgroup (cgroup.kill / repeated SIGKILL) and the init's pidfd.
+ * Cost of the connector vs eBPF (in words): the connector wakes us for EVERY fork/exec/exit on
+ * the host (one ~100-byte datagram each, filtered in user space; an exec of an unknown process
+ * costs one read of /proc/PID/cgroup), while an eBPF program on sched_process_{fork,exec,exit}
+ * could filter by cgroup in the kernel (bpf_current_task_under_cgroup) and wake us only for the
+ * container, at the price of libbpf, BTF and CAP_BPF. On an idle host the difference is noise;
+ * on a host doing ~10k forks/s the connector costs the monitor roughly that many syscalls/s. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "core/util.h"
+#include "linux/cgroup.h"
+#include "linux/cgroup_internal.h"
+#include "linux/proc_events.h"
+#include "runtime/audit.h"
+#include "runtime/monitor.h"
+
+/* ---- small state files in the state dir ---- */
+
+static int
+write_state_file (int dirfd, const char *name, const char *content)
+{
+  char tmp[64];
+  snprintf (tmp, sizeof tmp, ".%s.%d.tmp", name, (int) getpid ());
+  cleanup_close int fd = openat (dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0 || write_all (fd, content, strlen (content)) < 0 || renameat (dirfd, tmp, dirfd, name) < 0)
+    {
+      int e = errno;
+      unlinkat (dirfd, tmp, 0);
+      errno = e;
+      return -1;
+    }
+  return 0;
+}
+
+static char *
+read_state_file (int dirfd, const char *name)
+{
+  char *buf = NULL;
+  size_t len;
+  asbx_err_t e = NULL;
+  if (read_file_at (dirfd, name, 4096, &buf, &len, &e) < 0)
+    {
+      asbx_error_free (&e);
+      return NULL;
+    }
+  while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+    buf[--len] = '\0';
+  return buf;
+}
+
+char *
+monitor_exit_reason (int state_dirfd)
+{
+  return read_state_file (state_dirfd, "exit_reason");
+}
+
+pid_t
+monitor_pid_read (int state_dirfd)
+{
+  cleanup_free char *s = read_state_file (state_dirfd, "monitor.pid");
+  uint64_t v;
+  if (!s || parse_u64 (s, &v) < 0 || v == 0 || v > INT32_MAX)
+    return 0;
+  return (pid_t) v;
+}
+
+/* ---- the set of the container's processes (sorted array: n is bounded by the pids limit) ---- */
+
+struct pidset
+{
+  pid_t *v;
+  size_t n, cap;
+};
+
+static size_t
+pidset_pos (const struct pidset *s, pid_t p, bool *found)
+{
+  size_t lo = 0, hi = s->n;
+  while (lo < hi)
+    {
+      size_t mid = (lo + hi) / 2;
+      if (s->v[mid] < p)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  *found = lo < s->n && s->v[lo] == p;
+  return lo;
+}
+
+static bool
+pidset_has (const struct pidset *s, pid_t p)
+{
+  bool found;
+  pidset_pos (s, p, &found);
+  return found;
+}
+
+static void
+pidset_add (struct pidset *s, pid_t p)
+{
+  bool found;
+  size_t i = pidset_pos (s, p, &found);
+  if (found)
+    return;
+  if (s->n == s->cap)
+    {
+      s->cap = s->cap ? s->cap * 2 : 64;
+      s->v = xrealloc (s->v, s->cap * sizeof *s->v);
+    }
+  memmove (s->v + i + 1, s->v + i, (s->n - i) * sizeof *s->v);
+  s->v[i] = p;
+  s->n++;
+}
+
+static void
+pidset_del (struct pidset *s, pid_t p)
+{
+  bool found;
+  size_t i = pidset_pos (s, p, &found);
+  if (!found)
+    return;
+  memmove (s->v + i, s->v + i + 1, (s->n - i - 1) * sizeof *s->v);
+  s->n--;
+}
+
+/* ---- the monitor's state ---- */
+
+struct mon
+{
+  const struct monitor_opts *o;
+  const struct policy_plan *plan;
+  int audit_fd;
+  int init_pidfd;
+  int dirfd;       /* fresh fd of the state dir (no flock shared with the CLI) */
+  int conn;        /* process events, -1 when not needed and unavailable */
+  int wall_tfd;    /* -1 = no wall clock limit */
+  int cpu_tfd;     /* -1 = no cpu limit */
+  int cpu_fd;      /* cpuacct.usage (v1, ns) or cpu.stat (v2, usage_usec) */
+  bool cpu_v2;
+  int guard_pidfd; /* -1 until the guard runs */
+  pid_t guard_pid;
+  int guard_wr;    /* M's end of the guard pipe */
+  struct pidset procs;
+  uint64_t failed;
+  const char *reason; /* set when the monitor killed the container */
+  const char *detail;
+  bool have_status;
+  int status;
+  bool started;
+  uint64_t oom_at_start;
+  char **cg_paths; /* the container's cgroup path per hierarchy form, for /proc/PID/cgroup */
+};
+
+static void
+audit_put (struct mon *m, struct audit_rec *r)
+{
+  asbx_err_t e = NULL;
+  /* nowhere to report a failing write from a detached process: the record is lost, the
+   * enforcement goes on (disk full must not stop a kill) */
+  if (audit_rec_write (r, m->audit_fd, &e) < 0)
+    asbx_error_free (&e);
+}
+
+/* ---- CPU usage of the cgroup ---- */
+
+static int
+cpu_open (struct mon *m, asbx_err_t *err)
+{
+  const struct cgroup_layout_info *info = cgroup_layout_get (err);
+  const struct cgroup_hier *h;
+  cleanup_close int dfd = -1;
+
+  if (!info)
+    return -1;
+  h = cgroup_ctl_hier (info, "cpuacct");
+  if (!h || h->version != 1)
+    h = cgroup_ctl_hier (info, "cgroup2");
+  if (!h)
+    return asbx_error (err, ENOTSUP, "limits.cpuSeconds: no cpuacct (v1) or cgroup2 hierarchy on this host");
+  if (cgroup_open_in_hier (h, m->o->cgroup_path, false, NULL, &dfd, err) < 0)
+    return asbx_error_wrap (err, "limits.cpuSeconds");
+  m->cpu_v2 = h->version == 2;
+  m->cpu_fd = openat (dfd, m->cpu_v2 ? "cpu.stat" : "cpuacct.usage", O_RDONLY | O_CLOEXEC);
+  if (m->cpu_fd < 0)
+    return asbx_error (err, errno, "limits.cpuSeconds: open %s of cgroup `%s`", m->cpu_v2 ? "cpu.stat" : "cpuacct.usage",
+                       m->o->cgroup_path);
+  return 0;
+}
+
+/* CPU time used by the cgroup in ns, or -1. */
+static int64_t
+cpu_used_ns (struct mon *m)
+{
+  char buf[1024];
+  ssize_t n = pread (m->cpu_fd, buf, sizeof buf - 1, 0);
+  uint64_t v;
+  if (n <= 0)
+    return -1;
+  buf[n] = '\0';
+  if (!m->cpu_v2)
+    return sscanf (buf, "%" SCNu64, &v) == 1 ? (int64_t) v : -1;
+  char *p = strstr (buf, "usage_usec ");
+  if (!p || sscanf (p + 11, "%" SCNu64, &v) != 1)
+    return -1;
+  return (int64_t) (v * 1000);
+}
+
+static void
+timer_arm_ns (int tfd, uint64_t ns)
+{
+  struct itimerspec it = { 0 };
+  if (ns == 0)
+    ns = 1;
+  it.it_value.tv_sec = (time_t) (ns / 1000000000u);
+  it.it_value.tv_nsec = (long) (ns % 1000000000u);
+  timerfd_settime (tfd, 0, &it, NULL);
+}
+
+/* ---- kill ---- */
+
+static void
+container_kill (struct mon *m)
+{
+  asbx_err_t e = NULL;
+  if (m->o->cgroup_path && cgroup_kill_all (m->o->cgroup_path, SIGKILL, &e) < 0)
+    asbx_error_free (&e);
+  syscall (SYS_pidfd_send_signal, m->init_pidfd, SIGKILL, NULL, 0);
+}
+
+/* A limit fired: audit it, remember the reason, kill everything. Only the first reason counts. */
+static void
+limit_kill (struct mon *m, const char *reason, const char *limit, uint64_t value, uint64_t used)
+{
+  if (m->reason)
+    return;
+  m->reason = reason;
+  struct audit_rec *r = audit_rec_new (m->o->id, "limit");
+  audit_rec_str (r, "limit", limit);
+  audit_rec_int (r, "value", (int64_t) value);
+  audit_rec_int (r, "used", (int64_t) used);
+  audit_rec_str (r, "action", "kill");
+  audit_put (m, r);
+  container_kill (m);
+}
+
+/* ---- process events ---- */
+
+static bool
+in_container_cgroup (struct mon *m, pid_t pid)
+{
+  char path[64], *line = NULL;
+  size_t cap = 0;
+  bool found = false;
+  snprintf (path, sizeof path, "/proc/%d/cgroup", (int) pid);
+  cleanup_fclose FILE *f = fopen (path, "re");
+  if (!f || !m->cg_paths)
+    return false;
+  while (!found && getline (&line, &cap, f) > 0)
+    {
+      char *p = strchr (line, ':');
+      p = p ? strchr (p + 1, ':') : NULL;
+      if (!p)
+        continue;
+      p++;
+      p[strcspn (p, "\n")] = '\0';
+      for (char **c = m->cg_paths; *c && !found; c++)
+        {
+          size_t l = strlen (*c);
+          found = strncmp (p, *c, l) == 0 && (p[l] == '\0' || p[l] == '/');
+        }
+    }
+  free (line);
+  return found;
+}
+
+static void
+audit_exec (struct mon *m, pid_t pid)
+{
+  char path[64], exe[4096];
+  cleanup_free char *cmd = NULL;
+  cleanup_free char **argv = NULL;
+  size_t len = 0, argc = 0;
+  asbx_err_t e = NULL;
+
+  snprintf (path, sizeof path, "/proc/%d/cmdline", (int) pid);
+  if (read_file_at (AT_FDCWD, path, 65536, &cmd, &len, &e) < 0)
+    asbx_error_free (&e);
+  argv = xmalloc (sizeof (char *) * (len / 2 + 2));
+  for (size_t i = 0; cmd && i < len; i += strlen (cmd + i) + 1)
+    argv[argc++] = cmd + i;
+  snprintf (path, sizeof path, "/proc/%d/exe", (int) pid);
+  ssize_t n = readlink (path, exe, sizeof exe - 1);
+  if (n >= 0)
+    exe[n] = '\0';
+  struct audit_rec *r = audit_rec_new (m->o->id, "exec");
+  audit_rec_int (r, "pid", pid);
+  /* the process may have exited already: argv[0] is the best we have then */
+  audit_rec_str (r, "path", n >= 0 ? exe : (argc ? argv[0] : NULL));
+  audit_rec_strv (r, "argv", argv, argc);
+  audit_put (m, r);
+}
+
+static void
+on_event (const struct proc_ev *ev, void *data)
+{
+  struct mon *m = data;
+
+  switch (ev->type)
+    {
+    case PROC_EV_FORK:
+      if (ev->pid == ev->tgid && pidset_has (&m->procs, ev->parent_tgid))
+        pidset_add (&m->procs, ev->tgid);
+      break;
+    case PROC_EV_EXEC:
+      if (!pidset_has (&m->procs, ev->tgid))
+        {
+          if (!in_container_cgroup (m, ev->tgid))
+            break;
+          pidset_add (&m->procs, ev->tgid);
+        }
+      if (ev->tgid == m->o->init_pid && !m->started)
+        {
+          /* the init execs the user's process when `start` releases it */
+          m->started = true;
+          struct audit_rec *r = audit_rec_new (m->o->id, "lifecycle");
+          audit_rec_str (r, "state", "started");
+          audit_rec_int (r, "pid", ev->tgid);
+          audit_put (m, r);
+        }
+      if (m->plan->audit_events & POLICY_AUDIT_EXEC)
+        audit_exec (m, ev->tgid);
+      break;
+    case PROC_EV_EXIT:
+      if (ev->pid != ev->tgid)
+        break; /* a thread; the process exit is the leader's event */
+      if (ev->tgid == m->o->init_pid)
+        {
+          m->have_status = true;
+          m->status = ev->exit_code;
+          break;
+        }
+      if (!pidset_has (&m->procs, ev->tgid))
+        break;
+      pidset_del (&m->procs, ev->tgid);
+      if (ev->exit_code == 0 || m->reason)
+        break; /* processes our own kill ended are not failures of the agent */
+      m->failed++;
+      if (m->plan->failed_execs && m->failed >= m->plan->failed_execs)
+        limit_kill (m, "failed-execs", "failedExecs", m->plan->failed_execs, m->failed);
+      break;
+    }
+}
+
+/* Rebuild the member set from the cgroup (after lost events, and at start). */
+static void
+procs_resync (struct mon *m)
+{
+  cleanup_free pid_t *pids = NULL;
+  size_t n = 0;
+  asbx_err_t e = NULL;
+  pidset_add (&m->procs, m->o->init_pid);
+  if (!m->o->cgroup_path)
+    return;
+  if (cgroup_pids (m->o->cgroup_path, &pids, &n, &e) < 0)
+    {
+      asbx_error_free (&e);
+      return;
+    }
+  for (size_t i = 0; i < n; i++)
+    pidset_add (&m->procs, pids[i]);
+}
+
+static void
+drain_events (struct mon *m)
+{
+  asbx_err_t e = NULL;
+  if (m->conn < 0)
+    return;
+  int r = proc_events_drain (m->conn, on_event, m, &e);
+  if (r < 0)
+    asbx_error_free (&e);
+  if (r == 1)
+    {
+      struct audit_rec *a = audit_rec_new (m->o->id, "limit");
+      audit_rec_str (a, "warning", "process events lost (connector queue overflow); counts resynchronised");
+      audit_put (m, a);
+      procs_resync (m);
+    }
+}
+
+/* ---- end of the container ---- */
+
+/* Exit status from /proc/PID/stat field 52 while the init is still a zombie (fallback when the
+ * connector lost its exit event). true when read. */
+static bool
+status_from_stat (pid_t pid, int *status)
+{
+  char path[64];
+  cleanup_free char *buf = NULL;
+  size_t len;
+  asbx_err_t e = NULL;
+  snprintf (path, sizeof path, "/proc/%d/stat", (int) pid);
+  if (read_file_at (AT_FDCWD, path, 4096, &buf, &len, &e) < 0)
+    {
+      asbx_error_free (&e);
+      return false;
+    }
+  char *p = strrchr (buf, ')'); /* comm may contain spaces and ')' */
+  int field = 2;
+  for (; p && *p; p++)
+    if (*p == ' ' && ++field == 52)
+      return sscanf (p + 1, "%d", status) == 1;
+  return false;
+}
+
+static void
+finish (struct mon *m)
+{
+  const char *reason = m->reason;
+  struct audit_rec *r;
+  asbx_err_t e = NULL;
+  uint64_t oom = 0;
+
+  drain_events (m);
+  if (!m->have_status)
+    m->have_status = status_from_stat (m->o->init_pid, &m->status);
+  if (!reason)
+    {
+      reason = "exited";
+      if (m->have_status && WIFSIGNALED (m->status))
+        {
+          reason = "killed";
+          if (m->o->cgroup_path && cgroup_oom_count (m->o->cgroup_path, &oom, &e) == 0 && oom > m->oom_at_start)
+            reason = "memory";
+          asbx_error_free (&e);
+        }
+    }
+  char line[64];
+  snprintf (line, sizeof line, "%s\n", reason);
+  (void) write_state_file (m->dirfd, "exit_reason", line);
+  r = audit_rec_new (m->o->id, "lifecycle");
+  audit_rec_str (r, "state", "exited");
+  if (m->have_status)
+    {
+      /* as runc reports it: the exit status, or 128 + the signal */
+      int code = WIFSIGNALED (m->status) ? 128 + WTERMSIG (m->status) : WEXITSTATUS (m->status);
+      audit_rec_int (r, "exitCode", code);
+      if (WIFSIGNALED (m->status))
+        audit_rec_int (r, "signal", WTERMSIG (m->status));
+    }
+  else
+    audit_rec_str (r, "exitCode", NULL);
+  audit_rec_str (r, "exitReason", reason);
+  if (m->detail)
+    audit_rec_str (r, "detail", m->detail);
+  audit_rec_int (r, "failedExecs", (int64_t) m->failed);
+  if (m->cpu_fd >= 0)
+    audit_rec_int (r, "cpuUsec", cpu_used_ns (m) / 1000);
+  audit_put (m, r);
+}
+
+/* ---- the guard: kills the container when the monitor dies ---- */
+
+static void __attribute__ ((noreturn))
+guard_main (struct mon *m, int rd)
+{
+  char c = 0;
+  ssize_t n;
+
+  prctl (PR_SET_NAME, "asbx-guard", 0, 0, 0);
+  do
+    n = read (rd, &c, 1);
+  while (n < 0 && errno == EINTR);
+  if (n == 1 && c == 'd')
+    _exit (0); /* the monitor finished normally */
+  /* EOF: the monitor is gone (killed, crashed). Fail closed. */
+  container_kill (m);
+  struct pollfd p = { .fd = m->init_pidfd, .events = POLLIN };
+  poll (&p, 1, 10000);
+  if (m->conn >= 0)
+    {
+      drain_events (m);
+      proc_events_close (m->conn);
+      m->conn = -1;
+    }
+  m->reason = "killed";
+  m->detail = "the monitor died";
+  finish (m);
+  _exit (0);
+}
+
+/* Fork the guard. It shares M's fds by inheritance; only the pipe's read end is its own. */
+static int
+guard_start (struct mon *m, asbx_err_t *err)
+{
+  int p[2];
+  if (pipe2 (p, O_CLOEXEC) < 0)
+    return asbx_error (err, errno, "monitor: guard pipe");
+  pid_t pid = fork ();
+  if (pid < 0)
+    {
+      int e = errno;
+      close (p[0]);
+      close (p[1]);
+      return asbx_error (err, e, "monitor: fork guard");
+    }
+  if (pid == 0)
+    {
+      close (p[1]);
+      guard_main (m, p[0]);
+    }
+  close (p[0]);
+  m->guard_wr = p[1];
+  m->guard_pid = pid;
+  m->guard_pidfd = (int) syscall (SYS_pidfd_open, pid, 0);
+  if (m->guard_pidfd < 0)
+    {
+      int e = errno;
+      kill (pid, SIGKILL);
+      waitpid (pid, NULL, 0);
+      return asbx_error (err, e, "monitor: pidfd_open guard");
+    }
+  return 0;
+}
+
+/* ---- the loop ---- */
+
+static void
+cpu_check (struct mon *m)
+{
+  uint64_t limit = m->plan->cpu_seconds * 1000000000ull;
+  int64_t used = cpu_used_ns (m);
+  long ncpu = sysconf (_SC_NPROCESSORS_ONLN);
+  if (used >= 0 && (uint64_t) used >= limit)
+    {
+      limit_kill (m, "cpu", "cpuSeconds", m->plan->cpu_seconds, (uint64_t) used / 1000000000ull);
+      return;
+    }
+  /* the budget cannot run out faster than remaining / ncpu: sleep that long, within 50 ms..1 s */
+  uint64_t next = used < 0 ? 1000000000ull : (limit - (uint64_t) used) / (uint64_t) (ncpu > 0 ? ncpu : 1);
+  if (next < 50000000ull)
+    next = 50000000ull;
+  if (next > 1000000000ull)
+    next = 1000000000ull;
+  timer_arm_ns (m->cpu_tfd, next);
+}
+
+static void __attribute__ ((noreturn))
+monitor_loop (struct mon *m)
+{
+  enum { P_INIT, P_CONN, P_WALL, P_CPU, P_GUARD, P_N };
+  struct pollfd p[P_N] = {
+    [P_INIT] = { .fd = m->init_pidfd, .events = POLLIN }, [P_CONN] = { .fd = m->conn, .events = POLLIN },
+    [P_WALL] = { .fd = m->wall_tfd, .events = POLLIN },   [P_CPU] = { .fd = m->cpu_tfd, .events = POLLIN },
+    [P_GUARD] = { .fd = m->guard_pidfd, .events = POLLIN },
+  };
+  uint64_t ticks;
+
+  for (;;)
+    {
+      if (poll (p, P_N, -1) < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          container_kill (m); /* cannot supervise any more: fail closed */
+          m->reason = "killed";
+          m->detail = "monitor poll failed";
+          p[P_INIT].revents = POLLIN;
+        }
+      if (p[P_CONN].revents)
+        drain_events (m);
+      if (p[P_WALL].revents & POLLIN && read (m->wall_tfd, &ticks, sizeof ticks) > 0)
+        limit_kill (m, "wallclock", "wallClockSeconds", m->plan->wall_clock_seconds, m->plan->wall_clock_seconds);
+      if (p[P_CPU].revents & POLLIN && read (m->cpu_tfd, &ticks, sizeof ticks) > 0)
+        cpu_check (m);
+      if (p[P_GUARD].revents)
+        {
+          waitpid (m->guard_pid, NULL, WNOHANG);
+          p[P_GUARD].fd = -1;
+          if (!m->reason)
+            {
+              m->reason = "killed";
+              m->detail = "the monitor's guard died";
+            }
+          container_kill (m);
+        }
+      if (p[P_INIT].revents)
+        break;
+    }
+  finish (m);
+  /* tell the guard we are done on purpose, then leave (the guard exits on 'd') */
+  if (m->guard_wr >= 0 && write (m->guard_wr, "d", 1) < 0)
+    kill (m->guard_pid, SIGKILL);
+  proc_events_close (m->conn);
+  _exit (0);
+}
+
+/* ---- setting the monitor up (in M) ---- */
+
+struct ready_msg
+{
+  int ok;
+  pid_t pid;
+  char msg[512];
+};
+
+static char **
+cgroup_path_forms (const char *path)
+{
+  /* "/a/b" or the per-hierarchy list "KEY:/a/b;KEY:/c/d" (cgroup_resolve_path) */
+  cleanup_free char *copy = xstrdup (path);
+  char **v = xmalloc0 (sizeof (char *) * (strlen (path) + 2));
+  size_t n = 0;
+  char *save = NULL;
+  for (char *t = strtok_r (copy, ";", &save); t; t = strtok_r (NULL, ";", &save))
+    {
+      char *slash = strchr (t, '/');
+      if (slash)
+        v[n++] = xstrdup (slash);
+    }
+  return v;
+}
+
+static int
+mon_setup (struct mon *m, asbx_err_t *err)
+{
+  const struct policy_plan *pl = m->plan;
+  uint64_t oom = 0;
+  asbx_err_t e = NULL;
+
+  if (m->o->cgroup_path)
+    m->cg_paths = cgroup_path_forms (m->o->cgroup_path);
+  if (m->o->cgroup_path && cgroup_oom_count (m->o->cgroup_path, &oom, &e) == 0)
+    m->oom_at_start = oom;
+  asbx_error_free (&e);
+  procs_resync (m);
+  if (pl->wall_clock_seconds)
+    {
+      m->wall_tfd = timerfd_create (CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK);
+      if (m->wall_tfd < 0)
+        return asbx_error (err, errno, "limits.wallClockSeconds: timerfd_create");
+      timer_arm_ns (m->wall_tfd, pl->wall_clock_seconds * 1000000000ull);
+    }
+  if (pl->cpu_seconds)
+    {
+      if (cpu_open (m, err) < 0)
+        return -1;
+      m->cpu_tfd = timerfd_create (CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+      if (m->cpu_tfd < 0)
+        return asbx_error (err, errno, "limits.cpuSeconds: timerfd_create");
+      timer_arm_ns (m->cpu_tfd, 50000000ull);
+    }
+  return guard_start (m, err);
+}
+
+static void
+audit_created (struct mon *m)
+{
+  const struct policy_plan *pl = m->plan;
+  struct audit_rec *r = audit_rec_new (m->o->id, "lifecycle");
+  audit_rec_str (r, "state", "created");
+  audit_rec_int (r, "pid", m->o->init_pid);
+  audit_rec_int (r, "monitor", getpid ());
+  audit_put (m, r);
+  r = audit_rec_new (m->o->id, "policy");
+  audit_rec_str (r, "digest", pl->digest);
+  audit_rec_strv (r, "sources", pl->sources, pl->sources_len);
+  audit_rec_strv (r, "clamps", pl->clamps, pl->clamps_len);
+  audit_rec_strv (r, "degradations", pl->degrade, pl->degrade_len);
+  audit_put (m, r);
+}
+
+/* Keep exactly the fds in keep[] (all >= 3) and /dev/null on 0-2; close everything else, so
+ * no fd of the engine (stdio pipes, sockets) stays open in the long-lived monitor. */
+static int
+close_all_but (int *keep, size_t n)
+{
+  int null = open ("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null < 0 || dup2 (null, 0) < 0 || dup2 (null, 1) < 0 || dup2 (null, 2) < 0)
+    return -1;
+  if (null > 2)
+    close (null);
+  /* sort the fds to keep, then close the gaps between them */
+  for (size_t i = 1; i < n; i++)
+    for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--)
+      {
+        int t = keep[j];
+        keep[j] = keep[j - 1];
+        keep[j - 1] = t;
+      }
+  unsigned lo = 3;
+  for (size_t i = 0; i < n; i++)
+    {
+      if (keep[i] < 0)
+        continue;
+      if ((unsigned) keep[i] > lo)
+        syscall (SYS_close_range, lo, (unsigned) keep[i] - 1, 0);
+      lo = (unsigned) keep[i] + 1;
+    }
+  return (int) syscall (SYS_close_range, lo, ~0u, 0);
+}
+
+/* M's body: detach, set up, report readiness on `ready`, loop. Never returns. */
+static void __attribute__ ((noreturn))
+mon_main (struct mon *m, int ready)
+{
+  struct ready_msg msg = { .ok = 0, .pid = getpid () };
+  asbx_err_t err = NULL;
+  sigset_t all;
+
+  setsid ();
+  prctl (PR_SET_NAME, "asbx-monitor", 0, 0, 0);
+  sigemptyset (&all);
+  sigprocmask (SIG_SETMASK, &all, NULL);
+  signal (SIGPIPE, SIG_IGN);
+  for (int s = SIGHUP; s <= SIGTERM; s++)
+    if (s != SIGKILL && s != SIGPIPE && s != SIGSEGV)
+      signal (s, SIG_DFL);
+  int keep[] = { m->audit_fd, m->init_pidfd, m->dirfd, m->conn, ready };
+  if (close_all_but (keep, ASBX_ARRAY_SIZE (keep)) < 0)
+    asbx_error (&err, errno, "monitor: close inherited fds");
+  else if (mon_setup (m, &err) == 0)
+    msg.ok = 1;
+  if (!msg.ok)
+    {
+      snprintf (msg.msg, sizeof msg.msg, "%s", err ? err->msg : "monitor setup failed");
+      if (write (ready, &msg, sizeof msg) < 0)
+        _exit (1);
+      _exit (1);
+    }
+  audit_created (m);
+  if (write (ready, &msg, sizeof msg) != (ssize_t) sizeof msg)
+    {
+      /* the CLI is gone before create finished: it undoes the container; do not supervise */
+      kill (m->guard_pid, SIGKILL);
+      _exit (1);
+    }
+  close (ready);
+  monitor_loop (m);
+}
+
+/* ---- the CLI side ---- */
+
+static int
+read_ready (int fd, struct ready_msg *msg)
+{
+  size_t got = 0;
+  while (got < sizeof *msg)
+    {
+      ssize_t n = read (fd, (char *) msg + got, sizeof *msg - got);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return -1;
+      got += (size_t) n;
+    }
+  msg->msg[sizeof msg->msg - 1] = '\0';
+  return 0;
+}
+
+/* Open, in the CLI, everything M needs, so errors are reported before anything is forked. */
+static int
+mon_open_fds (struct mon *m, asbx_err_t *err)
+{
+  const struct policy_plan *pl = m->plan;
+  bool need_events = pl->failed_execs || (pl->audit_events & POLICY_AUDIT_EXEC);
+  asbx_err_t e = NULL;
+
+  m->audit_fd = audit_open (m->o->audit_dir ? m->o->audit_dir : pl->audit_dir, m->o->id, err);
+  if (m->audit_fd < 0)
+    return -1;
+  m->init_pidfd = (int) syscall (SYS_pidfd_open, m->o->init_pid, 0);
+  if (m->init_pidfd < 0)
+    return asbx_error (err, errno, "monitor: pidfd_open of the init (pid %d)", (int) m->o->init_pid);
+  /* a new open file description: the CLI's dir fd carries the container's flock, which the
+   * long-lived monitor must not keep */
+  m->dirfd = openat (m->o->state_dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (m->dirfd < 0)
+    return asbx_error (err, errno, "monitor: open the state directory");
+  m->conn = proc_events_open (0, &e);
+  if (m->conn < 0)
+    {
+      if (need_events)
+        {
+          asbx_error_move (err, &e);
+          return asbx_error_wrap (err, "%s: needs the process events connector",
+                                  pl->failed_execs ? "limits.failedExecs" : "audit.events exec");
+        }
+      asbx_error_free (&e); /* only the exit code; the /proc fallback remains */
+    }
+  return 0;
+}
+
+static void
+mon_close_fds (struct mon *m)
+{
+  int *fds[] = { &m->audit_fd, &m->init_pidfd, &m->dirfd, &m->conn };
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (fds); i++)
+    if (*fds[i] >= 0)
+      {
+        close (*fds[i]); /* plain close: the connector subscription is M's now */
+        *fds[i] = -1;
+      }
+}
+
+int
+monitor_start (const struct monitor_opts *o, pid_t *monitor_pid, asbx_err_t *err)
+{
+  struct mon m = {
+    .o = o, .plan = o->plan, .audit_fd = -1, .init_pidfd = -1, .dirfd = -1, .conn = -1, .wall_tfd = -1,
+    .cpu_tfd = -1, .cpu_fd = -1, .guard_pidfd = -1, .guard_wr = -1,
+  };
+  struct ready_msg msg;
+  int ready[2];
+  char buf[32];
+  int ret = -1;
+
+  if (!o->plan || !o->plan->active)
+    return asbx_error (err, EINVAL, "monitor: no active policy plan");
+  if (o->plan->cpu_seconds && !o->cgroup_path)
+    return asbx_error (err, ENOTSUP, "limits.cpuSeconds: the container has no cgroup to measure");
+  if (mon_open_fds (&m, err) < 0)
+    goto out;
+  if (pipe2 (ready, O_CLOEXEC) < 0)
+    {
+      asbx_error (err, errno, "monitor: pipe");
+      goto out;
+    }
+  pid_t c1 = fork ();
+  if (c1 < 0)
+    {
+      asbx_error (err, errno, "monitor: fork");
+      close (ready[0]);
+      close (ready[1]);
+      goto out;
+    }
+  if (c1 == 0)
+    {
+      /* double fork: M is nobody's child of ours, so it never becomes a zombie of the CLI and
+       * is reparented to the nearest subreaper (the engine's shim) or init */
+      close (ready[0]);
+      pid_t c2 = fork ();
+      if (c2 == 0)
+        mon_main (&m, ready[1]);
+      _exit (c2 < 0 ? 1 : 0);
+    }
+  close (ready[1]);
+  while (waitpid (c1, NULL, 0) < 0 && errno == EINTR)
+    ;
+  int r = read_ready (ready[0], &msg);
+  close (ready[0]);
+  if (r < 0)
+    {
+      asbx_error (err, 0, "monitor: exited during setup");
+      goto out;
+    }
+  if (!msg.ok)
+    {
+      asbx_error (err, 0, "monitor: %s", msg.msg);
+      goto out;
+    }
+  snprintf (buf, sizeof buf, "%d\n", (int) msg.pid);
+  if (write_state_file (o->state_dirfd, "monitor.pid", buf) < 0)
+    {
+      asbx_error (err, errno, "monitor: write monitor.pid");
+      kill (msg.pid, SIGKILL); /* its guard then kills the container, which create undoes anyway */
+      goto out;
+    }
+  *monitor_pid = msg.pid;
+  ret = 0;
+out:
+  mon_close_fds (&m);
+  return ret;
+}
