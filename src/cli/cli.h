@@ -12,6 +12,7 @@ int cli_create (struct asbx_global *g, int argc, char **argv);
 int cli_start (struct asbx_global *g, int argc, char **argv);
 int cli_run (struct asbx_global *g, int argc, char **argv);
 int cli_exec (struct asbx_global *g, int argc, char **argv);
+int cli_sandbox (struct asbx_global *g, int argc, char **argv);
 int cli_state (struct asbx_global *g, int argc, char **argv);
 int cli_kill (struct asbx_global *g, int argc, char **argv);
 int cli_delete (struct asbx_global *g, int argc, char **argv);

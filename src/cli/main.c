@@ -24,6 +24,7 @@ static const struct
   { "start", cli_start, 0, "executes the user defined process in a created container" },
   { "run", cli_run, 1, "create and run a container" },
   { "exec", cli_exec, 1, "execute new process inside the container" },
+  { "sandbox", cli_sandbox, 1, "run one command under an agent policy (quick mode)" },
   { "state", cli_state, 0, "output the state of a container" },
   { "kill", cli_kill, 0, "kill sends the specified signal (default: SIGTERM) to the container's init process" },
   { "delete", cli_delete, 0, "delete any resources held by the container" },

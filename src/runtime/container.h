@@ -30,6 +30,9 @@ struct asbx_create_opts
   bool no_pivot;
   bool no_new_keyring;
   int preserve_fds;
+  /* agent policy: the profile used when neither a ceiling nor a request names one (`sandbox`
+   * passes "agent"; create/run pass NULL = plain OCI) */
+  const char *default_profile;
 };
 
 /* create: everything up to `created`. *init_pid receives the container init's pid. On failure

@@ -1,0 +1,47 @@
+/* sandbox.c - `agentsbx sandbox [--profile P] [--policy F] [--workspace DIR] [--rootfs DIR]
+ * [--id ID] -- CMD ARG...`: the quick mode (POLICY.md §7). --profile/--policy here are the same
+ * as the global flags (the ceiling). */
+#include <getopt.h>
+#include <stdio.h>
+
+#include "cli/cli.h"
+#include "runtime/sandbox.h"
+
+int
+cli_sandbox (struct asbx_global *g, int argc, char **argv)
+{
+  static const struct option opts[] = {
+    { "profile", required_argument, 0, 'p' }, { "policy", required_argument, 0, 'f' },
+    { "workspace", required_argument, 0, 'w' }, { "rootfs", required_argument, 0, 'r' },
+    { "id", required_argument, 0, 'i' },      { "help", no_argument, 0, 'h' },
+    { 0, 0, 0, 0 },
+  };
+  struct asbx_sandbox_opts o = { 0 };
+  asbx_err_t err = NULL;
+  int c, status = 0;
+
+  while ((c = getopt_long (argc, argv, "+p:f:w:r:i:h", opts, NULL)) != -1)
+    switch (c)
+      {
+      case 'p': g->profile = optarg; break;
+      case 'f': g->policy_file = optarg; break;
+      case 'w': o.workspace = optarg; break;
+      case 'r': o.rootfs = optarg; break;
+      case 'i': o.id = optarg; break;
+      case 'h':
+        printf ("usage: agentsbx sandbox [--profile NAME] [--policy FILE] [--workspace DIR] [--rootfs DIR]\n"
+                "                        [--id ID] -- CMD [ARG...]\n\n"
+                "Run one command under an agent policy (default profile: agent), in the foreground.\n"
+                "The workspace (default: the current directory) is mounted at /workspace and is the\n"
+                "working directory; the host's system directories are the read-only root unless --rootfs.\n");
+        return 0;
+      default: return cli_usage ("sandbox", "unknown option `%s`", argv[optind - 1]);
+      }
+  o.argv = argv + optind;
+  o.argc = (size_t) (argc - optind);
+  if (o.argc == 0)
+    return cli_usage ("sandbox", "no command given: agentsbx sandbox [options] -- CMD [ARG...]");
+  if (asbx_sandbox_run (g, &o, &status, &err) < 0)
+    return cli_fail (&err);
+  return status;
+}

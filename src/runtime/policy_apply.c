@@ -1,0 +1,444 @@
+/* policy_apply.c - the agent policy's enforcement layers; see the header for where each runs.
+ *
+ * Threat model: the container's code controls the rootfs contents (symlinks, missing paths).
+ * Every policy path is resolved with openat2(RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS) beneath the
+ * rootfs fd, and mounts go onto the fd that was resolved, never onto a re-resolved string. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <linux/openat2.h>
+
+#include "core/cleanup.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "linux/landlock_ruleset.h"
+#include "linux/mount.h"
+#include "linux/pathsafe.h"
+#include "linux/seccomp_bpf.h"
+#include "policy/syscall_groups.h"
+#include "runtime/policy_apply.h"
+#include "runtime/process.h"
+
+/* ---- P: the spec ---- */
+
+static void
+strv_filter (char ***v, size_t *len, const struct policy_plan *plan, bool drop_net)
+{
+  size_t w = 0;
+  for (size_t i = 0; i < *len; i++)
+    {
+      bool keep = !plan->restrict_caps;
+      for (size_t j = 0; plan->restrict_caps && j < plan->caps_allow_len; j++)
+        if (strcmp ((*v)[i], plan->caps_allow[j]) == 0)
+          keep = true;
+      if (drop_net && (strcmp ((*v)[i], "CAP_NET_ADMIN") == 0 || strcmp ((*v)[i], "CAP_NET_RAW") == 0))
+        keep = false;
+      if (keep)
+        (*v)[w++] = (*v)[i];
+      else
+        free ((*v)[i]);
+    }
+  *len = w;
+  if (*v)
+    (*v)[w] = NULL;
+}
+
+static void
+caps_narrow (struct oci_process *p, const struct policy_plan *plan)
+{
+  struct oci_capabilities *c = p->capabilities;
+  bool drop_net = plan->net_mode != POLICY_NET_OPEN;
+  if (!c)
+    return;
+  strv_filter (&c->bounding, &c->bounding_len, plan, drop_net);
+  strv_filter (&c->effective, &c->effective_len, plan, drop_net);
+  strv_filter (&c->permitted, &c->permitted_len, plan, drop_net);
+  strv_filter (&c->inheritable, &c->inheritable_len, plan, drop_net);
+  strv_filter (&c->ambient, &c->ambient_len, plan, drop_net);
+}
+
+/* the smaller of the spec's and the policy's rlimit */
+static void
+rlimit_narrow (struct oci_process *p, const char *type, uint64_t limit)
+{
+  if (limit == 0)
+    return;
+  for (size_t i = 0; i < p->rlimits_len; i++)
+    if (strcmp (p->rlimits[i].type, type) == 0)
+      {
+        if (p->rlimits[i].hard > limit)
+          p->rlimits[i].hard = limit;
+        if (p->rlimits[i].soft > p->rlimits[i].hard)
+          p->rlimits[i].soft = p->rlimits[i].hard;
+        return;
+      }
+  p->rlimits = xrealloc (p->rlimits, sizeof (*p->rlimits) * (p->rlimits_len + 1));
+  p->rlimits[p->rlimits_len++] = (struct oci_rlimit){ .type = xstrdup (type), .soft = limit, .hard = limit };
+}
+
+static void
+resources_narrow (struct oci_linux *l, const struct policy_plan *plan)
+{
+  if (!plan->memory_bytes && !plan->pids && plan->cpus <= 0)
+    return;
+  if (!l->resources)
+    l->resources = xmalloc0 (sizeof *l->resources);
+  struct oci_resources *r = l->resources;
+  if (plan->memory_bytes)
+    {
+      if (!r->memory)
+        r->memory = xmalloc0 (sizeof *r->memory);
+      if (!r->memory->has_limit || r->memory->limit <= 0 || (uint64_t) r->memory->limit > plan->memory_bytes)
+        r->memory->limit = (int64_t) plan->memory_bytes, r->memory->has_limit = true;
+    }
+  if (plan->pids && (!r->has_pids || r->pids_limit <= 0 || (uint64_t) r->pids_limit > plan->pids))
+    r->pids_limit = (int64_t) plan->pids, r->has_pids = true;
+  if (plan->cpus > 0)
+    {
+      if (!r->cpu)
+        r->cpu = xmalloc0 (sizeof *r->cpu);
+      uint64_t period = r->cpu->has_period && r->cpu->period ? r->cpu->period : 100000;
+      int64_t quota = (int64_t) (plan->cpus * (double) period);
+      if (quota < 1000)
+        quota = 1000; /* the kernel's minimum cfs quota is 1 ms */
+      if (!r->cpu->has_quota || r->cpu->quota <= 0 || r->cpu->quota > quota)
+        r->cpu->quota = quota, r->cpu->has_quota = true, r->cpu->period = period, r->cpu->has_period = true;
+    }
+}
+
+static bool
+has_ns (const struct oci_linux *l, const char *type, bool *joined)
+{
+  for (size_t i = 0; i < l->namespaces_len; i++)
+    if (strcmp (l->namespaces[i].type, type) == 0)
+      {
+        *joined = l->namespaces[i].path && *l->namespaces[i].path;
+        return true;
+      }
+  return false;
+}
+
+int
+policy_apply_spec (struct oci_spec *spec, const struct policy_plan *plan, asbx_err_t *err)
+{
+  struct oci_process *p = spec->process;
+  bool joined = false;
+
+  if (!plan || !plan->active)
+    return 0;
+  if (plan->rootfs_readonly)
+    spec->root->readonly = true;
+  /* Landlock needs no_new_privs, and a policy never lets a setuid binary widen it */
+  p->no_new_privileges = true;
+  caps_narrow (p, plan);
+  rlimit_narrow (p, "RLIMIT_NOFILE", plan->open_files);
+  rlimit_narrow (p, "RLIMIT_FSIZE", plan->file_size_bytes);
+  resources_narrow (spec->linux_, plan);
+  if (plan->net_mode == POLICY_NET_FILTERED && (plan->allowed_domains_len || plan->allowed_cidrs_len))
+    return asbx_error (err, 0, "policy network.mode filtered with an allowlist: not enforceable by this build yet");
+  if (plan->net_mode != POLICY_NET_OPEN)
+    {
+      if (!has_ns (spec->linux_, "network", &joined))
+        {
+          /* `none`: a fresh network namespace holds only a loopback device */
+          struct oci_linux *l = spec->linux_;
+          l->namespaces = xrealloc (l->namespaces, sizeof (*l->namespaces) * (l->namespaces_len + 1));
+          l->namespaces[l->namespaces_len++] = (struct oci_namespace){ .type = xstrdup ("network") };
+        }
+      else if (joined)
+        return asbx_error (err, 0,
+                           "policy network.mode %s: the container joins an existing network namespace, which "
+                           "needs an nftables table to isolate; not enforceable by this build yet",
+                           plan->net_mode == POLICY_NET_NONE ? "none" : "filtered");
+    }
+  return 0;
+}
+
+/* ---- I: mounts beneath the rootfs ---- */
+
+static bool
+under_writable (const struct policy_plan *plan, const char *path)
+{
+  for (size_t i = 0; i < plan->mounts_len; i++)
+    {
+      const struct policy_mount *m = &plan->mounts[i];
+      size_t n = strlen (m->path);
+      if (m->kind == POLICY_MOUNT_BIND_RW || m->kind == POLICY_MOUNT_TMPFS)
+        if (strncmp (path, m->path, n) == 0 && (path[n] == '/' || path[n] == '\0' || n == 1))
+          return true;
+    }
+  return false;
+}
+
+static int
+bind_self (int fd, bool rw, bool noexec, asbx_err_t *err)
+{
+  cleanup_close int mfd = mnt_clone (fd, "", true, err);
+  uint64_t set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (rw ? 0 : MOUNT_ATTR_RDONLY) | (noexec ? MOUNT_ATTR_NOEXEC : 0);
+  uint64_t clr = rw ? MOUNT_ATTR_RDONLY : 0;
+  if (mfd < 0 || mnt_attach (mfd, fd, err) < 0)
+    return -1;
+  return mnt_setattr (mfd, true, set, clr, 0, err);
+}
+
+static int
+mask (int rootfd, int fd, asbx_err_t *err)
+{
+  struct stat st;
+  cleanup_close int mfd = -1;
+  if (fstat (fd, &st) < 0)
+    return asbx_error (err, errno, "stat");
+  if (S_ISDIR (st.st_mode))
+    mfd = mnt_new_fs ("tmpfs", "tmpfs", "size=0,mode=500", 0, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOEXEC, err);
+  else
+    {
+      cleanup_close int null = ps_open_in_root (rootfd, "/dev/null", O_PATH, err);
+      struct stat ns;
+      if (null < 0)
+        return -1;
+      if (fstat (null, &ns) < 0 || !S_ISCHR (ns.st_mode) || ns.st_rdev != (dev_t) makedev (1, 3))
+        return asbx_error (err, EINVAL, "/dev/null in the container is not the null device");
+      mfd = mnt_clone (null, "", false, err);
+    }
+  if (mfd < 0)
+    return -1;
+  return mnt_attach (mfd, fd, err);
+}
+
+static int
+apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy_mount *m, asbx_err_t *err)
+{
+  cleanup_close int fd = ps_openat2 (rootfd, m->path, O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+  if (fd < 0 && errno == ENOENT)
+    {
+      if (m->optional || m->kind == POLICY_MOUNT_BIND_RW)
+        {
+          /* `?` rule, or a grant on a path that does not exist: nothing to enforce or create */
+          log_debug ("policy %s (%s): path does not exist, not enforced", m->origin, m->path);
+          return 0;
+        }
+      if (under_writable (plan, m->path))
+        return asbx_error (err, 0,
+                           "policy %s: `%s` does not exist and its parent is writable: the rule cannot be "
+                           "enforced (write it as \"?%s\" to make it optional)",
+                           m->origin, m->path, m->path);
+      return 0; /* nothing there, and nothing can create it: the deny holds by itself */
+    }
+  if (fd < 0)
+    return asbx_error (err, errno, "policy %s: open `%s`", m->origin, m->path);
+  int r = 0;
+  switch (m->kind)
+    {
+    case POLICY_MOUNT_BIND_RW: r = bind_self (fd, true, m->noexec, err); break;
+    case POLICY_MOUNT_BIND_RO: r = bind_self (fd, false, false, err); break;
+    case POLICY_MOUNT_MASK: r = mask (rootfd, fd, err); break;
+    case POLICY_MOUNT_TMPFS:
+      {
+        cleanup_close int mfd = mnt_new_fs ("tmpfs", "tmpfs", "mode=1777", 0,
+                                            MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (m->noexec ? MOUNT_ATTR_NOEXEC : 0),
+                                            err);
+        r = mfd < 0 ? -1 : mnt_attach (mfd, fd, err);
+        break;
+      }
+    }
+  return r < 0 ? asbx_error_wrap (err, "policy %s (%s)", m->origin, m->path) : 0;
+}
+
+int
+policy_apply_mounts (int rootfd, const struct policy_plan *plan, asbx_err_t *err)
+{
+  if (!plan || !plan->active)
+    return 0;
+  /* grants first, then denies on top: deny wins over allow (POLICY.md §2) */
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t i = 0; i < plan->mounts_len; i++)
+      {
+        const struct policy_mount *m = &plan->mounts[i];
+        bool grant = m->kind == POLICY_MOUNT_BIND_RW || m->kind == POLICY_MOUNT_TMPFS;
+        if ((pass == 0) != grant)
+          continue;
+        if (apply_one_mount (rootfd, plan, m, err) < 0)
+          return -1;
+      }
+  return 0;
+}
+
+/* ---- I/E: the process layers ---- */
+
+#define LL_READ (ASBX_LL_FS_READ_FILE | ASBX_LL_FS_READ_DIR)
+#define LL_WRITE                                                                                               \
+  (ASBX_LL_FS_WRITE_FILE | ASBX_LL_FS_REMOVE_DIR | ASBX_LL_FS_REMOVE_FILE | ASBX_LL_FS_MAKE_DIR                 \
+   | ASBX_LL_FS_MAKE_REG | ASBX_LL_FS_MAKE_SOCK | ASBX_LL_FS_MAKE_FIFO | ASBX_LL_FS_MAKE_SYM | ASBX_LL_FS_REFER \
+   | ASBX_LL_FS_TRUNCATE)
+#define LL_FILE_ONLY (ASBX_LL_FS_EXECUTE | ASBX_LL_FS_WRITE_FILE | ASBX_LL_FS_READ_FILE | ASBX_LL_FS_TRUNCATE | ASBX_LL_FS_IOCTL_DEV)
+
+/* What every process needs beyond the policy's grants: the standard character devices and the
+ * terminal, readable and writable (never creatable: MAKE_CHAR/MAKE_BLOCK stay denied). */
+static const struct
+{
+  const char *path;
+  uint64_t rights;
+} implicit_rules[] = {
+  { "/dev/null", ASBX_LL_FS_READ_FILE | ASBX_LL_FS_WRITE_FILE | ASBX_LL_FS_IOCTL_DEV },
+  { "/dev/zero", ASBX_LL_FS_READ_FILE | ASBX_LL_FS_WRITE_FILE | ASBX_LL_FS_IOCTL_DEV },
+  { "/dev/full", ASBX_LL_FS_READ_FILE | ASBX_LL_FS_WRITE_FILE | ASBX_LL_FS_IOCTL_DEV },
+  { "/dev/random", ASBX_LL_FS_READ_FILE | ASBX_LL_FS_IOCTL_DEV },
+  { "/dev/urandom", ASBX_LL_FS_READ_FILE | ASBX_LL_FS_IOCTL_DEV },
+  { "/dev/tty", ASBX_LL_FS_READ_FILE | ASBX_LL_FS_WRITE_FILE | ASBX_LL_FS_IOCTL_DEV },
+  { "/dev/ptmx", ASBX_LL_FS_READ_FILE | ASBX_LL_FS_WRITE_FILE | ASBX_LL_FS_IOCTL_DEV },
+  { "/dev/pts", ASBX_LL_FS_READ_FILE | ASBX_LL_FS_WRITE_FILE | ASBX_LL_FS_READ_DIR | ASBX_LL_FS_IOCTL_DEV },
+};
+
+static bool
+degraded (const struct policy_plan *plan, const char *layer)
+{
+  for (size_t i = 0; i < plan->degrade_len; i++)
+    if (strcmp (plan->degrade[i], layer) == 0)
+      return true;
+  return false;
+}
+
+static int
+ll_allow (struct linux_landlock *ll, int rootfd, const char *path, uint64_t rights, bool quiet_missing,
+          asbx_err_t *err)
+{
+  struct stat st;
+  cleanup_close int fd = ps_openat2 (rootfd, path, O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+  if (fd < 0)
+    {
+      if (errno == ENOENT && quiet_missing)
+        return 0;
+      return asbx_error (err, errno, "open `%s`", path);
+    }
+  if (fstat (fd, &st) < 0)
+    return asbx_error (err, errno, "stat `%s`", path);
+  if (!S_ISDIR (st.st_mode))
+    rights &= LL_FILE_ONLY;
+  return linux_landlock_allow_fd (ll, fd, path, rights, err);
+}
+
+static struct linux_landlock *
+build_landlock (const struct policy_plan *plan, asbx_err_t *err)
+{
+  int abi = linux_landlock_abi ();
+  bool best_effort = degraded (plan, "landlock");
+  uint64_t handled = LL_READ | LL_WRITE | ASBX_LL_FS_EXECUTE | ASBX_LL_FS_MAKE_CHAR | ASBX_LL_FS_MAKE_BLOCK;
+  cleanup_close int rootfd = open ("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  struct linux_landlock *ll;
+
+  if (abi >= 5)
+    handled |= ASBX_LL_FS_IOCTL_DEV; /* hardening beyond the policy, where the kernel has it */
+  ll = linux_landlock_new (handled, 0, 0, 0, abi, best_effort, err);
+  if (!ll)
+    return NULL;
+  if (best_effort && linux_landlock_dropped (ll))
+    log_warning ("policy degrade landlock: rights not enforced on this kernel: %s", linux_landlock_dropped (ll));
+  for (size_t i = 0; i < plan->fs_rules_len; i++)
+    {
+      const struct policy_fs_rule *r = &plan->fs_rules[i];
+      uint64_t rights = (r->rights & POLICY_FS_READ ? LL_READ : 0) | (r->rights & POLICY_FS_WRITE ? LL_WRITE : 0)
+                        | (r->rights & POLICY_FS_EXEC ? ASBX_LL_FS_EXECUTE : 0);
+      if (abi >= 5 && (r->rights & POLICY_FS_WRITE))
+        rights |= ASBX_LL_FS_IOCTL_DEV;
+      /* an allow on a missing path creates nothing (POLICY.md §2): skipped */
+      if (ll_allow (ll, rootfd, r->path, rights, true, err) < 0)
+        {
+          linux_landlock_free (ll);
+          return asbx_error_wrap (err, "policy %s", r->origin), NULL;
+        }
+    }
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (implicit_rules); i++)
+    if (ll_allow (ll, rootfd, implicit_rules[i].path,
+                  implicit_rules[i].rights & (abi >= 5 ? ~0ull : ~ASBX_LL_FS_IOCTL_DEV), true, err)
+        < 0)
+      {
+        linux_landlock_free (ll);
+        return NULL;
+      }
+  return ll;
+}
+
+/* the denied groups as an OCI seccomp object, compiled by the same code as linux.seccomp */
+static int
+build_groups_filter (unsigned deny, struct linux_seccomp *out, asbx_err_t *err)
+{
+#ifdef __x86_64__
+  static char *arches[] = { "SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32", NULL };
+  size_t arches_len = 3;
+#else
+  static char *arches[] = { NULL };
+  size_t arches_len = 0;
+#endif
+  struct oci_seccomp sc = { .default_action = (char *) "SCMP_ACT_ALLOW", .architectures = arches,
+                            .architectures_len = arches_len };
+  size_t n = 0;
+  int r;
+
+  for (size_t g = 0; g < policy_syscall_groups_len; g++)
+    if (deny & policy_syscall_groups[g].bit)
+      n += policy_syscall_groups[g].rules_len;
+  cleanup_free struct oci_seccomp_syscall *calls = xmalloc0 (sizeof (*calls) * (n + 1));
+  cleanup_free struct oci_seccomp_arg *args = xmalloc0 (sizeof (*args) * 2 * (n + 1));
+  cleanup_free char **names = xmalloc0 (sizeof (char *) * 2 * (n + 1));
+  for (size_t g = 0; g < policy_syscall_groups_len; g++)
+    {
+      const struct policy_sysgroup *grp = &policy_syscall_groups[g];
+      if (!(deny & grp->bit))
+        continue;
+      for (size_t i = 0; i < grp->rules_len; i++)
+        {
+          const struct policy_syscall_rule *rule = &grp->rules[i];
+          size_t k = sc.syscalls_len++;
+          struct oci_seccomp_syscall *c = &calls[k];
+          names[2 * k] = (char *) rule->syscall;
+          c->names = &names[2 * k];
+          c->names_len = 1;
+          c->action = (char *) "SCMP_ACT_ERRNO";
+          c->has_errno_ret = true;
+          c->errno_ret = (uint32_t) rule->errno_ret;
+          if (rule->arg >= 0)
+            {
+              struct oci_seccomp_arg *a = &args[2 * k];
+              a->index = (uint32_t) rule->arg;
+              a->op = (char *) rule->op;
+              a->value = rule->value;
+              a->value_two = rule->value_two;
+              a->has_value_two = true;
+              c->args = a;
+              c->args_len = 1;
+            }
+        }
+    }
+  sc.syscalls = calls;
+  r = linux_seccomp_compile (&sc, out, err);
+  return r < 0 ? asbx_error_wrap (err, "policy syscalls.deny") : 0;
+}
+
+int
+policy_prepare_process (const struct policy_plan *plan, asbx_err_t *err)
+{
+  static struct linux_seccomp groups;
+  struct linux_landlock *ll = NULL;
+
+  if (!plan || !plan->active)
+    return 0;
+  if (plan->landlock)
+    {
+      ll = build_landlock (plan, err);
+      if (!ll)
+        return -1;
+    }
+  if (plan->deny_groups && build_groups_filter (plan->deny_groups, &groups, err) < 0)
+    {
+      linux_landlock_free (ll);
+      return -1;
+    }
+  process_set_policy (plan->deny_groups ? &groups : NULL, ll);
+  return 0;
+}

@@ -1,0 +1,32 @@
+/* policy_apply.h - enforcement of a compiled agent policy (src/policy/plan.h) on top of the OCI
+ * spec, in the layers and order of POLICY.md §3:
+ *   P (before spawn):  policy_apply_spec     - read-only root, capabilities ∩ allow, rlimits and
+ *                                              cgroup limits (the smaller of spec and policy),
+ *                                              no_new_privs, a private network namespace
+ *   I (after mounts):  policy_apply_mounts   - rw binds (allowWrite), ro binds (denyWrite),
+ *                                              masks (denyRead), tmpfs; through fds on the rootfs
+ *   I/E (after pivot): policy_prepare_process - the Landlock ruleset and the syscall-group filter,
+ *                                              installed last by process_finalize_and_exec
+ * Fail closed: a layer this kernel cannot enforce is an error naming the field and the
+ * mechanism, unless the policy lists it in `degrade`. */
+#ifndef ASBX_RUNTIME_POLICY_APPLY_H
+#define ASBX_RUNTIME_POLICY_APPLY_H
+
+#include "core/error.h"
+#include "libocispec/oci_spec.h"
+#include "policy/plan.h"
+
+/* Narrow the spec in place. 0 / -1 with *err ("policy network.mode none: ..."). */
+int policy_apply_spec (struct oci_spec *spec, const struct policy_plan *plan, asbx_err_t *err);
+
+/* Policy mounts beneath rootfd (an O_PATH fd of the prepared rootfs mount, before pivot_root).
+ * Optional (`?`) rules on missing paths are skipped; a deny rule on a missing path under a
+ * writable grant is an error naming the rule (POLICY.md §2). 0 / -1 with *err. */
+int policy_apply_mounts (int rootfd, const struct policy_plan *plan, asbx_err_t *err);
+
+/* Build the Landlock ruleset (paths opened in the current root) and compile the syscall-group
+ * filter, and register both with process_set_policy(). The objects live until exec.
+ * 0 / -1 with *err. */
+int policy_prepare_process (const struct policy_plan *plan, asbx_err_t *err);
+
+#endif

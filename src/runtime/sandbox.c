@@ -1,0 +1,334 @@
+/* sandbox.c - `agentsbx sandbox`: a bundle made on the fly, then the ordinary create/start path.
+ *
+ * The rootfs is a skeleton directory on the state root's tmpfs holding one empty mount point
+ * per exposed host directory; config.json bind-mounts the host's system directories into it
+ * read-only (recursively), so nothing is ever created on the host's own root filesystem and
+ * directories outside the list (other users' work trees, /run, /mnt) are not visible at all.
+ * /tmp and /run are fresh tmpfs, /workspace the only host directory that can be written. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <yajl/yajl_gen.h>
+
+#include "core/cleanup.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "runtime/container.h"
+#include "runtime/sandbox.h"
+#include "runtime/state.h"
+
+/* host directories exposed read-only (FHS system directories and homes) */
+static const char *const exposed_dirs[] = { "usr", "etc", "opt", "var", "home", "root", "srv",
+                                            "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
+
+#define G_STR(g, s) yajl_gen_string (g, (const unsigned char *) (s), strlen (s))
+
+static void
+gen_strv (yajl_gen g, const char *key, const char *const *v, size_t n)
+{
+  G_STR (g, key);
+  yajl_gen_array_open (g);
+  for (size_t i = 0; i < n; i++)
+    G_STR (g, v[i]);
+  yajl_gen_array_close (g);
+}
+
+static void
+gen_mount (yajl_gen g, const char *dest, const char *type, const char *src, const char *const *opts, size_t n)
+{
+  yajl_gen_map_open (g);
+  G_STR (g, "destination");
+  G_STR (g, dest);
+  G_STR (g, "type");
+  G_STR (g, type);
+  G_STR (g, "source");
+  G_STR (g, src);
+  gen_strv (g, "options", opts, n);
+  yajl_gen_map_close (g);
+}
+
+static void
+gen_process (yajl_gen g, const struct asbx_sandbox_opts *o)
+{
+  const char *term = getenv ("TERM");
+  cleanup_free char *term_env = xasprintf ("TERM=%s", term ? term : "xterm");
+  const char *env[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root",
+                        "LANG=C.UTF-8", term_env };
+  static const char *const caps[] = { "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL",
+                                      "CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
+                                      "CAP_AUDIT_WRITE" };
+  G_STR (g, "process");
+  yajl_gen_map_open (g);
+  G_STR (g, "terminal");
+  yajl_gen_bool (g, 0);
+  G_STR (g, "user");
+  yajl_gen_map_open (g);
+  G_STR (g, "uid");
+  yajl_gen_integer (g, 0);
+  G_STR (g, "gid");
+  yajl_gen_integer (g, 0);
+  yajl_gen_map_close (g);
+  gen_strv (g, "args", (const char *const *) o->argv, o->argc);
+  gen_strv (g, "env", env, ASBX_ARRAY_SIZE (env));
+  G_STR (g, "cwd");
+  G_STR (g, "/workspace");
+  G_STR (g, "capabilities");
+  yajl_gen_map_open (g);
+  gen_strv (g, "bounding", caps, ASBX_ARRAY_SIZE (caps));
+  gen_strv (g, "effective", caps, ASBX_ARRAY_SIZE (caps));
+  gen_strv (g, "permitted", caps, ASBX_ARRAY_SIZE (caps));
+  yajl_gen_map_close (g);
+  G_STR (g, "noNewPrivileges");
+  yajl_gen_bool (g, 1);
+  yajl_gen_map_close (g);
+}
+
+static void
+gen_mounts (yajl_gen g, const struct asbx_sandbox_opts *o, const char *workspace, bool skeleton)
+{
+  static const char *const dev_o[] = { "nosuid", "strictatime", "mode=755", "size=65536k" };
+  static const char *const pts_o[] = { "nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620" };
+  static const char *const shm_o[] = { "nosuid", "noexec", "nodev", "mode=1777", "size=65536k" };
+  static const char *const tmp_o[] = { "nosuid", "nodev", "mode=1777", "size=50%" };
+  static const char *const sys_o[] = { "nosuid", "noexec", "nodev", "ro" };
+  static const char *const ro_o[] = { "rbind", "ro", "rro", "nosuid", "nodev" };
+  static const char *const ws_o[] = { "rbind", "rw", "nosuid", "nodev" };
+  static const char *const none[] = { NULL };
+
+  G_STR (g, "mounts");
+  yajl_gen_array_open (g);
+  gen_mount (g, "/proc", "proc", "proc", none, 0);
+  gen_mount (g, "/dev", "tmpfs", "tmpfs", dev_o, ASBX_ARRAY_SIZE (dev_o));
+  gen_mount (g, "/dev/pts", "devpts", "devpts", pts_o, ASBX_ARRAY_SIZE (pts_o));
+  gen_mount (g, "/dev/shm", "tmpfs", "shm", shm_o, ASBX_ARRAY_SIZE (shm_o));
+  gen_mount (g, "/sys", "sysfs", "sysfs", sys_o, ASBX_ARRAY_SIZE (sys_o));
+  gen_mount (g, "/tmp", "tmpfs", "tmpfs", tmp_o, ASBX_ARRAY_SIZE (tmp_o));
+  gen_mount (g, "/run", "tmpfs", "tmpfs", tmp_o, ASBX_ARRAY_SIZE (tmp_o));
+  for (size_t i = 0; skeleton && i < ASBX_ARRAY_SIZE (exposed_dirs); i++)
+    {
+      char host[PATH_MAX], dest[PATH_MAX];
+      struct stat st;
+      snprintf (host, sizeof host, "/%s", exposed_dirs[i]);
+      if (lstat (host, &st) < 0 || !S_ISDIR (st.st_mode))
+        continue; /* missing, or a symlink recreated in the skeleton */
+      snprintf (dest, sizeof dest, "/%s", exposed_dirs[i]);
+      gen_mount (g, dest, "bind", host, ro_o, ASBX_ARRAY_SIZE (ro_o));
+    }
+  gen_mount (g, "/workspace", "bind", workspace, ws_o, ASBX_ARRAY_SIZE (ws_o));
+  yajl_gen_array_close (g);
+  (void) o;
+}
+
+static char *
+sandbox_config (const struct asbx_sandbox_opts *o, const char *rootfs, const char *workspace, bool skeleton)
+{
+  static const char *const masked[] = { "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+                                        "/proc/timer_list", "/proc/sched_debug", "/sys/firmware", "/proc/scsi" };
+  static const char *const ro_paths[] = { "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger" };
+  static const char *const ns[] = { "pid", "network", "ipc", "uts", "mount", "cgroup" };
+  yajl_gen g = yajl_gen_alloc (NULL);
+  const unsigned char *buf;
+  size_t len;
+  char *out;
+
+  yajl_gen_map_open (g);
+  G_STR (g, "ociVersion");
+  G_STR (g, "1.2.0");
+  gen_process (g, o);
+  G_STR (g, "root");
+  yajl_gen_map_open (g);
+  G_STR (g, "path");
+  G_STR (g, rootfs);
+  G_STR (g, "readonly");
+  yajl_gen_bool (g, 1);
+  yajl_gen_map_close (g);
+  G_STR (g, "hostname");
+  G_STR (g, "sandbox");
+  gen_mounts (g, o, workspace, skeleton);
+  G_STR (g, "linux");
+  yajl_gen_map_open (g);
+  G_STR (g, "namespaces");
+  yajl_gen_array_open (g);
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (ns); i++)
+    {
+      yajl_gen_map_open (g);
+      G_STR (g, "type");
+      G_STR (g, ns[i]);
+      yajl_gen_map_close (g);
+    }
+  yajl_gen_array_close (g);
+  gen_strv (g, "maskedPaths", masked, ASBX_ARRAY_SIZE (masked));
+  gen_strv (g, "readonlyPaths", ro_paths, ASBX_ARRAY_SIZE (ro_paths));
+  yajl_gen_map_close (g);
+  yajl_gen_map_close (g);
+  yajl_gen_get_buf (g, &buf, &len);
+  out = xmalloc (len + 1);
+  memcpy (out, buf, len);
+  out[len] = '\0';
+  yajl_gen_free (g);
+  return out;
+}
+
+/* the skeleton: mount points for the exposed dirs, the usrmerge symlinks, and the rest */
+static int
+make_skeleton (const char *rootfs, asbx_err_t *err)
+{
+  static const char *const dirs[] = { "proc", "sys", "dev", "tmp", "run", "workspace" };
+  cleanup_close int fd = -1;
+
+  if (mkdir (rootfs, 0755) < 0)
+    return asbx_error (err, errno, "sandbox: create `%s`", rootfs);
+  fd = open (rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return asbx_error (err, errno, "sandbox: open `%s`", rootfs);
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (dirs); i++)
+    if (mkdirat (fd, dirs[i], 0755) < 0)
+      return asbx_error (err, errno, "sandbox: create `%s/%s`", rootfs, dirs[i]);
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (exposed_dirs); i++)
+    {
+      char host[PATH_MAX], target[PATH_MAX];
+      struct stat st;
+      ssize_t n;
+      snprintf (host, sizeof host, "/%s", exposed_dirs[i]);
+      if (lstat (host, &st) < 0)
+        continue;
+      if (S_ISDIR (st.st_mode) && mkdirat (fd, exposed_dirs[i], 0755) < 0)
+        return asbx_error (err, errno, "sandbox: create `%s/%s`", rootfs, exposed_dirs[i]);
+      if (S_ISLNK (st.st_mode) && (n = readlink (host, target, sizeof target - 1)) > 0)
+        {
+          target[n] = '\0';
+          if (symlinkat (target, fd, exposed_dirs[i]) < 0)
+            return asbx_error (err, errno, "sandbox: symlink `%s/%s`", rootfs, exposed_dirs[i]);
+        }
+    }
+  return 0;
+}
+
+static void
+remove_tree (const char *path)
+{
+  /* only what make_skeleton/config writing created: empty dirs, symlinks, config.json */
+  char buf[PATH_MAX];
+  static const char *const extra[] = { "proc", "sys", "dev", "tmp", "run", "workspace" };
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (exposed_dirs); i++)
+    {
+      snprintf (buf, sizeof buf, "%s/rootfs/%s", path, exposed_dirs[i]);
+      if (unlink (buf) < 0)
+        rmdir (buf);
+    }
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (extra); i++)
+    {
+      snprintf (buf, sizeof buf, "%s/rootfs/%s", path, extra[i]);
+      rmdir (buf);
+    }
+  snprintf (buf, sizeof buf, "%s/rootfs", path);
+  rmdir (buf);
+  snprintf (buf, sizeof buf, "%s/config.json", path);
+  unlink (buf);
+  rmdir (path);
+}
+
+/* limit kills: codes in the style of timeout(1) (documented in docs/policy.md) */
+static int
+exit_code_for_reason (const char *reason, int status)
+{
+  static const struct
+  {
+    const char *reason;
+    int code;
+  } t[] = { { "wallclock", 124 }, { "failed-execs", 125 }, { "cpu", 152 }, { "memory", 137 }, { "pids", 137 } };
+  for (size_t i = 0; reason && i < ASBX_ARRAY_SIZE (t); i++)
+    if (strncmp (reason, t[i].reason, strlen (t[i].reason)) == 0)
+      return t[i].code;
+  return status;
+}
+
+static char *
+read_exit_reason (const struct asbx_global *g, const char *id)
+{
+  cleanup_free char *path = xasprintf ("%s/%s/exit_reason", g->root, id);
+  char *s = NULL;
+  if (read_file_at (AT_FDCWD, path, 256, &s, NULL, NULL) < 0)
+    return NULL;
+  s[strcspn (s, "\n")] = '\0';
+  return s;
+}
+
+static int
+sandbox_bundle (const struct asbx_global *g, const struct asbx_sandbox_opts *o, const char *id, char **bundle_out,
+                asbx_err_t *err)
+{
+  char ws[PATH_MAX], rootfs_real[PATH_MAX];
+  cleanup_free char *base = xasprintf ("%s/sandbox", g->root);
+  cleanup_free char *bundle = xasprintf ("%s/%s", base, id);
+  cleanup_free char *rootfs = xasprintf ("%s/rootfs", bundle);
+  cleanup_free char *config = NULL, *config_path = NULL;
+  cleanup_close int fd = -1;
+
+  if (realpath (o->workspace ? o->workspace : ".", ws) == NULL)
+    return asbx_error (err, errno, "sandbox: --workspace `%s`", o->workspace ? o->workspace : ".");
+  if (o->rootfs && realpath (o->rootfs, rootfs_real) == NULL)
+    return asbx_error (err, errno, "sandbox: --rootfs `%s`", o->rootfs);
+  if (asbx_root_open (g->root, true, err) < 0)
+    return -1;
+  if (mkdir (base, 0700) < 0 && errno != EEXIST)
+    return asbx_error (err, errno, "sandbox: create `%s`", base);
+  if (mkdir (bundle, 0700) < 0)
+    return asbx_error (err, errno == EEXIST ? 0 : errno, "sandbox: bundle `%s` already exists", bundle);
+  *bundle_out = xstrdup (bundle);
+  if (!o->rootfs && make_skeleton (rootfs, err) < 0)
+    return -1;
+  config = sandbox_config (o, o->rootfs ? rootfs_real : rootfs, ws, !o->rootfs);
+  config_path = xasprintf ("%s/config.json", bundle);
+  fd = open (config_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 || write_all (fd, config, strlen (config)) < 0)
+    return asbx_error (err, errno, "sandbox: write `%s`", config_path);
+  return 0;
+}
+
+int
+asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o, int *exit_status, asbx_err_t *err)
+{
+  cleanup_free char *id = o->id ? xstrdup (o->id) : xasprintf ("sandbox-%d", getpid ());
+  cleanup_free char *bundle = NULL, *reason = NULL;
+  asbx_err_t e2 = NULL;
+  pid_t pid;
+  int ret = -1;
+
+  if (o->argc == 0)
+    return asbx_error (err, 0, "sandbox: no command given (agentsbx sandbox [options] -- CMD ARG...)");
+  if (asbx_id_validate (id, err) < 0)
+    return -1;
+  if (sandbox_bundle (g, o, id, &bundle, err) < 0)
+    goto out;
+  struct asbx_create_opts co = { .id = id, .bundle = bundle, .default_profile = "agent" };
+  if (asbx_container_create (g, &co, &pid, err) < 0)
+    goto out;
+  if (asbx_container_start (g, id, err) < 0)
+    {
+      asbx_container_delete (g, id, true, &e2);
+      asbx_error_free (&e2);
+      goto out;
+    }
+  *exit_status = asbx_container_wait (pid);
+  reason = read_exit_reason (g, id);
+  *exit_status = exit_code_for_reason (reason, *exit_status);
+  if (reason && strcmp (reason, "exited") != 0)
+    log_warning ("sandbox %s: stopped by the policy: %s", id, reason);
+  if (asbx_container_delete (g, id, true, &e2) < 0)
+    {
+      log_warning ("sandbox: %s", e2->msg);
+      asbx_error_free (&e2);
+    }
+  ret = 0;
+out:
+  if (bundle)
+    remove_tree (bundle);
+  return ret;
+}

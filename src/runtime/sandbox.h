@@ -1,0 +1,27 @@
+/* sandbox.h - the quick mode (POLICY.md §7): run one command under a policy without a bundle. */
+#ifndef ASBX_RUNTIME_SANDBOX_H
+#define ASBX_RUNTIME_SANDBOX_H
+
+#include <stddef.h>
+
+#include "core/error.h"
+#include "runtime/container.h"
+
+struct asbx_sandbox_opts
+{
+  const char *workspace; /* host dir bound at /workspace (default: the current directory) */
+  const char *rootfs;    /* host dir used as the rootfs; NULL = the host's system dirs, read-only */
+  const char *id;        /* container id; NULL = sandbox-<pid> */
+  char **argv;           /* the command */
+  size_t argc;
+};
+
+/* Build the in-memory bundle under <root>/sandbox/<id>/, create + start the container through
+ * the same path an engine uses (with the `agent` profile when no --profile/--policy/host default
+ * is given), wait in the foreground, delete, remove the bundle. *exit_status: the command's
+ * status, 128+N for a signal; a limit kill maps to the codes documented in docs/policy.md
+ * (wallclock 124, cpu 152, failed-execs 125, memory 137, pids 137). 0 / -1 with *err. */
+int asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o, int *exit_status,
+                      asbx_err_t *err);
+
+#endif
