@@ -36,6 +36,7 @@ static const struct
   { "resume", cli_resume, 0, "resumes all processes that have been previously paused" },
   { "ps", cli_ps, 0, "ps displays the processes running inside a container" },
   { "events", cli_events, 0, "display container events such as OOM notifications, cpu, memory, and IO usage statistics" },
+  { "audit", cli_audit, 0, "print a container's audit log (agent policy; kept after delete)" },
 };
 
 static void

@@ -30,6 +30,7 @@
 #include "linux/process.h"
 #include "runtime/container.h"
 #include "runtime/hooks.h"
+#include "runtime/monitor.h"
 #include "runtime/spawn.h"
 #include "runtime/state.h"
 #include "runtime/sync.h"
@@ -643,6 +644,27 @@ asbx_container_state_json (const struct asbx_global *g, const char *id, asbx_err
       goto out;
     }
   const char *status = asbx_state_status (o.dirfd, &o.st);
+  char *reason = monitor_exit_reason (o.dirfd);
+  if (reason)
+    {
+      /* a policy monitor recorded why the container ended (wallclock, cpu, failed-execs, ...) */
+      struct oci_map *a = &o.st.annotations;
+      for (size_t i = 0; i < a->len; i++)
+        if (strcmp (a->keys[i], "io.agentsbx.exitReason") == 0)
+          {
+            /* never let config.json's annotations forge the monitor's verdict */
+            free (a->keys[i]);
+            free (a->values[i]);
+            a->keys[i] = a->keys[--a->len];
+            a->values[i] = a->values[a->len];
+            break;
+          }
+      a->keys = xrealloc (a->keys, sizeof (char *) * (a->len + 2));
+      a->values = xrealloc (a->values, sizeof (char *) * (a->len + 2));
+      a->keys[a->len] = xstrdup ("io.agentsbx.exitReason");
+      a->values[a->len++] = reason;
+      a->keys[a->len] = a->values[a->len] = NULL;
+    }
   struct oci_state st = {
     .oci_version = OCI_VERSION,
     .id = id,
