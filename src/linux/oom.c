@@ -9,6 +9,8 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 
 #include "core/cleanup.h"
 #include "core/util.h"
@@ -34,6 +36,11 @@ linux_oom_score_adj_apply (const struct oci_process *proc, pid_t pid, asbx_err_t
   fd = open (path, O_RDWR | O_CLOEXEC | O_NOCTTY);
   if (fd < 0)
     return asbx_error (err, errno, "process.oomScoreAdj: open `%s`", path);
+  /* in the init this runs after pivot_root: /proc is whatever config.json mounted there, and a
+   * bind of a host directory would take the write (found by tests/escape) */
+  struct statfs sfs;
+  if (fstatfs (fd, &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC)
+    return asbx_error (err, EXDEV, "process.oomScoreAdj: `%s` is not on procfs", path);
   if (read_all_fd (fd, 64, &cur, NULL) == 0)
     {
       cur[strcspn (cur, "\n")] = '\0';

@@ -172,8 +172,12 @@ exec_build_process (const struct asbx_exec_opts *o, struct oci_process *p, asbx_
           caps_add (&c->bounding, &c->bounding_len, o->caps[i]);
           caps_add (&c->effective, &c->effective_len, o->caps[i]);
           caps_add (&c->permitted, &c->permitted_len, o->caps[i]);
-          caps_add (&c->inheritable, &c->inheritable_len, o->caps[i]);
-          caps_add (&c->ambient, &c->ambient_len, o->caps[i]);
+          /* not inheritable: a cap asked for the exec'd process must not pass on through
+           * execve (CVE-2022-29162 class); ambient only where process.json already made the
+           * cap inheritable (ambient needs it, as runc) */
+          for (size_t k = 0; k < c->inheritable_len; k++)
+            if (strcmp (c->inheritable[k], o->caps[i]) == 0)
+              caps_add (&c->ambient, &c->ambient_len, o->caps[i]);
         }
     }
   if (o->no_new_privs)
