@@ -257,7 +257,8 @@ def cgroups_naming(word):
 class Leaks:
     """Per-test registry: ids to check, --root dirs to look in, the mount baseline."""
 
-    def __init__(self, watch_dirs):
+    def __init__(self, watch_dirs, ignore_mounts=()):
+        self.ignore_mounts = set(ignore_mounts)
         self.ids = []
         self.roots = []
         self.watch_dirs = watch_dirs
@@ -277,7 +278,7 @@ class Leaks:
             p += cgroups_naming(cid)
             p += processes_naming(cid)
         now = set().union(*(mounts_under(d) for d in self.watch_dirs))
-        p += [f"mount {m}" for m in sorted(now - self.baseline)]
+        p += [f"mount {m}" for m in sorted(now - self.baseline - self.ignore_mounts)]
         return p
 
     def check(self, timeout=60):

@@ -181,6 +181,12 @@ def test_run_tty(dk, tty_run, engine_rt):
 def test_detach_exec_plain_and_tty(dk, tty_run, engine_rt):
     docker, _, run = dk
     cid = run(IMAGE, "sleep", "infinity", detach=True).cid
+    # the runtime asked for is the one the shim ran: its log (--log-format json) is in the bundle
+    bundle = os.path.join(docker.exec_root, "containerd", "daemon", "io.containerd.runtime.v2.task",
+                          docker.ns, cid)
+    with open(os.path.join(bundle, "options.json")) as f:  # the shim's runc options
+        assert docker.runtime_paths[engine_rt] in f.read()
+    assert any(os.path.isdir(os.path.join(r, cid)) for r in docker.state_roots())
     r = docker.cli("exec", cid, "sh", "-c", "echo in-exec $(cat /proc/1/comm); exit 3", check=False)
     assert r.returncode == 3 and "in-exec sleep" in r.stdout, r
     r = docker.cli("exec", "-i", cid, "cat", input="via exec stdin\n", stdin=None)
