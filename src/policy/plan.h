@@ -28,7 +28,19 @@ struct policy_mount
   char *path;    /* absolute, inside the container */
   bool noexec;   /* for writable mounts: writable and executable are disjoint by default */
   bool optional; /* `?` rule: enforced when the path exists, else audited as not enforceable */
-  char *origin;  /* JSON path of the rule that produced it, e.g. "filesystem.allowWrite[0]" */
+  char *origin;  /* source and JSON path of the rule: "profile agent: filesystem.allowWrite[0]" */
+  /* Added by the compiler (POLICY.md §2, deny rules on missing paths). For MASK / BIND_RO only:
+   * true when a writable grant (allowWrite or tmpfs) covers the path from above. If the path
+   * does not exist at create, a non-optional rule with writable_parent makes create fail naming
+   * `origin` (nothing to mount over, and Landlock cannot carve the hole); without
+   * writable_parent a missing path holds by itself (nobody can create it) and the mount is
+   * skipped; an optional rule is skipped and audited as not enforceable. */
+  bool writable_parent;
+  /* Added: NULL, or the `~/x` form (every home directory): the rule is not on `path` ("/home")
+   * itself but on `path/<entry>/<each_child>` for every directory entry of `path` in the
+   * container's rootfs at create (a runtime fact, resolved in the rootfs). /root/x is emitted
+   * as a separate ordinary rule. writable_parent then refers to `path`. */
+  char *each_child;
 };
 
 struct policy_fs_rule
@@ -132,6 +144,7 @@ struct policy_plan
   /* audit */
   unsigned audit_events;
   char *audit_dir; /* host config auditDir / --audit-dir; default /var/log/agentsbx */
+  bool audit_syslog; /* added: host config "auditSyslog": true = also send records to syslog */
 
   /* degradations the policy accepts ("landlock", ...) */
   char **degrade;

@@ -1,0 +1,315 @@
+/* loader.c - where a container's policy comes from (POLICY.md §1): the host config, the ceiling
+ * (--profile / --policy / defaultProfile / the sandbox default), the request (annotations), site
+ * profiles. The only file in src/policy that reads files; the rest is pure and unit-tested.
+ *
+ * Threat model: the request (annotations) is untrusted. A profile name from an annotation is
+ * validated before it becomes part of a path (no '/', no leading '.'), so it cannot name a
+ * file outside the profiles directory. Files are read whole with a size bound. The host config
+ * and --policy belong to the host admin, but are still strictly validated (unknown keys are
+ * errors): a typo in a ceiling must not silently open a hole. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cleanup.h"
+#include "core/util.h"
+#include "libocispec/oci_json.h"
+#include "policy/compile.h"
+#include "policy/doc.h"
+#include "policy/policy.h"
+#include "policy/profiles.h"
+
+#define POLICY_MAX_FILE (1u << 20)
+
+const char *const policy_builtin_names[] = { "locked", "agent", "build", "open", NULL };
+
+const char *
+policy_builtin_profile (const char *name)
+{
+  for (const struct policy_builtin *b = policy_builtins; b->name; b++)
+    if (strcmp (b->name, name) == 0)
+      return b->json;
+  return NULL;
+}
+
+/* pdoc_lookup_fn: site profile DIR/NAME.json first (the admin may redefine a built-in), then
+ * the built-in. `name` was validated by the caller. */
+static char *
+lookup_profile (void *ud, const char *name, size_t *len, char **where, asbx_err_t *err)
+{
+  const char *dir = ud ? ud : POLICY_DEFAULT_PROFILES_DIR;
+  cleanup_free char *path = xasprintf ("%s/%s.json", dir, name);
+  asbx_err_t e = NULL;
+  char *text = NULL;
+
+  if (read_file_at (AT_FDCWD, path, POLICY_MAX_FILE, &text, len, &e) == 0)
+    {
+      *where = steal_ptr (&path);
+      return text;
+    }
+  if (e && e->errnum != ENOENT)
+    {
+      asbx_error_move (err, &e);
+      return NULL;
+    }
+  asbx_error_free (&e);
+  for (const struct policy_builtin *b = policy_builtins; b->name; b++)
+    if (strcmp (b->name, name) == 0)
+      {
+        *len = b->len;
+        *where = xstrdup ("built-in");
+        return xstrdup (b->json);
+      }
+  asbx_error (err, 0, "unknown profile \"%s\" (not built in, no %s)", name, path);
+  if (*err)
+    (*err)->errnum = EINVAL;
+  return NULL;
+}
+
+struct host_config
+{
+  char *default_profile;
+  bool clamp;
+  char *audit_dir;
+  bool audit_syslog;
+  char *path; /* NULL when there is no host config */
+};
+
+static void
+host_config_clear (struct host_config *h)
+{
+  free (h->default_profile);
+  free (h->audit_dir);
+  free (h->path);
+}
+
+static int
+host_config_parse (struct host_config *h, const char *text, size_t len, const char *path, asbx_err_t *err)
+{
+  static const char *const keys[] = { "defaultProfile", "onWiden", "auditDir", "auditSyslog", NULL };
+  cleanup_free char *on_widen = NULL;
+  struct oci_ctx c;
+  yajl_val t;
+  int r = 0;
+
+  oci_ctx_init (&c, path, err);
+  t = oci_json_load (&c, text, len);
+  if (t == NULL)
+    r = -1;
+  for (size_t i = 0; r == 0 && i < t->u.object.len; i++)
+    {
+      bool ok = false;
+      for (const char *const *k = keys; *k; k++)
+        ok = ok || strcmp (*k, t->u.object.keys[i]) == 0;
+      if (!ok)
+        r = oci_fail_key (&c, t->u.object.keys[i], "unknown key (expected defaultProfile, onWiden, auditDir, auditSyslog)");
+    }
+  if (r == 0)
+    r = oci_get_string (&c, t, "defaultProfile", &h->default_profile) < 0 || oci_get_string (&c, t, "onWiden", &on_widen) < 0
+                || oci_get_string (&c, t, "auditDir", &h->audit_dir) < 0
+                || oci_get_bool (&c, t, "auditSyslog", &h->audit_syslog) < 0
+            ? -1
+            : 0;
+  if (r == 0 && h->default_profile && !pdoc_profile_name_ok (h->default_profile))
+    r = oci_fail_key (&c, "defaultProfile", "invalid profile name");
+  if (r == 0 && on_widen && strcmp (on_widen, "clamp") != 0 && strcmp (on_widen, "refuse") != 0)
+    r = oci_fail_key (&c, "onWiden", "expected \"refuse\" or \"clamp\"");
+  if (r == 0 && h->audit_dir && h->audit_dir[0] != '/')
+    r = oci_fail_key (&c, "auditDir", "expected an absolute path");
+  h->clamp = on_widen && strcmp (on_widen, "clamp") == 0;
+  if (t)
+    yajl_tree_free (t);
+  oci_ctx_release (&c);
+  return r;
+}
+
+static int
+host_config_load (struct host_config *h, const char *path, asbx_err_t *err)
+{
+  cleanup_free char *text = NULL;
+  size_t len = 0;
+  asbx_err_t e = NULL;
+  const char *p = path ? path : POLICY_DEFAULT_CONFIG;
+
+  if (read_file_at (AT_FDCWD, p, POLICY_MAX_FILE, &text, &len, &e) < 0)
+    {
+      /* the default location is optional; a file named with --config is not */
+      if (path == NULL && e->errnum == ENOENT)
+        {
+          asbx_error_free (&e);
+          return 0;
+        }
+      asbx_error_move (err, &e);
+      return -1;
+    }
+  h->path = xstrdup (p);
+  return host_config_parse (h, text, len, p, err);
+}
+
+/* One side (ceiling or request) loaded, with how messages and `sources` name it. */
+struct side
+{
+  struct pdoc *doc;
+  char *name;   /* `profile "agent"`, `policy "/x.json"` - for widening messages */
+  char *source; /* provenance line for plan->sources */
+};
+
+static void
+side_clear (struct side *s)
+{
+  pdoc_free (s->doc);
+  free (s->name);
+  free (s->source);
+}
+
+static int
+side_profile (struct side *s, const char *name, const char *why, const char *dir, asbx_err_t *err)
+{
+  s->doc = pdoc_load_profile (name, lookup_profile, (void *) dir, NULL, 0, err);
+  if (s->doc == NULL)
+    return asbx_error_wrap (err, "%s", why);
+  s->name = xasprintf ("profile \"%s\"", name);
+  s->source = xasprintf ("profile %s (%s)", name, why);
+  return 0;
+}
+
+static int
+side_file (struct side *s, const char *path, const char *dir, asbx_err_t *err)
+{
+  cleanup_free char *text = NULL;
+  size_t len = 0;
+  if (read_file_at (AT_FDCWD, path, POLICY_MAX_FILE, &text, &len, err) < 0)
+    return asbx_error_wrap (err, "--policy");
+  s->doc = pdoc_load (text, len, path, lookup_profile, (void *) dir, err);
+  if (s->doc == NULL)
+    return -1;
+  s->name = xasprintf ("policy \"%s\"", path);
+  s->source = xasprintf ("policy %s (--policy)", path);
+  return 0;
+}
+
+static const char *
+map_get (const struct oci_map *m, const char *key)
+{
+  for (size_t i = 0; m && i < m->len; i++)
+    if (strcmp (m->keys[i], key) == 0)
+      return m->values[i];
+  return NULL;
+}
+
+static int
+load_ceiling (const struct policy_inputs *in, const struct host_config *h, bool have_request, struct side *s,
+              asbx_err_t *err)
+{
+  const char *dir = in->profiles_dir;
+  if (in->profile_flag && in->policy_flag)
+    return asbx_error (err, 0, "--profile and --policy both set a ceiling: use one");
+  if (in->profile_flag)
+    return side_profile (s, in->profile_flag, "--profile", dir, err);
+  if (in->policy_flag)
+    return side_file (s, in->policy_flag, dir, err);
+  if (h->default_profile)
+    {
+      cleanup_free char *why = xasprintf ("defaultProfile in %s", h->path);
+      return side_profile (s, h->default_profile, why, dir, err);
+    }
+  if (!have_request && in->sandbox_default_profile)
+    return side_profile (s, in->sandbox_default_profile, "sandbox default", dir, err);
+  return 0;
+}
+
+static int
+load_request (const struct policy_inputs *in, struct side *s, asbx_err_t *err)
+{
+  const char *inline_ = map_get (in->annotations, POLICY_ANNOTATION_POLICY);
+  const char *name = map_get (in->annotations, POLICY_ANNOTATION_PROFILE);
+  if (inline_ && name)
+    return asbx_error (err, 0, "annotations %s and %s both set a policy: use one", POLICY_ANNOTATION_POLICY,
+                       POLICY_ANNOTATION_PROFILE);
+  if (inline_)
+    {
+      s->doc = pdoc_load (inline_, strlen (inline_), "annotation " POLICY_ANNOTATION_POLICY, lookup_profile,
+                          (void *) in->profiles_dir, err);
+      if (s->doc == NULL)
+        return -1;
+      s->source = xstrdup ("annotation " POLICY_ANNOTATION_POLICY);
+      return 0;
+    }
+  if (name)
+    return side_profile (s, name, "annotation " POLICY_ANNOTATION_PROFILE, in->profiles_dir, err);
+  return 0;
+}
+
+static void
+add_source (struct policy_plan *p, char *line)
+{
+  p->sources = xrealloc (p->sources, (p->sources_len + 2) * sizeof (char *));
+  p->sources[p->sources_len++] = line;
+  p->sources[p->sources_len] = NULL;
+}
+
+static struct policy_plan *
+merge_sides (struct side *ceil, struct side *req, const struct host_config *h, asbx_err_t *err)
+{
+  struct pdoc *eff = NULL;
+  char **clamps = NULL;
+  size_t nclamps = 0;
+  if (ceil->doc && req->doc)
+    {
+      pdoc_normalize (ceil->doc);
+      eff = pdoc_intersect (ceil->doc, req->doc, ceil->name, h->clamp, &clamps, &nclamps, err);
+      if (eff == NULL)
+        return NULL;
+    }
+  else
+    {
+      eff = steal_ptr (ceil->doc ? &ceil->doc : &req->doc);
+      pdoc_normalize (eff);
+    }
+  struct policy_plan *p = policy_compile (eff);
+  pdoc_free (eff);
+  p->clamps = clamps;
+  p->clamps_len = nclamps;
+  return p;
+}
+
+struct policy_plan *
+policy_resolve (const struct policy_inputs *in, asbx_err_t *err)
+{
+  struct host_config h = { 0 };
+  struct side ceil = { 0 }, req = { 0 };
+  struct policy_plan *p = NULL;
+
+  if (host_config_load (&h, in->config_path, err) < 0 || load_request (in, &req, err) < 0
+      || load_ceiling (in, &h, req.doc != NULL, &ceil, err) < 0)
+    goto out;
+  if (ceil.doc == NULL && req.doc == NULL)
+    p = xmalloc0 (sizeof *p); /* plain OCI: nothing added */
+  else if ((p = merge_sides (&ceil, &req, &h, err)) == NULL)
+    goto out;
+  if (ceil.source)
+    add_source (p, xasprintf ("ceiling: %s", ceil.source));
+  if (req.source)
+    add_source (p, xasprintf ("request: %s", req.source));
+  if (h.path)
+    add_source (p, xasprintf ("host config: %s (onWiden %s)", h.path, h.clamp ? "clamp" : "refuse"));
+  p->audit_dir = xstrdup (in->audit_dir_flag ? in->audit_dir_flag : h.audit_dir ? h.audit_dir : POLICY_DEFAULT_AUDIT_DIR);
+  p->audit_syslog = h.audit_syslog;
+out:
+  side_clear (&ceil);
+  side_clear (&req);
+  host_config_clear (&h);
+  return p;
+}
+
+char *
+policy_check (const char *json, size_t len, const char *source, const char *profiles_dir, asbx_err_t *err)
+{
+  struct pdoc *d = pdoc_load (json, len, source, lookup_profile, (void *) profiles_dir, err);
+  if (d == NULL)
+    return NULL;
+  char *out = pdoc_to_json (d, true);
+  pdoc_free (d);
+  return out;
+}

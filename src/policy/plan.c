@@ -1,0 +1,285 @@
+/* plan.c - freeing a compiled plan and writing it as JSON (golden tests, `policy explain`,
+ * the audit log's policy record). Pure. Key order is fixed and every field is written (also
+ * defaults), so a golden file shows the whole contract with the enforcement. */
+#include <stdlib.h>
+#include <string.h>
+#include <yajl/yajl_gen.h>
+#include <yajl/yajl_tree.h>
+
+#include "core/cleanup.h"
+#include "core/util.h"
+#include "policy/doc.h"
+#include "policy/plan.h"
+#include "policy/policy.h"
+#include "policy/syscall_groups.h"
+
+static void
+strv_free_n (char **v, size_t n)
+{
+  for (size_t i = 0; v && i < n; i++)
+    free (v[i]);
+  free (v);
+}
+
+void
+policy_plan_free (struct policy_plan *p)
+{
+  if (p == NULL)
+    return;
+  free (p->digest);
+  free (p->effective_json);
+  strv_free_n (p->sources, p->sources_len);
+  for (size_t i = 0; i < p->mounts_len; i++)
+    {
+      free (p->mounts[i].path);
+      free (p->mounts[i].origin);
+      free (p->mounts[i].each_child);
+    }
+  free (p->mounts);
+  for (size_t i = 0; i < p->fs_rules_len; i++)
+    {
+      free (p->fs_rules[i].path);
+      free (p->fs_rules[i].origin);
+    }
+  free (p->fs_rules);
+  strv_free_n (p->caps_allow, p->caps_allow_len);
+  strv_free_n (p->allowed_domains, p->allowed_domains_len);
+  strv_free_n (p->denied_domains, p->denied_domains_len);
+  strv_free_n (p->allowed_cidrs, p->allowed_cidrs_len);
+  free (p->ports);
+  free (p->audit_dir);
+  strv_free_n (p->degrade, p->degrade_len);
+  strv_free_n (p->clamps, p->clamps_len);
+  free (p);
+}
+
+#define S(g, s) yajl_gen_string (g, (const unsigned char *) (s), strlen (s))
+
+static void
+kv_str (yajl_gen g, const char *k, const char *v)
+{
+  S (g, k);
+  if (v)
+    S (g, v);
+  else
+    yajl_gen_null (g);
+}
+
+static void
+kv_bool (yajl_gen g, const char *k, bool v)
+{
+  S (g, k);
+  yajl_gen_bool (g, v);
+}
+
+static void
+kv_u64 (yajl_gen g, const char *k, uint64_t v)
+{
+  S (g, k);
+  yajl_gen_integer (g, (long long) v);
+}
+
+static void
+kv_strv (yajl_gen g, const char *k, char **v, size_t n)
+{
+  S (g, k);
+  yajl_gen_array_open (g);
+  for (size_t i = 0; i < n; i++)
+    S (g, v[i]);
+  yajl_gen_array_close (g);
+}
+
+static void
+gen_rights (yajl_gen g, unsigned r)
+{
+  S (g, "rights");
+  yajl_gen_array_open (g);
+  if (r & POLICY_FS_READ)
+    S (g, "read");
+  if (r & POLICY_FS_WRITE)
+    S (g, "write");
+  if (r & POLICY_FS_EXEC)
+    S (g, "exec");
+  yajl_gen_array_close (g);
+}
+
+static void
+gen_fs (yajl_gen g, const struct policy_plan *p)
+{
+  static const char *const kinds[] = { "bind-rw", "bind-ro", "mask", "tmpfs" };
+  kv_bool (g, "rootfsReadonly", p->rootfs_readonly);
+  S (g, "mounts");
+  yajl_gen_array_open (g);
+  for (size_t i = 0; i < p->mounts_len; i++)
+    {
+      const struct policy_mount *m = &p->mounts[i];
+      yajl_gen_map_open (g);
+      kv_str (g, "kind", kinds[m->kind]);
+      kv_str (g, "path", m->path);
+      if (m->each_child)
+        kv_str (g, "eachChild", m->each_child);
+      kv_bool (g, "noexec", m->noexec);
+      kv_bool (g, "optional", m->optional);
+      kv_bool (g, "writableParent", m->writable_parent);
+      kv_str (g, "origin", m->origin);
+      yajl_gen_map_close (g);
+    }
+  yajl_gen_array_close (g);
+  kv_bool (g, "landlock", p->landlock);
+  S (g, "fsRules");
+  yajl_gen_array_open (g);
+  for (size_t i = 0; i < p->fs_rules_len; i++)
+    {
+      const struct policy_fs_rule *r = &p->fs_rules[i];
+      yajl_gen_map_open (g);
+      kv_str (g, "path", r->path);
+      gen_rights (g, r->rights);
+      kv_bool (g, "optional", r->optional);
+      kv_str (g, "origin", r->origin);
+      yajl_gen_map_close (g);
+    }
+  yajl_gen_array_close (g);
+}
+
+static void
+gen_net (yajl_gen g, const struct policy_plan *p)
+{
+  static const char *const modes[] = { "open", "none", "filtered" };
+  S (g, "network");
+  yajl_gen_map_open (g);
+  kv_str (g, "mode", modes[p->net_mode]);
+  kv_bool (g, "allowLocalBinding", p->allow_local_binding);
+  kv_strv (g, "allowedDomains", p->allowed_domains, p->allowed_domains_len);
+  kv_strv (g, "deniedDomains", p->denied_domains, p->denied_domains_len);
+  kv_strv (g, "allowedCidrs", p->allowed_cidrs, p->allowed_cidrs_len);
+  S (g, "ports");
+  yajl_gen_array_open (g);
+  for (size_t i = 0; i < p->ports_len; i++)
+    yajl_gen_integer (g, p->ports[i]);
+  yajl_gen_array_close (g);
+  yajl_gen_map_close (g);
+}
+
+static void
+gen_limits (yajl_gen g, const struct policy_plan *p)
+{
+  S (g, "limits");
+  yajl_gen_map_open (g);
+  kv_u64 (g, "memoryBytes", p->memory_bytes);
+  kv_u64 (g, "pids", p->pids);
+  S (g, "cpus");
+  yajl_gen_double (g, p->cpus);
+  kv_u64 (g, "openFiles", p->open_files);
+  kv_u64 (g, "fileSizeBytes", p->file_size_bytes);
+  kv_u64 (g, "wallClockSeconds", p->wall_clock_seconds);
+  kv_u64 (g, "cpuSeconds", p->cpu_seconds);
+  kv_u64 (g, "failedExecs", p->failed_execs);
+  yajl_gen_map_close (g);
+}
+
+static void
+gen_rest (yajl_gen g, const struct policy_plan *p)
+{
+  S (g, "denyGroups");
+  yajl_gen_array_open (g);
+  for (size_t i = 0; i < policy_syscall_groups_len; i++)
+    if (p->deny_groups & policy_syscall_groups[i].bit)
+      S (g, policy_syscall_groups[i].name);
+  yajl_gen_array_close (g);
+  kv_bool (g, "restrictCaps", p->restrict_caps);
+  kv_strv (g, "capsAllow", p->caps_allow, p->caps_allow_len);
+  gen_net (g, p);
+  gen_limits (g, p);
+  S (g, "approvals");
+  yajl_gen_map_open (g);
+  kv_str (g, "network", p->approvals_network == POLICY_APPROVAL_ASK ? "ask" : "deny");
+  kv_u64 (g, "timeoutSeconds", p->approvals_timeout_seconds);
+  kv_str (g, "onTimeout", p->approvals_on_timeout_allow ? "allow" : "deny");
+  yajl_gen_map_close (g);
+  S (g, "auditEvents");
+  yajl_gen_array_open (g);
+  for (unsigned i = 0; i < 8; i++)
+    if (p->audit_events & (1u << i))
+      S (g, pdoc_audit_names[i]);
+  yajl_gen_array_close (g);
+  kv_str (g, "auditDir", p->audit_dir);
+  kv_strv (g, "degrade", p->degrade, p->degrade_len);
+  kv_strv (g, "clamps", p->clamps, p->clamps_len);
+}
+
+/* a parsed JSON value re-emitted (recursion bounded: we generated the text ourselves) */
+static void
+gen_val (yajl_gen g, yajl_val v)
+{
+  if (YAJL_IS_OBJECT (v))
+    {
+      yajl_gen_map_open (g);
+      for (size_t i = 0; i < v->u.object.len; i++)
+        {
+          S (g, v->u.object.keys[i]);
+          gen_val (g, v->u.object.values[i]);
+        }
+      yajl_gen_map_close (g);
+    }
+  else if (YAJL_IS_ARRAY (v))
+    {
+      yajl_gen_array_open (g);
+      for (size_t i = 0; i < v->u.array.len; i++)
+        gen_val (g, v->u.array.values[i]);
+      yajl_gen_array_close (g);
+    }
+  else if (YAJL_IS_STRING (v))
+    S (g, v->u.string);
+  else if (YAJL_IS_NUMBER (v))
+    yajl_gen_number (g, v->u.number.r, strlen (v->u.number.r));
+  else if (YAJL_IS_TRUE (v))
+    yajl_gen_bool (g, 1);
+  else if (YAJL_IS_FALSE (v))
+    yajl_gen_bool (g, 0);
+  else
+    yajl_gen_null (g);
+}
+
+/* the effective policy is embedded as an object, not a string, so goldens stay readable */
+static void
+gen_effective (yajl_gen g, const char *json)
+{
+  S (g, "effective");
+  yajl_val v = json ? yajl_tree_parse (json, NULL, 0) : NULL;
+  if (v == NULL)
+    {
+      yajl_gen_null (g);
+      return;
+    }
+  gen_val (g, v);
+  yajl_tree_free (v);
+}
+
+char *
+policy_plan_to_json (const struct policy_plan *p, bool pretty)
+{
+  yajl_gen g = yajl_gen_alloc (NULL);
+  const unsigned char *buf;
+  size_t len;
+  if (g == NULL)
+    abort ();
+  yajl_gen_config (g, yajl_gen_beautify, pretty ? 1 : 0);
+  yajl_gen_config (g, yajl_gen_indent_string, "  ");
+  yajl_gen_map_open (g);
+  kv_bool (g, "active", p->active);
+  kv_strv (g, "sources", p->sources, p->sources_len);
+  if (p->active)
+    {
+      kv_str (g, "digest", p->digest);
+      gen_fs (g, p);
+      gen_rest (g, p);
+      gen_effective (g, p->effective_json);
+    }
+  yajl_gen_map_close (g);
+  yajl_gen_get_buf (g, &buf, &len);
+  char *out = xmalloc (len + 2);
+  memcpy (out, buf, len);
+  out[len] = '\0';
+  yajl_gen_free (g);
+  return out;
+}

@@ -1,0 +1,58 @@
+/* policy.h - the agent policy compiler's public API (POLICY.md §1-§3): resolve the sources of a
+ * container's policy (ceiling from the runtime flags or the host config, request from the
+ * container's annotations), parse, validate, merge (ceiling ∩ request) and compile into one
+ * struct policy_plan (plan.h) for the enforcement. Only policy_resolve reads files (the host
+ * config, site profiles, --policy); everything else is pure. */
+#ifndef ASBX_POLICY_POLICY_H
+#define ASBX_POLICY_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/error.h"
+#include "libocispec/oci_spec.h"
+#include "policy/plan.h"
+
+#define POLICY_DEFAULT_CONFIG "/etc/agentsbx/config.json"
+#define POLICY_DEFAULT_PROFILES_DIR "/etc/agentsbx/profiles"
+#define POLICY_DEFAULT_AUDIT_DIR "/var/log/agentsbx"
+#define POLICY_ANNOTATION_POLICY "io.agentsbx.policy"
+#define POLICY_ANNOTATION_PROFILE "io.agentsbx.profile"
+
+struct policy_inputs
+{
+  const char *profile_flag;   /* global --profile NAME: ceiling */
+  const char *policy_flag;    /* global --policy FILE: ceiling */
+  const char *config_path;    /* global --config FILE; NULL = /etc/agentsbx/config.json (absent file = no host config) */
+  const char *profiles_dir;   /* NULL = /etc/agentsbx/profiles */
+  const char *audit_dir_flag; /* global --audit-dir, NULL = from host config or /var/log/agentsbx */
+  const struct oci_map *annotations; /* io.agentsbx.policy (inline JSON), io.agentsbx.profile (name) = the request */
+  const char *sandbox_default_profile; /* `agentsbx sandbox`: ceiling when neither ceiling nor request is given */
+};
+
+/* Resolve sources, parse, validate, merge, compile (POLICY.md §1).
+ * Ceiling: --profile or --policy (exclusive), else the host config's defaultProfile, else
+ * in->sandbox_default_profile. Request: annotation io.agentsbx.policy or io.agentsbx.profile
+ * (exclusive). No ceiling and no request -> a plan with active=false (plain OCI).
+ * A widening request fails with one line per widened field, unless the host config says
+ * "onWiden": "clamp" (then plan->clamps lists them).
+ * Errors name the source (file path, "annotation io.agentsbx.policy", "profile agent") and the
+ * JSON path. Returns a new plan (policy_plan_free) or NULL with *err set (errnum EINVAL for bad
+ * input, the errno of a failed read otherwise). */
+struct policy_plan *policy_resolve (const struct policy_inputs *in, asbx_err_t *err);
+
+/* The plan as JSON (stable key order; for golden tests and `policy explain`). Heap string. */
+char *policy_plan_to_json (const struct policy_plan *p, bool pretty);
+
+/* Validate one policy document (file contents) as `policy check` does: parse, validate, apply
+ * extends (built-in and site profiles from profiles_dir, NULL = default). `source` names it in
+ * messages. On success returns the canonical JSON of the expanded document (heap), else NULL
+ * with *err set. */
+char *policy_check (const char *json, size_t len, const char *source, const char *profiles_dir, asbx_err_t *err);
+
+/* Built-in profiles (contrib/profiles/NAME.json compiled in): the JSON text, or NULL. */
+const char *policy_builtin_profile (const char *name);
+/* NULL-terminated list of built-in profile names. */
+extern const char *const policy_builtin_names[];
+
+#endif

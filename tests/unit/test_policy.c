@@ -1,0 +1,365 @@
+/* test_policy.c - the policy compiler, without root: golden files (policy in -> plan out, or the
+ * exact error) for every case directory under tests/unit/data/policy/cases, the built-in
+ * profiles, and the value grammar (sizes, durations, domains, CIDRs, paths, covers relations).
+ *
+ * A case directory holds the inputs of policy_resolve as files:
+ *   ceiling.json (--policy), ceiling.profile (--profile), request.json (annotation
+ *   io.agentsbx.policy), request.profile (annotation io.agentsbx.profile), config.json (host
+ *   config; default: an empty one), sandbox (sandbox default profile "agent"), audit-dir
+ * and the expected output: plan.json (pretty plan) or error.txt (the error message). Paths under
+ * the data directory are written "$DATA" in expected files. Regenerate with
+ * POLICY_GOLDEN_UPDATE=1 tests/unit/test_policy (then review the diff). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core/cleanup.h"
+#include "core/util.h"
+#include "policy/doc.h"
+#include "policy/policy.h"
+#include "policy/profiles.h"
+#include "policy/sha256.h"
+
+#define DATA TEST_DATA_DIR "/policy"
+
+static char *
+slurp (const char *path)
+{
+  char *s = NULL;
+  size_t len;
+  if (read_file_at (AT_FDCWD, path, 1 << 20, &s, &len, NULL) < 0)
+    return NULL;
+  return s;
+}
+
+static char *
+first_line (const char *path)
+{
+  char *s = slurp (path);
+  if (s)
+    s[strcspn (s, "\n")] = '\0';
+  return s;
+}
+
+/* replace every occurrence of the data dir with "$DATA" */
+static char *
+scrub (const char *s)
+{
+  const char *needle = DATA;
+  size_t n = strlen (needle);
+  char *out = xmalloc (strlen (s) + 1), *o = out;
+  while (*s)
+    {
+      if (strncmp (s, needle, n) == 0)
+        {
+          memcpy (o, "$DATA", 5);
+          o += 5;
+          s += n;
+        }
+      else
+        *o++ = *s++;
+    }
+  *o = '\0';
+  return out;
+}
+
+static void
+write_text (const char *path, const char *text)
+{
+  FILE *f = fopen (path, "w");
+  assert_non_null (f);
+  fputs (text, f);
+  fclose (f);
+}
+
+static int failures;
+
+static void
+run_case (const char *name)
+{
+  cleanup_free char *dir = xasprintf ("%s/cases/%s", DATA, name);
+  cleanup_free char *p_ceil = xasprintf ("%s/ceiling.json", dir), *p_cfg = xasprintf ("%s/config.json", dir);
+  cleanup_free char *req_json = NULL, *req_profile = NULL, *ceil_profile = NULL, *audit = NULL, *sandbox = NULL;
+  cleanup_free char *tmp = NULL, *actual = NULL, *expect_path = NULL, *expected = NULL, *out = NULL;
+  char *keys[2], *values[2];
+  struct oci_map ann = { keys, values, 0 };
+  struct policy_inputs in = { 0 };
+  asbx_err_t err = NULL;
+
+  tmp = xasprintf ("%s/request.json", dir);
+  req_json = slurp (tmp);
+  free (tmp);
+  tmp = xasprintf ("%s/request.profile", dir);
+  req_profile = first_line (tmp);
+  free (tmp);
+  tmp = xasprintf ("%s/ceiling.profile", dir);
+  ceil_profile = first_line (tmp);
+  free (tmp);
+  tmp = xasprintf ("%s/audit-dir", dir);
+  audit = first_line (tmp);
+  free (tmp);
+  tmp = xasprintf ("%s/sandbox", dir);
+  sandbox = first_line (tmp);
+  if (req_json)
+    {
+      keys[ann.len] = (char *) "io.agentsbx.policy";
+      values[ann.len++] = req_json;
+    }
+  if (req_profile)
+    {
+      keys[ann.len] = (char *) "io.agentsbx.profile";
+      values[ann.len++] = req_profile;
+    }
+  in.annotations = &ann;
+  in.profile_flag = ceil_profile;
+  in.policy_flag = access (p_ceil, F_OK) == 0 ? p_ceil : NULL;
+  in.config_path = access (p_cfg, F_OK) == 0 ? p_cfg : DATA "/empty-config.json";
+  in.profiles_dir = DATA "/profiles";
+  in.audit_dir_flag = audit;
+  in.sandbox_default_profile = sandbox ? "agent" : NULL;
+
+  struct policy_plan *p = policy_resolve (&in, &err);
+  if (p)
+    {
+      cleanup_free char *j = policy_plan_to_json (p, true);
+      actual = scrub (j);
+      expect_path = xasprintf ("%s/plan.json", dir);
+      policy_plan_free (p);
+    }
+  else
+    {
+      cleanup_free char *m = xasprintf ("%s\n", err->msg);
+      actual = scrub (m);
+      expect_path = xasprintf ("%s/error.txt", dir);
+      asbx_error_free (&err);
+    }
+  if (getenv ("POLICY_GOLDEN_UPDATE"))
+    {
+      cleanup_free char *other = xasprintf ("%s/%s", dir, p ? "error.txt" : "plan.json");
+      unlink (other);
+      write_text (expect_path, actual);
+      return;
+    }
+  expected = slurp (expect_path);
+  if (expected == NULL || strcmp (expected, actual) != 0)
+    {
+      failures++;
+      print_error ("case %s: %s differs (or is missing); actual:\n%s\n", name, expect_path, actual);
+    }
+}
+
+static int
+cmp_str (const void *a, const void *b)
+{
+  return strcmp (*(char *const *) a, *(char *const *) b);
+}
+
+static void
+test_golden (void **state)
+{
+  cleanup_closedir DIR *d = opendir (DATA "/cases");
+  struct dirent *e;
+  char *names[512];
+  size_t n = 0;
+  assert_non_null (d);
+  while ((e = readdir (d)) && n < 512)
+    if (e->d_name[0] != '.')
+      names[n++] = xstrdup (e->d_name);
+  qsort (names, n, sizeof (char *), cmp_str);
+  failures = 0;
+  for (size_t i = 0; i < n; i++)
+    {
+      run_case (names[i]);
+      free (names[i]);
+    }
+  print_message ("golden cases: %zu, failures: %d\n", n, failures);
+  assert_true (n > 0);
+  assert_int_equal (failures, 0);
+}
+
+/* profiles_data.c must be exactly contrib/profiles/NAME.json */
+static void
+test_builtins_match_json (void **state)
+{
+  size_t n = 0;
+  for (const struct policy_builtin *b = policy_builtins; b->name; b++, n++)
+    {
+      cleanup_free char *path = xasprintf ("%s/contrib/profiles/%s.json", TOP_SRCDIR, b->name);
+      cleanup_free char *text = slurp (path);
+      assert_non_null (text);
+      assert_string_equal (text, b->json);
+      assert_int_equal (strlen (text), b->len);
+      assert_ptr_equal (policy_builtin_profile (b->name), b->json);
+    }
+  assert_int_equal (n, 4);
+  assert_null (policy_builtin_profile ("nope"));
+}
+
+static void
+test_builtins_check (void **state)
+{
+  for (const char *const *n = policy_builtin_names; *n; n++)
+    {
+      asbx_err_t err = NULL;
+      const char *j = policy_builtin_profile (*n);
+      cleanup_free char *source = xasprintf ("profile %s", *n);
+      cleanup_free char *out = policy_check (j, strlen (j), source, DATA "/no-such-dir", &err);
+      if (err)
+        fail_msg ("%s", err->msg);
+      assert_non_null (out);
+    }
+}
+
+static void
+test_sizes_durations (void **state)
+{
+  uint64_t v;
+  char *why = NULL;
+  assert_int_equal (pval_size ("2GiB", &v, &why), 0);
+  assert_int_equal (v, 2ull << 30);
+  assert_int_equal (pval_size ("512MiB", &v, &why), 0);
+  assert_int_equal (v, 512ull << 20);
+  assert_int_equal (pval_size ("100KB", &v, &why), 0);
+  assert_int_equal (v, 100000);
+  assert_int_equal (pval_size ("4096", &v, &why), 0);
+  assert_int_equal (v, 4096);
+  assert_int_equal (pval_size ("2gib", &v, &why), -1);
+  assert_string_equal (why, "unknown unit \"gib\" in a size");
+  free (why);
+  assert_int_equal (pval_size ("GiB", &v, &why), -1);
+  free (why);
+  assert_int_equal (pval_size ("99999999999TiB", &v, &why), -1);
+  assert_string_equal (why, "size out of range");
+  free (why);
+  assert_int_equal (pval_duration ("90s", &v, &why), 0);
+  assert_int_equal (v, 90);
+  assert_int_equal (pval_duration ("30m", &v, &why), 0);
+  assert_int_equal (v, 1800);
+  assert_int_equal (pval_duration ("2h", &v, &why), 0);
+  assert_int_equal (v, 7200);
+  assert_int_equal (pval_duration ("1d", &v, &why), 0);
+  assert_int_equal (v, 86400);
+  assert_int_equal (pval_duration ("1.5h", &v, &why), -1);
+  free (why);
+}
+
+static void
+test_domains (void **state)
+{
+  char *n = NULL, *why = NULL;
+  assert_int_equal (pval_domain ("PyPI.org.", &n, &why), 0);
+  assert_string_equal (n, "pypi.org");
+  free (n);
+  assert_int_equal (pval_domain ("*", &n, &why), -1);
+  free (why);
+  assert_int_equal (pval_domain ("com", &n, &why), -1);
+  free (why);
+  assert_int_equal (pval_domain ("*.com", &n, &why), -1);
+  free (why);
+  assert_int_equal (pval_domain ("a.*.com", &n, &why), -1);
+  free (why);
+  assert_true (pval_domain_covers ("*.github.com", "api.github.com"));
+  assert_true (pval_domain_covers ("*.github.com", "a.b.github.com"));
+  assert_true (pval_domain_covers ("*.github.com", "*.api.github.com"));
+  assert_true (pval_domain_covers ("*.github.com", "*.github.com"));
+  assert_false (pval_domain_covers ("*.github.com", "github.com"));
+  assert_false (pval_domain_covers ("*.github.com", "evilgithub.com"));
+  assert_false (pval_domain_covers ("github.com", "*.github.com"));
+}
+
+static void
+test_cidrs (void **state)
+{
+  char *n = NULL, *why = NULL;
+  assert_int_equal (pval_cidr ("10.0.0.0/8", &n, &why), 0);
+  assert_string_equal (n, "10.0.0.0/8");
+  free (n);
+  assert_int_equal (pval_cidr ("10.0.0.1:443", &n, &why), 0);
+  assert_string_equal (n, "10.0.0.1/32:443");
+  free (n);
+  assert_int_equal (pval_cidr ("[2001:DB8::]/32:443", &n, &why), 0);
+  assert_string_equal (n, "[2001:db8::]/32:443");
+  free (n);
+  assert_int_equal (pval_cidr ("2001:db8::/32", &n, &why), 0);
+  assert_string_equal (n, "2001:db8::/32");
+  free (n);
+  assert_int_equal (pval_cidr ("10.0.0.1/8", &n, &why), -1);
+  assert_string_equal (why, "host bits set after the /8 prefix");
+  free (why);
+  assert_int_equal (pval_cidr ("0.0.0.0/0", &n, &why), -1);
+  free (why);
+  assert_int_equal (pval_cidr ("10.0.0.0/8:0", &n, &why), -1);
+  free (why);
+  assert_true (pval_cidr_covers ("10.0.0.0/8", "10.1.0.0/16:443"));
+  assert_false (pval_cidr_covers ("10.0.0.0/8:443", "10.1.0.0/16"));
+  assert_true (pval_cidr_covers ("10.0.0.0/8:443", "10.1.0.0/16:443"));
+  assert_false (pval_cidr_covers ("10.0.0.0/16", "10.0.0.0/8"));
+  assert_false (pval_cidr_covers ("10.0.0.0/8", "2001:db8::/32"));
+}
+
+static void
+test_paths (void **state)
+{
+  struct pdoc_path p = { 0 };
+  char *why = NULL;
+  assert_int_equal (pval_path ("?//workspace/./.git/hooks/", &p, false, &why), 0);
+  assert_string_equal (p.path, "/workspace/.git/hooks");
+  assert_true (p.optional);
+  free (p.path);
+  assert_int_equal (pval_path ("/usr/**", &p, false, &why), 0);
+  assert_string_equal (p.path, "/usr");
+  free (p.path);
+  assert_int_equal (pval_path ("~/.ssh", &p, true, &why), 0);
+  assert_string_equal (p.path, ".ssh");
+  assert_true (p.each_home);
+  free (p.path);
+  assert_int_equal (pval_path ("~/.ssh", &p, false, &why), -1);
+  free (why);
+  assert_int_equal (pval_path ("/a/../b", &p, false, &why), -1);
+  free (why);
+  assert_int_equal (pval_path ("/a/*/b", &p, false, &why), -1);
+  free (why);
+  assert_int_equal (pval_path ("/a/b?", &p, false, &why), -1);
+  free (why);
+  assert_int_equal (pval_path ("a/b", &p, false, &why), -1);
+  free (why);
+  assert_true (pval_path_covers ("/", "/etc"));
+  assert_true (pval_path_covers ("/work", "/work"));
+  assert_true (pval_path_covers ("/work", "/work/x"));
+  assert_false (pval_path_covers ("/work", "/workspace"));
+}
+
+static void
+test_sha256 (void **state)
+{
+  char hex[65];
+  policy_sha256_hex ("abc", 3, hex);
+  assert_string_equal (hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  policy_sha256_hex ("", 0, hex);
+  assert_string_equal (hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  const char *m = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+  policy_sha256_hex (m, strlen (m), hex);
+  assert_string_equal (hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test (test_golden),         cmocka_unit_test (test_builtins_match_json),
+    cmocka_unit_test (test_builtins_check), cmocka_unit_test (test_sizes_durations),
+    cmocka_unit_test (test_domains),        cmocka_unit_test (test_cidrs),
+    cmocka_unit_test (test_paths),          cmocka_unit_test (test_sha256),
+  };
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
