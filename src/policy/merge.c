@@ -227,7 +227,13 @@ intersect_net (struct widen *w, const struct pdoc *c, const struct pdoc *r, stru
       widen_report (w, "network.mode", q, 1, cq);
       e->net_mode = c->net_mode;
     }
-  if (c_open)
+  if (e->net_mode == POLICY_NET_NONE)
+    {
+      /* nothing leaves the netns: an allowlist means nothing, whatever either side lists */
+      e->allowed_domains.set = r->allowed_domains.set || c->allowed_domains.set;
+      e->allowed_cidrs.set = r->allowed_cidrs.set || c->allowed_cidrs.set;
+    }
+  else if (c_open)
     {
       pdoc_strs_copy (&e->allowed_domains, r->allowed_domains.set ? &r->allowed_domains : &c->allowed_domains);
       pdoc_strs_copy (&e->allowed_cidrs, r->allowed_cidrs.set ? &r->allowed_cidrs : &c->allowed_cidrs);

@@ -520,7 +520,14 @@ pdoc_load_profile (const char *name, pdoc_lookup_fn lookup, void *ud, const char
   for (size_t i = 0; i < depth; i++)
     if (strcmp (chain[i], name) == 0)
       {
-        asbx_error (err, 0, "profile %s extends itself (cycle)", name);
+        cleanup_free char *cycle = xstrdup (chain[i]);
+        for (size_t j = i + 1; j <= depth; j++)
+          {
+            char *n = xasprintf ("%s -> %s", cycle, j < depth ? chain[j] : name);
+            free (cycle);
+            cycle = n;
+          }
+        asbx_error (err, 0, "extends cycle: %s", cycle);
         return NULL;
       }
   if (depth >= PDOC_MAX_EXTENDS)
