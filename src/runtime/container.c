@@ -30,7 +30,9 @@
 #include "linux/process.h"
 #include "runtime/container.h"
 #include "runtime/hooks.h"
+#include "policy/policy.h"
 #include "runtime/monitor.h"
+#include "runtime/policy_apply.h"
 #include "runtime/spawn.h"
 #include "runtime/state.h"
 #include "runtime/sync.h"
@@ -242,6 +244,48 @@ add_listen_fds (struct oci_spec *spec, int *preserve)
     *preserve = (int) n;
 }
 
+/* Until state.json exists, a `creating` file in the state dir names the cgroup this create
+ * made (path and created-mask), so that `delete --force` can clean up after a create that was
+ * killed (SIGKILL at any step: tests/escape/test_robustness.py): the init is in that cgroup. */
+static void
+creating_record (const struct create_ctx *c)
+{
+  cleanup_close int fd = -1;
+  cleanup_free char *line = NULL;
+  if (!c->cgroup_path || !c->cgroup_mask)
+    return;
+  fd = openat (c->dirfd, "creating", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  line = xasprintf ("%lx %s", c->cgroup_mask, c->cgroup_path);
+  if (fd >= 0)
+    (void) write_all (fd, line, strlen (line));
+}
+
+/* delete --force of an entry without state.json: kill what the dead create left in its cgroup
+ * and remove the cgroup; best effort (the state dir goes anyway). */
+static void
+creating_cleanup (int dirfd)
+{
+  cleanup_free char *raw = NULL;
+  asbx_err_t e = NULL;
+  unsigned long mask;
+  int off = 0;
+  size_t len;
+  if (read_file_at (dirfd, "creating", 8192, &raw, &len, &e) < 0)
+    {
+      asbx_error_free (&e);
+      return;
+    }
+  if (sscanf (raw, "%lx %n", &mask, &off) != 1 || off == 0 || raw[off] != '/')
+    return;
+  if (cgroup_kill_all (raw + off, SIGKILL, &e) < 0)
+    asbx_error_free (&e);
+  if (cgroup_remove (raw + off, mask, 10000, &e) < 0)
+    {
+      log_warning ("delete: %s", e->msg);
+      asbx_error_free (&e);
+    }
+}
+
 static int
 create_spawned (const struct asbx_global *g, const struct asbx_create_opts *o, struct oci_spec *spec,
                 struct create_ctx *c, struct init_args *a, const char *bundle, asbx_err_t *err)
@@ -260,6 +304,7 @@ create_spawned (const struct asbx_global *g, const struct asbx_create_opts *o, s
   close (sp[1]);
   if (r < 0)
     return -1;
+  creating_record (c);
   test_stop_at ("create:spawned");
   if (sync_recv (psync, SYNC_CREATE_RUNTIME, m, err) < 0)
     return -1;
@@ -279,7 +324,7 @@ create_spawned (const struct asbx_global *g, const struct asbx_create_opts *o, s
 static int
 create_record (const struct asbx_global *g, const struct asbx_create_opts *o, struct oci_spec *spec,
                struct create_ctx *c, const char *bundle, const char *rootfs, const char *raw, size_t raw_len,
-               asbx_err_t *err)
+               const struct policy_plan *plan, asbx_err_t *err)
 {
   cleanup_free char *created = rfc3339_now ();
   struct asbx_state st = {
@@ -297,6 +342,19 @@ create_record (const struct asbx_global *g, const struct asbx_create_opts *o, st
   };
   if (st.pid_start == 0)
     return asbx_error (err, 0, "container init exited during create");
+  if (plan && plan->active)
+    {
+      /* the effective policy, for exec (the same layers for every process) and `policy explain` */
+      cleanup_close int pfd
+          = openat (c->dirfd, "policy.json", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+      if (pfd < 0 || write_all (pfd, plan->effective_json, strlen (plan->effective_json)) < 0)
+        return asbx_error (err, errno, "save policy.json in the state directory");
+      struct monitor_opts mo = { .id = o->id, .init_pid = c->init_pid, .cgroup_path = c->cgroup_path,
+                                 .state_dirfd = c->dirfd, .audit_dir = g->audit_dir, .plan = plan };
+      pid_t mpid;
+      if (monitor_start (&mo, &mpid, err) < 0)
+        return asbx_error_wrap (err, "policy monitor");
+    }
   if (asbx_state_write (c->dirfd, &st, err) < 0)
     return -1;
   test_stop_at ("create:recorded");
@@ -318,6 +376,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   cleanup_spec struct oci_spec *spec = NULL;
   cleanup_close int rootfd = -1, dirfd = -1, startfd = -1, console = -1;
   struct ns_plan ns = { 0 };
+  struct policy_plan *plan = NULL;
   struct create_ctx c = { .rootfd = -1, .dirfd = -1, .id = o->id };
   size_t raw_len;
   int preserve = o->preserve_fds;
@@ -333,6 +392,16 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   spec = oci_spec_parse (raw, raw_len, config_path, err);
   if (!spec)
     return -1;
+  /* the agent policy: ceiling (runtime flags, host config) ∩ request (annotations); the spec is
+   * narrowed before any check, so every later step sees only the effective configuration */
+  struct policy_inputs pin = {
+    .profile_flag = g->profile, .policy_flag = g->policy_file, .config_path = g->config_path,
+    .audit_dir_flag = g->audit_dir, .annotations = &spec->annotations,
+    .sandbox_default_profile = o->default_profile,
+  };
+  plan = policy_resolve (&pin, err);
+  if (!plan || policy_apply_spec (spec, plan, err) < 0)
+    goto out;
   if (create_check (g, spec, config_path, &ns, err) < 0)
     goto out;
   rootfs_in = spec->root->path[0] == '/' ? xstrdup (spec->root->path) : xasprintf ("%s/%s", bundle, spec->root->path);
@@ -370,11 +439,11 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   struct init_args a = {
     .spec = spec, .ns = &ns, .bundle = bundle, .rootfs = rootfs, .cgroup_path = c.cgroup_path,
     .start_fd = startfd, .console_fd = console, .preserve_fds = preserve, .no_pivot = o->no_pivot,
-    .no_new_keyring = o->no_new_keyring, .close_fds = { rootfd, dirfd, -1, -1 },
+    .no_new_keyring = o->no_new_keyring, .close_fds = { rootfd, dirfd, -1, -1 }, .plan = plan,
   };
   if (create_spawned (g, o, spec, &c, &a, bundle, err) < 0)
     goto undo;
-  if (create_record (g, o, spec, &c, bundle, rootfs, raw, raw_len, err) < 0)
+  if (create_record (g, o, spec, &c, bundle, rootfs, raw, raw_len, plan, err) < 0)
     goto undo;
   *init_pid = c.init_pid;
   ret = 0;
@@ -385,6 +454,8 @@ undo:
 out:
   ns_plan_close (&ns);
   free (c.cgroup_path);
+  if (plan)
+    policy_plan_free (plan);
   return ret;
 }
 
@@ -624,6 +695,8 @@ asbx_container_delete (const struct asbx_global *g, const char *id, bool force, 
       asbx_error (err, 0, "cannot delete container `%s`: it is still being created (use --force)", id);
       goto out;
     }
+  else
+    creating_cleanup (o.dirfd); /* we hold the lock: the create that made this entry died */
   ret = asbx_state_dir_remove (o.rootfd, id, err);
 out:
   opened_close (&o);

@@ -30,7 +30,9 @@
 #include "linux/process.h"
 #include "linux/rootfs.h"
 #include "linux/seccomp_bpf.h"
+#include "policy/policy.h"
 #include "runtime/exec.h"
+#include "runtime/policy_apply.h"
 #include "runtime/process.h"
 #include "runtime/state.h"
 #include "runtime/sync.h"
@@ -195,6 +197,23 @@ exec_build_process (const struct asbx_exec_opts *o, struct oci_process *p, asbx_
   return 0;
 }
 
+/* The effective policy saved at create (state dir policy.json), compiled again as a request
+ * with no ceiling; *plan stays NULL for a container without a policy. */
+static int
+load_policy (int dirfd, struct policy_plan **plan, asbx_err_t *err)
+{
+  cleanup_free char *json = NULL;
+  char *keys[] = { (char *) POLICY_ANNOTATION_POLICY, NULL };
+  char *values[] = { NULL, NULL };
+  if (read_file_at (dirfd, "policy.json", 1 << 20, &json, NULL, NULL) < 0)
+    return 0;
+  values[0] = json;
+  struct oci_map ann = { .keys = keys, .values = values, .len = 1 };
+  struct policy_inputs pin = { .annotations = &ann };
+  *plan = policy_resolve (&pin, err);
+  return *plan ? 0 : asbx_error_wrap (err, "the container's saved policy");
+}
+
 struct exec_child
 {
   const struct oci_process *proc;
@@ -207,6 +226,7 @@ struct exec_child
   const struct linux_seccomp *seccomp; /* the container's filter, compiled by P; NULL: none */
   int listener;                        /* seccomp listener socket for NOTIFY rules, or -1 */
   const char *process_state;           /* containerProcessState JSON for the listener */
+  const struct policy_plan *plan;      /* the container's effective policy, or NULL */
 };
 
 static void __attribute__ ((noreturn))
@@ -231,6 +251,8 @@ exec_process_main (struct exec_child *c)
     sync_fail (c->sync_fd, &err);
   exe = process_lookup_executable (c->proc, &err);
   if (!exe)
+    sync_fail (c->sync_fd, &err);
+  if (policy_prepare_process (c->plan, &err) < 0)
     sync_fail (c->sync_fd, &err);
   /* the container's seccomp filter applies to every process in it (as runc's exec) */
   if (c->seccomp)
@@ -372,6 +394,7 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
   cleanup_close int rootfd = -1, dirfd = -1, pidfd = -1, console = -1, listener = -1;
   cleanup_free char *raw = NULL, *praw = NULL, *state_json = NULL, *process_state = NULL;
   struct linux_seccomp filter = { 0 };
+  struct policy_plan *plan = NULL;
   struct oci_spec *spec = NULL;
   struct oci_process *proc = NULL, *pfile = NULL;
   struct asbx_state st = { 0 };
@@ -428,6 +451,10 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
     }
   if (proc->terminal && (console = connect_unix (o->console_socket, err)) < 0)
     goto out;
+  /* the container's agent policy applies to every process in it */
+  if (load_policy (dirfd, &plan, err) < 0)
+    goto out;
+  policy_apply_process (proc, plan);
   const struct oci_seccomp *sc = spec->linux_ ? spec->linux_->seccomp : NULL;
   if (sc && linux_seccomp_compile (sc, &filter, err) < 0)
     goto out;
@@ -447,7 +474,7 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
   struct exec_child c = {
     .proc = proc, .pidfd = pidfd, .ns_flags = ns_flags_of (st.pid), .console_fd = console,
     .preserve_fds = o->preserve_fds, .seccomp = sc ? &filter : NULL, .listener = listener,
-    .process_state = process_state,
+    .process_state = process_state, .plan = plan,
   };
   c.userns = c.ns_flags & CLONE_NEWUSER;
   if (exec_spawn (&c, st.cgroup_path, &pid, err) < 0)
@@ -460,6 +487,8 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
   *exit_status = o->detach ? 0 : asbx_container_wait (pid);
   ret = 0;
 out:
+  if (plan)
+    policy_plan_free (plan);
   linux_seccomp_release (&filter);
   asbx_state_free (&st);
   if (pfile)

@@ -26,6 +26,7 @@
 #include "linux/lsm_procattr.h"
 #include "linux/seccomp_bpf.h"
 #include "runtime/hooks.h"
+#include "runtime/policy_apply.h"
 #include "runtime/process.h"
 #include "runtime/spawn.h"
 #include "runtime/sync.h"
@@ -114,8 +115,12 @@ init_main (struct init_args *a)
     .userns = (a->ns->new_flags | a->ns->join_flags) & CLONE_NEWUSER,
     .new_cgroupns = a->ns->new_flags & CLONE_NEWCGROUP,
     .cgroup_path = a->cgroup_path,
+    .readonly_recursive = a->plan && a->plan->active && a->plan->rootfs_readonly,
   };
   if (linux_rootfs_prepare (&ro, &rootfd, &err) < 0)
+    fail (a, &err);
+  /* 3b. the policy's mounts: grants (rw binds) then denies (ro binds, masks) on top */
+  if (policy_apply_mounts (rootfd, a->plan, &err) < 0)
     fail (a, &err);
   /* 4. prestart + createRuntime hooks run in the runtime's namespaces: P runs them */
   if (sync_send (a->sync_fd, SYNC_CREATE_RUNTIME, 0, NULL, &err) < 0
@@ -164,6 +169,10 @@ init_main (struct init_args *a)
     fail (a, &err);
   exe = process_lookup_executable (proc, &err);
   if (!exe)
+    fail (a, &err);
+  /* 10b. the policy's process layers (Landlock paths resolve in the container's root now),
+   * built before READY so an unenforceable policy fails `create` */
+  if (policy_prepare_process (a->plan, &err) < 0)
     fail (a, &err);
   /* 11. created: tell P, then wait for `start` */
   if (sync_send (a->sync_fd, SYNC_READY, 0, NULL, &err) < 0)

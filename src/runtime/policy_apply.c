@@ -124,21 +124,28 @@ has_ns (const struct oci_linux *l, const char *type, bool *joined)
   return false;
 }
 
+void
+policy_apply_process (struct oci_process *p, const struct policy_plan *plan)
+{
+  if (!plan || !plan->active)
+    return;
+  /* Landlock needs no_new_privs, and a policy never lets a setuid binary widen it */
+  p->no_new_privileges = true;
+  caps_narrow (p, plan);
+  rlimit_narrow (p, "RLIMIT_NOFILE", plan->open_files);
+  rlimit_narrow (p, "RLIMIT_FSIZE", plan->file_size_bytes);
+}
+
 int
 policy_apply_spec (struct oci_spec *spec, const struct policy_plan *plan, asbx_err_t *err)
 {
-  struct oci_process *p = spec->process;
   bool joined = false;
 
   if (!plan || !plan->active)
     return 0;
   if (plan->rootfs_readonly)
     spec->root->readonly = true;
-  /* Landlock needs no_new_privs, and a policy never lets a setuid binary widen it */
-  p->no_new_privileges = true;
-  caps_narrow (p, plan);
-  rlimit_narrow (p, "RLIMIT_NOFILE", plan->open_files);
-  rlimit_narrow (p, "RLIMIT_FSIZE", plan->file_size_bytes);
+  policy_apply_process (spec->process, plan);
   resources_narrow (spec->linux_, plan);
   if (plan->net_mode == POLICY_NET_FILTERED && (plan->allowed_domains_len || plan->allowed_cidrs_len))
     return asbx_error (err, 0, "policy network.mode filtered with an allowlist: not enforceable by this build yet");

@@ -16,6 +16,10 @@
 #include "libocispec/oci_spec.h"
 #include "policy/plan.h"
 
+/* Narrow one process (init's or exec's): no_new_privs, capabilities ∩ allow (and no
+ * CAP_NET_ADMIN/CAP_NET_RAW unless network is open), RLIMIT_NOFILE/RLIMIT_FSIZE. */
+void policy_apply_process (struct oci_process *p, const struct policy_plan *plan);
+
 /* Narrow the spec in place. 0 / -1 with *err ("policy network.mode none: ..."). */
 int policy_apply_spec (struct oci_spec *spec, const struct policy_plan *plan, asbx_err_t *err);
 

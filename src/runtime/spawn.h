@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "libocispec/oci_spec.h"
 #include "linux/ns.h"
+#include "policy/plan.h"
 
 /* Everything the init process needs; filled by container.c, read-only in the children. */
 struct init_args
@@ -28,6 +29,7 @@ struct init_args
   /* fds of the runtime the children must close at once: the state dir fd carries the
    * container's flock, which a child would otherwise hold until exec */
   int close_fds[4];
+  const struct policy_plan *plan; /* the agent policy (inactive plan or NULL: plain OCI) */
 };
 
 /* Fork S and, through it, I. Places S in the cgroup first (so I and a new cgroup namespace are
