@@ -7,6 +7,7 @@
  * The cgroup namespace is unshared only after P has moved S into the container's cgroup, so the
  * namespace root is the container's cgroup. */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -71,6 +72,15 @@ stage_main (struct init_args *a)
     }
   if ((flags & CLONE_NEWTIME) && ns_write_time_offsets (a->spec->linux_, &err) < 0)
     sync_fail (a->sync_fd, &err);
+  /* S and I share the sync socket: I must not send CREATE_RUNTIME before S has sent PID, or
+   * P reads them out of order ("expected PID, got CREATE_RUNTIME", seen with 50 parallel
+   * creates in tests/escape). I waits for EOF on this pipe, i.e. for S to exit. */
+  int order[2];
+  if (pipe2 (order, O_CLOEXEC) < 0)
+    {
+      asbx_error (&err, errno, "pipe");
+      sync_fail (a->sync_fd, &err);
+    }
   pid = fork ();
   if (pid < 0)
     {
@@ -78,7 +88,14 @@ stage_main (struct init_args *a)
       sync_fail (a->sync_fd, &err);
     }
   if (pid == 0)
-    init_main (a);
+    {
+      char b;
+      close (order[1]);
+      while (read (order[0], &b, 1) < 0 && errno == EINTR)
+        ;
+      close (order[0]);
+      init_main (a);
+    }
   if (sync_send (a->sync_fd, SYNC_PID, pid, NULL, &err) < 0)
     {
       kill (pid, SIGKILL);
