@@ -37,6 +37,7 @@ static const struct
   { "ps", cli_ps, 0, "ps displays the processes running inside a container" },
   { "events", cli_events, 0, "display container events such as OOM notifications, cpu, memory, and IO usage statistics" },
   { "audit", cli_audit, 0, "print a container's audit log (agent policy; kept after delete)" },
+  { "policy", cli_policy, 0, "policy check FILE... | policy explain: validate policies, show the effective plan" },
 };
 
 static void
