@@ -339,3 +339,103 @@ def tty_run():
         os.close(fd)
         return os.waitstatus_to_exitcode(status), out.decode("utf-8", "replace")
     return run
+
+
+# ---------------------------------------------------------------------------------------------
+# containerd (shared by the ctr and CRI tests): one private daemon with the CRI plugin
+
+class Containerd:
+    """A private containerd: own root, state, grpc/ttrpc sockets; the CRI plugin with runtime
+    handlers `agentsbx` and `runcref` (io.containerd.runc.v2 with options.BinaryName and a
+    private options.Root), host-network pods only (no CNI)."""
+
+    def __init__(self, d, runtime_paths, sandbox_image):
+        self.dir = d
+        self.sock = os.path.join(d, "c.sock")
+        self.root = os.path.join(d, "root")
+        self.state = os.path.join(d, "state")
+        self.runtime_paths = runtime_paths
+        self.rt_roots = {n: os.path.join(d, f"rt-{n}") for n in runtime_paths}
+        self.ns = f"asbx-ctr-{os.getpid()}"
+        handlers = ""
+        for n, path in runtime_paths.items():
+            handler = "agentsbx" if n == "agentsbx" else "runcref"
+            handlers += f"""
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.{handler}]
+  runtime_type = "io.containerd.runc.v2"
+  pod_annotations = ["io.agentsbx.*"]
+  container_annotations = ["io.agentsbx.*"]
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.{handler}.options]
+  BinaryName = "{path}"
+  Root = "{self.rt_roots[n]}"
+"""
+        os.makedirs(os.path.join(d, "cni-conf"), exist_ok=True)
+        os.makedirs(os.path.join(d, "cni-bin"), exist_ok=True)
+        self.config = os.path.join(d, "config.toml")
+        with open(self.config, "w") as f:
+            f.write(f"""version = 2
+root = "{self.root}"
+state = "{self.state}"
+[grpc]
+  address = "{self.sock}"
+[ttrpc]
+  address = "{self.sock}.ttrpc"
+[debug]
+  address = ""
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "{sandbox_image}"
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  netns_mounts_under_state_dir = true
+  enable_selinux = false
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+[plugins."io.containerd.grpc.v1.cri".cni]
+  bin_dir = "{d}/cni-bin"
+  conf_dir = "{d}/cni-conf"
+{handlers}""")
+        self.proc = None
+
+    def start(self):
+        self.proc = start_daemon(["containerd", "--config", self.config],
+                                 os.path.join(self.dir, "containerd.log"))
+
+        def up():
+            assert self.proc.poll() is None, "containerd exited:\n" + self.log()[-3000:]
+            return self.ctr("version", check=False).returncode == 0
+        wait_for(up, "containerd to answer")
+
+    def log(self):
+        with open(os.path.join(self.dir, "containerd.log"), errors="replace") as f:
+            return f.read()
+
+    def ctr(self, *args, ns=None, check=True, timeout=HANG_GUARD, **kw):
+        return sh(["ctr", "--address", self.sock, "--namespace", ns or self.ns,
+                   *map(str, args)], check=check, timeout=timeout, **kw)
+
+    def bundle(self, ns, cid):
+        return os.path.join(self.state, "io.containerd.runtime.v2.task", ns, cid)
+
+
+@pytest.fixture(scope="session")
+def containerd(eng_dir, runtime_paths, rootfs_tar):
+    _need("containerd", "containerd")
+    _need("ctr", "containerd")
+    d = tempfile.mkdtemp(prefix="cd-", dir=eng_dir)
+    cd = Containerd(d, runtime_paths, IMAGE_FULL)
+    cd.start()
+    try:
+        archive = make_oci_archive(rootfs_tar, os.path.join(d, "image.oci.tar"))
+        for ns in (cd.ns, "k8s.io"):
+            cd.ctr("images", "import", archive, ns=ns)
+        os.unlink(archive)
+        yield cd
+    finally:
+        stop_daemon(cd.proc)
+        # shims outlive containerd by design; a test that failed may leave one: stop those
+        # whose command line names our private socket (they are ours), by pid
+        for line in processes_naming(cd.sock):
+            pid = int(line.split()[1].rstrip(":"))
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        _umount_under(d)

@@ -126,7 +126,7 @@ def test_exec_stop_rm(pm, engine_rt):
 
 def test_annotation_reaches_config(pm):
     podman, _, run = pm
-    cid = run("-d", "--annotation", "io.agentsbx.policy=agent", IMAGE, "sleep", "infinity").cid
+    cid = run("-d", "--annotation", "io.agentsbx.profile=open", IMAGE, "sleep", "infinity").cid
     bundle = podman.cli("inspect", "-f", "{{.StaticDir}}", cid).stdout.strip()
     paths = [os.path.join(bundle, "config.json")]
     paths.append(os.path.join(podman.dir, "graph", "overlay-containers", cid, "userdata",
@@ -138,5 +138,5 @@ def test_annotation_reaches_config(pm):
                 cfg = json.load(f)
             break
     assert cfg is not None, f"no config.json in {paths}"
-    assert cfg["annotations"].get("io.agentsbx.policy") == "agent"
+    assert cfg["annotations"].get("io.agentsbx.profile") == "open"
     podman.cli("rm", "-f", "-t", "0", cid)
