@@ -11,4 +11,15 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 # Sequential on purpose (unit and integration output stay readable); -k so that a unit test
 # failure does not hide the integration results (the exit status is still non-zero).
-make -k check PYTEST_ARGS="$*"
+rc=0
+make -k check PYTEST_ARGS="$*" || rc=1
+# Security proof (docs/security.md), in CI only unless asked (ASBX_SECURITY=1): the escape suite,
+# each fuzz target for FUZZ_SECONDS (3 targets x 60 s), and one ASan+UBSan build of the runtime
+# running the integration suite (separate build dir). Together about 8 minutes on 2 cores.
+if [ -n "${CI:-}" ] || [ -n "${ASBX_SECURITY:-}" ]; then
+  make check-escape PYTEST_ARGS="$*" || rc=1
+  command -v clang >/dev/null || apt-get install -y clang >/dev/null
+  make fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-60}" || rc=1
+  make check-asan PYTEST_ARGS="$*" || rc=1
+fi
+exit $rc
