@@ -140,13 +140,14 @@ def test_full_state_filesystem(rt, bundle, tiny_root, leave):
     state = os.path.join(tiny_root, "state")
     os.makedirs(state)
     # fill the data blocks; "inodes-only" leaves inodes (so mkdir works) but no block
-    with open(os.path.join(tiny_root, "fill"), "wb") as f:
-        try:
-            while True:
-                f.write(b"x" * 4096)
-                f.flush()
-        except OSError:
-            pass
+    fd = os.open(os.path.join(tiny_root, "fill"), os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while True:
+            os.write(fd, b"x" * 4096)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
     if leave == "nothing":
         i = 0
         while True:
