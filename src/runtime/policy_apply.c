@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -169,20 +170,6 @@ policy_apply_spec (struct oci_spec *spec, const struct policy_plan *plan, asbx_e
 
 /* ---- I: mounts beneath the rootfs ---- */
 
-static bool
-under_writable (const struct policy_plan *plan, const char *path)
-{
-  for (size_t i = 0; i < plan->mounts_len; i++)
-    {
-      const struct policy_mount *m = &plan->mounts[i];
-      size_t n = strlen (m->path);
-      if (m->kind == POLICY_MOUNT_BIND_RW || m->kind == POLICY_MOUNT_TMPFS)
-        if (strncmp (path, m->path, n) == 0 && (path[n] == '/' || path[n] == '\0' || n == 1))
-          return true;
-    }
-  return false;
-}
-
 static int
 bind_self (int fd, bool rw, bool noexec, asbx_err_t *err)
 {
@@ -230,7 +217,7 @@ apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy
           log_debug ("policy %s (%s): path does not exist, not enforced", m->origin, m->path);
           return 0;
         }
-      if (under_writable (plan, m->path))
+      if (m->writable_parent)
         return asbx_error (err, 0,
                            "policy %s: `%s` does not exist and its parent is writable: the rule cannot be "
                            "enforced (write it as \"?%s\" to make it optional)",
@@ -257,6 +244,41 @@ apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy
   return r < 0 ? asbx_error_wrap (err, "policy %s (%s)", m->origin, m->path) : 0;
 }
 
+/* The `~/x` form: the rule applies to <path>/<entry>/<each_child> for every directory entry of
+ * <path> (e.g. every home under /home) in the container's rootfs at create. */
+static int
+apply_each_child (int rootfd, const struct policy_plan *plan, const struct policy_mount *m, asbx_err_t *err)
+{
+  cleanup_close int dfd = ps_openat2 (rootfd, m->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0,
+                                      RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+  cleanup_closedir DIR *d = NULL;
+  struct dirent *de;
+
+  if (dfd < 0)
+    return errno == ENOENT || errno == ENOTDIR ? 0 : asbx_error (err, errno, "policy %s: open `%s`", m->origin, m->path);
+  d = fdopendir (dfd);
+  if (!d)
+    return asbx_error (err, errno, "policy %s: read `%s`", m->origin, m->path);
+  dfd = -1; /* owned by d */
+  while ((de = readdir (d)))
+    {
+      struct stat st;
+      if (de->d_name[0] == '.' && (de->d_name[1] == '\0' || (de->d_name[1] == '.' && de->d_name[2] == '\0')))
+        continue;
+      if (fstatat (dirfd (d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR (st.st_mode))
+        continue; /* a symlinked home is not followed: it cannot lead the rule elsewhere */
+      cleanup_free char *path = xasprintf ("%s/%s/%s", m->path, de->d_name, m->each_child);
+      struct policy_mount one = *m;
+      one.path = path;
+      one.each_child = NULL;
+      /* a home without the credential file: the deny holds unless the home is writable */
+      one.optional = m->optional || !m->writable_parent;
+      if (apply_one_mount (rootfd, plan, &one, err) < 0)
+        return -1;
+    }
+  return 0;
+}
+
 int
 policy_apply_mounts (int rootfd, const struct policy_plan *plan, asbx_err_t *err)
 {
@@ -270,7 +292,7 @@ policy_apply_mounts (int rootfd, const struct policy_plan *plan, asbx_err_t *err
         bool grant = m->kind == POLICY_MOUNT_BIND_RW || m->kind == POLICY_MOUNT_TMPFS;
         if ((pass == 0) != grant)
           continue;
-        if (apply_one_mount (rootfd, plan, m, err) < 0)
+        if ((m->each_child ? apply_each_child (rootfd, plan, m, err) : apply_one_mount (rootfd, plan, m, err)) < 0)
           return -1;
       }
   return 0;
