@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <yajl/yajl_gen.h>
@@ -20,6 +22,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "runtime/container.h"
+#include "runtime/monitor.h"
 #include "runtime/sandbox.h"
 #include "runtime/state.h"
 
@@ -249,15 +252,26 @@ exit_code_for_reason (const char *reason, int status)
   return status;
 }
 
+/* The monitor records the exit reason after the init is gone, so wait (bounded) for the
+ * monitor to finish before reading it. */
 static char *
 read_exit_reason (const struct asbx_global *g, const char *id)
 {
-  cleanup_free char *path = xasprintf ("%s/%s/exit_reason", g->root, id);
-  char *s = NULL;
-  if (read_file_at (AT_FDCWD, path, 256, &s, NULL, NULL) < 0)
+  cleanup_free char *dir = xasprintf ("%s/%s", g->root, id);
+  cleanup_close int dirfd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  pid_t mpid;
+
+  if (dirfd < 0)
     return NULL;
-  s[strcspn (s, "\n")] = '\0';
-  return s;
+  mpid = monitor_pid_read (dirfd);
+  if (mpid > 0)
+    {
+      cleanup_close int pfd = (int) syscall (SYS_pidfd_open, mpid, 0);
+      struct pollfd p = { .fd = pfd, .events = POLLIN };
+      if (pfd >= 0)
+        poll (&p, 1, 5000);
+    }
+  return monitor_exit_reason (dirfd);
 }
 
 static int
