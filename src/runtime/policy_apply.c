@@ -205,9 +205,66 @@ mask (int rootfd, int fd, asbx_err_t *err)
   return mnt_attach (mfd, fd, err);
 }
 
+/* The writable grant (allowWrite bind or tmpfs) whose hierarchy strictly contains `path`, the
+ * deepest one; NULL when none does. */
+static const struct policy_mount *
+covering_grant (const struct policy_plan *plan, const char *path)
+{
+  const struct policy_mount *best = NULL;
+  for (size_t i = 0; i < plan->mounts_len; i++)
+    {
+      const struct policy_mount *g = &plan->mounts[i];
+      size_t n = strlen (g->path);
+      if (g->kind != POLICY_MOUNT_BIND_RW && g->kind != POLICY_MOUNT_TMPFS)
+        continue;
+      if (n == 1 && g->path[0] == '/')
+        n = 0;
+      if (strncmp (path, g->path, n) == 0 && path[n] == '/' && (!best || strlen (best->path) < strlen (g->path)))
+        best = g;
+    }
+  return best;
+}
+
+/* A deny under a writable grant (denyWrite /workspace/.git/hooks) holds on the path only while
+ * the path keeps its name: renaming an ancestor away (`mv .git g2`) and recreating the path would
+ * leave a fresh, writable .git/hooks. Each ancestor between the grant and the denied path becomes
+ * a mount point (an rw bind onto itself with the grant's flags), which rename(2) and rmdir(2)
+ * refuse with EBUSY. Found by tests/integration/test_policy_fs.py. */
+static int
+pin_ancestors (int rootfd, const struct policy_plan *plan, const char *path, asbx_err_t *err)
+{
+  const struct policy_mount *g = covering_grant (plan, path);
+  cleanup_free char *p = xstrdup (path);
+  size_t start = g ? strlen (g->path) : 0;
+
+  if (!g)
+    return 0;
+  for (char *slash = p + start + 1; (slash = strchr (slash, '/')) != NULL; *slash++ = '/')
+    {
+      struct statx stx;
+      *slash = '\0';
+      cleanup_close int fd = ps_openat2 (rootfd, p, O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
+                                         RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+      if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+        return 0; /* the rest does not exist: nothing to pin (the deny itself decides) */
+      if (fd < 0)
+        return asbx_error (err, errno, "open `%s`", p);
+      if (statx (fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &stx) < 0)
+        return asbx_error (err, errno, "statx `%s`", p);
+      if (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT && stx.stx_attributes & STATX_ATTR_MOUNT_ROOT)
+        continue; /* already a mount point (pinned for another rule) */
+      if (bind_self (fd, true, g->noexec, err) < 0)
+        return asbx_error_wrap (err, "pin `%s`", p);
+    }
+  return 0;
+}
+
 static int
 apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy_mount *m, asbx_err_t *err)
 {
+  /* pinned before the path is opened: the deny must land on the pinned mount, not under it */
+  if ((m->kind == POLICY_MOUNT_BIND_RO || m->kind == POLICY_MOUNT_MASK) && pin_ancestors (rootfd, plan, m->path, err) < 0)
+    return asbx_error_wrap (err, "policy %s (%s)", m->origin, m->path);
   cleanup_close int fd = ps_openat2 (rootfd, m->path, O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
   if (fd < 0 && errno == ENOENT)
     {

@@ -9,7 +9,8 @@
  *
  * Usage: probe report | write PATH [DATA] | openw PATH | stat PATH | readlink PATH | exit N |
  *        sleep SEC | ls DIR | catfile PATH | sysctl KEY | clock | kill PID SIG |
- *        syscall NAME|NR [ARG...] | int80 NR [ARG...] | escape NAME | exewatch SEC
+ *        syscall NAME|NR [ARG...] | int80 NR [ARG...] | escape NAME | exewatch SEC |
+ *        read PATH | link OLD NEW | rename OLD NEW | symlink TARGET NEW | mkdir PATH | exec PATH [ARG...]
  * Active checks print one JSON object; a failed syscall is reported by errno name and makes the
  * probe exit 1, success exits 0.
  */
@@ -23,7 +24,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -657,12 +661,61 @@ static int cmd_int80(int argc, char **argv)
 	return got == (ssize_t)sizeof(r) && r >= 0 ? 0 : 1;
 }
 
+/* ---- path operations for the policy tests (added for tests/integration/test_policy_*) ---- */
+
+/* read PATH: {"op":"read","path","result","data"} with the first 256 bytes of the file. */
+static int cmd_read(const char *path)
+{
+	size_t len;
+	char *s = read_file(path, &len);
+	if (!s)
+		return result("read", path, -1);
+	if (len > 256)
+		s[256] = 0;
+	obj_open();
+	kstr("op", "read");
+	kstr("path", path);
+	kstr("result", "ok");
+	kstr("data", s);
+	obj_close();
+	putchar('\n');
+	free(s);
+	return 0;
+}
+
+/* link OLD NEW | rename OLD NEW | symlink TARGET NEW | mkdir PATH | exec PATH [ARG...]:
+ * one syscall each, reported as {"op","path","result"} (path = the second name; exec reports
+ * only when execve failed, else the program runs). */
+static int cmd_pathop(const char *op, int argc, char **argv)
+{
+	int rc;
+	if (strcmp(op, "link") == 0)
+		rc = link(argv[0], argv[1]);
+	else if (strcmp(op, "rename") == 0)
+		rc = rename(argv[0], argv[1]);
+	else if (strcmp(op, "symlink") == 0)
+		rc = symlink(argv[0], argv[1]);
+	else if (strcmp(op, "mkdir") == 0)
+		return result(op, argv[0], mkdir(argv[0], 0755));
+	else if (strcmp(op, "exec") == 0) {
+		fflush(stdout);
+		execv(argv[0], argv);
+		return result(op, argv[0], -1);
+	} else
+		return 2;
+	(void)argc;
+	return result(op, argv[1], rc);
+}
+
 /* ---- escape attempts (added for tests/escape) ---- */
 
 /* escape NAME: one attempt a sandbox must refuse, made the way hostile code would make it.
  * NAME: io_uring (io_uring_setup), ptrace (PTRACE_ATTACH to a child of ours: allowed by the
  * kernel without CAP_SYS_PTRACE, so only a filter stops it), userns (unshare CLONE_NEWUSER),
  * keyctl (join a named session keyring), add_key, mount (tmpfs on /tmp), fsopen (new mount API).
+ * Added for the policy tests: clone3 (with CLONE_NEWUSER), tiocsti / tioclinux (on a pty we
+ * opened), packet / rawip (raw sockets), ptrace_sibling (PTRACE_ATTACH to $SIBLING), bpf / perf /
+ * kmod (calls whose reachable answer is EINVAL / EFAULT / EBADF-or-ENOSYS, never a success).
  * Prints {"op":"escape","name","result":"ok"|errno name,"errno"}; exit 0 when it worked. */
 static int cmd_escape(const char *name)
 {
@@ -693,6 +746,46 @@ static int cmd_escape(const char *name)
 		r = syscall(SYS_mount, "none", "/tmp", "tmpfs", 0, NULL);
 	} else if (strcmp(name, "fsopen") == 0) {
 		r = syscall(430 /* fsopen */, "tmpfs", 0);
+	} else if (strcmp(name, "clone3") == 0) {
+		/* clone3 with CLONE_NEWUSER (a struct clone_args of 88 bytes, flags first) */
+		unsigned long long args[11];
+		memset(args, 0, sizeof(args));
+		args[0] = 0x10000000;
+		args[4] = SIGCHLD;
+		fflush(stdout);
+		r = syscall(435 /* clone3 */, args, sizeof(args));
+		if (r == 0)
+			_exit(0);
+		if (r > 0)
+			waitpid(r, NULL, 0);
+	} else if (strcmp(name, "tiocsti") == 0 || strcmp(name, "tioclinux") == 0) {
+		/* inject a byte into a pty we opened (TIOCSTI), or TIOCLINUX subcode 6 on it */
+		int m = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+		char c = strcmp(name, "tiocsti") == 0 ? 'x' : 6;
+		if (m >= 0) {
+			int unlock = 0;
+			ioctl(m, TIOCSPTLCK, &unlock);
+			r = ioctl(m, strcmp(name, "tiocsti") == 0 ? TIOCSTI : TIOCLINUX, &c);
+			int e = errno;
+			close(m);
+			errno = e;
+		}
+	} else if (strcmp(name, "packet") == 0) {
+		r = socket(17 /* AF_PACKET */, SOCK_RAW, 0);
+	} else if (strcmp(name, "rawip") == 0) {
+		r = socket(AF_INET, SOCK_RAW, IPPROTO_ICMP);
+	} else if (strcmp(name, "ptrace_sibling") == 0) {
+		/* PTRACE_ATTACH to a process that is not our descendant: the parent's other child */
+		pid_t sib = getenv("SIBLING") ? atoi(getenv("SIBLING")) : 0;
+		r = syscall(SYS_ptrace, 16 /* PTRACE_ATTACH */, sib, 0, 0);
+		if (r == 0)
+			syscall(SYS_ptrace, 17 /* PTRACE_DETACH */, sib, 0, 0);
+	} else if (strcmp(name, "bpf") == 0) {
+		r = syscall(SYS_bpf, 999, NULL, 0);   /* unknown command: EINVAL when bpf is reachable */
+	} else if (strcmp(name, "perf") == 0) {
+		r = syscall(SYS_perf_event_open, NULL, 0, -1, -1, 0);   /* EFAULT when reachable */
+	} else if (strcmp(name, "kmod") == 0) {
+		r = syscall(SYS_finit_module, -1, "", 0);   /* EBADF when reachable */
 	} else {
 		fprintf(stderr, "probe: unknown escape %s\n", name);
 		return 2;
@@ -787,7 +880,8 @@ static int usage(void)
 {
 	fputs("usage: probe report | write PATH [DATA] | openw PATH | stat PATH | readlink PATH |"
 	      " exit N | sleep SEC | ls DIR | catfile PATH | sysctl KEY | clock | syscall NAME|NR [ARG..] |"
-	      " int80 NR [ARG..] | escape NAME | exewatch SEC\n",
+	      " int80 NR [ARG..] | escape NAME | exewatch SEC | read PATH | link OLD NEW |"
+	      " rename OLD NEW | symlink TARGET NEW | mkdir PATH | exec PATH [ARG..]\n",
 	      stderr);
 	return 2;
 }
@@ -826,6 +920,13 @@ int main(int argc, char **argv)
 		rc = cmd_int80(argc - 2, argv + 2);
 	else if (strcmp(c, "escape") == 0 && argc == 3)
 		rc = cmd_escape(argv[2]);
+	else if (strcmp(c, "read") == 0 && argc == 3)
+		rc = cmd_read(argv[2]);
+	else if ((strcmp(c, "link") == 0 || strcmp(c, "rename") == 0 || strcmp(c, "symlink") == 0)
+		 && argc == 4)
+		rc = cmd_pathop(c, argc - 2, argv + 2);
+	else if ((strcmp(c, "mkdir") == 0 && argc == 3) || (strcmp(c, "exec") == 0 && argc >= 3))
+		rc = cmd_pathop(c, argc - 2, argv + 2);
 	else if (strcmp(c, "exewatch") == 0 && argc == 3)
 		rc = cmd_exewatch(argv[2]);
 	else
