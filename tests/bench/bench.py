@@ -1,82 +1,513 @@
 #!/usr/bin/python3
-"""make bench: wall time of `RUNTIME run` of /bin/true on one busybox bundle, agentsbx against
-runc and crun in the same run (interleaved, so machine noise hits all alike). Prints median and
-p90 per runtime and the ratios to runc. Not a test: numbers only, never pass/fail.
+"""make bench: agentsbx against runc and crun, every scenario of issue 9, in one run.
 
-crun 1.8 refuses this machine's hybrid cgroup layout; as TESTING.md describes, it is run inside a
-private mount namespace where the cgroup2 mount at /sys/fs/cgroup/unified is unmounted, which
-leaves the host untouched (and costs one `unshare` + `umount` per run, reported separately)."""
-import argparse, json, os, shutil, statistics, subprocess, sys, tempfile, time
+Scenarios (each runtime gets the same bundle, runs are interleaved round-robin so that machine
+noise hits all runtimes alike; two warm-up rounds are not counted):
+  run          `R run` of /bin/true (create + start + wait + delete)
+  run-seccomp  the same with Docker's default seccomp profile (containers-common's seccomp.json,
+               turned into linux.seccomp the way the engines do for the default capabilities)
+  exec         `R exec ID /bin/true` into a running container
+  rss          peak RSS of the runtime process tree (wait4 rusage ru_maxrss: the maximum over the
+               process and the descendants it reaped, not a sum; what /usr/bin/time -v prints)
+  memlimit     smallest memory cgroup limit under which `R run` still succeeds (bisection, 16 KiB
+               steps, on a memory cgroup the bench creates and puts the runtime process into)
+  syscalls     syscalls per `R run` (strace -f -c: runtime, its helpers and the container's /bin/true)
+  parallel     100 `R run` started at once on this machine: wall time and containers per second
+  sandbox      `agentsbx sandbox --rootfs ROOTFS -- /bin/true` (agent profile) against a plain
+               `agentsbx run` of a bundle with the same rootfs
+Numbers only, never pass/fail; not part of `make check`. JSON lands in bench/results/.
+
+crun 1.8 refuses this machine's hybrid cgroup layout; on hybrid hosts it runs in a private mount
+namespace where the cgroup2 mount at /sys/fs/cgroup/unified is detached (the host is untouched).
+The namespace is made in the forked child before the timing helper (tests/bench/measure.c)
+starts, so its cost is not in crun's numbers."""
+import argparse, ctypes, datetime, json, os, shutil, signal, statistics, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
+DOCKER_PROFILE = "/usr/share/containers/seccomp.json"
+UNIFIED = "/sys/fs/cgroup/unified"
+libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWNS, MS_REC, MS_PRIVATE, MNT_DETACH = 0x20000, 0x4000, 0x40000, 2
 
 
-def make_bundle(d):
+def hybrid_host():
+    try:
+        return os.path.ismount(UNIFIED) and os.statvfs(UNIFIED) is not None and \
+            subprocess.run(["stat", "-fc", "%T", UNIFIED], capture_output=True, text=True).stdout.strip() == "cgroup2fs"
+    except OSError:
+        return False
+
+
+def private_cgroup_v1_ns():
+    """In the forked child: a private mount namespace without the cgroup2 mount (for crun)."""
+    if libc.unshare(CLONE_NEWNS) != 0:
+        os._exit(120)
+    if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        os._exit(121)
+    libc.umount2(UNIFIED.encode(), MNT_DETACH)
+
+
+class Runtime:
+    def __init__(self, name, path, needs_ns=False):
+        self.name, self.path, self.needs_ns = name, path, needs_ns
+
+    def argv(self, root, *args):
+        return [self.path, "--root", root, *args]
+
+
+def spawn(argv, setup=None, cgroup_procs=None, cwd=None, errlog=None):
+    """fork + exec with stdio on /dev/null (stderr to `errlog` if given); returns the pid.
+    `setup` runs in the child first."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if cgroup_procs:
+                with open(cgroup_procs, "w") as f:
+                    f.write("0")
+            if setup:
+                setup()
+            if cwd:
+                os.chdir(cwd)
+            fd = os.open("/dev/null", os.O_RDWR)
+            for i in (0, 1, 2):
+                os.dup2(fd, i)
+            if errlog:
+                os.dup2(os.open(errlog, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 2)
+            os.execvp(argv[0], argv)
+        finally:
+            os._exit(127)
+    return pid
+
+
+MEASURE = None  # path of the compiled measure.c helper
+_out_seq = [0]
+LAST_ERR = [""]
+
+
+def build_measure(work):
+    global MEASURE
+    MEASURE = os.path.join(work, "measure")
+    src = os.path.join(HERE, "measure.c")
+    for extra in (["-static"], []):
+        if subprocess.run(["cc", "-O2", *extra, "-o", MEASURE, src]).returncode == 0:
+            return
+    raise SystemExit("cannot build tests/bench/measure.c")
+
+
+def timed(argv, setup=None, **kw):
+    """(seconds, exit code, peak RSS KiB) of one command, measured by the static helper."""
+    _out_seq[0] += 1
+    out = os.path.join(os.path.dirname(MEASURE), f"m{_out_seq[0]}")
+    pid = spawn([MEASURE, out] + argv, setup, errlog=out + ".err", **kw)
+    _, status, _ = os.wait4(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0 or not os.path.exists(out):
+        return 0.0, 255, 0
+    ns, code, rss = (int(x) for x in open(out).read().split())
+    if code != 0:
+        LAST_ERR[0] = open(out + ".err").read()[-300:]
+    os.unlink(out)
+    os.unlink(out + ".err")
+    return ns / 1e9, code, rss
+
+
+def quiet(argv, setup=None):
+    pid = spawn(argv, setup)
+    os.waitpid(pid, 0)
+
+
+def summary(xs, scale=1.0):
+    if not xs:
+        return None
+    xs = [x * scale for x in xs]
+    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
+
+
+def oci_from_docker_profile(prof, caps, arch="amd64"):
+    """containers-common profile -> linux.seccomp for the given capabilities (what the engines do)."""
+    native = {"amd64": "SCMP_ARCH_X86_64"}[arch]
+    archs = []
+    for m in prof.get("archMap", []):
+        if m["architecture"] == native:
+            archs = [native] + m.get("subArchitectures", [])
+    out = []
+    for s in prof["syscalls"]:
+        inc, exc = s.get("includes") or {}, s.get("excludes") or {}
+        if inc.get("arches") and arch not in inc["arches"]:
+            continue
+        if exc.get("arches") and arch in exc["arches"]:
+            continue
+        if inc.get("caps") and not all(c in caps for c in inc["caps"]):
+            continue
+        if exc.get("caps") and any(c in caps for c in exc["caps"]):
+            continue
+        r = {"names": s["names"], "action": s["action"]}
+        for k in ("args", "errnoRet"):
+            if s.get(k) is not None:
+                r[k] = s[k]
+        out.append(r)
+    o = {"defaultAction": prof["defaultAction"], "architectures": archs, "syscalls": out}
+    if "defaultErrnoRet" in prof:
+        o["defaultErrnoRet"] = prof["defaultErrnoRet"]
+    return o
+
+
+def make_bundle(d, args, seccomp=None):
+    """A busybox bundle from `runc spec` (ociVersion every runtime here accepts)."""
     rootfs = os.path.join(d, "rootfs")
-    os.makedirs(os.path.join(rootfs, "bin"))
-    bb = shutil.which("busybox") or "/bin/busybox"
-    shutil.copy(bb, os.path.join(rootfs, "bin", "busybox"))
-    for a in ("sh", "true"):
-        os.symlink("busybox", os.path.join(rootfs, "bin", a))
-    for x in ("proc", "sys", "dev", "tmp", "etc"):
-        os.makedirs(os.path.join(rootfs, x), exist_ok=True)
-    subprocess.run([os.path.join(TOP, "agentsbx"), "spec", "--bundle", d], check=True)
+    if not os.path.isdir(rootfs):
+        os.makedirs(os.path.join(rootfs, "bin"))
+        shutil.copy(shutil.which("busybox") or "/bin/busybox", os.path.join(rootfs, "bin", "busybox"))
+        for a in ("sh", "true", "sleep"):
+            os.symlink("busybox", os.path.join(rootfs, "bin", a))
+        for x in ("proc", "sys", "dev", "tmp", "etc", "workspace", "run"):
+            os.makedirs(os.path.join(rootfs, x), exist_ok=True)
+    if os.path.exists(os.path.join(d, "config.json")):
+        os.unlink(os.path.join(d, "config.json"))
+    spec = ["runc", "spec"] if shutil.which("runc") else [os.path.join(TOP, "agentsbx"), "spec"]
+    subprocess.run(spec + ["--bundle", d], check=True)
     cfg = json.load(open(os.path.join(d, "config.json")))
     cfg["process"]["terminal"] = False
-    cfg["process"]["args"] = ["/bin/true"]
+    cfg["process"]["args"] = args
+    # runc 1.1's spec raises ambient caps without inheritable ones; runc ignores the failed raise,
+    # agentsbx refuses it (fail closed). Not what is measured here: drop ambient for everyone.
+    cfg["process"]["capabilities"].pop("ambient", None)
+    if seccomp:
+        cfg["linux"]["seccomp"] = seccomp
     json.dump(cfg, open(os.path.join(d, "config.json"), "w"))
+    return cfg
 
 
-def timed(argv):
-    t = time.perf_counter()
-    r = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    dt = time.perf_counter() - t
-    if r.returncode != 0:
-        raise RuntimeError(f"{argv[0]} failed ({r.returncode}): {r.stderr.decode()[:300]}")
-    return dt
+class Bench:
+    def __init__(self, a, work):
+        self.a, self.work, self.results, self.seq = a, work, {}, 0
+        self.rts = [Runtime("agentsbx", os.path.join(TOP, "agentsbx"))]
+        if shutil.which("runc"):
+            self.rts.append(Runtime("runc", shutil.which("runc")))
+        if shutil.which("crun"):
+            self.rts.append(Runtime("crun", shutil.which("crun"), needs_ns=hybrid_host()))
+
+    def setup_of(self, rt):
+        return private_cgroup_v1_ns if rt.needs_ns else None
+
+    def root(self, rt):
+        return os.path.join(self.work, "state-" + rt.name)
+
+    def cid(self, rt):
+        self.seq += 1
+        return f"bench{os.getpid()}-{self.seq}-{rt.name}"
+
+    def cmd(self, rt, *args):
+        return rt.argv(self.root(rt), *args)
+
+    def interleave(self, fn, n, rts=None):
+        """fn(rt) -> seconds or raises; n counted rounds after two warm-up rounds."""
+        rts = rts or self.rts
+        out = {rt.name: [] for rt in rts}
+        for i in range(n + 2):
+            for rt in rts:
+                if out[rt.name] is None:
+                    continue
+                try:
+                    v = fn(rt)
+                except RuntimeError as e:
+                    print(f"  {rt.name}: {e}", file=sys.stderr)
+                    out[rt.name] = None
+                    continue
+                if i >= 2:
+                    out[rt.name].append(v)
+        return out
+
+    def run_once(self, rt, bundle, extra=(), **kw):
+        dt, rc, rss = timed(self.cmd(rt, "run", "--bundle", bundle, self.cid(rt), *extra), self.setup_of(rt), **kw)
+        if rc != 0:
+            raise RuntimeError(f"run failed ({rc}): {LAST_ERR[0].strip()}")
+        return dt, rss
+
+    def record(self, name, unit, per_rt, scale=1.0, lower_better=True, note=""):
+        self.results[name] = {"unit": unit, "note": note,
+                              "runtimes": {k: summary(v, scale) if v else None for k, v in per_rt.items()}}
+        print_scenario(name, self.results[name])
+
+    # ---- scenarios ----
+    def s_floor(self):
+        per = {"true": []}
+        for i in range(self.a.n + 2):
+            dt, _, _ = timed(["/bin/true"])
+            if i >= 2:
+                per["true"].append(dt)
+        self.record("floor", "ms", per, 1000, note="the timer's floor: vfork+exec+wait of /bin/true")
+
+    def s_run(self):
+        b = os.path.join(self.work, "b-true")
+        self.record("run", "ms", self.interleave(lambda rt: self.run_once(rt, b)[0], self.a.n), 1000)
+
+    def s_run_seccomp(self):
+        if not os.path.exists(DOCKER_PROFILE):
+            print(f"run-seccomp: {DOCKER_PROFILE} missing (golang-github-containers-common)", file=sys.stderr)
+            return
+        b = os.path.join(self.work, "b-seccomp")
+        self.record("run-seccomp", "ms", self.interleave(lambda rt: self.run_once(rt, b)[0], self.a.n), 1000,
+                    note="Docker's default profile from containers-common")
+
+    def s_exec(self):
+        b = os.path.join(self.work, "b-sleep")
+        ids = {}
+        try:
+            for rt in self.rts:
+                ids[rt.name] = cid = self.cid(rt)
+                for verb in (("create", "--bundle", b, cid), ("start", cid)):
+                    _, rc, _ = timed(self.cmd(rt, *verb), self.setup_of(rt))
+                    if rc != 0:
+                        raise SystemExit(f"exec: {rt.name} {verb[0]} failed: {LAST_ERR[0].strip()}")
+
+            def one(rt):
+                dt, rc, _ = timed(self.cmd(rt, "exec", ids[rt.name], "/bin/true"), self.setup_of(rt))
+                if rc != 0:
+                    raise RuntimeError(f"exec failed ({rc}): {LAST_ERR[0].strip()}")
+                return dt
+            self.record("exec", "ms", self.interleave(one, self.a.n), 1000)
+        finally:
+            for rt in self.rts:
+                if rt.name in ids:
+                    quiet(self.cmd(rt, "delete", "-f", ids[rt.name]), self.setup_of(rt))
+
+    def s_rss(self):
+        b = os.path.join(self.work, "b-true")
+        self.record("rss", "KiB", self.interleave(lambda rt: self.run_once(rt, b)[1], max(5, self.a.n // 2)),
+                    note="peak RSS of the runtime process tree (ru_maxrss)")
+
+    def s_syscalls(self):
+        if not shutil.which("strace"):
+            print("syscalls: strace missing", file=sys.stderr)
+            return
+        b = os.path.join(self.work, "b-true")
+        out = os.path.join(self.work, "strace.out")
+
+        def one(rt):
+            argv = ["strace", "-f", "-c", "-o", out] + self.cmd(rt, "run", "--bundle", b, self.cid(rt))
+            _, rc, _ = timed(argv, self.setup_of(rt))
+            if rc != 0:
+                raise RuntimeError(f"strace run failed ({rc})")
+            for line in open(out):
+                t = line.split()
+                if t and t[-1] == "total":
+                    return int(t[3])
+            raise RuntimeError("no strace total")
+        self.record("syscalls", "calls", self.interleave(one, 3), note="strace -f -c, whole tree")
+
+    def s_memlimit(self):
+        cg = MemCgroup()
+        if not cg.ok:
+            print("memlimit: no memory cgroup available", file=sys.stderr)
+            return
+        b = os.path.join(self.work, "b-true")
+        res = {}
+        try:
+            for rt in self.rts:
+                def ok(limit):
+                    cg.set(limit)
+                    cid = self.cid(rt)
+                    _, rc, _ = timed(self.cmd(rt, "run", "--bundle", b, cid), self.setup_of(rt), cgroup_procs=cg.procs)
+                    cg.drain()
+                    quiet(self.cmd(rt, "delete", "-f", cid), self.setup_of(rt))
+                    leaks = remove_cgroups_named(cid)
+                    if leaks:
+                        print(f"  memlimit: {rt.name} left cgroups behind at {limit} B: {leaks}", file=sys.stderr)
+                    return rc == 0
+                lo, hi = 0, 64 << 20
+                if not ok(hi):
+                    res[rt.name] = None
+                    continue
+                while hi - lo > 16 << 10:
+                    mid = (lo + hi) // 2 // 4096 * 4096
+                    if ok(mid):
+                        hi = mid
+                    else:
+                        lo = mid
+                res[rt.name] = [hi // 1024]
+        finally:
+            cg.remove()
+        self.record("memlimit", "KiB", res, note=f"smallest {cg.knob} that still runs /bin/true (16 KiB steps)")
+
+    def s_parallel(self):
+        b = os.path.join(self.work, "b-true")
+        n = self.a.parallel
+
+        def one(rt):
+            t = time.perf_counter()
+            logs = [os.path.join(self.work, f"par{i}.err") for i in range(n)]
+            pids = [spawn(self.cmd(rt, "run", "--bundle", b, self.cid(rt)), self.setup_of(rt), errlog=logs[i])
+                    for i in range(n)]
+            bad = [i for i, p in enumerate(pids) if os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) != 0]
+            dt = time.perf_counter() - t
+            if bad:
+                raise RuntimeError(f"{len(bad)}/{n} parallel runs failed, e.g. {open(logs[bad[0]]).read().strip()[:300]}")
+            return n / dt
+        per = self.interleave(one, 3)
+        self.record("parallel", "containers/s", per, lower_better=False,
+                    note=f"{n} `run` of /bin/true started at once, {os.cpu_count()} CPUs")
+
+    def s_sandbox(self):
+        b = os.path.join(self.work, "b-true")
+        ws = os.path.join(self.work, "workspace")
+        os.makedirs(ws, exist_ok=True)
+        asbx = self.rts[0]
+        sandbox = Runtime("sandbox-agent", asbx.path)
+        plain = Runtime("agentsbx-run", asbx.path)
+
+        def one(rt):
+            if rt is plain:
+                return self.run_once(rt, b)[0]
+            dt, rc, _ = timed(self.cmd(rt, "sandbox", "--id", self.cid(rt), "--rootfs", os.path.join(b, "rootfs"),
+                                       "--workspace", ws, "--", "/bin/true"), cwd=ws)
+            if rc != 0:
+                raise RuntimeError(f"sandbox failed ({rc}): {LAST_ERR[0].strip()}")
+            return dt
+        self.record("sandbox", "ms", self.interleave(one, self.a.n, [plain, sandbox]), 1000,
+                    note="agentsbx sandbox (profile agent) vs agentsbx run, same rootfs")
+
+
+class MemCgroup:
+    """A memory cgroup for the runtime process: v1 (memory.limit_in_bytes) or v2 (memory.max)."""
+
+    def __init__(self):
+        name = f"agentsbx-bench-{os.getpid()}"
+        self.ok = True
+        if os.path.isdir("/sys/fs/cgroup/memory"):
+            self.path = f"/sys/fs/cgroup/memory/{name}"
+            self.knob = "memory.limit_in_bytes"
+        elif os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+            self.path = f"/sys/fs/cgroup/{name}"
+            self.knob = "memory.max"
+        else:
+            self.ok = False
+            self.knob = "-"
+            return
+        os.mkdir(self.path)
+        self.procs = os.path.join(self.path, "cgroup.procs")
+        if self.knob == "memory.max" and os.path.exists(os.path.join(self.path, "memory.swap.max")):
+            open(os.path.join(self.path, "memory.swap.max"), "w").write("0")
+
+    def set(self, limit):
+        open(os.path.join(self.path, self.knob), "w").write(str(limit))
+
+    def drain(self):
+        """Processes left in the cgroup after an OOM (ours: started by this bench) are killed by pid."""
+        for _ in range(100):
+            pids = [int(p) for p in open(self.procs).read().split()]
+            if not pids:
+                return
+            for p in pids:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.02)
+
+    def remove(self):
+        if self.ok:
+            self.set(-1 if self.knob.endswith("in_bytes") else "max")
+            self.drain()
+            for d in sorted((r for r, _, _ in os.walk(self.path)), key=len, reverse=True):
+                os.rmdir(d)
+
+
+def remove_cgroups_named(name):
+    """Cgroup dirs called `name` (a container id of this bench) under any hierarchy, at depth <= 3,
+    left by a runtime killed mid-create: their processes (ours) are killed by pid, the dirs removed."""
+    found = []
+    for top in ("/sys/fs/cgroup",):
+        for root, dirs, _ in os.walk(top):
+            if root.count("/") - top.count("/") >= 3:
+                dirs[:] = []
+            if os.path.basename(root) == name:
+                found.append(root)
+                dirs[:] = []
+    for d in sorted(found, key=len, reverse=True):
+        for _ in range(50):
+            try:
+                for p in open(os.path.join(d, "cgroup.procs")).read().split():
+                    os.kill(int(p), signal.SIGKILL)
+                os.rmdir(d)
+                break
+            except (ProcessLookupError, OSError):
+                time.sleep(0.02)
+    return found
+
+
+def print_scenario(name, r):
+    rts = r["runtimes"]
+    print(f"\n{name} ({r['unit']}){': ' + r['note'] if r['note'] else ''}")
+    base = {k: rts[k]["median"] for k in ("runc", "crun") if rts.get(k)}
+    for k, s in rts.items():
+        if not s:
+            print(f"  {k:14} failed")
+            continue
+        ratios = "  ".join(f"{s['median'] / v:5.2f}x {b}" for b, v in base.items() if b != k and v)
+        print(f"  {k:14} median {s['median']:10.1f}   min-max {s['min']:9.1f} - {s['max']:<9.1f} {ratios}")
+
+
+def ensure_packages(a):
+    missing = [p for p, exe in (("runc", "runc"), ("crun", "crun"), ("strace", "strace"), ("busybox-static", "busybox"))
+               if not shutil.which(exe)]
+    if not os.path.exists(DOCKER_PROFILE):
+        missing.append("golang-github-containers-common")
+    if missing and not a.no_install:
+        print("installing " + " ".join(missing), file=sys.stderr)
+        subprocess.run(["apt-get", "install", "-y", "-q"] + missing, stdout=subprocess.DEVNULL)
+
+
+SCENARIOS = ["floor", "run", "run_seccomp", "exec", "rss", "syscalls", "memlimit", "parallel", "sandbox"]
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("-n", type=int, default=20)
-    args = ap.parse_args()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-n", type=int, default=20, help="counted runs per scenario and runtime")
+    ap.add_argument("--parallel", type=int, default=100)
+    ap.add_argument("--only", default="", help="comma-separated subset of " + ",".join(SCENARIOS))
+    ap.add_argument("--no-install", action="store_true")
+    ap.add_argument("--no-save", action="store_true", help="do not write bench/results/*.json")
+    a = ap.parse_args()
+    ensure_packages(a)
     work = tempfile.mkdtemp(prefix="agentsbx-bench-")
     try:
-        make_bundle(work)
-        runtimes = {"agentsbx": [os.path.join(TOP, "agentsbx")]}
-        if shutil.which("runc"):
-            runtimes["runc"] = [shutil.which("runc")]
-        if shutil.which("crun"):
-            crun = shutil.which("crun")
-            runtimes["crun"] = ["unshare", "-m", "--propagation", "private", "sh", "-c",
-                                'umount /sys/fs/cgroup/unified 2>/dev/null; exec "$@"', "sh", crun]
-        times = {k: [] for k in runtimes}
-        for i in range(args.n + 2):  # two warm-up rounds, not counted
-            for name, argv in runtimes.items():
-                root = os.path.join(work, "state-" + name)
-                cid = f"bench-{name}-{i}"
-                try:
-                    dt = timed(argv + ["--root", root, "run", "--bundle", work, cid])
-                except RuntimeError as e:
-                    print(f"{name}: {e}", file=sys.stderr)
-                    times[name] = None
-                    continue
-                if i >= 2 and times[name] is not None:
-                    times[name].append(dt)
-        print(f"`RUNTIME run` of /bin/true on a busybox bundle, {args.n} runs each, interleaved")
-        print(f"{'runtime':10} {'median ms':>10} {'p90 ms':>8} {'vs runc':>8}")
-        base = statistics.median(times["runc"]) if times.get("runc") else None
-        for name, ts in times.items():
-            if not ts:
-                print(f"{name:10} {'failed':>10}")
-                continue
-            med = statistics.median(ts)
-            p90 = sorted(ts)[int(0.9 * (len(ts) - 1))]
-            ratio = f"{med / base:.2f}x" if base else "-"
-            print(f"{name:10} {med * 1000:10.1f} {p90 * 1000:8.1f} {ratio:>8}")
+        build_measure(work)
+        cfg = make_bundle(os.path.join(work, "b-true"), ["/bin/true"])
+        make_bundle(os.path.join(work, "b-sleep"), ["/bin/sleep", "100000"])
+        if os.path.exists(DOCKER_PROFILE):
+            caps = cfg["process"]["capabilities"]["bounding"]
+            make_bundle(os.path.join(work, "b-seccomp"), ["/bin/true"],
+                        oci_from_docker_profile(json.load(open(DOCKER_PROFILE)), caps))
+        b = Bench(a, work)
+        if any(rt.needs_ns for rt in b.rts):
+            print("hybrid cgroups: crun runs in a private mount ns with /sys/fs/cgroup/unified detached")
+        print("runtimes: " + ", ".join(f"{rt.name} ({rt.path})" for rt in b.rts))
+        for s in (a.only.split(",") if a.only else SCENARIOS):
+            getattr(b, "s_" + s.replace("-", "_"))()
+        save(a, b)
     finally:
         subprocess.run(["rm", "-rf", work])
+
+
+def save(a, b):
+    commit = subprocess.run(["git", "-C", TOP, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", TOP, "status", "--porcelain", "--untracked-files=no", "src"],
+                           capture_output=True, text=True).stdout.strip()
+    vers = {}
+    for rt in b.rts:
+        r = subprocess.run([rt.path, "--version"], capture_output=True, text=True)
+        vers[rt.name] = (r.stdout.splitlines() or ["?"])[0]
+    doc = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "commit": commit + ("-dirty" if dirty else ""),
+           "kernel": os.uname().release, "cpus": os.cpu_count(), "n": a.n, "versions": vers,
+           "crun_private_ns": any(rt.needs_ns for rt in b.rts), "scenarios": b.results}
+    if a.no_save:
+        return
+    d = os.path.join(TOP, "bench", "results")
+    os.makedirs(d, exist_ok=True)
+    f = os.path.join(d, f"{datetime.date.today().isoformat()}-{doc['commit']}.json")
+    json.dump(doc, open(f, "w"), indent=1)
+    print(f"\nresults: {os.path.relpath(f, TOP)}")
 
 
 if __name__ == "__main__":
