@@ -33,6 +33,7 @@
 #include "policy/policy.h"
 #include "runtime/monitor.h"
 #include "runtime/policy_apply.h"
+#include "runtime/process.h"
 #include "runtime/spawn.h"
 #include "runtime/state.h"
 #include "runtime/sync.h"
@@ -70,21 +71,6 @@ state_json (const char *id, const char *status, pid_t pid, const char *bundle, c
     .oci_version = OCI_VERSION, .id = id, .status = status, .pid = pid, .bundle = bundle, .annotations = ann,
   };
   return oci_state_to_json (&st, false, err);
-}
-
-static int
-connect_console (const char *path, asbx_err_t *err)
-{
-  struct sockaddr_un addr = { .sun_family = AF_UNIX };
-  cleanup_close int fd = -1;
-
-  if (strlen (path) >= sizeof addr.sun_path)
-    return asbx_error (err, ENAMETOOLONG, "--console-socket `%s`", path);
-  strcpy (addr.sun_path, path);
-  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0 || connect (fd, (struct sockaddr *) &addr, sizeof addr) < 0)
-    return asbx_error (err, errno, "connect to --console-socket `%s`", path);
-  return steal_fd (&fd);
 }
 
 static char *
@@ -433,7 +419,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   startfd = start_socket_listen (dirfd, err);
   if (startfd < 0)
     goto undo;
-  if (o->console_socket && spec->process->terminal && (console = connect_console (o->console_socket, err)) < 0)
+  if (o->console_socket && spec->process->terminal && (console = process_connect_console (o->console_socket, err)) < 0)
     goto undo;
 
   struct init_args a = {
@@ -461,56 +447,6 @@ out:
 
 /* ---- operations on an existing container ---- */
 
-struct opened
-{
-  int rootfd;
-  int dirfd;
-  struct asbx_state st;
-  bool has_state; /* false: still "creating" (or a create that died) */
-};
-
-static void
-opened_close (struct opened *o)
-{
-  if (o->dirfd >= 0)
-    close (o->dirfd);
-  if (o->rootfd >= 0)
-    close (o->rootfd);
-  asbx_state_free (&o->st);
-}
-
-static int
-open_container (const struct asbx_global *g, const char *id, struct opened *o, asbx_err_t *err)
-{
-  o->rootfd = o->dirfd = -1;
-  o->has_state = false;
-  memset (&o->st, 0, sizeof o->st);
-  if (asbx_id_validate (id, err) < 0)
-    return -1;
-  o->rootfd = asbx_root_open (g->root, false, err);
-  if (o->rootfd < 0)
-    {
-      if ((*err)->errnum == ENOENT)
-        {
-          asbx_error_free (err);
-          return asbx_error (err, 0, "container `%s` does not exist", id);
-        }
-      return -1;
-    }
-  o->dirfd = asbx_state_dir_open (o->rootfd, id, err);
-  if (o->dirfd < 0)
-    return -1;
-  if (asbx_state_read (o->dirfd, &o->st, err) < 0)
-    {
-      if ((*err)->errnum != ENOENT)
-        return asbx_error_wrap (err, "container `%s`", id);
-      asbx_error_free (err);
-      return 0;
-    }
-  o->has_state = true;
-  return 0;
-}
-
 static int
 pidfd_for (const struct asbx_state *st)
 {
@@ -530,13 +466,13 @@ pidfd_for (const struct asbx_state *st)
 int
 asbx_container_start (const struct asbx_global *g, const char *id, asbx_err_t *err)
 {
-  struct opened o;
+  struct asbx_opened o;
   cleanup_spec struct oci_spec *spec = NULL;
   cleanup_free char *raw = NULL, *json = NULL;
   size_t raw_len;
   int ret = -1;
 
-  if (open_container (g, id, &o, err) < 0)
+  if (asbx_container_open (g->root, id, &o, err) < 0)
     goto out;
   if (!o.has_state)
     {
@@ -577,18 +513,18 @@ asbx_container_start (const struct asbx_global *g, const char *id, asbx_err_t *e
     }
   ret = 0;
 out:
-  opened_close (&o);
+  asbx_container_close (&o);
   return ret;
 }
 
 int
 asbx_container_kill (const struct asbx_global *g, const char *id, int sig, bool all, asbx_err_t *err)
 {
-  struct opened o;
+  struct asbx_opened o;
   cleanup_close int pfd = -1;
   int ret = -1;
 
-  if (open_container (g, id, &o, err) < 0)
+  if (asbx_container_open (g->root, id, &o, err) < 0)
     goto out;
   if (!o.has_state || !asbx_state_alive (&o.st))
     {
@@ -608,7 +544,7 @@ asbx_container_kill (const struct asbx_global *g, const char *id, int sig, bool 
     }
   ret = 0;
 out:
-  opened_close (&o);
+  asbx_container_close (&o);
   return ret;
 }
 
@@ -661,10 +597,10 @@ run_poststop (int dirfd, const struct asbx_state *st)
 int
 asbx_container_delete (const struct asbx_global *g, const char *id, bool force, asbx_err_t *err)
 {
-  struct opened o;
+  struct asbx_opened o;
   int ret = -1;
 
-  if (open_container (g, id, &o, err) < 0)
+  if (asbx_container_open (g->root, id, &o, err) < 0)
     {
       if (force && o.dirfd < 0 && *err && strstr ((*err)->msg, "does not exist"))
         {
@@ -699,17 +635,17 @@ asbx_container_delete (const struct asbx_global *g, const char *id, bool force, 
     creating_cleanup (o.dirfd); /* we hold the lock: the create that made this entry died */
   ret = asbx_state_dir_remove (o.rootfd, id, err);
 out:
-  opened_close (&o);
+  asbx_container_close (&o);
   return ret;
 }
 
 char *
 asbx_container_state_json (const struct asbx_global *g, const char *id, asbx_err_t *err)
 {
-  struct opened o;
+  struct asbx_opened o;
   char *ret = NULL;
 
-  if (open_container (g, id, &o, err) < 0)
+  if (asbx_container_open (g->root, id, &o, err) < 0)
     goto out;
   if (!o.has_state)
     {
@@ -748,7 +684,7 @@ asbx_container_state_json (const struct asbx_global *g, const char *id, asbx_err
   };
   ret = oci_state_to_json (&st, true, err);
 out:
-  opened_close (&o);
+  asbx_container_close (&o);
   return ret;
 }
 

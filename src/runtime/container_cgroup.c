@@ -19,59 +19,21 @@
 #include "runtime/container_cgroup.h"
 #include "runtime/state.h"
 
-struct opened
-{
-  int rootfd, dirfd;
-  struct asbx_state st;
-};
-
-static void
-opened_close (struct opened *o)
-{
-  if (o->dirfd >= 0)
-    close (o->dirfd);
-  if (o->rootfd >= 0)
-    close (o->rootfd);
-  asbx_state_free (&o->st);
-}
-
 /* Open, lock and read the state of a container that has finished `create`. */
 static int
-open_state (const struct asbx_global *g, const char *id, struct opened *o, asbx_err_t *err)
+open_state (const struct asbx_global *g, const char *id, struct asbx_opened *o, asbx_err_t *err)
 {
-  o->rootfd = o->dirfd = -1;
-  memset (&o->st, 0, sizeof o->st);
-  if (asbx_id_validate (id, err) < 0)
+  if (asbx_container_open (g->root, id, o, err) < 0)
     return -1;
-  o->rootfd = asbx_root_open (g->root, false, err);
-  if (o->rootfd < 0)
-    {
-      if ((*err)->errnum == ENOENT)
-        {
-          asbx_error_free (err);
-          return asbx_error (err, 0, "container `%s` does not exist", id);
-        }
-      return -1;
-    }
-  o->dirfd = asbx_state_dir_open (o->rootfd, id, err);
-  if (o->dirfd < 0)
-    return -1;
-  if (asbx_state_read (o->dirfd, &o->st, err) < 0)
-    {
-      if ((*err)->errnum == ENOENT)
-        {
-          asbx_error_free (err);
-          return asbx_error (err, 0, "container `%s` is still being created", id);
-        }
-      return asbx_error_wrap (err, "container `%s`", id);
-    }
+  if (!o->has_state)
+    return asbx_error (err, 0, "container `%s` is still being created", id);
   if (o->st.cgroup_path == NULL)
     return asbx_error (err, 0, "container `%s` has no cgroup", id);
   return 0;
 }
 
 static bool
-running (const struct opened *o)
+running (const struct asbx_opened *o)
 {
   return asbx_state_alive (&o->st);
 }
@@ -100,7 +62,7 @@ int
 asbx_container_update (const struct asbx_global *g, const char *id, const struct oci_resources *res,
                        asbx_err_t *err)
 {
-  struct opened o;
+  struct asbx_opened o;
   int ret = -1;
 
   if (open_state (g, id, &o, err) < 0)
@@ -118,14 +80,14 @@ asbx_container_update (const struct asbx_global *g, const char *id, const struct
     }
   ret = 0;
 out:
-  opened_close (&o);
+  asbx_container_close (&o);
   return ret;
 }
 
 int
 asbx_container_pause (const struct asbx_global *g, const char *id, bool freeze, asbx_err_t *err)
 {
-  struct opened o;
+  struct asbx_opened o;
   int ret = -1, frozen;
 
   if (open_state (g, id, &o, err) < 0)
@@ -152,14 +114,14 @@ asbx_container_pause (const struct asbx_global *g, const char *id, bool freeze, 
   if (ret < 0)
     asbx_error_wrap (err, "%s container `%s`", freeze ? "pause" : "resume", id);
 out:
-  opened_close (&o);
+  asbx_container_close (&o);
   return ret;
 }
 
 int
 asbx_container_pids (const struct asbx_global *g, const char *id, pid_t **pids, size_t *n, asbx_err_t *err)
 {
-  struct opened o;
+  struct asbx_opened o;
   int ret = -1;
 
   if (open_state (g, id, &o, err) < 0)
@@ -171,7 +133,7 @@ asbx_container_pids (const struct asbx_global *g, const char *id, pid_t **pids, 
     }
   ret = cgroup_pids (o.st.cgroup_path, pids, n, err);
 out:
-  opened_close (&o);
+  asbx_container_close (&o);
   return ret;
 }
 
@@ -221,7 +183,7 @@ int
 asbx_container_events (const struct asbx_global *g, const char *id, bool stats_once, int interval_ms, FILE *out,
                        asbx_err_t *err)
 {
-  struct opened o;
+  struct asbx_opened o;
   cleanup_close int ofd = -1;
   uint64_t seen = 0;
   bool v2 = false;
@@ -262,6 +224,6 @@ asbx_container_events (const struct asbx_global *g, const char *id, bool stats_o
   asbx_error_free (err);
   ret = 0;
 out:
-  opened_close (&o);
+  asbx_container_close (&o);
   return ret;
 }

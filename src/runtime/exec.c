@@ -308,20 +308,6 @@ exec_stage_main (struct exec_child *c)
   _exit (0);
 }
 
-static int
-connect_unix (const char *path, asbx_err_t *err)
-{
-  struct sockaddr_un addr = { .sun_family = AF_UNIX };
-  cleanup_close int fd = -1;
-  if (strlen (path) >= sizeof addr.sun_path)
-    return asbx_error (err, ENAMETOOLONG, "--console-socket `%s`", path);
-  strcpy (addr.sun_path, path);
-  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0 || connect (fd, (struct sockaddr *) &addr, sizeof addr) < 0)
-    return asbx_error (err, errno, "connect to --console-socket `%s`", path);
-  return steal_fd (&fd);
-}
-
 /* Fork S/E and wait until E is about to exec. *pid = E. */
 static int
 exec_spawn (struct exec_child *c, const char *cgroup_path, pid_t *pid, asbx_err_t *err)
@@ -391,23 +377,28 @@ int
 asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o, int *exit_status,
                      asbx_err_t *err)
 {
-  cleanup_close int rootfd = -1, dirfd = -1, pidfd = -1, console = -1, listener = -1;
+  cleanup_close int pidfd = -1, console = -1, listener = -1;
+  struct asbx_opened oc = { .rootfd = -1, .dirfd = -1 };
   cleanup_free char *raw = NULL, *praw = NULL, *state_json = NULL, *process_state = NULL;
   struct linux_seccomp filter = { 0 };
   struct policy_plan *plan = NULL;
   struct oci_spec *spec = NULL;
   struct oci_process *proc = NULL, *pfile = NULL;
-  struct asbx_state st = { 0 };
   size_t len;
   pid_t pid = 0;
   int ret = -1;
 
   if (asbx_id_validate (o->id, err) < 0)
     return -1;
-  if ((rootfd = asbx_root_open (g->root, false, err)) < 0 || (dirfd = asbx_state_dir_open (rootfd, o->id, err)) < 0)
-    return -1;
-  if (asbx_state_read (dirfd, &st, err) < 0)
+  if (asbx_container_open (g->root, o->id, &oc, err) < 0)
     goto out;
+  if (!oc.has_state)
+    {
+      asbx_error (err, 0, "cannot exec in container `%s`: it is still being created", o->id);
+      goto out;
+    }
+  const int dirfd = oc.dirfd;
+  const struct asbx_state st = oc.st;
   const char *status = asbx_state_status (dirfd, &st);
   if (strcmp (status, "running") != 0 && !(strcmp (status, "paused") == 0 && o->ignore_paused))
     {
@@ -449,7 +440,7 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
       asbx_error (err, 0, "exec --tty needs --console-socket (a terminal proxy is not supported yet)");
       goto out;
     }
-  if (proc->terminal && (console = connect_unix (o->console_socket, err)) < 0)
+  if (proc->terminal && (console = process_connect_console (o->console_socket, err)) < 0)
     goto out;
   /* the container's agent policy applies to every process in it */
   if (load_policy (dirfd, &plan, err) < 0)
@@ -469,8 +460,8 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
     }
 
   /* the lock is not needed while the process runs: release it so other verbs are not blocked */
-  close (dirfd);
-  dirfd = -1;
+  close (oc.dirfd);
+  oc.dirfd = -1;
   struct exec_child c = {
     .proc = proc, .pidfd = pidfd, .ns_flags = ns_flags_of (st.pid), .console_fd = console,
     .preserve_fds = o->preserve_fds, .seccomp = sc ? &filter : NULL, .listener = listener,
@@ -490,7 +481,7 @@ out:
   if (plan)
     policy_plan_free (plan);
   linux_seccomp_release (&filter);
-  asbx_state_free (&st);
+  asbx_container_close (&oc);
   if (pfile)
     oci_process_free (pfile);
   if (spec)

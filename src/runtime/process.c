@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -28,6 +29,21 @@
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
+
+int
+process_connect_console (const char *path, asbx_err_t *err)
+{
+  struct sockaddr_un addr = { .sun_family = AF_UNIX };
+  cleanup_close int fd = -1;
+
+  if (strlen (path) >= sizeof addr.sun_path)
+    return asbx_error (err, ENAMETOOLONG, "--console-socket `%s`", path);
+  strcpy (addr.sun_path, path);
+  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0 || connect (fd, (struct sockaddr *) &addr, sizeof addr) < 0)
+    return asbx_error (err, errno, "connect to --console-socket `%s`", path);
+  return steal_fd (&fd);
+}
 
 int
 process_send_fd (int sock, int fd, asbx_err_t *err)

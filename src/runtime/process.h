@@ -7,6 +7,10 @@
 #include "core/error.h"
 #include "libocispec/oci_spec.h"
 
+/* Connect to the --console-socket unix socket (runc's protocol). Returns the fd (caller owns)
+ * or -1 with *err naming the path. */
+int process_connect_console (const char *path, asbx_err_t *err);
+
 /* Send fd over a connected unix socket with SCM_RIGHTS (the --console-socket protocol: one
  * byte of data, one fd). 0 / -1 with *err. */
 int process_send_fd (int sock, int fd, asbx_err_t *err);

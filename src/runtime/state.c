@@ -320,3 +320,46 @@ asbx_state_status (int dirfd, const struct asbx_state *st)
     return "paused";
   return "running";
 }
+
+void
+asbx_container_close (struct asbx_opened *o)
+{
+  if (o->dirfd >= 0)
+    close (o->dirfd);
+  if (o->rootfd >= 0)
+    close (o->rootfd);
+  o->dirfd = o->rootfd = -1;
+  asbx_state_free (&o->st);
+}
+
+int
+asbx_container_open (const char *root, const char *id, struct asbx_opened *o, asbx_err_t *err)
+{
+  o->rootfd = o->dirfd = -1;
+  o->has_state = false;
+  memset (&o->st, 0, sizeof o->st);
+  if (asbx_id_validate (id, err) < 0)
+    return -1;
+  o->rootfd = asbx_root_open (root, false, err);
+  if (o->rootfd < 0)
+    {
+      if ((*err)->errnum == ENOENT)
+        {
+          asbx_error_free (err);
+          return asbx_error (err, 0, "container `%s` does not exist", id);
+        }
+      return -1;
+    }
+  o->dirfd = asbx_state_dir_open (o->rootfd, id, err);
+  if (o->dirfd < 0)
+    return -1;
+  if (asbx_state_read (o->dirfd, &o->st, err) < 0)
+    {
+      if ((*err)->errnum != ENOENT)
+        return asbx_error_wrap (err, "container `%s`", id);
+      asbx_error_free (err);
+      return 0;
+    }
+  o->has_state = true;
+  return 0;
+}

@@ -60,6 +60,24 @@ int asbx_state_write (int dirfd, const struct asbx_state *st, asbx_err_t *err);
 /* Read state.json from dirfd. ENOENT means "creating". */
 int asbx_state_read (int dirfd, struct asbx_state *st, asbx_err_t *err);
 
+/* An existing container, opened for one operation: its state root, its locked state dir and
+ * its state (has_state false: still "creating", or a create that died before recording it). */
+struct asbx_opened
+{
+  int rootfd;
+  int dirfd;
+  struct asbx_state st;
+  bool has_state;
+};
+
+/* Validate the id, open the state root and the container's dir (locked for the caller's whole
+ * operation) and read its state. "container `x` does not exist" when either is missing.
+ * On failure the caller still calls asbx_container_close. 0 / -1 with *err. */
+int asbx_container_open (const char *root, const char *id, struct asbx_opened *o, asbx_err_t *err);
+
+/* Close the fds (releasing the lock) and free the state. */
+void asbx_container_close (struct asbx_opened *o);
+
 /* Start time of pid from /proc/PID/stat; 0 when the process is gone. */
 uint64_t asbx_pid_start_time (pid_t pid);
 
