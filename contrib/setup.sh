@@ -11,6 +11,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 # Debian rootfs, runc as the reference runtime, util-linux for unshare, file.
 PACKAGES=(autoconf automake libtool pkg-config make gcc libc6-dev
           libyajl-dev libseccomp-dev libcap-dev libselinux1-dev libapparmor-dev libcmocka-dev
+          libnftables-dev nftables passt iproute2
           python3 python3-pytest busybox-static mmdebstrap runc util-linux file
           ca-certificates)
 

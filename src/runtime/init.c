@@ -122,6 +122,11 @@ init_main (struct init_args *a)
   /* 3b. the policy's mounts: grants (rw binds) then denies (ro binds, masks) on top */
   if (policy_apply_mounts (rootfd, a->plan, &err) < 0)
     fail (a, &err);
+  /* 3c. the network policy's nftables table, while we hold CAP_NET_ADMIN (the container never
+   * does) and before pivot_root, so libnftables reads only the host's files; in an engine-given
+   * namespace as in a fresh one. Before the hooks: nothing of the container's runs unfiltered. */
+  if (policy_apply_network (a->plan, &err) < 0)
+    fail (a, &err);
   /* 4. prestart + createRuntime hooks run in the runtime's namespaces: P runs them */
   if (sync_send (a->sync_fd, SYNC_CREATE_RUNTIME, 0, NULL, &err) < 0
       || sync_recv (a->sync_fd, SYNC_HOOKS_DONE, &m, &err) < 0)

@@ -20,8 +20,10 @@
 #include "core/util.h"
 #include "linux/landlock_ruleset.h"
 #include "linux/mount.h"
+#include "linux/nft.h"
 #include "linux/pathsafe.h"
 #include "linux/seccomp_bpf.h"
+#include "policy/nft_ruleset.h"
 #include "policy/syscall_groups.h"
 #include "runtime/policy_apply.h"
 #include "runtime/process.h"
@@ -159,12 +161,26 @@ policy_apply_spec (struct oci_spec *spec, const struct policy_plan *plan, asbx_e
           l->namespaces = xrealloc (l->namespaces, sizeof (*l->namespaces) * (l->namespaces_len + 1));
           l->namespaces[l->namespaces_len++] = (struct oci_namespace){ .type = xstrdup ("network") };
         }
-      else if (joined)
-        return asbx_error (err, 0,
-                           "policy network.mode %s: the container joins an existing network namespace, which "
-                           "needs an nftables table to isolate; not enforceable by this build yet",
-                           plan->net_mode == POLICY_NET_NONE ? "none" : "filtered");
+      /* a joined (engine-given) namespace is isolated by the nftables table the init loads
+       * (policy_apply_network), as a fresh one is */
+      (void) joined;
     }
+  return 0;
+}
+
+int
+policy_apply_network (const struct policy_plan *plan, asbx_err_t *err)
+{
+  cleanup_free char *ruleset = NULL;
+
+  if (policy_nft_ruleset (plan, &ruleset, err) < 0)
+    return asbx_error_wrap (err, "policy network");
+  if (!ruleset)
+    return 0;
+  if (linux_nft_load (ruleset, err) < 0)
+    return asbx_error_wrap (err, "policy network.mode %s: load the nftables table into the container's network "
+                                 "namespace",
+                            plan->net_mode == POLICY_NET_NONE ? "none" : "filtered");
   return 0;
 }
 

@@ -3,6 +3,7 @@
  *   P (before spawn):  policy_apply_spec     - read-only root, capabilities ∩ allow, rlimits and
  *                                              cgroup limits (the smaller of spec and policy),
  *                                              no_new_privs, a private network namespace
+ *   I (before pivot):  policy_apply_network  - the nftables table in the container's netns
  *   I (after mounts):  policy_apply_mounts   - rw binds (allowWrite), ro binds (denyWrite),
  *                                              masks (denyRead), tmpfs; through fds on the rootfs
  *   I/E (after pivot): policy_prepare_process - the Landlock ruleset and the syscall-group filter,
@@ -22,6 +23,14 @@ void policy_apply_process (struct oci_process *p, const struct policy_plan *plan
 
 /* Narrow the spec in place. 0 / -1 with *err ("policy network.mode none: ..."). */
 int policy_apply_spec (struct oci_spec *spec, const struct policy_plan *plan, asbx_err_t *err);
+
+/* network.mode none/filtered: load the policy's nftables table (policy/nft_ruleset.c) into the
+ * current network namespace - the container's, fresh or joined (engine-given). Called by the
+ * init while it still holds CAP_NET_ADMIN; the container's processes never get it (see
+ * policy_apply_process), so they cannot change the table. Nothing for `open`. 0 / -1 with *err
+ * (EPERM when the init has no CAP_NET_ADMIN over that namespace, e.g. a joined namespace owned
+ * by a parent user namespace). */
+int policy_apply_network (const struct policy_plan *plan, asbx_err_t *err);
 
 /* Policy mounts beneath rootfd (an O_PATH fd of the prepared rootfs mount, before pivot_root).
  * Optional (`?`) rules on missing paths are skipped; a deny rule on a missing path under a

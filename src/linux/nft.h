@@ -1,0 +1,28 @@
+/* nft.h - nftables through libnftables (the kernel's nf_tables netlink API, in one transaction
+ * per call), optionally in another network namespace. The ruleset text comes from
+ * src/policy/nft_ruleset.c; this module only loads it. */
+#ifndef ASBX_LINUX_NFT_H
+#define ASBX_LINUX_NFT_H
+
+#include "core/error.h"
+
+struct linux_nft;
+
+/* A libnftables context whose commands run in the network namespace `netns_fd` (an fd of
+ * /proc/PID/ns/net; duplicated, the caller keeps its own), or in the caller's current one when
+ * netns_fd is -1. Needs CAP_NET_ADMIN over that namespace (and CAP_SYS_ADMIN for setns).
+ * Returns NULL with *err (ENOMEM, or the dup/open errno). Not thread-safe: each run switches
+ * the calling thread's network namespace and back (setns(2)). */
+struct linux_nft *linux_nft_new (int netns_fd, asbx_err_t *err);
+void linux_nft_free (struct linux_nft *n);
+
+/* Run nft commands (ruleset text, `add element ...`): all of them in one kernel transaction,
+ * all or nothing. 0, or -1 with *err carrying libnftables' own message ("Error: Could not
+ * process rule: Operation not permitted ..."), errno EPERM when CAP_NET_ADMIN is missing,
+ * EINVAL otherwise. */
+int linux_nft_run (struct linux_nft *n, const char *cmds, asbx_err_t *err);
+
+/* One-shot: run `cmds` in the current network namespace. 0 / -1 with *err as above. */
+int linux_nft_load (const char *cmds, asbx_err_t *err);
+
+#endif

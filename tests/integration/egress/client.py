@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+"""In-container client for test_egress.py: runs the actions given as one JSON list on argv[1]
+and prints one JSON list of results (the container's own view, never the runtime's report).
+
+Actions: ["connect", host, port] | ["udp", host, port] | ["resolve", name] |
+         ["http", name, port] (resolve + GET with Host: name) | ["tls", name] (resolve + a
+         ClientHello with SNI name) | ["loopback"] (listen on 127.0.0.1 and connect to it) |
+         ["run", argv...] (exit code and output of a program)"""
+import errno
+import json
+import socket
+import ssl
+import subprocess
+import sys
+import time
+
+
+def err_name(e):
+    return errno.errorcode.get(e.errno, str(e.errno)) if getattr(e, "errno", None) else type(e).__name__
+
+
+def timed(fn):
+    t = time.monotonic()
+    try:
+        r = {"ok": True, **(fn() or {})}
+    except (OSError, ssl.SSLError) as e:
+        r = {"ok": False, "error": err_name(e) if not isinstance(e, socket.gaierror) else f"gai:{e.args[0]}",
+             "msg": str(e)}
+    r["secs"] = round(time.monotonic() - t, 3)
+    return r
+
+
+def connect(host, port):
+    s = socket.create_connection((host, int(port)), timeout=10)
+    s.close()
+
+
+def udp(host, port):
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    s.settimeout(2)
+    s.connect((host, int(port)))
+    for _ in range(3):
+        s.send(b"ping")
+    try:
+        s.recv(16)  # an ICMP error queued by the reject surfaces here
+    except socket.timeout:
+        pass
+
+
+def resolve(name):
+    infos = socket.getaddrinfo(name, 80, proto=socket.IPPROTO_TCP)
+    return {"addrs": sorted({i[4][0] for i in infos})}
+
+
+def http(name, port):
+    addrs = resolve(name)["addrs"]
+    s = socket.create_connection((addrs[0], int(port)), timeout=10)
+    s.sendall(f"GET / HTTP/1.0\r\nHost: {name}\r\n\r\n".encode())
+    data = b""
+    while True:
+        b = s.recv(4096)
+        if not b:
+            break
+        data += b
+    s.close()
+    return {"addr": addrs[0], "response": data.decode("latin-1")}
+
+
+def tls(name):
+    addrs = resolve(name)["addrs"]
+    s = socket.create_connection((addrs[0], 443), timeout=10)
+    ctx = ssl.create_default_context()
+    try:
+        ctx.wrap_socket(s, server_hostname=name)
+    except (ssl.SSLError, OSError) as e:
+        return {"addr": addrs[0], "handshake": err_name(e) if isinstance(e, OSError) else "ssl-error"}
+    return {"addr": addrs[0], "handshake": "done"}
+
+
+def loopback():
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    c = socket.create_connection(srv.getsockname(), timeout=5)
+    c.close()
+    srv.close()
+
+
+def run(*argv):
+    p = subprocess.run(list(argv), capture_output=True, text=True, timeout=30)
+    return {"rc": p.returncode, "out": p.stdout[-2000:], "err": p.stderr[-2000:]}
+
+
+ACTIONS = {"connect": connect, "udp": udp, "resolve": resolve, "http": http, "tls": tls,
+           "loopback": loopback, "run": run}
+print(json.dumps([timed(lambda a=a: ACTIONS[a[0]](*a[1:])) for a in json.loads(sys.argv[1])]))

@@ -1,0 +1,148 @@
+#!/usr/bin/python3
+"""The fake internet of tests/integration/test_egress.py, run inside the test's "upstream"
+network namespace (no default route: it can only answer the host side of its veth).
+
+    upstream.py STATEDIR ZONEFILE
+
+- DNS (UDP and TCP, port 53 on every address of the namespace): authoritative for the names in
+  ZONEFILE (JSON {"name": {"A": [...], "AAAA": [...], "ttl": N}}); every query is appended to
+  STATEDIR/queries.log as one line "qname qtype" - the tests count them to prove that no query
+  for a refused name leaked. Unknown names: NXDOMAIN.
+- TCP 80 and 8080: a tiny HTTP server that answers "ok <Host header>"; TCP 443: reads the TLS
+  ClientHello, records its SNI in STATEDIR/sni.log and closes.
+- UDP 9999: counts datagrams in STATEDIR/udp.log.
+Writes STATEDIR/ready when all sockets are bound."""
+import json
+import os
+import socket
+import socketserver
+import struct
+import sys
+import threading
+
+STATE, ZONE = sys.argv[1], sys.argv[2]
+LOCK = threading.Lock()
+
+
+def log(name, line):
+    with LOCK, open(os.path.join(STATE, name), "a") as f:
+        f.write(line + "\n")
+
+
+def zone():
+    with open(ZONE) as f:
+        return {k.lower().rstrip("."): v for k, v in json.load(f).items()}
+
+
+def parse_question(msg):
+    i, labels = 12, []
+    while msg[i]:
+        n = msg[i]
+        labels.append(msg[i + 1:i + 1 + n].decode("ascii", "replace"))
+        i += 1 + n
+    qtype, qclass = struct.unpack("!HH", msg[i + 1:i + 5])
+    return ".".join(labels).lower(), qtype, msg[12:i + 5]
+
+
+def answer(msg):
+    qid, = struct.unpack("!H", msg[:2])
+    name, qtype, question = parse_question(msg)
+    log("queries.log", f"{name} {qtype}")
+    z = zone()
+    rrs = []
+    rcode = 3
+    if name in z:
+        rcode = 0
+        ttl = z[name].get("ttl", 300)
+        if qtype == 1:
+            rrs = [struct.pack("!HHHIH", 0xC00C, 1, 1, ttl, 4) + socket.inet_pton(socket.AF_INET, a)
+                   for a in z[name].get("A", [])]
+        elif qtype == 28:
+            rrs = [struct.pack("!HHHIH", 0xC00C, 28, 1, ttl, 16) + socket.inet_pton(socket.AF_INET6, a)
+                   for a in z[name].get("AAAA", [])]
+    hdr = struct.pack("!HHHHHH", qid, 0x8400 | rcode, 1, len(rrs), 0, 0)
+    return hdr + question + b"".join(rrs)
+
+
+class UDPDNS(socketserver.BaseRequestHandler):
+    def handle(self):
+        data, sock = self.request
+        sock.sendto(answer(data), self.client_address)
+
+
+class TCPDNS(socketserver.StreamRequestHandler):
+    def handle(self):
+        n, = struct.unpack("!H", self.rfile.read(2))
+        out = answer(self.rfile.read(n))
+        self.wfile.write(struct.pack("!H", len(out)) + out)
+
+
+class HTTP(socketserver.StreamRequestHandler):
+    def handle(self):
+        host = ""
+        while True:
+            line = self.rfile.readline(4096)
+            if not line or line in (b"\r\n", b"\n"):
+                break
+            if line.lower().startswith(b"host:"):
+                host = line.split(b":", 1)[1].strip().decode("ascii", "replace")
+        log("http.log", host)
+        body = f"ok {host}\n".encode()
+        self.wfile.write(b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+
+
+def sni_of(hello):
+    # TLS record(5) handshake(4) version(2) random(32) session id, ciphers, compression, exts
+    try:
+        i = 5 + 4 + 2 + 32
+        i += 1 + hello[i]
+        i += 2 + struct.unpack("!H", hello[i:i + 2])[0]
+        i += 1 + hello[i]
+        end = i + 2 + struct.unpack("!H", hello[i:i + 2])[0]
+        i += 2
+        while i < end:
+            t, n = struct.unpack("!HH", hello[i:i + 4])
+            if t == 0:
+                ln = struct.unpack("!H", hello[i + 7:i + 9])[0]
+                return hello[i + 9:i + 9 + ln].decode("ascii", "replace")
+            i += 4 + n
+    except (IndexError, struct.error):
+        pass
+    return ""
+
+
+class TLS(socketserver.BaseRequestHandler):
+    def handle(self):
+        log("sni.log", sni_of(self.request.recv(16384)))
+
+
+class UDPCount(socketserver.BaseRequestHandler):
+    def handle(self):
+        log("udp.log", self.client_address[0])
+
+
+class T(socketserver.ThreadingMixIn):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def serve(kind, handler, family, port):
+    base = socketserver.UDPServer if kind == "udp" else socketserver.TCPServer
+    cls = type("S", (T, base), {"address_family": family})
+    srv = cls(("::" if family == socket.AF_INET6 else "0.0.0.0", port), handler, bind_and_activate=False)
+    if family == socket.AF_INET6:
+        srv.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+    srv.server_bind()
+    srv.server_activate()
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+
+
+for fam in (socket.AF_INET, socket.AF_INET6):
+    serve("udp", UDPDNS, fam, 53)
+    serve("tcp", TCPDNS, fam, 53)
+    serve("tcp", HTTP, fam, 80)
+    serve("tcp", HTTP, fam, 8080)
+    serve("tcp", TLS, fam, 443)
+    serve("udp", UDPCount, fam, 9999)
+open(os.path.join(STATE, "ready"), "w").close()
+threading.Event().wait()

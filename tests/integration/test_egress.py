@@ -1,0 +1,172 @@
+"""Egress filtering (issue 7; POLICY.md §2 `network`, §3): the nftables table in the container's
+network namespace, fresh or engine-given, and (later) the DNS stub of filtered mode.
+
+A fake internet built by the test (TESTING.md "Network tests"): an "upstream" network namespace
+and a "container" namespace joined by a veth pair, addresses of our choosing, no default route
+anywhere, IP forwarding never touched. The upstream runs egress/upstream.py (DNS for test zones,
+HTTP, a ClientHello reader, a UDP counter) and logs every query and connection, so a test can
+prove that nothing reached it. The container runs egress/client.py with the host's /usr bound
+read-only, and reports what it saw as JSON. No packet leaves loopback and these namespaces."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+UP4, UP4B, C4 = "10.231.7.1", "10.231.7.3", "10.231.7.2"
+UP6, UP6B, C6 = "fd00:231:7::1", "fd00:231:7::3", "fd00:231:7::2"
+
+pytestmark = [pytest.mark.agentsbx_only("agent policy network modes")]
+
+
+def sh(*argv, check=True):
+    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, check=check, timeout=60)
+
+
+class Lab:
+    def __init__(self, tag, state):
+        self.up, self.c = f"asbxe-{tag}-up", f"asbxe-{tag}-c"
+        self.vu, self.vc = f"ae{tag}u", f"ae{tag}c"
+        self.state = state
+        self.zone_path = os.path.join(state, "zone.json")
+        self.proc = None
+
+    def zone(self, z):
+        with open(self.zone_path + ".tmp", "w") as f:
+            json.dump(z, f)
+        os.rename(self.zone_path + ".tmp", self.zone_path)
+
+    def log(self, name):
+        p = os.path.join(self.state, name)
+        return open(p).read().splitlines() if os.path.exists(p) else []
+
+    def queries(self):
+        return [line.split()[0] for line in self.log("queries.log")]
+
+
+@pytest.fixture
+def lab(tmp_path):
+    if not shutil.which("ip"):
+        pytest.skip("iproute2 not installed")
+    with open("/proc/sys/net/ipv4/ip_forward") as f:
+        assert f.read().strip() == "0", "net.ipv4.ip_forward is on: refusing to build a test network"
+    tag = uuid.uuid4().hex[:6]
+    state = str(tmp_path / "upstream")
+    os.makedirs(state)
+    lab = Lab(tag, state)
+    lab.zone({})
+    try:
+        sh("ip", "netns", "add", lab.up)
+        sh("ip", "netns", "add", lab.c)
+        sh("ip", "link", "add", lab.vu, "netns", lab.up, "type", "veth", "peer", "name", lab.vc, "netns", lab.c)
+        for ns, dev, a4, a6 in ((lab.up, lab.vu, (UP4, UP4B), (UP6, UP6B)), (lab.c, lab.vc, (C4,), (C6,))):
+            for a in a4:
+                sh("ip", "-n", ns, "addr", "add", f"{a}/24", "dev", dev)
+            for a in a6:
+                sh("ip", "-n", ns, "-6", "addr", "add", f"{a}/64", "dev", dev, "nodad")
+            sh("ip", "-n", ns, "link", "set", dev, "up")
+            sh("ip", "-n", ns, "link", "set", "lo", "up")
+        lab.proc = subprocess.Popen(["ip", "netns", "exec", lab.up, "python3", os.path.join(HERE, "egress",
+                                     "upstream.py"), state, lab.zone_path])
+        deadline = time.monotonic() + 30
+        while not os.path.exists(os.path.join(state, "ready")):
+            assert lab.proc.poll() is None, "upstream.py died"
+            assert time.monotonic() < deadline, "upstream.py did not start"
+            time.sleep(0.05)
+        yield lab
+    finally:
+        if lab.proc:
+            lab.proc.send_signal(signal.SIGKILL)
+            lab.proc.wait()
+        sh("ip", "netns", "del", lab.up, check=False)
+        sh("ip", "netns", "del", lab.c, check=False)
+
+
+@pytest.fixture(scope="session")
+def usr_template(session_dir):
+    """A rootfs of symlinks onto /usr (bound read-only from the host by each bundle): python3
+    and nft inside the container, with /etc files of the test's own."""
+    root = os.path.join(session_dir, "egress-rootfs")
+    if os.path.exists(root):
+        return root
+    for d in ("etc", "proc", "sys", "dev", "tmp", "usr", "root", "workspace", "egress", "run", "var"):
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+    os.chmod(os.path.join(root, "tmp"), 0o1777)
+    for link in ("bin", "sbin", "lib", "lib64"):
+        os.symlink(f"usr/{link}", os.path.join(root, link))
+    files = {"passwd": "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534::/:/bin/false\n",
+             "group": "root:x:0:\nnogroup:x:65534:\n", "hosts": "127.0.0.1 localhost\n::1 localhost\n",
+             "nsswitch.conf": "hosts: files dns\n", "resolv.conf": f"nameserver {UP4}\n"}
+    for name, text in files.items():
+        with open(os.path.join(root, "etc", name), "w") as f:
+            f.write(text)
+    shutil.copy2(os.path.join(HERE, "egress", "client.py"), os.path.join(root, "egress", "client.py"))
+    return root
+
+
+@pytest.fixture
+def ebundle(make_bundle, usr_template, lab):
+    b = make_bundle(rootfs_template=usr_template)
+    b.add_mount("/usr", "bind", "/usr", ["rbind", "ro", "nosuid", "nodev"])
+    b.set_namespace("network", f"/run/netns/{lab.c}")
+    caps = b.process.setdefault("capabilities", {})
+    for k in ("bounding", "effective", "permitted"):
+        # granted by the spec on purpose: the policy must take them away
+        caps[k] = sorted(set(caps.get(k, [])) | {"CAP_NET_ADMIN", "CAP_NET_RAW"})
+    return b
+
+
+def client(rt, bundle, actions, policy_args=(), tmp=None):
+    bundle.args("/usr/bin/python3", "/egress/client.py", json.dumps(actions))
+    r, cid = rt.run(bundle, global_args=list(policy_args))
+    assert r.ok, r
+    return json.loads(r.out.strip().splitlines()[-1]), cid
+
+
+def audit_args(tmp_path, *policy):
+    return [*policy, "--audit-dir", str(tmp_path / "audit")]
+
+
+def nft_table(netns):
+    r = sh("ip", "netns", "exec", netns, "nft", "list", "table", "inet", "agentsbx", check=False)
+    return r.stdout if r.returncode == 0 else None
+
+
+# ---- the table, in an engine-given (joined) namespace -------------------------------------------
+
+def test_control_without_policy(rt, ebundle, lab):
+    """The lab works: without a policy the container reaches the upstream (v4, v6, UDP)."""
+    res, _ = client(rt, ebundle, [["connect", UP4, 8080], ["connect", UP6, 8080], ["udp", UP4, 9999]])
+    assert [r["ok"] for r in res] == [True, True, True], res
+    assert nft_table(lab.c) is None
+    deadline = time.monotonic() + 10
+    while not lab.log("udp.log") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert lab.log("udp.log"), "the control datagram did not arrive"
+
+
+@pytest.mark.parametrize("profile", ["agent", "locked"])
+def test_joined_netns_only_loopback(rt, ebundle, lab, tmp_path, profile):
+    """`filtered` with nothing allowed (agent) and `none` (locked) in a namespace the engine
+    gave: TCP v4/v6 to the upstream refused at once, UDP never arrives, loopback works (agent:
+    allowLocalBinding), and the container cannot delete or flush the table."""
+    actions = [["connect", UP4, 8080], ["connect", UP6, 8080], ["udp", UP4, 9999], ["udp", UP6, 9999],
+               ["connect", f"::ffff:{UP4}", 8080], ["loopback"],
+               ["run", "nft", "flush", "ruleset"], ["run", "nft", "delete", "table", "inet", "agentsbx"]]
+    res, _ = client(rt, ebundle, actions, audit_args(tmp_path, "--profile", profile))
+    v4, v6, u4, u6, mapped, lo, flush, delete = res
+    for r in (v4, v6, mapped):
+        assert not r["ok"] and r["error"] in ("ECONNREFUSED", "EHOSTUNREACH", "EACCES", "EPERM"), r
+    assert lo["ok"] is (profile == "agent"), lo
+    for r in (flush, delete):
+        assert r["ok"] and r["rc"] != 0 and "Operation not permitted" in r["err"], r
+    table = nft_table(lab.c)
+    assert table is not None and "policy drop" in table
+    assert ("@allow4" in table) is (profile == "agent")
+    time.sleep(0.5)  # the datagrams were sent before the container exited; give them a moment
+    assert lab.log("udp.log") == [] and lab.log("http.log") == []
