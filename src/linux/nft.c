@@ -45,7 +45,17 @@ linux_nft_new (int netns_fd, asbx_err_t *err)
           return NULL;
         }
     }
+  /* libnftables opens its netlink socket in nft_ctx_new (1.0.x) or at the first command
+   * (other versions): create it inside the target namespace, and run inside it too */
+  if (n->netns_fd >= 0 && setns (n->netns_fd, CLONE_NEWNET) < 0)
+    {
+      asbx_error (err, errno, "nft: enter the network namespace");
+      linux_nft_free (n);
+      return NULL;
+    }
   n->ctx = nft_ctx_new (NFT_CTX_DEFAULT);
+  if (n->netns_fd >= 0 && setns (n->self_fd, CLONE_NEWNET) < 0)
+    abort (); /* see linux_nft_run */
   if (!n->ctx)
     {
       asbx_error (err, ENOMEM, "nft: nft_ctx_new");

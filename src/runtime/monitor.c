@@ -41,6 +41,7 @@
 #include "linux/cgroup_internal.h"
 #include "linux/proc_events.h"
 #include "runtime/audit.h"
+#include "runtime/dnsstub.h"
 #include "runtime/monitor.h"
 
 /* ---- small state files in the state dir ---- */
@@ -179,6 +180,7 @@ struct mon
   bool started;
   uint64_t oom_at_start;
   char **cg_paths; /* the container's cgroup path per hierarchy form, for /proc/PID/cgroup */
+  struct dnsstub *dns; /* network.mode filtered: the DNS stub (runtime/dnsstub.c), else NULL */
 };
 
 static void
@@ -578,11 +580,12 @@ cpu_check (struct mon *m)
 static void __attribute__ ((noreturn))
 monitor_loop (struct mon *m)
 {
-  enum { P_INIT, P_CONN, P_WALL, P_CPU, P_GUARD, P_N };
+  enum { P_INIT, P_CONN, P_WALL, P_CPU, P_GUARD, P_DNS, P_N };
   struct pollfd p[P_N] = {
     [P_INIT] = { .fd = m->init_pidfd, .events = POLLIN }, [P_CONN] = { .fd = m->conn, .events = POLLIN },
     [P_WALL] = { .fd = m->wall_tfd, .events = POLLIN },   [P_CPU] = { .fd = m->cpu_tfd, .events = POLLIN },
     [P_GUARD] = { .fd = m->guard_pidfd, .events = POLLIN },
+    [P_DNS] = { .fd = m->dns ? dnsstub_fd (m->dns) : -1, .events = POLLIN },
   };
   uint64_t ticks;
 
@@ -599,6 +602,8 @@ monitor_loop (struct mon *m)
         }
       if (p[P_CONN].revents)
         drain_events (m);
+      if (p[P_DNS].revents)
+        dnsstub_dispatch (m->dns);
       if (p[P_WALL].revents & POLLIN && read (m->wall_tfd, &ticks, sizeof ticks) > 0)
         limit_kill (m, "wallclock", "wallClockSeconds", m->plan->wall_clock_seconds, m->plan->wall_clock_seconds);
       if (p[P_CPU].revents & POLLIN && read (m->cpu_tfd, &ticks, sizeof ticks) > 0)
@@ -679,6 +684,12 @@ mon_setup (struct mon *m, asbx_err_t *err)
       if (m->cpu_tfd < 0)
         return asbx_error (err, errno, "limits.cpuSeconds: timerfd_create");
       timer_arm_ns (m->cpu_tfd, 50000000ull);
+    }
+  if (pl->net_mode == POLICY_NET_FILTERED)
+    {
+      m->dns = dnsstub_new (m->o->id, m->o->init_pid, pl, m->audit_fd, err);
+      if (!m->dns)
+        return -1;
     }
   return guard_start (m, err);
 }

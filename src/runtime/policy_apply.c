@@ -150,8 +150,6 @@ policy_apply_spec (struct oci_spec *spec, const struct policy_plan *plan, asbx_e
     spec->root->readonly = true;
   policy_apply_process (spec->process, plan);
   resources_narrow (spec->linux_, plan);
-  if (plan->net_mode == POLICY_NET_FILTERED && (plan->allowed_domains_len || plan->allowed_cidrs_len))
-    return asbx_error (err, 0, "policy network.mode filtered with an allowlist: not enforceable by this build yet");
   if (plan->net_mode != POLICY_NET_OPEN)
     {
       if (!has_ns (spec->linux_, "network", &joined))

@@ -20,6 +20,8 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 UP4, UP4B, C4 = "10.231.7.1", "10.231.7.3", "10.231.7.2"
 UP6, UP6B, C6 = "fd00:231:7::1", "fd00:231:7::3", "fd00:231:7::2"
+# the upstream's side towards the host (the monitor's DNS stub forwards from the host namespace)
+HOSTUP4, HOST4 = "10.231.8.1", "10.231.8.2"
 
 pytestmark = [pytest.mark.agentsbx_only("agent policy network modes")]
 
@@ -32,6 +34,7 @@ class Lab:
     def __init__(self, tag, state):
         self.up, self.c = f"asbxe-{tag}-up", f"asbxe-{tag}-c"
         self.vu, self.vc = f"ae{tag}u", f"ae{tag}c"
+        self.vh, self.vx = f"ae{tag}h", f"ae{tag}x"  # host <-> upstream
         self.state = state
         self.zone_path = os.path.join(state, "zone.json")
         self.proc = None
@@ -71,6 +74,14 @@ def lab(tmp_path):
                 sh("ip", "-n", ns, "-6", "addr", "add", f"{a}/64", "dev", dev, "nodad")
             sh("ip", "-n", ns, "link", "set", dev, "up")
             sh("ip", "-n", ns, "link", "set", "lo", "up")
+        sh("ip", "link", "add", lab.vh, "type", "veth", "peer", "name", lab.vx, "netns", lab.up)
+        sh("ip", "-n", lab.up, "addr", "add", f"{HOSTUP4}/24", "dev", lab.vx)
+        sh("ip", "-n", lab.up, "link", "set", lab.vx, "up")
+        sh("ip", "addr", "add", f"{HOST4}/24", "dev", lab.vh)
+        sh("ip", "link", "set", lab.vh, "up")
+        # never send to an address outside the lab: the host must reach the upstream over our veth
+        route = sh("ip", "-o", "route", "get", HOSTUP4).stdout
+        assert f"dev {lab.vh} " in route, f"the host would not reach {HOSTUP4} through the lab: {route}"
         lab.proc = subprocess.Popen(["ip", "netns", "exec", lab.up, "python3", os.path.join(HERE, "egress",
                                      "upstream.py"), state, lab.zone_path])
         deadline = time.monotonic() + 30
@@ -83,6 +94,7 @@ def lab(tmp_path):
         if lab.proc:
             lab.proc.send_signal(signal.SIGKILL)
             lab.proc.wait()
+        sh("ip", "link", "del", lab.vh, check=False)
         sh("ip", "netns", "del", lab.up, check=False)
         sh("ip", "netns", "del", lab.c, check=False)
 
@@ -170,3 +182,92 @@ def test_joined_netns_only_loopback(rt, ebundle, lab, tmp_path, profile):
     assert ("@allow4" in table) is (profile == "agent")
     time.sleep(0.5)  # the datagrams were sent before the container exited; give them a moment
     assert lab.log("udp.log") == [] and lab.log("http.log") == []
+
+
+# ---- filtered: the DNS stub and the sets -------------------------------------------------------
+
+ZONE = {
+    "pkg.test": {"A": [UP4], "AAAA": [UP6], "ttl": 120},
+    "a.mirror.test": {"A": [UP4], "ttl": 5},
+    "bad.mirror.test": {"A": [UP4B]},
+    "mirror.test": {"A": [UP4B]},
+    "other.test": {"A": [UP4B], "AAAA": [UP6B]},
+}
+POLICY = {
+    "version": 1, "extends": "agent",
+    "network": {"mode": "filtered", "allowedDomains": ["pkg.test", "*.mirror.test"],
+                "deniedDomains": ["bad.mirror.test"], "allowedCidrs": [f"{UP4B}/32:8080", f"[{UP6B}]/128:8080"],
+                "ports": [80, 443]},
+    "approvals": {"network": "deny"},
+}
+
+
+@pytest.fixture
+def filtered(rt, ebundle, lab, tmp_path):
+    """run(actions) -> (results, audit records) under POLICY, upstream = the lab's DNS server."""
+    lab.zone(ZONE)
+    pol = tmp_path / "policy.json"
+    pol.write_text(json.dumps(POLICY))
+    env = dict(os.environ, AGENTSBX_UPSTREAM_DNS=HOSTUP4)
+
+    def go(actions):
+        ebundle.args("/usr/bin/python3", "/egress/client.py", json.dumps(actions))
+        r, cid = rt.run(ebundle, global_args=audit_args(tmp_path, "--policy", str(pol)), env=env)
+        assert r.ok, r
+        with open(tmp_path / "audit" / f"{cid}.jsonl") as f:
+            recs = [json.loads(line) for line in f]
+        return json.loads(r.out.strip().splitlines()[-1]), recs
+    return go
+
+
+def dns_records(recs):
+    return [(r["host"], r["qtype"], r["decision"], r["rule"]) for r in recs if r["event"] == "dns"]
+
+
+def test_filtered_allowed_name_resolves_and_connects(filtered, lab):
+    res, recs = filtered([["http", "pkg.test", 80], ["resolve", "pkg.test"], ["connect", UP6, 80],
+                          ["connect", UP4, 8080], ["http", "a.mirror.test", 80]])
+    http4, resolved, v6, wrong_port, wild = res
+    assert http4["ok"] and http4["response"].endswith("ok pkg.test\n"), http4
+    assert resolved["ok"] and set(resolved["addrs"]) == {UP4, UP6}, resolved
+    assert v6["ok"], v6                      # the AAAA answer opened [UP6]:80
+    assert not wrong_port["ok"] and wrong_port["error"] == "ECONNREFUSED", wrong_port  # ports: 80, 443 only
+    assert wild["ok"] and wild["response"].endswith("ok a.mirror.test\n"), wild
+    assert set(lab.queries()) == {"pkg.test", "a.mirror.test"}
+    got = dns_records(recs)
+    assert ("pkg.test", 1, "allowed", "pkg.test") in got and ("pkg.test", 28, "allowed", "pkg.test") in got
+    assert ("a.mirror.test", 1, "allowed", "*.mirror.test") in got
+    addrs = {a for r in recs if r["event"] == "dns" for a in r.get("addrs", [])}
+    assert {UP4, UP6} <= addrs
+
+
+def test_filtered_refused_names_never_leave(filtered, lab):
+    res, recs = filtered([["resolve", "other.test"], ["resolve", "bad.mirror.test"], ["resolve", "mirror.test"],
+                          ["rawdns", UP4B, "other.test"], ["rawdns", "192.0.2.53", "exfil.other.test"],
+                          ["rawdns", UP4B, "pkg.test"]])
+    other, bad, bare, raw, raw_elsewhere, raw_allowed = res
+    for r in (other, bad, bare):
+        assert not r["ok"] and r["error"].startswith("gai:"), r
+    assert raw["ok"] and raw["rcode"] == 5 and raw["answers"] == 0, raw      # REFUSED by the stub
+    assert raw_allowed["ok"] and raw_allowed["rcode"] == 0 and raw_allowed["answers"] == 1, raw_allowed
+    # a hard-coded resolver the namespace cannot even route to: unreachable, never forwarded
+    assert lab.queries() == ["pkg.test"], lab.queries()
+    got = dns_records(recs)
+    assert ("other.test", 1, "refused", "unlisted") in got
+    assert ("bad.mirror.test", 1, "refused", "bad.mirror.test") in got
+    assert ("mirror.test", 1, "refused", "unlisted") in got
+
+
+def test_filtered_direct_addresses(filtered, lab):
+    """Unlisted addresses fail fast whatever the family; allowedCidrs with a port open exactly
+    that port; UDP to a random port never arrives."""
+    res, _ = filtered([["connect", UP4B, 80], ["connect", UP6B, 80], ["connect", f"::ffff:{UP4B}", 80],
+                       ["connect", UP4B, 8080], ["connect", UP6B, 8080], ["udp", UP4, 9999],
+                       ["connect", UP4, 80]])
+    v4, v6, mapped, cidr4, cidr6, udp, not_resolved = res
+    for r in (v4, v6, mapped, not_resolved):
+        assert not r["ok"] and r["error"] == "ECONNREFUSED", r
+    assert cidr4["ok"] and cidr6["ok"], (cidr4, cidr6)
+    time.sleep(0.5)
+    assert lab.log("udp.log") == []
+    assert lab.log("http.log") == ["", ""]  # only the two allowedCidrs connects reached a server

@@ -5,7 +5,8 @@ and prints one JSON list of results (the container's own view, never the runtime
 Actions: ["connect", host, port] | ["udp", host, port] | ["resolve", name] |
          ["http", name, port] (resolve + GET with Host: name) | ["tls", name] (resolve + a
          ClientHello with SNI name) | ["loopback"] (listen on 127.0.0.1 and connect to it) |
-         ["run", argv...] (exit code and output of a program)"""
+         ["run", argv...] (exit code and output of a program) | ["rawdns", server, name] (one
+         A query sent to server:53 directly; its rcode)"""
 import errno
 import json
 import socket
@@ -78,6 +79,18 @@ def tls(name):
     return {"addr": addrs[0], "handshake": "done"}
 
 
+def rawdns(server, name):
+    """A query sent straight to a resolver address of our choosing (not /etc/resolv.conf)."""
+    import struct
+    q = struct.pack("!HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0)
+    q += b"".join(bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\0" + struct.pack("!HH", 1, 1)
+    s = socket.socket(socket.AF_INET6 if ":" in server else socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(5)
+    s.sendto(q, (server, 53))
+    r = s.recv(4096)
+    return {"rcode": r[3] & 0xF, "answers": struct.unpack("!H", r[6:8])[0]}
+
+
 def loopback():
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
@@ -93,5 +106,5 @@ def run(*argv):
 
 
 ACTIONS = {"connect": connect, "udp": udp, "resolve": resolve, "http": http, "tls": tls,
-           "loopback": loopback, "run": run}
+           "loopback": loopback, "run": run, "rawdns": rawdns}
 print(json.dumps([timed(lambda a=a: ACTIONS[a[0]](*a[1:])) for a in json.loads(sys.argv[1])]))

@@ -1,0 +1,509 @@
+/* dnsstub.c - the filtered-mode DNS stub in the monitor (see dnsstub.h for the contract).
+ *
+ * Threat model: the container writes the queries (any bytes) and may flood the stub; the
+ * upstream is trusted to answer but not to be the only one sending to our upstream socket, so
+ * answers are matched on source address, a fresh random id and the echoed question. Nothing of
+ * a query reaches the upstream unless its name is allowed. Addresses reach nft as text made by
+ * inet_ntop from answer bytes - never as text of the answer.
+ * Ordering: the sets are filled (one nft transaction) before the answer is sent, so the
+ * container's first connect after resolving already passes.
+ * Sockets are created inside the container's namespace with setns(2) and stay there after we
+ * return to ours (a socket belongs to the namespace it was created in). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "core/util.h"
+#include "linux/nft.h"
+#include "policy/doc.h"
+#include "policy/nft_ruleset.h"
+#include "runtime/audit.h"
+#include "runtime/dnsstub.h"
+
+#define PENDING_MAX 256
+#define MSG_MAX 4096
+
+struct pending
+{
+  bool used;
+  uint16_t up_id, client_id;
+  int stub_fd;
+  struct sockaddr_storage client;
+  socklen_t client_len;
+  char name[256];
+  unsigned qtype;
+};
+
+struct dnsstub
+{
+  const char *id;
+  const struct policy_plan *plan;
+  int audit_fd;
+  int ep;
+  int stub4, stub6;
+  int up;
+  struct sockaddr_storage up_addr;
+  socklen_t up_len;
+  struct linux_nft *nft;
+  struct pending pend[PENDING_MAX];
+  size_t next;
+};
+
+static const uint16_t default_ports[] = { 80, 443 };
+
+/* ---- upstream address ---- */
+
+static int
+parse_upstream (const char *s, struct sockaddr_storage *ss, socklen_t *len)
+{
+  char host[INET6_ADDRSTRLEN + 1];
+  unsigned port = 53;
+  const char *p = NULL;
+  size_t n;
+
+  if (*s == '[')
+    {
+      const char *e = strchr (s, ']');
+      if (!e || (n = (size_t) (e - s - 1)) >= sizeof host)
+        return -1;
+      memcpy (host, s + 1, n);
+      host[n] = '\0';
+      if (e[1] == ':')
+        p = e + 2;
+      else if (e[1])
+        return -1;
+    }
+  else
+    {
+      const char *c = strchr (s, ':');
+      bool v6 = c && strchr (c + 1, ':');
+      n = v6 || !c ? strlen (s) : (size_t) (c - s);
+      if (n >= sizeof host)
+        return -1;
+      memcpy (host, s, n);
+      host[n] = '\0';
+      if (!v6 && c)
+        p = c + 1;
+    }
+  if (p && (sscanf (p, "%u", &port) != 1 || port == 0 || port > 65535))
+    return -1;
+  memset (ss, 0, sizeof *ss);
+  struct sockaddr_in *a4 = (struct sockaddr_in *) ss;
+  struct sockaddr_in6 *a6 = (struct sockaddr_in6 *) ss;
+  if (inet_pton (AF_INET, host, &a4->sin_addr) == 1)
+    {
+      a4->sin_family = AF_INET;
+      a4->sin_port = htons ((uint16_t) port);
+      *len = sizeof *a4;
+    }
+  else if (inet_pton (AF_INET6, host, &a6->sin6_addr) == 1)
+    {
+      a6->sin6_family = AF_INET6;
+      a6->sin6_port = htons ((uint16_t) port);
+      *len = sizeof *a6;
+    }
+  else
+    return -1;
+  return 0;
+}
+
+static int
+find_upstream (struct dnsstub *d, asbx_err_t *err)
+{
+  const char *env = getenv ("AGENTSBX_UPSTREAM_DNS");
+  cleanup_free char *conf = NULL;
+  size_t len;
+
+  if (env && *env)
+    {
+      if (parse_upstream (env, &d->up_addr, &d->up_len) < 0)
+        return asbx_error (err, EINVAL, "AGENTSBX_UPSTREAM_DNS: `%s` is not ADDR[:PORT]", env);
+      return 0;
+    }
+  if (read_file_at (AT_FDCWD, "/etc/resolv.conf", 1 << 16, &conf, &len, err) < 0)
+    return asbx_error_wrap (err, "no upstream resolver");
+  for (char *save = NULL, *line = strtok_r (conf, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
+    {
+      char addr[128];
+      if (sscanf (line, " nameserver %127s", addr) == 1 && parse_upstream (addr, &d->up_addr, &d->up_len) == 0)
+        return 0;
+    }
+  return asbx_error (err, ENOENT, "no upstream resolver: no usable nameserver in /etc/resolv.conf");
+}
+
+/* ---- sockets inside the container's namespace ---- */
+
+static int
+lo_up (void)
+{
+  struct ifreq ifr = { 0 };
+  cleanup_close int s = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s < 0)
+    return -1;
+  snprintf (ifr.ifr_name, sizeof ifr.ifr_name, "lo");
+  if (ioctl (s, SIOCGIFFLAGS, &ifr) < 0)
+    return -1;
+  if (ifr.ifr_flags & IFF_UP)
+    return 0;
+  ifr.ifr_flags |= IFF_UP;
+  return ioctl (s, SIOCSIFFLAGS, &ifr);
+}
+
+static int
+bind_stub (int family, bool required, asbx_err_t *err)
+{
+  struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_port = htons (POLICY_NFT_DNS_PORT),
+                            .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+  struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons (POLICY_NFT_DNS_PORT),
+                             .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+  int one = 1;
+  cleanup_close int s = socket (family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (s < 0)
+    return required ? asbx_error (err, errno, "socket") : -1;
+  if (family == AF_INET6)
+    setsockopt (s, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  if (bind (s, family == AF_INET ? (struct sockaddr *) &a4 : (struct sockaddr *) &a6,
+            family == AF_INET ? sizeof a4 : sizeof a6)
+      < 0)
+    return required ? asbx_error (err, errno, "bind %s:53 in the container's network namespace",
+                                  family == AF_INET ? "127.0.0.1" : "[::1]")
+                    : -1;
+  return steal_fd (&s);
+}
+
+static int
+open_in_netns (struct dnsstub *d, int netns, asbx_err_t *err)
+{
+  cleanup_close int self = open ("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+  int r = 0;
+  if (self < 0)
+    return asbx_error (err, errno, "open our network namespace");
+  if (setns (netns, CLONE_NEWNET) < 0)
+    return asbx_error (err, errno, "enter the container's network namespace");
+  if (lo_up () < 0)
+    r = asbx_error (err, errno, "bring the container's loopback up");
+  if (r == 0)
+    {
+      d->stub4 = bind_stub (AF_INET, true, err);
+      r = d->stub4 < 0 ? -1 : 0;
+      d->stub6 = r == 0 ? bind_stub (AF_INET6, false, NULL) : -1; /* no IPv6: nothing to serve */
+    }
+  if (setns (self, CLONE_NEWNET) < 0)
+    abort (); /* going on in the container's namespace would be worse than dying (fail closed) */
+  return r;
+}
+
+struct dnsstub *
+dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int audit_fd, asbx_err_t *err)
+{
+  struct dnsstub *d = xmalloc0 (sizeof *d);
+  cleanup_free char *nspath = xasprintf ("/proc/%d/ns/net", (int) init_pid);
+  cleanup_close int netns = -1;
+  int fds[3];
+
+  d->id = id;
+  d->plan = plan;
+  d->audit_fd = audit_fd;
+  d->ep = d->stub4 = d->stub6 = d->up = -1;
+  if (find_upstream (d, err) < 0)
+    goto fail;
+  netns = open (nspath, O_RDONLY | O_CLOEXEC);
+  if (netns < 0)
+    {
+      asbx_error (err, errno, "open %s", nspath);
+      goto fail;
+    }
+  if (open_in_netns (d, netns, err) < 0)
+    goto fail;
+  d->up = socket (d->up_addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (d->up < 0)
+    {
+      asbx_error (err, errno, "upstream socket");
+      goto fail;
+    }
+  d->nft = linux_nft_new (netns, err);
+  if (!d->nft)
+    goto fail;
+  d->ep = epoll_create1 (EPOLL_CLOEXEC);
+  if (d->ep < 0)
+    {
+      asbx_error (err, errno, "epoll_create1");
+      goto fail;
+    }
+  fds[0] = d->stub4, fds[1] = d->stub6, fds[2] = d->up;
+  for (size_t i = 0; i < 3; i++)
+    {
+      struct epoll_event ev = { .events = EPOLLIN, .data.fd = fds[i] };
+      if (fds[i] >= 0 && epoll_ctl (d->ep, EPOLL_CTL_ADD, fds[i], &ev) < 0)
+        {
+          asbx_error (err, errno, "epoll_ctl");
+          goto fail;
+        }
+    }
+  return d;
+fail:
+  dnsstub_free (d);
+  asbx_error_wrap (err, "network: DNS stub");
+  return NULL;
+}
+
+int
+dnsstub_fd (const struct dnsstub *d)
+{
+  return d->ep;
+}
+
+void
+dnsstub_free (struct dnsstub *d)
+{
+  if (!d)
+    return;
+  int *fds[] = { &d->ep, &d->stub4, &d->stub6, &d->up };
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (fds); i++)
+    if (*fds[i] >= 0)
+      close (*fds[i]);
+  linux_nft_free (d->nft);
+  free (d);
+}
+
+/* ---- DNS messages (RFC 1035 §4) ---- */
+
+static uint16_t
+get16 (const unsigned char *p)
+{
+  return (uint16_t) (p[0] << 8 | p[1]);
+}
+
+/* The one question of a query: its name (lowercase, no trailing dot) into name, its type, and
+ * the offset just past the question. -1 for anything but a plain one-question query. */
+static int
+parse_question (const unsigned char *m, size_t len, char *name, size_t namelen, unsigned *qtype, size_t *end)
+{
+  size_t i = 12, o = 0;
+
+  if (len < 12 || (m[2] & 0x80) || ((m[2] >> 3) & 0xf) != 0 || get16 (m + 4) != 1)
+    return -1;
+  while (i < len && m[i])
+    {
+      unsigned n = m[i];
+      if (n > 63 || i + 1 + n > len || o + n + 2 > namelen)
+        return -1; /* compression pointers have no place in a question */
+      if (o)
+        name[o++] = '.';
+      for (unsigned k = 0; k < n; k++)
+        {
+          unsigned char c = m[i + 1 + k];
+          if (!(c == '-' || c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
+            return -1; /* '*', '.', bytes: no such host name */
+          name[o++] = (char) (c >= 'A' && c <= 'Z' ? c + 32 : c);
+        }
+      i += 1 + n;
+    }
+  if (i + 5 > len || o == 0)
+    return -1;
+  name[o] = '\0';
+  *qtype = get16 (m + i + 1);
+  *end = i + 5;
+  return 0;
+}
+
+/* skip a possibly compressed name; the offset after it, or 0 */
+static size_t
+skip_name (const unsigned char *m, size_t len, size_t i)
+{
+  while (i < len)
+    {
+      if ((m[i] & 0xc0) == 0xc0)
+        return i + 2 <= len ? i + 2 : 0;
+      if (m[i] == 0)
+        return i + 1;
+      i += 1 + m[i];
+    }
+  return 0;
+}
+
+/* The REFUSED answer to a query: header and question only (RFC 1035 rcode 5). */
+static size_t
+make_refused (unsigned char *m, size_t qend)
+{
+  m[2] = (unsigned char) ((m[2] & 0x79) | 0x80); /* QR, keep opcode 0 and RD */
+  m[3] = 0x80 | 5;                               /* RA, REFUSED */
+  memset (m + 6, 0, 6);                          /* no answer, authority, additional records */
+  return qend;
+}
+
+/* ---- decisions ---- */
+
+static const char *
+match (char **list, size_t n, const char *name)
+{
+  for (size_t i = 0; i < n; i++)
+    if (pval_domain_covers (list[i], name))
+      return list[i];
+  return NULL;
+}
+
+static void
+audit_dns (struct dnsstub *d, const char *name, unsigned qtype, const char *decision, const char *rule,
+           char **addrs, size_t naddrs, const char *error)
+{
+  asbx_err_t e = NULL;
+  struct audit_rec *r;
+  if (!(d->plan->audit_events & POLICY_AUDIT_DNS))
+    return;
+  r = audit_rec_new (d->id, "dns");
+  audit_rec_str (r, "host", name);
+  audit_rec_int (r, "qtype", qtype);
+  audit_rec_str (r, "decision", decision);
+  audit_rec_str (r, "rule", rule);
+  if (addrs)
+    audit_rec_strv (r, "addrs", addrs, naddrs);
+  if (error)
+    audit_rec_str (r, "error", error);
+  if (audit_rec_write (r, d->audit_fd, &e) < 0)
+    asbx_error_free (&e); /* a full disk must not stop the stub */
+}
+
+static void
+on_query (struct dnsstub *d, int fd)
+{
+  unsigned char m[MSG_MAX];
+  struct sockaddr_storage from;
+  socklen_t flen = sizeof from;
+  char name[256];
+  unsigned qtype;
+  size_t qend;
+  ssize_t n = recvfrom (fd, m, sizeof m, 0, (struct sockaddr *) &from, &flen);
+
+  if (n < 0 || parse_question (m, (size_t) n, name, sizeof name, &qtype, &qend) < 0)
+    return; /* not a query we answer: dropped */
+  const struct policy_plan *pl = d->plan;
+  const char *rule = match (pl->denied_domains, pl->denied_domains_len, name);
+  const char *allow = rule ? NULL : match (pl->allowed_domains, pl->allowed_domains_len, name);
+  if (!allow)
+    {
+      /* refused here: nothing of this name leaves the monitor */
+      audit_dns (d, name, qtype, "refused", rule ? rule : "unlisted", NULL, 0, NULL);
+      sendto (fd, m, make_refused (m, qend), 0, (struct sockaddr *) &from, flen);
+      return;
+    }
+  struct pending *p = &d->pend[d->next];
+  d->next = (d->next + 1) % PENDING_MAX; /* the oldest is dropped under flood: its client retries */
+  *p = (struct pending){ .used = true, .client_id = get16 (m), .stub_fd = fd, .client_len = flen, .qtype = qtype };
+  memcpy (&p->client, &from, flen);
+  snprintf (p->name, sizeof p->name, "%s", name);
+  if (getrandom (&p->up_id, sizeof p->up_id, 0) != sizeof p->up_id)
+    p->up_id ^= (uint16_t) now_ns ();
+  m[0] = (unsigned char) (p->up_id >> 8), m[1] = (unsigned char) p->up_id;
+  if (sendto (d->up, m, (size_t) n, 0, (struct sockaddr *) &d->up_addr, d->up_len) < 0)
+    p->used = false;
+}
+
+/* the answer's A/AAAA addresses into the sets; their text into addrs (for the audit record) */
+static size_t
+fill_sets (struct dnsstub *d, const unsigned char *m, size_t len, size_t i, char **addrs, size_t max, char **error)
+{
+  const struct policy_plan *pl = d->plan;
+  const uint16_t *ports = pl->ports_len ? pl->ports : default_ports;
+  size_t nports = pl->ports_len ? pl->ports_len : ASBX_ARRAY_SIZE (default_ports);
+  size_t naddrs = 0;
+  unsigned an = get16 (m + 6);
+
+  for (unsigned k = 0; k < an && naddrs < max; k++)
+    {
+      i = skip_name (m, len, i);
+      if (!i || i + 10 > len)
+        break;
+      unsigned type = get16 (m + i), rdlen = get16 (m + i + 8);
+      uint32_t ttl = (uint32_t) get16 (m + i + 4) << 16 | get16 (m + i + 6);
+      i += 10;
+      if (i + rdlen > len)
+        break;
+      char text[INET6_ADDRSTRLEN];
+      if ((type == 1 && rdlen == 4) || (type == 28 && rdlen == 16))
+        {
+          inet_ntop (type == 1 ? AF_INET : AF_INET6, m + i, text, sizeof text);
+          cleanup_free char *cmd = policy_nft_allow_cmd (text, ports, nports, ttl);
+          asbx_err_t e = NULL;
+          if (cmd && linux_nft_run (d->nft, cmd, &e) == 0)
+            addrs[naddrs++] = xstrdup (text);
+          else if (e && !*error)
+            *error = xstrdup (e->msg);
+          asbx_error_free (&e);
+        }
+      i += rdlen;
+    }
+  return naddrs;
+}
+
+static void
+on_answer (struct dnsstub *d)
+{
+  unsigned char m[MSG_MAX];
+  struct sockaddr_storage from;
+  socklen_t flen = sizeof from;
+  char name[256];
+  unsigned qtype;
+  size_t qend;
+  ssize_t n = recvfrom (d->up, m, sizeof m, 0, (struct sockaddr *) &from, &flen);
+  char *addrs[64];
+
+  if (n < 12 || flen != d->up_len || memcmp (&from, &d->up_addr, flen) != 0)
+    return; /* not from our upstream */
+  /* parse_question wants a query: look at a copy with QR cleared */
+  m[2] &= 0x7f;
+  int r = parse_question (m, (size_t) n, name, sizeof name, &qtype, &qend);
+  m[2] |= 0x80;
+  if (r < 0)
+    return;
+  for (size_t k = 0; k < PENDING_MAX; k++)
+    {
+      struct pending *p = &d->pend[k];
+      if (!p->used || p->up_id != get16 (m) || p->qtype != qtype || strcmp (p->name, name) != 0)
+        continue;
+      p->used = false;
+      cleanup_free char *error = NULL;
+      size_t na = fill_sets (d, m, (size_t) n, qend, addrs, ASBX_ARRAY_SIZE (addrs), &error);
+      /* an address that could not be added is audited; the container's connect to it fails */
+      audit_dns (d, name, qtype, "allowed", match (d->plan->allowed_domains, d->plan->allowed_domains_len, name),
+                 addrs, na, error);
+      for (size_t j = 0; j < na; j++)
+        free (addrs[j]);
+      m[0] = (unsigned char) (p->client_id >> 8), m[1] = (unsigned char) p->client_id;
+      sendto (p->stub_fd, m, (size_t) n, 0, (struct sockaddr *) &p->client, p->client_len);
+      return;
+    }
+}
+
+void
+dnsstub_dispatch (struct dnsstub *d)
+{
+  struct epoll_event ev[8];
+  int n = epoll_wait (d->ep, ev, 8, 0);
+  for (int i = 0; i < n; i++)
+    {
+      /* a bounded batch per wakeup, so one busy socket cannot starve the monitor's loop */
+      for (int k = 0; k < 32; k++)
+        {
+          char c;
+          if (recv (ev[i].data.fd, &c, 1, MSG_DONTWAIT | MSG_PEEK) < 0)
+            break;
+          if (ev[i].data.fd == d->up)
+            on_answer (d);
+          else
+            on_query (d, ev[i].data.fd);
+        }
+    }
+}

@@ -1,0 +1,42 @@
+/* dnsstub.h - the DNS stub of network.mode `filtered` (POLICY.md §2 `network`, §3), run by the
+ * monitor. Every DNS query of the container (UDP port 53 to any address: the nftables table
+ * redirects it) reaches a socket the monitor holds on the container's loopback. Names matching
+ * `allowedDomains` (exact or `*.suffix`) and no `deniedDomains` entry are forwarded to the
+ * upstream resolver, and the answer's addresses go into the table's @allow4/@allow6 sets (with
+ * `ports`, for the answer's TTL, floor and ceiling in policy/nft_ruleset.h) BEFORE the answer is
+ * passed on; every other name is answered REFUSED without being forwarded anywhere (no DNS
+ * exfiltration). Each decision is one `dns` audit record.
+ *
+ * Upstream: $AGENTSBX_UPSTREAM_DNS ("ADDR[:PORT]", "[V6]:PORT") when set in the runtime's
+ * environment (tests, and hosts whose resolver is not in /etc/resolv.conf), else the first
+ * `nameserver` of the host's /etc/resolv.conf. The upstream socket lives in the host's network
+ * namespace: the container's table never sees that traffic. */
+#ifndef ASBX_RUNTIME_DNSSTUB_H
+#define ASBX_RUNTIME_DNSSTUB_H
+
+#include <sys/types.h>
+
+#include "core/error.h"
+#include "policy/plan.h"
+
+struct dnsstub;
+
+/* Set up the stub for the container whose init is init_pid: open its network namespace, bring
+ * its loopback up if it is down, bind UDP 127.0.0.1:53 (and [::1]:53 when IPv6 is there) inside
+ * it, open the upstream socket here, and a libnftables context for the sets. Called in the
+ * monitor (root, initial namespaces, single-threaded). audit_fd: where `dns` records go (kept
+ * open by the caller). Returns NULL with *err ("network: DNS stub: bind 127.0.0.1:53 in the
+ * container's network namespace: Address in use"). */
+struct dnsstub *dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int audit_fd,
+                             asbx_err_t *err);
+
+/* One fd to poll for POLLIN (an epoll set over the stub's sockets). */
+int dnsstub_fd (const struct dnsstub *d);
+
+/* Handle whatever is ready: queries, upstream answers. Never blocks; failures are audited or
+ * dropped (a client retries), never fatal. */
+void dnsstub_dispatch (struct dnsstub *d);
+
+void dnsstub_free (struct dnsstub *d);
+
+#endif
