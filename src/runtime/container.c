@@ -528,7 +528,9 @@ asbx_container_kill (const struct asbx_global *g, const char *id, int sig, bool 
     goto out;
   if (!o.has_state || !asbx_state_alive (&o.st))
     {
-      asbx_error (err, 0, "container `%s` is not running", id);
+      /* runc's wording: containerd's shim matches "container not running" to treat a kill
+       * of an exited container as "already finished" (StopContainer, docker stop) */
+      asbx_error (err, 0, "cannot kill `%s`: container not running", id);
       goto out;
     }
   if (all && o.st.cgroup_path)

@@ -390,6 +390,8 @@ state = "{self.state}"
   enable_selinux = false
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
+[plugins."io.containerd.grpc.v1.cri".containerd]
+  default_runtime_name = "runcref"
 [plugins."io.containerd.grpc.v1.cri".cni]
   bin_dir = "{d}/cni-bin"
   conf_dir = "{d}/cni-conf"

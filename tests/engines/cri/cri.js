@@ -2,8 +2,8 @@
 // A tiny CRI client for the engine tests (crictl is not packaged in Debian 12).
 // Usage: node cri.js SOCKET METHOD [JSON-REQUEST]
 // Calls runtime.v1.RuntimeService/METHOD on the unix socket with the request given as JSON
-// (proto field names, snake_case) and prints the reply as one JSON line (bytes as UTF-8
-// strings). Exits 1 with the gRPC error on stderr when the call fails.
+// (proto field names, snake_case) and prints the reply as one JSON line (bytes fields
+// base64-encoded). Exits 1 with the gRPC error on stderr when the call fails.
 'use strict';
 const path = require('path');
 const grpc = require('@grpc/grpc-js');
