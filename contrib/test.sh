@@ -1,7 +1,8 @@
 #!/bin/bash
 # Builds agentsbx and runs the whole test suite: unit tests (C, cmocka) and the integration
 # suite (pytest, as root, against the agentsbx just built; runc_reference tests also run against
-# runc). Run as root from the top of a clone on Debian 12:  contrib/test.sh [PYTEST ARGS...]
+# runc), then (in CI or with ASBX_ENGINES=1) the engine suite tests/engines.
+# Run as root from the top of a clone on Debian 12:  contrib/test.sh [PYTEST ARGS...]
 # e.g. contrib/test.sh -k lifecycle -x. Exits non-zero on any failure.
 # AGENTSBX_RUNTIME=runc contrib/test.sh runs the integration suite against runc instead.
 set -euo pipefail
@@ -13,6 +14,21 @@ cd "$top"
 # failure does not hide the integration results (the exit status is still non-zero).
 rc=0
 make -k check PYTEST_ARGS="$*" || rc=1
+# The engines (tests/engines, docs/engines.md): private Docker, Podman and containerd/CRI
+# instances driving agentsbx, runc as the control in the same run. In CI, or with
+# ASBX_ENGINES=1; about 3 minutes plus the first install. Exit 5 = every engine test was
+# deselected by the PYTEST ARGS given (e.g. -k lifecycle): not a failure.
+if [ -n "${CI:-}" ] || [ -n "${ASBX_ENGINES:-}" ]; then
+  erc=0
+  "$top/contrib/engines/setup.sh" || erc=1
+  if [ $erc = 0 ]; then
+    AGENTSBX_RUNTIME="${AGENTSBX_RUNTIME:-$top/agentsbx}" \
+      timeout --kill-after=30 1200 /usr/bin/python3 -m pytest -ra -p no:cacheprovider "$@" tests/engines \
+      || erc=$?
+    [ $erc = 5 ] && erc=0
+  fi
+  [ $erc = 0 ] || rc=1
+fi
 # Security proof (docs/security.md), in CI only unless asked (ASBX_SECURITY=1): the escape suite,
 # each fuzz target for FUZZ_SECONDS (3 targets x 60 s), and one ASan+UBSan build of the runtime
 # running the integration suite (separate build dir). Together about 8 minutes on 2 cores.

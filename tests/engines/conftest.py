@@ -441,3 +441,17 @@ def containerd(eng_dir, runtime_paths, rootfs_tar):
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
         _umount_under(d)
+
+
+# A run in which no engine test passed (all skipped: engines missing outside CI) is a failure.
+_PASSED = []
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call" and report.passed:
+        _PASSED.append(report.nodeid)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if exitstatus == 0 and not _PASSED and not session.config.option.collectonly:
+        session.exitstatus = 1
