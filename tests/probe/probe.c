@@ -10,7 +10,8 @@
  * Usage: probe report | write PATH [DATA] | openw PATH | stat PATH | readlink PATH | exit N |
  *        sleep SEC | ls DIR | catfile PATH | sysctl KEY | clock | kill PID SIG |
  *        syscall NAME|NR [ARG...] | int80 NR [ARG...] | escape NAME | exewatch SEC |
- *        read PATH | link OLD NEW | rename OLD NEW | symlink TARGET NEW | mkdir PATH | exec PATH [ARG...]
+ *        read PATH | link OLD NEW | rename OLD NEW | symlink TARGET NEW | mkdir PATH | exec PATH [ARG...] |
+ *        forks N
  * Active checks print one JSON object; a failed syscall is reported by errno name and makes the
  * probe exit 1, success exits 0.
  */
@@ -707,6 +708,37 @@ static int cmd_pathop(const char *op, int argc, char **argv)
 	return result(op, argv[1], rc);
 }
 
+/* forks N: fork N children that wait in pause(), then kill them all. Prints {"op":"forks",
+ * "ok":children made,"result":"ok"|errno name of the first fork that failed}. */
+static int cmd_forks(const char *count)
+{
+	int n = atoi(count), made = 0, e = 0;
+	pid_t kids[4096];
+	for (; made < n && made < 4096; made++) {
+		pid_t pid = fork();
+		if (pid < 0) {
+			e = errno;
+			break;
+		}
+		if (pid == 0) {
+			pause();
+			_exit(0);
+		}
+		kids[made] = pid;
+	}
+	for (int i = 0; i < made; i++) {
+		kill(kids[i], SIGKILL);
+		waitpid(kids[i], NULL, 0);
+	}
+	obj_open();
+	kstr("op", "forks");
+	kint("ok", made);
+	kstr("result", e ? errno_name(e) : "ok");
+	obj_close();
+	putchar('\n');
+	return e ? 1 : 0;
+}
+
 /* ---- escape attempts (added for tests/escape) ---- */
 
 /* escape NAME: one attempt a sandbox must refuse, made the way hostile code would make it.
@@ -881,7 +913,7 @@ static int usage(void)
 	fputs("usage: probe report | write PATH [DATA] | openw PATH | stat PATH | readlink PATH |"
 	      " exit N | sleep SEC | ls DIR | catfile PATH | sysctl KEY | clock | syscall NAME|NR [ARG..] |"
 	      " int80 NR [ARG..] | escape NAME | exewatch SEC | read PATH | link OLD NEW |"
-	      " rename OLD NEW | symlink TARGET NEW | mkdir PATH | exec PATH [ARG..]\n",
+	      " rename OLD NEW | symlink TARGET NEW | mkdir PATH | exec PATH [ARG..] | forks N\n",
 	      stderr);
 	return 2;
 }
@@ -920,6 +952,8 @@ int main(int argc, char **argv)
 		rc = cmd_int80(argc - 2, argv + 2);
 	else if (strcmp(c, "escape") == 0 && argc == 3)
 		rc = cmd_escape(argv[2]);
+	else if (strcmp(c, "forks") == 0 && argc == 3)
+		rc = cmd_forks(argv[2]);
 	else if (strcmp(c, "read") == 0 && argc == 3)
 		rc = cmd_read(argv[2]);
 	else if ((strcmp(c, "link") == 0 || strcmp(c, "rename") == 0 || strcmp(c, "symlink") == 0)

@@ -1,0 +1,108 @@
+"""Agent policy, syscall groups (POLICY.md §2 syscalls.deny, §3; issue 6).
+
+Each group is shown on its own: a policy denying only that group, on a bundle that grants the
+capabilities the call would otherwise need, must refuse each of the group's attempts with the
+group's errno -- while the same bundle without a policy (the control run) gets past the filter
+(success, or the kernel's own answer such as EINVAL for a malformed bpf command). Then every
+escape attempt of the issue must fail under `--profile agent`.
+"""
+
+import pytest
+
+from policyutil import PROBE, policy_bundle, prun, script, steps_out
+
+pytestmark = pytest.mark.agentsbx_only("agent policy")
+
+# group -> [(attempt, errno the policy answers)]
+GROUPS = {
+    "io_uring": [("io_uring", "EPERM")],
+    "userns": [("userns", "EPERM"), ("clone3", "ENOSYS")],
+    "bpf": [("bpf", "EPERM")],
+    "keyring": [("keyctl", "EPERM"), ("add_key", "EPERM")],
+    "perf": [("perf", "EPERM")],
+    "ptrace": [("ptrace", "EPERM"), ("ptrace_sibling", "EPERM")],
+    "mount": [("mount", "EPERM"), ("fsopen", "EPERM")],
+    "kmod": [("kmod", "EPERM")],
+    "tiocsti": [("tiocsti", "EPERM"), ("tioclinux", "EPERM")],
+    "raw-sockets": [("packet", "EPERM"), ("rawip", "EPERM")],
+}
+ALL = [a for g in GROUPS.values() for a, _ in g]
+
+EXTRA_CAPS = ["CAP_SYS_ADMIN", "CAP_SYS_PTRACE", "CAP_NET_RAW", "CAP_BPF", "CAP_PERFMON",
+              "CAP_SYS_MODULE"]
+
+
+def attempt_step(name):
+    if name == "ptrace_sibling":
+        return (f"{PROBE} sleep 30 & S=$!; SIBLING=$S {PROBE} escape ptrace_sibling; "
+                f"rc=$?; kill -9 $S; wait $S; (exit $rc)")
+    return [PROBE, "escape", name]
+
+
+@pytest.fixture
+def capbundle(make_bundle):
+    b = policy_bundle(make_bundle)
+    for s in ("bounding", "effective", "permitted"):
+        caps = b.process["capabilities"].setdefault(s, [])
+        caps += [c for c in EXTRA_CAPS if c not in caps]
+    return b
+
+
+def run_attempts(rt, b, names, **kw):
+    r, _ = prun(rt, b, script([attempt_step(n) for n in names]), **kw)
+    assert r.rc == 0, r
+    out = steps_out(r, len(names))
+    return {n: (j["result"] if j else f"no output (rc {rc})") for n, (rc, j) in zip(names, out)}
+
+
+@pytest.fixture
+def control(rt, capbundle):
+    """Without any policy the attempts get past seccomp (the refusals below are the policy's)."""
+    res = run_attempts(rt, capbundle, ALL, profile=None)
+    reachable = {"bpf": "EINVAL", "perf": "EFAULT", "kmod": ("EBADF", "ENOSYS"),
+                 "tioclinux": ("EINVAL", "ENOTTY", "ok")}
+    for n in ALL:
+        want = reachable.get(n, "ok")
+        assert res[n] in (want if isinstance(want, tuple) else (want,)), \
+            f"control: {n} -> {res[n]} without a policy"
+    return res
+
+
+@pytest.mark.parametrize("group", sorted(GROUPS))
+def test_group_refused_with_its_errno(rt, capbundle, control, group):
+    pol = {"version": 1, "syscalls": {"deny": [group]}}
+    names = [a for a, _ in GROUPS[group]]
+    res = run_attempts(rt, capbundle, names, profile=None, policy=pol)
+    for name, errno in GROUPS[group]:
+        assert res[name] == errno, f"{group}/{name}: {res[name]} (control {control[name]})"
+    # the other groups are untouched by this one (a group is exactly its members)
+    others = [a for g, v in GROUPS.items() if g != group for a, _ in v][:4]
+    res2 = run_attempts(rt, capbundle, others, profile=None, policy=pol)
+    for n in others:
+        assert res2[n] == control[n], f"deny [{group}] also changed {n}: {res2[n]}"
+
+
+def test_agent_profile_refuses_every_escape(rt, capbundle):
+    """The issue's escape list under --profile agent, on a bundle asking for powerful caps."""
+    names = ALL
+    res = run_attempts(rt, capbundle, names, profile="agent")
+    worked = {n: v for n, v in res.items() if v == "ok"}
+    assert not worked, f"escapes that worked under --profile agent: {worked}"
+    for group, attempts in GROUPS.items():
+        for name, errno in attempts:
+            assert res[name] == errno, f"{group}/{name} under agent: {res[name]}"
+
+
+def test_unshare_U_and_remount_refused_under_agent(rt, capbundle):
+    steps = ["unshare -U true",
+             "unshare -m true",
+             "mount -o remount,rw /",
+             "mount -o remount,rw /workspace",
+             "mount -o remount,exec /tmp",
+             [PROBE, "write", "/etc/remounted"]]
+    r, _ = prun(rt, capbundle, script(steps), profile="agent")
+    assert r.rc == 0, r
+    out = steps_out(r, len(steps))
+    for i in range(5):
+        assert out[i][0] != 0, (steps[i], r)
+    assert out[5][1]["result"] in ("EROFS", "EACCES"), out[5]
