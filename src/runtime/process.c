@@ -175,11 +175,75 @@ process_set_policy (const struct linux_seccomp *groups_filter, struct linux_land
   policy_req.landlock = landlock;
 }
 
+/* HOME for process.env when the spec sets none, as runc does: the home directory of
+ * process.user.uid in the container's /etc/passwd, "/" when there is no such entry. Called in
+ * the container's root before the user switch and Landlock. The file is the image's: only a
+ * regular file is read (a FIFO planted there must not hang the init), at most 1 MiB. Returns a
+ * heap string "HOME=...". Found by tests/integration/test_policy_sources.py (probe report vs runc). */
+static char *
+home_env (uid_t uid)
+{
+  cleanup_close int fd = open ("/etc/passwd", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  cleanup_free char *buf = NULL;
+  struct stat st;
+  size_t len = 0;
+  ssize_t n;
+
+  if (fd < 0 || fstat (fd, &st) < 0 || !S_ISREG (st.st_mode))
+    return xstrdup ("HOME=/");
+  buf = xmalloc (1 << 20);
+  while (len < (1 << 20) - 1 && (n = read (fd, buf + len, (1 << 20) - 1 - len)) > 0)
+    len += (size_t) n;
+  buf[len] = '\0';
+  for (char *line = buf, *next; line && *line; line = next)
+    {
+      char *f[7] = { NULL };
+      int nf = 0;
+      next = strchr (line, '\n');
+      if (next)
+        *next++ = '\0';
+      for (char *p = line; nf < 7; nf++)
+        {
+          f[nf] = p;
+          if (!(p = strchr (p, ':')))
+            {
+              nf++;
+              break;
+            }
+          *p++ = '\0';
+        }
+      char *end;
+      if (nf >= 6 && f[2][0] && strtoul (f[2], &end, 10) == uid && *end == '\0' && f[5][0])
+        return xasprintf ("HOME=%s", f[5]);
+    }
+  return xstrdup ("HOME=/");
+}
+
+/* process.env with HOME added when it has none (a new heap array of borrowed strings, except
+ * the last one added). */
+static char **
+env_with_home (const struct oci_process *proc)
+{
+  size_t n = 0;
+  char **env;
+  if (env_get (proc->env, "HOME"))
+    return NULL;
+  while (proc->env && proc->env[n])
+    n++;
+  env = xmalloc (sizeof (char *) * (n + 2));
+  for (size_t i = 0; i < n; i++)
+    env[i] = proc->env[i];
+  env[n] = home_env (proc->user.uid);
+  env[n + 1] = NULL;
+  return env;
+}
+
 int
 process_finalize_and_exec (const struct oci_process *proc, bool userns, int preserve_fds, const char *exe,
                            asbx_err_t *err)
 {
   const struct linux_seccomp *sc = seccomp_req.filter;
+  char **env = env_with_home (proc); /* before the user switch: /etc/passwd may be root-only */
 
   /* without no_new_privs, seccomp(2) needs CAP_SYS_ADMIN: install before capabilities go (runc) */
   if (sc && !proc->no_new_privileges
@@ -206,6 +270,6 @@ process_finalize_and_exec (const struct oci_process *proc, bool userns, int pres
    * the most restrictive result wins) */
   if (policy_req.groups && linux_seccomp_install (policy_req.groups, -1, NULL, err) < 0)
     return asbx_error_wrap (err, "policy syscalls.deny");
-  execve (exe, proc->args, proc->env);
+  execve (exe, proc->args, env ? env : proc->env);
   return asbx_error (err, errno, "exec `%s`", exe);
 }
