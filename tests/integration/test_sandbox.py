@@ -1,0 +1,95 @@
+"""`agentsbx sandbox` quick mode (POLICY.md §7; issue 6): the host / read-only as the rootfs
+(or --rootfs), the workspace at /workspace as cwd, default profile agent, exit code passed
+through, limit kills as timeout(1)-style codes, nothing left behind."""
+
+import json
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from policyutil import SECRET, audit_dir
+
+pytestmark = pytest.mark.agentsbx_only("agentsbx sandbox")
+
+
+def sandbox(rt, *args, policy=None, timeout=60):
+    g = ["--audit-dir", audit_dir(rt)]
+    if policy is not None:
+        p = os.path.join(rt.workdir, f"sbx-policy-{os.urandom(3).hex()}.json")
+        with open(p, "w") as f:
+            json.dump(policy, f)
+        g += ["--policy", p]
+    r = rt.cmd("sandbox", *args, global_args=g, timeout=timeout)
+    return r
+
+
+@pytest.fixture
+def ws(rt):
+    d = os.path.join(rt.workdir, "ws")
+    os.makedirs(d)
+    os.chmod(d, 0o777)
+    return d
+
+
+def test_host_root_workspace_write_etc_refused(rt, ws):
+    marker = f"/etc/asbx-sandbox-{os.getpid()}"
+    r = sandbox(rt, "--workspace", ws, "--", "/bin/sh", "-c",
+                f"pwd; echo hi > /workspace/f && echo wrote; echo x > {marker} || echo refused; "
+                "echo y > /tmp/t && echo tmp-ok")
+    assert r.rc == 0, r
+    assert r.out.split() == ["/workspace", "wrote", "refused", "tmp-ok"], r
+    with open(os.path.join(ws, "f")) as f:
+        assert f.read() == "hi\n"
+    assert not os.path.exists(marker)
+    assert not os.listdir(os.path.join(rt.root, "sandbox")) if os.path.isdir(
+        os.path.join(rt.root, "sandbox")) else True
+
+
+def test_exit_code_passed_through(rt, ws):
+    r = sandbox(rt, "--workspace", ws, "--", "/bin/sh", "-c", "exit 7")
+    assert r.rc == 7, r
+
+
+def test_written_binary_cannot_run(rt, ws):
+    r = sandbox(rt, "--workspace", ws, "--", "/bin/sh", "-c",
+                "cp /bin/true /workspace/t && /workspace/t && echo ran; cp /bin/true /tmp/t && "
+                "/tmp/t && echo ran2; echo done")
+    assert r.rc == 0, r
+    assert "ran" not in r.out.split() and "ran2" not in r.out.split() and "done" in r.out, r
+
+
+def test_wall_clock_limit_code(rt, ws):
+    pol = {"version": 1, "extends": "agent", "limits": {"wallClockSeconds": 2}}
+    t0 = time.monotonic()
+    r = sandbox(rt, "--workspace", ws, "--", "/bin/sleep", "60", policy=pol)
+    assert r.rc == 124, r
+    assert time.monotonic() - t0 < 30
+    assert "wallclock" in r.err, r
+
+
+def test_rootfs_credentials_hidden(rt, ws, busybox_template):
+    root = os.path.join(rt.workdir, "sbx-rootfs")
+    subprocess.run(["cp", "-a", busybox_template, root], check=True)
+    os.makedirs(os.path.join(root, "root", ".ssh"), exist_ok=True)
+    os.makedirs(os.path.join(root, "workspace"), exist_ok=True)
+    with open(os.path.join(root, "root", ".ssh", "id_rsa"), "w") as f:
+        f.write(SECRET)
+    r = sandbox(rt, "--rootfs", root, "--workspace", ws, "--", "/bin/sh", "-c",
+                "cat /root/.ssh/id_rsa; echo rc=$?")
+    assert SECRET.strip() not in r.out, r
+    assert "rc=0" not in r.out, r
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_escapes_refused_in_sandbox(rt, ws):
+    r = sandbox(rt, "--workspace", ws, "--", "/bin/sh", "-c",
+                "unshare -U true && echo userns; unshare -m true && echo mntns; "
+                "mount -o remount,rw / && echo remount; ln -s /etc /workspace/e; "
+                "echo x > /workspace/e/asbx-evil && echo wrote-etc; echo end")
+    assert r.rc == 0, r
+    for bad in ("userns", "mntns", "remount", "wrote-etc"):
+        assert bad not in r.out.split(), r
+    assert not os.path.exists("/etc/asbx-evil")
