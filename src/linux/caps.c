@@ -196,10 +196,16 @@ apply_ambient (uint64_t mask, asbx_err_t *err)
         {
           int saved = errno;
           char n[64];
-          /* EPERM: not in both permitted and inheritable (capabilities(7)). */
-          return asbx_error (err, saved,
-                             "process.capabilities.ambient: raise %s (must also be permitted and inheritable)",
-                             cap_name (cap, n, sizeof n));
+          /* EPERM: not in both permitted and inheritable (capabilities(7)). runc skips such a
+           * cap (`runc spec` itself writes ambient caps without inheritable ones), and not
+           * raising it only leaves the process with less privilege: skip, say so in the log. */
+          if (saved == EPERM || saved == EINVAL)
+            {
+              log_debug ("process.capabilities.ambient: %s not raised (not permitted and inheritable)",
+                         cap_name (cap, n, sizeof n));
+              continue;
+            }
+          return asbx_error (err, saved, "process.capabilities.ambient: raise %s", cap_name (cap, n, sizeof n));
         }
     }
   return 0;

@@ -37,6 +37,7 @@
 #include "runtime/spawn.h"
 #include "runtime/state.h"
 #include "runtime/sync.h"
+#include "runtime/tty.h"
 #include "spec/validate.h"
 
 #define OCI_VERSION "1.2.0"
@@ -396,9 +397,12 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
       asbx_error (err, errno, "%s: root.path: `%s`", config_path, rootfs_in);
       goto out;
     }
-  if (spec->process->terminal && !o->console_socket)
+  if (o->tty_proxy_fd)
+    *o->tty_proxy_fd = -1;
+  if (spec->process->terminal && !o->console_socket && !o->tty_proxy_fd)
     {
-      asbx_error (err, 0, "%s: process.terminal is true: --console-socket is required", config_path);
+      /* runc's wording: a detached container (create, run -d) cannot use our terminal */
+      asbx_error (err, 0, "%s: process.terminal is true: cannot allocate tty if agentsbx will detach without setting console socket", config_path);
       goto out;
     }
   c.cgroup_path = cgroup_resolve_path (spec->linux_->cgroups_path, o->id, g->systemd_cgroup, err);
@@ -420,6 +424,8 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   if (startfd < 0)
     goto undo;
   if (o->console_socket && spec->process->terminal && (console = process_connect_console (o->console_socket, err)) < 0)
+    goto undo;
+  if (!o->console_socket && spec->process->terminal && asbx_tty_socketpair (o->tty_proxy_fd, &console, err) < 0)
     goto undo;
 
   struct init_args a = {
@@ -635,6 +641,9 @@ asbx_container_delete (const struct asbx_global *g, const char *id, bool force, 
     }
   else
     creating_cleanup (o.dirfd); /* we hold the lock: the create that made this entry died */
+  /* the monitor writes exit_reason and its last audit record after the init is gone: let it
+   * finish before the directory goes */
+  monitor_wait_exit (o.dirfd, 5000);
   ret = asbx_state_dir_remove (o.rootfd, id, err);
 out:
   asbx_container_close (&o);

@@ -913,3 +913,18 @@ out:
   mon_close_fds (&m);
   return ret;
 }
+
+void
+monitor_wait_exit (int state_dirfd, int timeout_ms)
+{
+  pid_t mpid = monitor_pid_read (state_dirfd);
+  if (mpid <= 0)
+    return;
+  int pfd = (int) syscall (SYS_pidfd_open, mpid, 0);
+  if (pfd < 0)
+    return; /* already gone */
+  struct pollfd p = { .fd = pfd, .events = POLLIN };
+  while (poll (&p, 1, timeout_ms) < 0 && errno == EINTR)
+    ;
+  close (pfd);
+}

@@ -60,4 +60,9 @@ char *monitor_exit_reason (int state_dirfd);
 /* The monitor's pid from dirfd's `monitor.pid`, or 0 when there is none. */
 pid_t monitor_pid_read (int state_dirfd);
 
+/* Wait at most timeout_ms for the container's monitor to exit (it writes exit_reason and the
+ * final audit record after the init is gone): called before reading exit_reason and before
+ * delete removes the state dir. No monitor: returns at once. */
+void monitor_wait_exit (int state_dirfd, int timeout_ms);
+
 #endif

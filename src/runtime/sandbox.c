@@ -259,18 +259,10 @@ read_exit_reason (const struct asbx_global *g, const char *id)
 {
   cleanup_free char *dir = xasprintf ("%s/%s", g->root, id);
   cleanup_close int dirfd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  pid_t mpid;
 
   if (dirfd < 0)
     return NULL;
-  mpid = monitor_pid_read (dirfd);
-  if (mpid > 0)
-    {
-      cleanup_close int pfd = (int) syscall (SYS_pidfd_open, mpid, 0);
-      struct pollfd p = { .fd = pfd, .events = POLLIN };
-      if (pfd >= 0)
-        poll (&p, 1, 5000);
-    }
+  monitor_wait_exit (dirfd, 5000);
   return monitor_exit_reason (dirfd);
 }
 
