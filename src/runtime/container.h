@@ -26,6 +26,10 @@ struct asbx_create_opts
   const char *id;
   const char *bundle; /* NULL = cwd */
   const char *console_socket;
+  /* foreground `run` only (NULL otherwise): with process.terminal and no console_socket, create
+   * makes a socketpair (runtime/tty.h), gives the container side one end as its console socket
+   * and stores the other here (-1 when no terminal); the caller receives the pty master on it */
+  int *tty_proxy_fd;
   const char *pid_file;
   bool no_pivot;
   bool no_new_keyring;

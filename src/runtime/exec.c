@@ -36,6 +36,7 @@
 #include "runtime/process.h"
 #include "runtime/state.h"
 #include "runtime/sync.h"
+#include "runtime/tty.h"
 
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080
@@ -377,7 +378,7 @@ int
 asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o, int *exit_status,
                      asbx_err_t *err)
 {
-  cleanup_close int pidfd = -1, console = -1, listener = -1;
+  cleanup_close int pidfd = -1, console = -1, listener = -1, tty = -1;
   struct asbx_opened oc = { .rootfd = -1, .dirfd = -1 };
   cleanup_free char *raw = NULL, *praw = NULL, *state_json = NULL, *process_state = NULL;
   struct linux_seccomp filter = { 0 };
@@ -435,12 +436,16 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
     }
   if (linux_rlimits_check (proc, err) < 0 || linux_caps_check (proc->capabilities, err) < 0)
     goto out;
-  if (proc->terminal && !o->console_socket)
+  /* a terminal without --console-socket: in the foreground we are the terminal (runtime/tty.h),
+   * detached there is nobody to hand the pty to (runc's wording) */
+  if (proc->terminal && !o->console_socket && o->detach)
     {
-      asbx_error (err, 0, "exec --tty needs --console-socket (a terminal proxy is not supported yet)");
+      asbx_error (err, 0, "cannot allocate tty if agentsbx will detach without setting console socket");
       goto out;
     }
-  if (proc->terminal && (console = process_connect_console (o->console_socket, err)) < 0)
+  if (proc->terminal && o->console_socket && (console = process_connect_console (o->console_socket, err)) < 0)
+    goto out;
+  if (proc->terminal && !o->console_socket && asbx_tty_socketpair (&tty, &console, err) < 0)
     goto out;
   /* the container's agent policy applies to every process in it */
   if (load_policy (dirfd, &plan, err) < 0)
@@ -475,7 +480,19 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
       kill (pid, SIGKILL);
       goto out;
     }
-  *exit_status = o->detach ? 0 : asbx_container_wait (pid);
+  if (tty >= 0)
+    {
+      /* E sent the master before it reported READY: it is queued on our end already */
+      int master = asbx_tty_recv_master (tty, err);
+      if (master < 0)
+        {
+          kill (pid, SIGKILL);
+          goto out;
+        }
+      *exit_status = asbx_tty_proxy_wait (master, pid);
+    }
+  else
+    *exit_status = o->detach ? 0 : asbx_container_wait (pid);
   ret = 0;
 out:
   if (plan)
