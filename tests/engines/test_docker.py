@@ -36,6 +36,7 @@ class Docker:
         self.env = dict(os.environ, DOCKER_HOST="unix://" + self.sock)
         self.env.pop("DOCKER_CONTEXT", None)
         self.env["DOCKER_CONFIG"] = os.path.join(d, "client")
+        self.audit_dir = os.path.join(d, "audit")
         self.proc = None
 
     def config(self, live_restore=False):
@@ -43,6 +44,11 @@ class Docker:
             "runtimes": {
                 "agentsbx": {"path": self.runtime_paths["agentsbx"]},
                 "runcref": {"path": self.runtime_paths["runc"]},
+                # the runtime-class wiring of contrib/engines/docker-daemon.json: global flags
+                # through runtimeArgs (Docker writes a wrapper script around the path)
+                "agentsbx-open": {"path": self.runtime_paths["agentsbx"],
+                                  "runtimeArgs": ["--profile=open",
+                                                  "--audit-dir=" + self.audit_dir]},
             },
             "data-root": self.data_root, "exec-root": self.exec_root,
             "pidfile": os.path.join(self.dir, "docker.pid"),
@@ -342,3 +348,19 @@ def test_daemon_restart(dk, live_restore):
         if docker.proc is None or docker.live_restore:
             docker.stop()
             docker.start()
+
+
+def test_runtime_args_reach_agentsbx(docker):
+    """agentsbx only (runc has no policy flags): a runtime declared with runtimeArgs gets them.
+    The `open` profile audits every lifecycle event into --audit-dir, one file per container."""
+    leaks = Leaks([docker.dir])
+    cidfile = os.path.join(docker.dir, f"cid.args.{os.getpid()}")
+    r = docker.cli("run", "--rm", "--runtime=agentsbx-open", "--network", "none", "--cidfile",
+                   cidfile, IMAGE, "sh", "-c", "echo with-args", check=False)
+    with open(cidfile) as f:
+        cid = leaks.track(f.read().strip(), *docker.state_roots())
+    os.unlink(cidfile)
+    assert r.returncode == 0 and "with-args" in r.stdout, r
+    logs = os.listdir(docker.audit_dir) if os.path.isdir(docker.audit_dir) else []
+    assert any(cid in name for name in logs), logs
+    leaks.check()
