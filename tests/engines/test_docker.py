@@ -175,11 +175,13 @@ def test_run_interactive_piped_stdin(dk):
 
 def test_run_tty(dk, tty_run, engine_rt):
     docker, leaks, _ = dk
-    name = f"tty-{engine_rt}-{os.getpid()}"
+    cidfile = os.path.join(docker.dir, f"cid.tty.{engine_rt}.{os.getpid()}")
     rc, out = tty_run([DOCKER_CLI, "run", "--rm", "-t", f"--runtime={RT_NAMES[engine_rt]}",
-                       "--network", "none", "--name", name, IMAGE, "sh", "-c",
+                       "--network", "none", "--cidfile", cidfile, IMAGE, "sh", "-c",
                        "tty; test -t 0 && echo stdin-is-tty; exit 5"], env=docker.env)
-    leaks.ids.append(name)
+    with open(cidfile) as f:
+        leaks.track(f.read().strip(), *docker.state_roots())
+    os.unlink(cidfile)
     assert rc == 5, out
     assert "/dev/pts/0" in out and "stdin-is-tty" in out
 

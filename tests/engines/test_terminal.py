@@ -167,3 +167,17 @@ def test_exec_foreground_terminal(term_bundle):
     r = subprocess.run([rt, "--root", state, "exec", "-d", "-t", "t3", "true"],
                        capture_output=True, text=True, stdin=subprocess.DEVNULL)
     assert r.returncode != 0 and "cannot allocate tty" in r.stderr, r
+
+
+def test_run_terminal_signal_proxy(term_bundle):
+    """SIGTERM to a foreground `run` that proxies a terminal reaches the container's process;
+    its exit code comes back."""
+    rt, d, state, set_args, ids = term_bundle
+    ids.append("t4")
+    set_args("sh", "-c", "trap 'echo got-term; exit 9' TERM; echo ready; "
+             "while :; do sleep 0.1; done")
+    t = Term([rt, "--root", state, "run", "--bundle", d, "t4"])
+    t.read_until("ready")
+    os.kill(t.pid, signal.SIGTERM)
+    rc, out = t.wait()
+    assert rc == 9 and "got-term" in out, (rc, out)
