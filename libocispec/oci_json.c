@@ -286,7 +286,7 @@ fail_syntax (struct oci_ctx *c, const char *s, size_t len)
     off--;
   if (st == yajl_status_ok)
     {
-      st = yajl_complete_parse (h);
+      (void) yajl_complete_parse (h); /* only the error text below is wanted */
       off = len;
     }
   e = yajl_get_error (h, 0, (const unsigned char *) s, len);

@@ -107,8 +107,8 @@ gen_open (struct gen *o, bool pretty, const char *indent)
 static char *
 gen_finish (struct gen *o, bool keep_newline, const char *what, asbx_err_t *err)
 {
-  const unsigned char *buf;
-  size_t len;
+  const unsigned char *buf = NULL;
+  size_t len = 0;
   char *out = NULL;
 
   if (o->st == yajl_gen_status_ok)

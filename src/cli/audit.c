@@ -208,7 +208,7 @@ cli_audit (struct asbx_global *g, int argc, char **argv)
       /* end of file: done, unless following a session that has not exited yet */
       if (!follow || (last_exited && len == 0))
         break;
-      nanosleep (&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);
+      nanosleep (&(struct timespec){ 0, 100L * 1000 * 1000 }, NULL);
     }
   return 0;
 }

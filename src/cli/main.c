@@ -85,7 +85,8 @@ cli_usage (const char *verb, const char *fmt, ...)
   va_list ap;
   fprintf (stderr, "agentsbx%s%s: ", verb ? " " : "", verb ? verb : "");
   va_start (ap, fmt);
-  vfprintf (stderr, fmt, ap);
+  /* clang-analyzer 14 false positive: ap is va_start'ed just above */
+  vfprintf (stderr, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized) */
   va_end (ap);
   fprintf (stderr, "\n");
   return 1;

@@ -88,7 +88,7 @@ parse_signal (const char *s)
 
   if (parse_u64 (s, &n) == 0)
     return n >= 1 && n <= (uint64_t) SIGRTMAX ? (int) n : -1;
-  for (i = 0; s[i] && i < sizeof up - 1; i++)
+  for (i = 0; i < sizeof up - 1 && s[i]; i++)
     up[i] = (char) toupper ((unsigned char) s[i]);
   up[i] = '\0';
   const char *name = strncmp (up, "SIG", 3) == 0 ? up + 3 : up;

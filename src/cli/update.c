@@ -113,6 +113,8 @@ set_flag (struct oci_resources *r, int c, const char *v)
   struct oci_cpu *cpu = r->cpu ? r->cpu : (r->cpu = xmalloc0 (sizeof *cpu));
   int64_t x = 0;
 
+  if (v == NULL) /* every flag is required_argument: never, but parse_* must not see NULL */
+    return -1;
   switch (c)
     {
     case O_MEM: return parse_bytes (v, &x) < 0 ? -1 : (m->has_limit = true, m->limit = x, 0);

@@ -369,14 +369,16 @@ first_existing (const char *path, const struct cgroup_hier **hp, asbx_err_t *err
           *hp = &info->h[i];
           return fd;
         }
-      if (e->errnum != ENOENT)
+      if (e == NULL || e->errnum != ENOENT)
         {
           asbx_error_move (err, &e);
           return -1;
         }
       asbx_error_free (&e);
     }
-  return asbx_error (err, ENOENT, "cgroup `%s` does not exist in any hierarchy", path);
+  /* asbx_error is always -1; spelled out for clang-analyzer (make lint) */
+  asbx_error (err, ENOENT, "cgroup `%s` does not exist in any hierarchy", path);
+  return -1;
 }
 
 static int
@@ -446,7 +448,7 @@ cgroup_kill_all (const char *path, int sig, asbx_err_t *err)
       if (signalled == 0)
         break;
       if (sig == SIGKILL)
-        nanosleep (&(struct timespec){ 0, 5 * 1000 * 1000 }, NULL);
+        nanosleep (&(struct timespec){ 0, 5L * 1000 * 1000 }, NULL);
     }
   return 0;
 }
@@ -481,7 +483,7 @@ rmdir_tree (int parentfd, const char *name, uint64_t deadline, asbx_err_t *err)
         return asbx_error (err, errno, "rmdir cgroup `%s`", name);
       if (now_ns () >= deadline)
         return asbx_error (err, errno, "rmdir cgroup `%s` (still busy after the timeout)", name);
-      nanosleep (&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+      nanosleep (&(struct timespec){ 0, 10L * 1000 * 1000 }, NULL);
     }
 }
 

@@ -72,7 +72,7 @@ cgroup_freeze (const char *path, bool freeze, int timeout_ms, asbx_err_t *err)
                           d.where, timeout_ms);
           break;
         }
-      nanosleep (&(struct timespec){ 0, 1000 * 1000 }, NULL);
+      nanosleep (&(struct timespec){ 0, 1000L * 1000 }, NULL);
     }
   cgroup_dir_clear (&d);
   return r < 0 ? -1 : 0;
@@ -148,7 +148,7 @@ cgroup_oom_count (const char *path, uint64_t *count, asbx_err_t *err)
   cgroup_dir_clear (&d);
   if (r < 0)
     return -1;
-  p = strstr (s, "oom_kill ");
+  p = s ? strstr (s, "oom_kill ") : NULL;
   *count = p ? strtoull (p + 9, NULL, 10) : 0;
   return 0;
 }

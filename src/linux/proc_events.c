@@ -134,7 +134,7 @@ proc_events_drain (int fd, proc_ev_cb cb, void *data, asbx_err_t *err)
 
   for (;;)
     {
-      struct sockaddr_nl from;
+      struct sockaddr_nl from = { 0 };
       socklen_t flen = sizeof from;
       ssize_t n = recvfrom (fd, buf, sizeof buf, 0, (struct sockaddr *) &from, &flen);
       if (n < 0)

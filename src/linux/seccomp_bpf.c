@@ -231,7 +231,7 @@ add_rules (scmp_filter_ctx ctx, const struct oci_seccomp_syscall *sc, size_t i, 
   cleanup_free char *path = xasprintf ("linux.seccomp.syscalls[%zu]", i);
   cleanup_free char *apath = xasprintf ("%s.action", path);
   cleanup_free struct scmp_arg_cmp *conds = NULL;
-  uint32_t act;
+  uint32_t act = 0;
   bool multi = false;
 
   if (parse_action (sc->action, sc->has_errno_ret, sc->errno_ret, apath, &act, err) < 0)
@@ -310,7 +310,7 @@ linux_seccomp_compile (const struct oci_seccomp *s, struct linux_seccomp *out, a
 {
   __attribute__ ((cleanup (ctx_release))) scmp_filter_ctx ctx = NULL;
   struct linux_seccomp f = { 0 };
-  uint32_t def;
+  uint32_t def = 0;
   int r;
 
   if (parse_action (s->default_action, s->has_default_errno_ret, s->default_errno_ret, "linux.seccomp.defaultAction",
@@ -327,7 +327,7 @@ linux_seccomp_compile (const struct oci_seccomp *s, struct linux_seccomp *out, a
   for (size_t i = 0; i < s->architectures_len; i++)
     {
       cleanup_free char *path = xasprintf ("linux.seccomp.architectures[%zu]", i);
-      uint32_t arch;
+      uint32_t arch = 0;
       if (parse_arch (s->architectures[i], path, &arch, err) < 0)
         return -1;
       r = seccomp_arch_add (ctx, arch);

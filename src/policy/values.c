@@ -160,7 +160,7 @@ pval_path (const char *s, struct pdoc_path *out, bool home_ok, char **why)
   else if (body[0] != '/')
     return why_fail (why, "relative path: paths must be absolute (inside the container)");
   char *norm = NULL;
-  if (normalize_abs (body, &norm, why) < 0)
+  if (normalize_abs (body, &norm, why) < 0 || norm == NULL)
     return -1;
   if (home && strcmp (norm, "/") == 0)
     {

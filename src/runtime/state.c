@@ -199,9 +199,7 @@ asbx_state_write (int dirfd, const struct asbx_state *st, asbx_err_t *err)
   yajl_gen_get_buf (g, &buf, &len);
 
   fd = openat (dirfd, "state.json.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0)
-    ret = asbx_error (err, errno, "write state.json");
-  else if (write_all (fd, buf, len) < 0 || fsync (fd) < 0)
+  if (fd < 0 || write_all (fd, buf, len) < 0 || fsync (fd) < 0)
     ret = asbx_error (err, errno, "write state.json");
   else if (renameat (dirfd, "state.json.tmp", dirfd, "state.json") < 0)
     ret = asbx_error (err, errno, "rename state.json");
