@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/cleanup.h"
 #include "core/util.h"
 #include "runtime/exec.h"
 
@@ -91,7 +92,10 @@ cli_exec (struct asbx_global *g, int argc, char **argv)
   o.args_len = (size_t) (argc - optind);
   if (o.process_file && o.args_len)
     return cli_usage ("exec", "--process and a command cannot be used together");
-  if (asbx_container_exec (g, &o, &status, &err) < 0)
-    return cli_fail (&err);
-  return status;
+  int r = asbx_container_exec (g, &o, &status, &err) < 0 ? cli_fail (&err) : status;
+  /* the option vectors: env and caps point into argv, the gids were split into copies */
+  free (o.env);
+  free (o.caps);
+  asbx_strv_free (o.add_gids);
+  return r;
 }
