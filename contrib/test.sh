@@ -32,7 +32,14 @@ fi
 # Security proof (docs/security.md), in CI only unless asked (ASBX_SECURITY=1): the escape suite,
 # each fuzz target for FUZZ_SECONDS (3 targets x 60 s), and one ASan+UBSan build of the runtime
 # running the integration suite (separate build dir). Together about 8 minutes on 2 cores.
+# First the static checks (about 2 minutes): make lint (clang-tidy + cppcheck, must be clean) and
+# make format-check (new C files must match .clang-format; the rest is reported only).
 if [ -n "${CI:-}" ] || [ -n "${ASBX_SECURITY:-}" ]; then
+  for t in clang-tidy cppcheck git-clang-format; do
+    command -v "$t" >/dev/null || { apt-get install -y clang-tidy cppcheck clang-format >/dev/null; break; }
+  done
+  make lint || rc=1
+  make format-check || rc=1
   make check-escape PYTEST_ARGS="$*" || rc=1
   command -v clang >/dev/null || apt-get install -y clang >/dev/null
   make fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-60}" || rc=1
