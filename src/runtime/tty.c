@@ -191,8 +191,7 @@ asbx_tty_proxy_wait (int master_in, pid_t pid)
         {
           ssize_t n = read (STDIN_FILENO, buf, sizeof buf);
           /* at EOF runc stops copying and leaves the pty open; so do we */
-          if ((n < 0 && errno != EINTR && errno != EAGAIN) || n == 0
-              || (n > 0 && !write_all (master, buf, (size_t) n)))
+          if ((n < 0 && errno != EINTR && errno != EAGAIN) || n == 0 || (n > 0 && !write_all (master, buf, (size_t) n)))
             in_open = false;
         }
     }

@@ -78,7 +78,15 @@ def _need(binary, pkg):
 def eng_dir():
     d = tempfile.mkdtemp(prefix="asbxe-", dir="/tmp")
     os.chmod(d, 0o755)
+    # the cgroup parents the engines create (Docker's cgroupfs driver: /docker, CRI: /k8s.io);
+    # the ones this session made are removed at the end (rmdir: only when empty)
+    parents = [os.path.join(h, n) for h in IT.cgroup_hierarchies() for n in ("docker", "k8s.io")]
+    preexisting = {p for p in parents if os.path.isdir(p)}
     yield d
+    for p in parents:
+        if p not in preexisting:
+            with contextlib.suppress(OSError):
+                os.rmdir(p)
     _umount_under(d)
     # rm(1) is much faster than shutil.rmtree on the unpacked image copies; it never crosses
     # into a mount that could not be removed
