@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,6 +179,7 @@ struct create_ctx
   char *cgroup_path;
   unsigned long cgroup_mask;
   pid_t init_pid;
+  bool new_netns; /* this create makes the network namespace (nobody wires it): for the monitor */
 };
 
 static void
@@ -337,7 +339,8 @@ create_record (const struct asbx_global *g, const struct asbx_create_opts *o, st
       if (pfd < 0 || write_all (pfd, plan->effective_json, strlen (plan->effective_json)) < 0)
         return asbx_error (err, errno, "save policy.json in the state directory");
       struct monitor_opts mo = { .id = o->id, .init_pid = c->init_pid, .cgroup_path = c->cgroup_path,
-                                 .state_dirfd = c->dirfd, .audit_dir = g->audit_dir, .plan = plan };
+                                 .state_dirfd = c->dirfd, .audit_dir = g->audit_dir, .plan = plan,
+                                 .new_netns = c->new_netns };
       pid_t mpid;
       if (monitor_start (&mo, &mpid, err) < 0)
         return asbx_error_wrap (err, "policy monitor");
@@ -391,6 +394,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
     goto out;
   if (create_check (g, spec, config_path, &ns, err) < 0)
     goto out;
+  c.new_netns = (ns.new_flags & CLONE_NEWNET) != 0;
   rootfs_in = spec->root->path[0] == '/' ? xstrdup (spec->root->path) : xasprintf ("%s/%s", bundle, spec->root->path);
   if (realpath (rootfs_in, rootfs) == NULL)
     {

@@ -127,6 +127,9 @@ init_main (struct init_args *a)
    * namespace as in a fresh one. Before the hooks: nothing of the container's runs unfiltered. */
   if (policy_apply_network (a->plan, &err) < 0)
     fail (a, &err);
+  /* 3d. filtered in a namespace nobody else wires: the resolver is the monitor's DNS stub */
+  if (policy_apply_resolv (rootfd, a->plan, (a->ns->new_flags & CLONE_NEWNET) != 0, &err) < 0)
+    fail (a, &err);
   /* 4. prestart + createRuntime hooks run in the runtime's namespaces: P runs them */
   if (sync_send (a->sync_fd, SYNC_CREATE_RUNTIME, 0, NULL, &err) < 0
       || sync_recv (a->sync_fd, SYNC_HOOKS_DONE, &m, &err) < 0)

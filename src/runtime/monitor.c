@@ -43,6 +43,7 @@
 #include "runtime/audit.h"
 #include "runtime/dnsstub.h"
 #include "runtime/monitor.h"
+#include "runtime/pasta.h"
 
 /* ---- small state files in the state dir ---- */
 
@@ -181,6 +182,7 @@ struct mon
   uint64_t oom_at_start;
   char **cg_paths; /* the container's cgroup path per hierarchy form, for /proc/PID/cgroup */
   struct dnsstub *dns; /* network.mode filtered: the DNS stub (runtime/dnsstub.c), else NULL */
+  pid_t pasta;         /* filtered in a fresh netns: pasta, our child (runtime/pasta.h), else 0 */
 };
 
 static void
@@ -623,6 +625,7 @@ monitor_loop (struct mon *m)
         break;
     }
   finish (m);
+  pasta_stop (m->pasta);
   /* tell the guard we are done on purpose, then leave (the guard exits on 'd') */
   if (m->guard_wr >= 0 && write (m->guard_wr, "d", 1) < 0)
     kill (m->guard_pid, SIGKILL);
@@ -690,6 +693,19 @@ mon_setup (struct mon *m, asbx_err_t *err)
       m->dns = dnsstub_new (m->o->id, m->o->init_pid, pl, m->audit_fd, err);
       if (!m->dns)
         return -1;
+      if (m->o->new_netns && (pl->allowed_domains_len || pl->allowed_cidrs_len
+                              || pl->approvals_network == POLICY_APPROVAL_ASK))
+        {
+          /* a namespace nobody wires: pasta is its way out (nothing allowed: none needed) */
+          char nspath[64];
+          snprintf (nspath, sizeof nspath, "/proc/%d/ns/net", (int) m->o->init_pid);
+          cleanup_close int ns = open (nspath, O_RDONLY | O_CLOEXEC);
+          if (ns < 0)
+            return asbx_error (err, errno, "network: open %s", nspath);
+          m->pasta = pasta_start (ns, 20000, err);
+          if (m->pasta < 0)
+            return asbx_error_wrap (err, "network.mode filtered");
+        }
     }
   return guard_start (m, err);
 }

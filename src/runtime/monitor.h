@@ -27,6 +27,7 @@
 #ifndef ASBX_RUNTIME_MONITOR_H
 #define ASBX_RUNTIME_MONITOR_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "core/error.h"
@@ -41,6 +42,9 @@ struct monitor_opts
   int state_dirfd;              /* the container's state dir: monitor.pid and exit_reason go there */
   const char *audit_dir;        /* NULL = plan->audit_dir, then AUDIT_DEFAULT_DIR */
   const struct policy_plan *plan; /* active plan; read by the monitor from its copy of memory */
+  bool new_netns;               /* the container's network namespace is fresh (created by this
+                                   create, nobody wires it): `filtered` then gets pasta
+                                   (runtime/pasta.h) as its way out */
 };
 
 /* Fork the monitor (see above) and wait until it is ready: subscribed to process events, the

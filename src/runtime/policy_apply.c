@@ -182,6 +182,38 @@ policy_apply_network (const struct policy_plan *plan, asbx_err_t *err)
   return 0;
 }
 
+/* The resolver file of a filtered container in a fresh namespace: the stub's address. The file
+ * is made in a private detached tmpfs (never on the host or in the rootfs), cloned as a
+ * read-only single-file bind and attached onto the fd of the rootfs's /etc/resolv.conf. */
+int
+policy_apply_resolv (int rootfd, const struct policy_plan *plan, bool new_netns, asbx_err_t *err)
+{
+  static const char text[] = "# agentsbx: network.mode filtered, the monitor's DNS stub\nnameserver 127.0.0.1\n";
+  struct stat st;
+
+  if (!plan || !plan->active || plan->net_mode != POLICY_NET_FILTERED || !new_netns)
+    return 0;
+  cleanup_close int target = ps_openat2 (rootfd, "/etc/resolv.conf", O_PATH | O_CLOEXEC, 0,
+                                         RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+  if (target < 0 || fstat (target, &st) < 0 || !S_ISREG (st.st_mode))
+    {
+      /* no file (or a dangling link): libc then asks 127.0.0.1 by itself, the stub */
+      log_debug ("policy network: no regular /etc/resolv.conf in the rootfs, left as it is");
+      return 0;
+    }
+  cleanup_close int fs = mnt_new_fs ("tmpfs", "tmpfs", "size=4k,mode=755", 0,
+                                     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, err);
+  if (fs < 0)
+    return asbx_error_wrap (err, "policy network: /etc/resolv.conf");
+  cleanup_close int f = openat (fs, "resolv.conf", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (f < 0 || write_all (f, text, sizeof text - 1) < 0)
+    return asbx_error (err, errno, "policy network: write the stub's resolv.conf");
+  cleanup_close int file = mnt_clone (fs, "resolv.conf", false, err);
+  if (file < 0 || mnt_setattr (file, false, MOUNT_ATTR_RDONLY, 0, 0, err) < 0 || mnt_attach (file, target, err) < 0)
+    return asbx_error_wrap (err, "policy network: bind the stub's resolv.conf over /etc/resolv.conf");
+  return 0;
+}
+
 /* ---- I: mounts beneath the rootfs ---- */
 
 static int

@@ -13,6 +13,8 @@
 #ifndef ASBX_RUNTIME_POLICY_APPLY_H
 #define ASBX_RUNTIME_POLICY_APPLY_H
 
+#include <stdbool.h>
+
 #include "core/error.h"
 #include "libocispec/oci_spec.h"
 #include "policy/plan.h"
@@ -31,6 +33,14 @@ int policy_apply_spec (struct oci_spec *spec, const struct policy_plan *plan, as
  * (EPERM when the init has no CAP_NET_ADMIN over that namespace, e.g. a joined namespace owned
  * by a parent user namespace). */
 int policy_apply_network (const struct policy_plan *plan, asbx_err_t *err);
+
+/* network.mode filtered in a namespace this create made (new_netns): bind a read-only file
+ * "nameserver 127.0.0.1" (the monitor's DNS stub, runtime/dnsstub.h) over the rootfs's
+ * /etc/resolv.conf, through fds (rootfd: O_PATH fd of the prepared rootfs, before pivot_root).
+ * No regular file there: nothing done (libc's default is 127.0.0.1 already). In an engine-given
+ * namespace the engine's file stays: the table redirects every UDP query to the stub anyway.
+ * 0 / -1 with *err. */
+int policy_apply_resolv (int rootfd, const struct policy_plan *plan, bool new_netns, asbx_err_t *err);
 
 /* Policy mounts beneath rootfd (an O_PATH fd of the prepared rootfs mount, before pivot_root).
  * Optional (`?`) rules on missing paths are skipped; a deny rule on a missing path under a

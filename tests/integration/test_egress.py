@@ -271,3 +271,84 @@ def test_filtered_direct_addresses(filtered, lab):
     time.sleep(0.5)
     assert lab.log("udp.log") == []
     assert lab.log("http.log") == ["", ""]  # only the two allowedCidrs connects reached a server
+
+
+# ---- a namespace agentsbx creates: `agentsbx sandbox` with pasta as the way out -----------------
+
+SBX_ZONE = {"sbx.test": {"A": [HOSTUP4], "ttl": 60}, "other.test": {"A": [HOSTUP4]}}
+SBX_POLICY = {"version": 1, "extends": "agent",
+              "network": {"mode": "filtered", "allowedDomains": ["sbx.test"], "ports": [80]},
+              "approvals": {"network": "deny"}}
+
+
+def pasta_pids():
+    r = sh("pgrep", "-x", "pasta", check=False)
+    return set(r.stdout.split())
+
+
+def sandbox_client(rt, tmp_path, actions, policy, env_extra=None):
+    ws = tmp_path / "ws"
+    ws.mkdir(exist_ok=True)
+    os.chmod(ws, 0o777)
+    shutil.copy2(os.path.join(HERE, "egress", "client.py"), ws / "client.py")
+    pol = tmp_path / "sbx-policy.json"
+    pol.write_text(json.dumps(policy))
+    env = dict(os.environ, AGENTSBX_UPSTREAM_DNS=HOSTUP4, **(env_extra or {}))
+    r = rt.cmd("sandbox", "--workspace", str(ws), "--", "/usr/bin/python3", "/workspace/client.py",
+               json.dumps(actions), global_args=audit_args(tmp_path, "--policy", str(pol)), env=env)
+    return r
+
+
+def test_sandbox_new_netns_pasta(rt, lab, tmp_path):
+    """`agentsbx sandbox` makes its own network namespace: the monitor attaches pasta (the host's
+    routes, so the lab's upstream over the test veth is reachable), the container's resolver is
+    the stub, an allowed name resolves and connects, other names and ports are refused, and
+    pasta is gone after the run. Every address involved is the lab's (asserted by the fixture's
+    `ip route get`)."""
+    lab.zone(SBX_ZONE)
+    before = pasta_pids()
+    r = sandbox_client(rt, tmp_path, [["run", "cat", "/etc/resolv.conf"], ["http", "sbx.test", 80],
+                                      ["connect", HOSTUP4, 8080], ["resolve", "other.test"],
+                                      ["rawdns", HOSTUP4, "other.test"]], SBX_POLICY)
+    assert r.rc == 0, r
+    resolv, http, port, other, raw = json.loads(r.out.strip().splitlines()[-1])
+    assert resolv["ok"] and resolv["out"].splitlines()[-1] == "nameserver 127.0.0.1", resolv
+    assert http["ok"] and http["addr"] == HOSTUP4 and http["response"].endswith("ok sbx.test\n"), http
+    assert not port["ok"] and port["error"] == "ECONNREFUSED", port
+    assert not other["ok"] and other["error"].startswith("gai:"), other
+    assert raw["ok"] and raw["rcode"] == 5, raw  # a hard-coded resolver: the stub answers REFUSED
+    assert set(lab.queries()) == {"sbx.test"}, lab.queries()
+    assert lab.log("http.log") == ["sbx.test"]
+    assert pasta_pids() <= before, "pasta outlived the sandbox"
+
+
+def test_sandbox_pasta_missing_fails_clearly(rt, lab, tmp_path):
+    """filtered with something allowed in a namespace nobody wires, and no pasta: `create`
+    fails naming the package, nothing is run."""
+    r = sandbox_client(rt, tmp_path, [["resolve", "sbx.test"]], SBX_POLICY,
+                       {"AGENTSBX_PASTA": "/nonexistent/pasta"})
+    assert r.rc != 0 and "passt" in r.err, r
+    assert lab.queries() == []
+
+
+def test_bundle_new_netns_pasta(rt, make_bundle, usr_template, lab, tmp_path):
+    """A bundle asking for a new network namespace (nobody wires it) under `filtered`: the same
+    way out as the sandbox (pasta from the monitor), the resolver bound over the bundle's own
+    /etc/resolv.conf (which names the lab's address: never asked), the bundle's file untouched."""
+    lab.zone(SBX_ZONE)
+    b = make_bundle(rootfs_template=usr_template)
+    b.add_mount("/usr", "bind", "/usr", ["rbind", "ro", "nosuid", "nodev"])
+    pol = tmp_path / "policy.json"
+    pol.write_text(json.dumps(SBX_POLICY))
+    b.args("/usr/bin/python3", "/egress/client.py",
+           json.dumps([["run", "cat", "/etc/resolv.conf"], ["http", "sbx.test", 80], ["connect", UP4, 80]]))
+    r, _ = rt.run(b, global_args=audit_args(tmp_path, "--policy", str(pol)),
+                  env=dict(os.environ, AGENTSBX_UPSTREAM_DNS=HOSTUP4))
+    assert r.ok, r
+    resolv, http, lab_direct = json.loads(r.out.strip().splitlines()[-1])
+    assert resolv["out"].splitlines()[-1] == "nameserver 127.0.0.1", resolv
+    assert http["ok"] and http["response"].endswith("ok sbx.test\n"), http
+    assert not lab_direct["ok"], lab_direct
+    assert lab.queries() == ["sbx.test"] or set(lab.queries()) == {"sbx.test"}
+    with open(os.path.join(usr_template, "etc", "resolv.conf")) as f:
+        assert f.read() == f"nameserver {UP4}\n"
