@@ -41,6 +41,7 @@
 #include "linux/cgroup_internal.h"
 #include "linux/proc_events.h"
 #include "runtime/audit.h"
+#include "runtime/denials.h"
 #include "runtime/dnsstub.h"
 #include "runtime/monitor.h"
 #include "runtime/pasta.h"
@@ -183,6 +184,8 @@ struct mon
   char **cg_paths; /* the container's cgroup path per hierarchy form, for /proc/PID/cgroup */
   struct dnsstub *dns; /* network.mode filtered: the DNS stub (runtime/dnsstub.c), else NULL */
   pid_t pasta;         /* filtered in a fresh netns: pasta, our child (runtime/pasta.h), else 0 */
+  struct denials *den;  /* kernel-reported denials (runtime/denials.c), NULL until set up */
+  uint64_t pids_max_at_start; /* pids.events "max" at start: forks refused by pids.max */
 };
 
 static void
@@ -307,6 +310,14 @@ in_container_cgroup (struct mon *m, pid_t pid)
   return found;
 }
 
+/* denials.c's membership test: a process of the container (set, init, or its cgroup) */
+static bool
+den_member (pid_t pid, void *data)
+{
+  struct mon *m = data;
+  return pid == m->o->init_pid || pidset_has (&m->procs, pid) || in_container_cgroup (m, pid);
+}
+
 static void
 audit_exec (struct mon *m, pid_t pid)
 {
@@ -367,6 +378,8 @@ on_event (const struct proc_ev *ev, void *data)
     case PROC_EV_EXIT:
       if (ev->pid != ev->tgid)
         break; /* a thread; the process exit is the leader's event */
+      if (ev->tgid == m->o->init_pid || pidset_has (&m->procs, ev->tgid))
+        denials_note_exit (m->den, ev->tgid); /* its audit records may come after this event */
       if (ev->tgid == m->o->init_pid)
         {
           m->have_status = true;
@@ -456,6 +469,7 @@ finish (struct mon *m)
   uint64_t oom = 0;
 
   drain_events (m);
+  denials_finish (m->den);
   if (!m->have_status)
     m->have_status = status_from_stat (m->o->init_pid, &m->status);
   if (!reason)
@@ -468,6 +482,10 @@ finish (struct mon *m)
             reason = "memory";
           asbx_error_free (&e);
         }
+      /* a failure after pids.max refused forks: the pids limit ended it (a clean exit 0 did cope) */
+      if (strcmp (reason, "memory") != 0 && m->have_status && m->status != 0 && m->o->cgroup_path
+          && denials_pids_max_count (m->o->cgroup_path, &oom) == 0 && oom > m->pids_max_at_start)
+        reason = "pids";
     }
   char line[64];
   snprintf (line, sizeof line, "%s\n", reason);
@@ -582,12 +600,13 @@ cpu_check (struct mon *m)
 static void __attribute__ ((noreturn))
 monitor_loop (struct mon *m)
 {
-  enum { P_INIT, P_CONN, P_WALL, P_CPU, P_GUARD, P_DNS, P_N };
+  enum { P_INIT, P_CONN, P_WALL, P_CPU, P_GUARD, P_DNS, P_DEN, P_N };
   struct pollfd p[P_N] = {
     [P_INIT] = { .fd = m->init_pidfd, .events = POLLIN }, [P_CONN] = { .fd = m->conn, .events = POLLIN },
     [P_WALL] = { .fd = m->wall_tfd, .events = POLLIN },   [P_CPU] = { .fd = m->cpu_tfd, .events = POLLIN },
     [P_GUARD] = { .fd = m->guard_pidfd, .events = POLLIN },
     [P_DNS] = { .fd = m->dns ? dnsstub_fd (m->dns) : -1, .events = POLLIN },
+    [P_DEN] = { .fd = denials_fd (m->den), .events = POLLIN },
   };
   uint64_t ticks;
 
@@ -604,6 +623,11 @@ monitor_loop (struct mon *m)
         }
       if (p[P_CONN].revents)
         drain_events (m);
+      if (p[P_DEN].revents)
+        {
+          drain_events (m); /* the forks the records refer to first */
+          denials_dispatch (m->den);
+        }
       if (p[P_DNS].revents)
         dnsstub_dispatch (m->dns);
       if (p[P_WALL].revents & POLLIN && read (m->wall_tfd, &ticks, sizeof ticks) > 0)
@@ -671,7 +695,11 @@ mon_setup (struct mon *m, asbx_err_t *err)
   if (m->o->cgroup_path && cgroup_oom_count (m->o->cgroup_path, &oom, &e) == 0)
     m->oom_at_start = oom;
   asbx_error_free (&e);
+  if (m->o->cgroup_path && denials_pids_max_count (m->o->cgroup_path, &oom) == 0)
+    m->pids_max_at_start = oom;
   procs_resync (m);
+  if (pl->audit_events & POLICY_AUDIT_DENIAL)
+    m->den = denials_new (m->o->id, m->audit_fd, den_member, m);
   if (pl->wall_clock_seconds)
     {
       m->wall_tfd = timerfd_create (CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -724,6 +752,7 @@ audit_created (struct mon *m)
   audit_rec_strv (r, "sources", pl->sources, pl->sources_len);
   audit_rec_strv (r, "clamps", pl->clamps, pl->clamps_len);
   audit_rec_strv (r, "degradations", pl->degrade, pl->degrade_len);
+  audit_rec_str (r, "kernelDenials", denials_status (m->den));
   audit_put (m, r);
 }
 

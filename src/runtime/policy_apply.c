@@ -466,7 +466,9 @@ build_landlock (const struct policy_plan *plan, asbx_err_t *err)
 
   if (abi >= 5)
     handled |= ASBX_LL_FS_IOCTL_DEV; /* hardening beyond the policy, where the kernel has it */
-  ll = linux_landlock_new (handled, 0, 0, 0, abi, best_effort, err);
+  /* log the denials of the program the init execs too (ABI 7; the default logs only the init's
+   * own), so the monitor can write `denial` records (runtime/denials.c) */
+  ll = linux_landlock_new (handled, 0, 0, abi >= 7 ? ASBX_LL_LOG_NEW_EXEC_ON : 0, abi, best_effort, err);
   if (!ll)
     return NULL;
   if (best_effort && linux_landlock_dropped (ll))
@@ -507,8 +509,11 @@ build_groups_filter (unsigned deny, struct linux_seccomp *out, asbx_err_t *err)
   static char *arches[] = { NULL };
   size_t arches_len = 0;
 #endif
+  /* SECCOMP_FILTER_FLAG_LOG: the errno answers of THIS filter are also logged to the kernel audit
+   * stream (the answer stays the errno), for the monitor's `denial` records (runtime/denials.c) */
+  static char *log_flag[] = { (char *) "SECCOMP_FILTER_FLAG_LOG", NULL };
   struct oci_seccomp sc = { .default_action = (char *) "SCMP_ACT_ALLOW", .architectures = arches,
-                            .architectures_len = arches_len };
+                            .architectures_len = arches_len, .flags = log_flag, .flags_len = 1 };
   size_t n = 0;
   int r;
 

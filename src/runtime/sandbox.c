@@ -22,8 +22,10 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "runtime/container.h"
+#include "runtime/audit.h"
 #include "runtime/monitor.h"
 #include "runtime/sandbox.h"
+#include "runtime/sandbox_summary.h"
 #include "runtime/state.h"
 
 /* host directories exposed read-only (FHS system directories and homes) */
@@ -302,7 +304,7 @@ int
 asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o, int *exit_status, asbx_err_t *err)
 {
   cleanup_free char *id = o->id ? xstrdup (o->id) : xasprintf ("sandbox-%d", getpid ());
-  cleanup_free char *bundle = NULL, *reason = NULL;
+  cleanup_free char *bundle = NULL, *reason = NULL, *apath = NULL;
   asbx_err_t e2 = NULL;
   pid_t pid;
   int ret = -1;
@@ -325,7 +327,9 @@ asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o
   *exit_status = asbx_container_wait (pid);
   reason = read_exit_reason (g, id);
   *exit_status = exit_code_for_reason (reason, *exit_status);
-  if (reason && strcmp (reason, "exited") != 0)
+  /* what was denied and why, from this run's audit log (the same path `agentsbx audit` reads) */
+  apath = audit_path (g->audit_dir, id);
+  if (sandbox_summary (apath, stderr) < 0 && reason && strcmp (reason, "exited") != 0)
     log_warning ("sandbox %s: stopped by the policy: %s", id, reason);
   if (asbx_container_delete (g, id, true, &e2) < 0)
     {
