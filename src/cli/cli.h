@@ -25,6 +25,9 @@ int cli_resume (struct asbx_global *g, int argc, char **argv);
 int cli_ps (struct asbx_global *g, int argc, char **argv);
 int cli_events (struct asbx_global *g, int argc, char **argv);
 int cli_audit (struct asbx_global *g, int argc, char **argv);
+int cli_approvals (struct asbx_global *g, int argc, char **argv);
+int cli_approve (struct asbx_global *g, int argc, char **argv);
+int cli_deny (struct asbx_global *g, int argc, char **argv);
 int cli_policy (struct asbx_global *g, int argc, char **argv);
 
 /* Print *err once (log + stderr), free it, return 1 (or the error's status). */

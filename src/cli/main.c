@@ -37,6 +37,9 @@ static const struct
   { "ps", cli_ps, 0, "ps displays the processes running inside a container" },
   { "events", cli_events, 0, "display container events such as OOM notifications, cpu, memory, and IO usage statistics" },
   { "audit", cli_audit, 0, "print a container's audit log (agent policy; kept after delete)" },
+  { "approvals", cli_approvals, 0, "list the questions a container's policy put to its approver" },
+  { "approve", cli_approve, 0, "approve QID [--always]: allow the name a container asked for" },
+  { "deny", cli_deny, 0, "deny QID: refuse the name a container asked for" },
   { "policy", cli_policy, 0, "policy check FILE... | policy explain: validate policies, show the effective plan" },
 };
 

@@ -29,11 +29,15 @@
 #include "linux/nft.h"
 #include "policy/doc.h"
 #include "policy/nft_ruleset.h"
+#include "runtime/approvals.h"
 #include "runtime/audit.h"
 #include "runtime/dnsstub.h"
 
 #define PENDING_MAX 256
 #define MSG_MAX 4096
+#define HELD_MAX 64
+#define HELD_MSG 1024
+#define ALWAYS_MAX 256
 
 struct pending
 {
@@ -42,6 +46,20 @@ struct pending
   int stub_fd;
   struct sockaddr_storage client;
   socklen_t client_len;
+  char name[256];
+  unsigned qtype;
+  char rule[280]; /* the allowedDomains entry, or approval:allow-once|allow-always */
+};
+
+/* a query of an unlisted name, held while the approver decides (approvals `ask`) */
+struct held
+{
+  uint64_t qid; /* 0 = free */
+  int stub_fd;
+  struct sockaddr_storage client;
+  socklen_t client_len;
+  unsigned char msg[HELD_MSG];
+  size_t len, qend;
   char name[256];
   unsigned qtype;
 };
@@ -59,6 +77,21 @@ struct dnsstub
   struct linux_nft *nft;
   struct pending pend[PENDING_MAX];
   size_t next;
+  struct approvals *appr; /* approvals.network ask, else NULL */
+  struct held held[HELD_MAX];
+  char *always[ALWAYS_MAX]; /* names approved with allow-always: the effective allowlist grows */
+  size_t always_len;
+  /* the last once-decisions per (name, client socket): the rest of that lookup (glibc sends the
+   * A and AAAA queries of one getaddrinfo from one socket) gets the same answer without a new
+   * question; a new lookup (new socket) asks again */
+  struct
+  {
+    char name[256];
+    struct sockaddr_storage client;
+    socklen_t client_len;
+    bool allow;
+  } recent[16];
+  size_t recent_next;
 };
 
 static const uint16_t default_ports[] = { 80, 443 };
@@ -145,6 +178,8 @@ find_upstream (struct dnsstub *d, asbx_err_t *err)
 
 /* ---- sockets inside the container's namespace ---- */
 
+static void on_decision (void *data, uint64_t qid, const char *host, enum approval_decision dec);
+
 static int
 lo_up (void)
 {
@@ -206,12 +241,13 @@ open_in_netns (struct dnsstub *d, int netns, asbx_err_t *err)
 }
 
 struct dnsstub *
-dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int audit_fd, asbx_err_t *err)
+dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int audit_fd, int state_dirfd,
+             asbx_err_t *err)
 {
   struct dnsstub *d = xmalloc0 (sizeof *d);
   cleanup_free char *nspath = xasprintf ("/proc/%d/ns/net", (int) init_pid);
   cleanup_close int netns = -1;
-  int fds[3];
+  int fds[4];
 
   d->id = id;
   d->plan = plan;
@@ -242,8 +278,14 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
       asbx_error (err, errno, "epoll_create1");
       goto fail;
     }
-  fds[0] = d->stub4, fds[1] = d->stub6, fds[2] = d->up;
-  for (size_t i = 0; i < 3; i++)
+  if (plan->approvals_network == POLICY_APPROVAL_ASK)
+    {
+      d->appr = approvals_new (id, state_dirfd, plan, audit_fd, on_decision, d, err);
+      if (!d->appr)
+        goto fail;
+    }
+  fds[0] = d->stub4, fds[1] = d->stub6, fds[2] = d->up, fds[3] = d->appr ? approvals_fd (d->appr) : -1;
+  for (size_t i = 0; i < 4; i++)
     {
       struct epoll_event ev = { .events = EPOLLIN, .data.fd = fds[i] };
       if (fds[i] >= 0 && epoll_ctl (d->ep, EPOLL_CTL_ADD, fds[i], &ev) < 0)
@@ -275,6 +317,9 @@ dnsstub_free (struct dnsstub *d)
     if (*fds[i] >= 0)
       close (*fds[i]);
   linux_nft_free (d->nft);
+  approvals_free (d->appr);
+  for (size_t i = 0; i < d->always_len; i++)
+    free (d->always[i]);
   free (d);
 }
 
@@ -376,6 +421,95 @@ audit_dns (struct dnsstub *d, const char *name, unsigned qtype, const char *deci
     asbx_error_free (&e); /* a full disk must not stop the stub */
 }
 
+/* allowed: pass the query on under a fresh id; the answer is matched in on_answer */
+static void
+forward (struct dnsstub *d, int fd, unsigned char *m, size_t n, const struct sockaddr_storage *from, socklen_t flen,
+         const char *name, unsigned qtype, const char *rule)
+{
+  struct pending *p = &d->pend[d->next];
+  d->next = (d->next + 1) % PENDING_MAX; /* the oldest is dropped under flood: its client retries */
+  *p = (struct pending){ .used = true, .client_id = get16 (m), .stub_fd = fd, .client_len = flen, .qtype = qtype };
+  memcpy (&p->client, from, flen);
+  snprintf (p->name, sizeof p->name, "%s", name);
+  snprintf (p->rule, sizeof p->rule, "%s", rule);
+  if (getrandom (&p->up_id, sizeof p->up_id, 0) != sizeof p->up_id)
+    p->up_id ^= (uint16_t) now_ns ();
+  m[0] = (unsigned char) (p->up_id >> 8), m[1] = (unsigned char) p->up_id;
+  if (sendto (d->up, m, n, 0, (struct sockaddr *) &d->up_addr, d->up_len) < 0)
+    p->used = false;
+}
+
+/* refused here: nothing of this name leaves the monitor */
+static void
+refuse (struct dnsstub *d, int fd, unsigned char *m, size_t qend, const struct sockaddr_storage *from, socklen_t flen,
+        const char *name, unsigned qtype, const char *rule)
+{
+  audit_dns (d, name, qtype, "refused", rule, NULL, 0, NULL);
+  sendto (fd, m, make_refused (m, qend), 0, (const struct sockaddr *) from, flen);
+}
+
+static const char *
+match_always (struct dnsstub *d, const char *name)
+{
+  for (size_t i = 0; i < d->always_len; i++)
+    if (strcmp (d->always[i], name) == 0)
+      return "approval:allow-always";
+  return NULL;
+}
+
+/* approvals `ask`: keep the query until the broker decides (on_decision) */
+static void
+hold (struct dnsstub *d, int fd, unsigned char *m, size_t n, size_t qend, const struct sockaddr_storage *from,
+      socklen_t flen, const char *name, unsigned qtype)
+{
+  struct held *h = NULL;
+  for (size_t i = 0; i < HELD_MAX && !h; i++)
+    if (!d->held[i].qid)
+      h = &d->held[i];
+  if (!h || n > HELD_MSG)
+    {
+      refuse (d, fd, m, qend, from, flen, name, qtype, "approvals: too many held queries");
+      return;
+    }
+  uint64_t qid = approvals_ask (d->appr, name, -1, -1, NULL);
+  if (!qid)
+    {
+      refuse (d, fd, m, qend, from, flen, name, qtype, "approvals: too many pending questions");
+      return;
+    }
+  *h = (struct held){ .qid = qid, .stub_fd = fd, .client_len = flen, .len = n, .qend = qend, .qtype = qtype };
+  memcpy (&h->client, from, flen);
+  memcpy (h->msg, m, n);
+  snprintf (h->name, sizeof h->name, "%s", name);
+}
+
+/* the broker's decision for question qid: every query held for it is forwarded or refused */
+static void
+on_decision (void *data, uint64_t qid, const char *host, enum approval_decision dec)
+{
+  struct dnsstub *d = data;
+  if (dec == APPROVAL_ALLOW_ALWAYS && d->always_len < ALWAYS_MAX && !match_always (d, host))
+    d->always[d->always_len++] = xstrdup (host);
+  for (size_t i = 0; i < HELD_MAX; i++)
+    {
+      struct held *h = &d->held[i];
+      if (h->qid != qid)
+        continue;
+      h->qid = 0;
+      typeof (d->recent[0]) *r = &d->recent[d->recent_next];
+      d->recent_next = (d->recent_next + 1) % ASBX_ARRAY_SIZE (d->recent);
+      snprintf (r->name, sizeof r->name, "%s", h->name);
+      memcpy (&r->client, &h->client, h->client_len);
+      r->client_len = h->client_len;
+      r->allow = dec != APPROVAL_DENY;
+      if (dec == APPROVAL_DENY)
+        refuse (d, h->stub_fd, h->msg, h->qend, &h->client, h->client_len, h->name, h->qtype, "approval:deny");
+      else
+        forward (d, h->stub_fd, h->msg, h->len, &h->client, h->client_len, h->name, h->qtype,
+                 dec == APPROVAL_ALLOW_ONCE ? "approval:allow-once" : "approval:allow-always");
+    }
+}
+
 static void
 on_query (struct dnsstub *d, int fd)
 {
@@ -392,23 +526,23 @@ on_query (struct dnsstub *d, int fd)
   const struct policy_plan *pl = d->plan;
   const char *rule = match (pl->denied_domains, pl->denied_domains_len, name);
   const char *allow = rule ? NULL : match (pl->allowed_domains, pl->allowed_domains_len, name);
-  if (!allow)
-    {
-      /* refused here: nothing of this name leaves the monitor */
-      audit_dns (d, name, qtype, "refused", rule ? rule : "unlisted", NULL, 0, NULL);
-      sendto (fd, m, make_refused (m, qend), 0, (struct sockaddr *) &from, flen);
-      return;
-    }
-  struct pending *p = &d->pend[d->next];
-  d->next = (d->next + 1) % PENDING_MAX; /* the oldest is dropped under flood: its client retries */
-  *p = (struct pending){ .used = true, .client_id = get16 (m), .stub_fd = fd, .client_len = flen, .qtype = qtype };
-  memcpy (&p->client, &from, flen);
-  snprintf (p->name, sizeof p->name, "%s", name);
-  if (getrandom (&p->up_id, sizeof p->up_id, 0) != sizeof p->up_id)
-    p->up_id ^= (uint16_t) now_ns ();
-  m[0] = (unsigned char) (p->up_id >> 8), m[1] = (unsigned char) p->up_id;
-  if (sendto (d->up, m, (size_t) n, 0, (struct sockaddr *) &d->up_addr, d->up_len) < 0)
-    p->used = false;
+  if (!allow && !rule)
+    allow = match_always (d, name);
+  for (size_t i = 0; !allow && !rule && d->appr && i < ASBX_ARRAY_SIZE (d->recent); i++)
+    if (d->recent[i].client_len == flen && memcmp (&d->recent[i].client, &from, flen) == 0
+        && strcmp (d->recent[i].name, name) == 0)
+      {
+        if (d->recent[i].allow)
+          allow = "approval:allow-once";
+        else
+          rule = "approval:deny";
+      }
+  if (allow)
+    forward (d, fd, m, (size_t) n, &from, flen, name, qtype, allow);
+  else if (!rule && d->appr)
+    hold (d, fd, m, (size_t) n, qend, &from, flen, name, qtype); /* unlisted, approvals `ask` */
+  else
+    refuse (d, fd, m, qend, &from, flen, name, qtype, rule ? rule : "unlisted");
 }
 
 /* the answer's A/AAAA addresses into the sets; their text into addrs (for the audit record) */
@@ -477,8 +611,7 @@ on_answer (struct dnsstub *d)
       cleanup_free char *error = NULL;
       size_t na = fill_sets (d, m, (size_t) n, qend, addrs, ASBX_ARRAY_SIZE (addrs), &error);
       /* an address that could not be added is audited; the container's connect to it fails */
-      audit_dns (d, name, qtype, "allowed", match (d->plan->allowed_domains, d->plan->allowed_domains_len, name),
-                 addrs, na, error);
+      audit_dns (d, name, qtype, "allowed", p->rule, addrs, na, error);
       for (size_t j = 0; j < na; j++)
         free (addrs[j]);
       m[0] = (unsigned char) (p->client_id >> 8), m[1] = (unsigned char) p->client_id;
@@ -494,6 +627,11 @@ dnsstub_dispatch (struct dnsstub *d)
   int n = epoll_wait (d->ep, ev, 8, 0);
   for (int i = 0; i < n; i++)
     {
+      if (d->appr && ev[i].data.fd == approvals_fd (d->appr))
+        {
+          approvals_dispatch (d->appr);
+          continue;
+        }
       /* a bounded batch per wakeup, so one busy socket cannot starve the monitor's loop */
       for (int k = 0; k < 32; k++)
         {

@@ -25,10 +25,13 @@ struct dnsstub;
  * its loopback up if it is down, bind UDP 127.0.0.1:53 (and [::1]:53 when IPv6 is there) inside
  * it, open the upstream socket here, and a libnftables context for the sets. Called in the
  * monitor (root, initial namespaces, single-threaded). audit_fd: where `dns` records go (kept
- * open by the caller). Returns NULL with *err ("network: DNS stub: bind 127.0.0.1:53 in the
+ * open by the caller). approvals.network `ask`: an unlisted name (not a deniedDomains one) is
+ * held and put to the approval broker (runtime/approvals.h) bound in state_dirfd; allow-once
+ * forwards the held queries, allow-always also adds the name to the stub's allowlist, deny and
+ * the timeout's deny answer REFUSED. Returns NULL with *err ("network: DNS stub: bind 127.0.0.1:53 in the
  * container's network namespace: Address in use"). */
 struct dnsstub *dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int audit_fd,
-                             asbx_err_t *err);
+                             int state_dirfd, asbx_err_t *err);
 
 /* One fd to poll for POLLIN (an epoll set over the stub's sockets). */
 int dnsstub_fd (const struct dnsstub *d);

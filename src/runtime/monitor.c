@@ -718,7 +718,7 @@ mon_setup (struct mon *m, asbx_err_t *err)
     }
   if (pl->net_mode == POLICY_NET_FILTERED)
     {
-      m->dns = dnsstub_new (m->o->id, m->o->init_pid, pl, m->audit_fd, err);
+      m->dns = dnsstub_new (m->o->id, m->o->init_pid, pl, m->audit_fd, m->dirfd, err);
       if (!m->dns)
         return -1;
       if (m->o->new_netns && (pl->allowed_domains_len || pl->allowed_cidrs_len

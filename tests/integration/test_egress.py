@@ -352,3 +352,180 @@ def test_bundle_new_netns_pasta(rt, make_bundle, usr_template, lab, tmp_path):
     assert lab.queries() == ["sbx.test"] or set(lab.queries()) == {"sbx.test"}
     with open(os.path.join(usr_template, "etc", "resolv.conf")) as f:
         assert f.read() == f"nameserver {UP4}\n"
+
+
+# ---- approvals.network: ask (POLICY.md §5) ------------------------------------------------------
+
+import socket  # noqa: E402
+import threading  # noqa: E402
+
+
+class Approver(threading.Thread):
+    """Connects to <root>/<cid>/approvals.sock as soon as it exists and answers each question
+    with decide(question) -> "allow-once" | "allow-always" | "deny" | None (no answer)."""
+
+    def __init__(self, rt, cid, decide):
+        super().__init__(daemon=True)
+        self.path = os.path.join(rt.root, cid, "approvals.sock")
+        self.decide, self.questions, self.replies = decide, [], []
+        self.stop = threading.Event()
+
+    def run(self):
+        deadline = time.monotonic() + 60
+        while not os.path.exists(self.path):
+            if self.stop.is_set() or time.monotonic() > deadline:
+                return
+            time.sleep(0.02)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(self.path)
+        s.settimeout(0.2)
+        buf = b""
+        while not self.stop.is_set():
+            try:
+                data = s.recv(4096)
+            except socket.timeout:
+                continue
+            if not data:
+                break
+            buf += data
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                msg = json.loads(line)
+                if "kind" in msg:
+                    self.questions.append(msg)
+                    d = self.decide(msg)
+                    if d:
+                        s.sendall(json.dumps({"id": msg["id"], "decision": d}).encode() + b"\n")
+                else:
+                    self.replies.append(msg)
+        s.close()
+
+
+ASK_POLICY = dict(POLICY, approvals={"network": "ask", "timeoutSeconds": 30, "onTimeout": "deny"})
+
+
+@pytest.fixture
+def asking(rt, ebundle, lab, tmp_path):
+    """run(actions, decide, approvals=...) -> (results, audit records, approver)"""
+    lab.zone(ZONE)
+    env = dict(os.environ, AGENTSBX_UPSTREAM_DNS=HOSTUP4)
+
+    def go(actions, decide, approvals=None):
+        pol = tmp_path / f"policy-{uuid.uuid4().hex[:6]}.json"
+        pol.write_text(json.dumps(dict(ASK_POLICY, approvals=approvals or ASK_POLICY["approvals"])))
+        cid = f"appr-{uuid.uuid4().hex[:8]}"
+        ap = Approver(rt, cid, decide) if decide else None
+        if ap:
+            ap.start()
+        ebundle.args("/usr/bin/python3", "/egress/client.py", json.dumps(actions))
+        try:
+            r, _ = rt.run(ebundle, cid, global_args=audit_args(tmp_path, "--policy", str(pol)), env=env)
+        finally:
+            if ap:
+                ap.stop.set()
+                ap.join(10)
+        assert r.ok, r
+        with open(tmp_path / "audit" / f"{cid}.jsonl") as f:
+            recs = [json.loads(line) for line in f]
+        return json.loads(r.out.strip().splitlines()[-1]), recs, ap
+    return go
+
+
+def approval_records(recs):
+    return [(r["action"], r["host"], r.get("decision"), r.get("by")) for r in recs if r["event"] == "approval"]
+
+
+def test_approval_allow_once_then_deny(asking, lab):
+    """The first question for other.test is allowed once: the held answer arrives and the
+    address opens; the next lookup of the same name asks again and is denied. Denied names never
+    ask; every question and decision is audited once."""
+    answers = iter(["allow-once", "deny"])
+    res, recs, ap = asking([["http", "other.test", 80], ["resolve", "other.test"], ["resolve", "bad.mirror.test"]],
+                           lambda q: next(answers))
+    http, again, denied = res
+    assert http["ok"] and http["response"].endswith("ok other.test\n"), http
+    assert not again["ok"] and again["error"].startswith("gai:"), again
+    assert not denied["ok"], denied
+    assert [(q["host"], q["kind"]) for q in ap.questions] == [("other.test", "network")] * 2, ap.questions
+    assert all(set(q) >= {"id", "kind", "host", "port", "pid", "exe"} for q in ap.questions)
+    assert [r["ok"] for r in ap.replies] == [True, True]
+    assert approval_records(recs) == [("asked", "other.test", None, None),
+                                      ("decided", "other.test", "allow-once", "approver"),
+                                      ("asked", "other.test", None, None),
+                                      ("decided", "other.test", "deny", "approver")]
+    got = dns_records(recs)
+    assert ("other.test", 1, "allowed", "approval:allow-once") in got
+    assert ("other.test", 1, "refused", "approval:deny") in got
+    assert ("bad.mirror.test", 1, "refused", "bad.mirror.test") in got
+    assert "bad.mirror.test" not in lab.queries() and lab.queries().count("other.test") >= 1
+
+
+def test_approval_allow_always(asking, lab):
+    res, recs, ap = asking([["resolve", "other.test"], ["resolve", "other.test"], ["connect", UP4B, 443]],
+                           lambda q: "allow-always")
+    first, second, conn = res
+    assert first["ok"] and UP4B in first["addrs"], first
+    assert second["ok"], second
+    assert conn["ok"], conn  # the approved name's address, on a policy port
+    assert len(ap.questions) == 1, ap.questions
+    assert ("other.test", 1, "allowed", "approval:allow-always") in dns_records(recs)
+
+
+def test_approval_deny(asking, lab):
+    res, recs, ap = asking([["resolve", "other.test"], ["connect", UP4B, 80]], lambda q: "deny")
+    resolved, conn = res
+    assert not resolved["ok"] and not conn["ok"], res
+    assert "other.test" not in lab.queries()
+    assert ("decided", "other.test", "deny", "approver") in approval_records(recs)
+
+
+@pytest.mark.parametrize("timeout", [0, 1])
+def test_approval_timeout_without_approver(asking, lab, timeout):
+    """No approver connected: the question is decided by onTimeout (deny) after timeoutSeconds
+    (0 = at once); the agent never hangs."""
+    res, recs, _ = asking([["resolve", "other.test"]], None,
+                          approvals={"network": "ask", "timeoutSeconds": timeout, "onTimeout": "deny"})
+    assert not res[0]["ok"], res
+    assert "other.test" not in lab.queries()
+    assert ("decided", "other.test", "deny", "timeout-no-approver") in approval_records(recs)
+
+
+def test_approval_timeout_approver_silent(asking, lab):
+    res, recs, ap = asking([["resolve", "other.test"]], lambda q: None,
+                           approvals={"network": "ask", "timeoutSeconds": 1, "onTimeout": "deny"})
+    assert not res[0]["ok"] and len(ap.questions) == 1, (res, ap.questions)
+    assert ("decided", "other.test", "deny", "timeout") in approval_records(recs)
+
+
+def test_approval_cli(rt, ebundle, lab, tmp_path):
+    """`agentsbx approvals ID` lists the pending question, `agentsbx approve ID QID` answers it;
+    `deny` of an unknown QID fails clearly."""
+    lab.zone(ZONE)
+    pol = tmp_path / "policy.json"
+    pol.write_text(json.dumps(ASK_POLICY))
+    cid = f"apcli-{uuid.uuid4().hex[:8]}"
+    ebundle.args("/usr/bin/python3", "/egress/client.py", json.dumps([["resolve", "other.test"]]))
+    out = {}
+
+    def cli():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            r = rt.cmd("approvals", cid)
+            lines = r.out.splitlines()[1:] if r.rc == 0 else []
+            if lines:
+                out["list"] = r.out
+                qid = lines[0].split()[0]
+                out["bad"] = rt.cmd("deny", cid, "999")
+                out["approve"] = rt.cmd("approve", cid, qid)
+                return
+            time.sleep(0.05)
+    t = threading.Thread(target=cli, daemon=True)
+    t.start()
+    r, _ = rt.run(ebundle, cid, global_args=audit_args(tmp_path, "--policy", str(pol)),
+                  env=dict(os.environ, AGENTSBX_UPSTREAM_DNS=HOSTUP4))
+    t.join(30)
+    assert r.ok, r
+    assert "other.test" in out["list"], out
+    assert out["bad"].rc != 0 and "no such pending question" in out["bad"].err, out["bad"]
+    assert out["approve"].rc == 0, out["approve"]
+    assert json.loads(r.out.strip().splitlines()[-1])[0]["ok"], r.out
