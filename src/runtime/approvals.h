@@ -8,6 +8,8 @@
  *                     end of list {"listed":COUNT}
  *   client -> broker: an answer   {"id":N,"decision":"allow-once"|"allow-always"|"deny"}
  *                     a listing   {"list":true}  (the pending questions, then {"listed":COUNT})
+ * `port` is null for DNS questions (a query has none); `pid` (host pid namespace) and `exe` name the
+ * process holding the querying socket, found by the stub (null when it is gone).
  * A client gets every pending question when it connects and every new one as it is asked.
  * Timing: each question is decided by `approvals.timeoutSeconds` at the latest, with
  * `approvals.onTimeout`; 0 = at once (in the monitor's next loop turn). With no approver

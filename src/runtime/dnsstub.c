@@ -10,6 +10,7 @@
  * Sockets are created inside the container's namespace with setns(2) and stay there after we
  * return to ours (a socket belongs to the namespace it was created in). */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
@@ -22,6 +23,7 @@
 #include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/cleanup.h"
@@ -78,6 +80,8 @@ struct dnsstub
   struct pending pend[PENDING_MAX];
   size_t next;
   struct approvals *appr; /* approvals.network ask, else NULL */
+  pid_t init_pid;
+  ino_t netns_ino; /* the container's network namespace, to find a querier among processes */
   struct held held[HELD_MAX];
   char *always[ALWAYS_MAX]; /* names approved with allow-always: the effective allowlist grows */
   size_t always_len;
@@ -263,6 +267,9 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
     }
   if (open_in_netns (d, netns, err) < 0)
     goto fail;
+  struct stat nst;
+  d->init_pid = init_pid;
+  d->netns_ino = fstat (netns, &nst) == 0 ? nst.st_ino : 0;
   d->up = socket (d->up_addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (d->up < 0)
     {
@@ -457,6 +464,77 @@ match_always (struct dnsstub *d, const char *name)
   return NULL;
 }
 
+/* The socket inode of the container's UDP socket with local address `from` (the querier's),
+ * from /proc/INIT/net/udp[6] (the table of the init's network namespace), or 0. */
+static unsigned long
+querier_inode (struct dnsstub *d, const struct sockaddr_storage *from)
+{
+  char path[64], want[64], line[512];
+  const struct sockaddr_in *a4 = (const struct sockaddr_in *) from;
+  const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *) from;
+  if (from->ss_family == AF_INET)
+    snprintf (want, sizeof want, "%08X:%04X", a4->sin_addr.s_addr, ntohs (a4->sin_port));
+  else
+    {
+      uint32_t w[4];
+      memcpy (w, &a6->sin6_addr, sizeof w);
+      snprintf (want, sizeof want, "%08X%08X%08X%08X:%04X", w[0], w[1], w[2], w[3], ntohs (a6->sin6_port));
+    }
+  snprintf (path, sizeof path, "/proc/%d/net/udp%s", (int) d->init_pid, from->ss_family == AF_INET6 ? "6" : "");
+  cleanup_fclose FILE *f = fopen (path, "re");
+  while (f && fgets (line, sizeof line, f))
+    {
+      char local[64];
+      unsigned long inode;
+      /* sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode */
+      if (sscanf (line, " %*s %63s %*s %*s %*s %*s %*s %*s %*s %lu", local, &inode) == 2 && strcmp (local, want) == 0)
+        return inode;
+    }
+  return 0;
+}
+
+/* Best effort: the pid and exe of the container process that sent a query (the holder of the
+ * socket, among processes in the container's network namespace); 0 when not found (the process
+ * exited, or shares the socket). Costs a walk of /proc: only done for approval questions. */
+static pid_t
+find_querier (struct dnsstub *d, const struct sockaddr_storage *from, char *exe, size_t exelen)
+{
+  unsigned long inode = querier_inode (d, from);
+  char want[64], path[300], link[64];
+  cleanup_closedir DIR *proc = inode ? opendir ("/proc") : NULL;
+  struct dirent *de;
+  snprintf (want, sizeof want, "socket:[%lu]", inode);
+  while (proc && (de = readdir (proc)))
+    {
+      struct stat st;
+      char *end;
+      long pid = strtol (de->d_name, &end, 10);
+      if (*end || pid <= 0)
+        continue;
+      snprintf (path, sizeof path, "/proc/%ld/ns/net", pid);
+      if (stat (path, &st) < 0 || st.st_ino != d->netns_ino)
+        continue;
+      snprintf (path, sizeof path, "/proc/%ld/fd", pid);
+      cleanup_closedir DIR *fds = opendir (path);
+      struct dirent *fe;
+      while (fds && (fe = readdir (fds)))
+        {
+          snprintf (path, sizeof path, "/proc/%ld/fd/%s", pid, fe->d_name);
+          ssize_t n = readlink (path, link, sizeof link - 1);
+          if (n <= 0)
+            continue;
+          link[n] = '\0';
+          if (strcmp (link, want) != 0)
+            continue;
+          snprintf (path, sizeof path, "/proc/%ld/exe", pid);
+          n = readlink (path, exe, exelen - 1);
+          exe[n > 0 ? n : 0] = '\0';
+          return (pid_t) pid;
+        }
+    }
+  return 0;
+}
+
 /* approvals `ask`: keep the query until the broker decides (on_decision) */
 static void
 hold (struct dnsstub *d, int fd, unsigned char *m, size_t n, size_t qend, const struct sockaddr_storage *from,
@@ -471,7 +549,9 @@ hold (struct dnsstub *d, int fd, unsigned char *m, size_t n, size_t qend, const 
       refuse (d, fd, m, qend, from, flen, name, qtype, "approvals: too many held queries");
       return;
     }
-  uint64_t qid = approvals_ask (d->appr, name, -1, -1, NULL);
+  char exe[256] = "";
+  pid_t pid = find_querier (d, from, exe, sizeof exe);
+  uint64_t qid = approvals_ask (d->appr, name, -1, pid > 0 ? pid : -1, exe[0] ? exe : NULL);
   if (!qid)
     {
       refuse (d, fd, m, qend, from, flen, name, qtype, "approvals: too many pending questions");

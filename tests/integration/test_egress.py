@@ -448,6 +448,8 @@ def test_approval_allow_once_then_deny(asking, lab):
     assert not denied["ok"], denied
     assert [(q["host"], q["kind"]) for q in ap.questions] == [("other.test", "network")] * 2, ap.questions
     assert all(set(q) >= {"id", "kind", "host", "port", "pid", "exe"} for q in ap.questions)
+    # the querier: the client's python, found by its socket in the container's namespace
+    assert all(isinstance(q["pid"], int) and "python3" in (q["exe"] or "") for q in ap.questions), ap.questions
     assert [r["ok"] for r in ap.replies] == [True, True]
     assert approval_records(recs) == [("asked", "other.test", None, None),
                                       ("decided", "other.test", "allow-once", "approver"),
