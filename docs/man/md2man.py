@@ -42,22 +42,27 @@ def escape(text, all_dashes=False):
 
 def inline(text, where):
     """Inline markup -> roff font escapes; stray markup characters are an error."""
-    out, pos = [], 0
+    out, pos = "", 0
     for m in INLINE.finditer(text):
-        out.append(escape(text[pos:m.start()]))
+        out += escape(text[pos:m.start()])
         bold, lit, ital = m.groups()
+        # \% at the start of a word holding markup (an option, a literal, a file name, a
+        # placeholder): never hyphenate it, a reader copies it; inside a word \% would be a
+        # hyphenation point instead
+        start = out.rfind(" ") + 1
+        if not out.startswith("\\%", start):
+            out = out[:start] + "\\%" + out[start:]
         if lit is not None:
-            out.append("\\fB" + escape(lit, True) + "\\fR")
+            out += "\\fB" + escape(lit, True) + "\\fR"
         elif bold is not None:
-            out.append("\\fB" + inline(bold, where).replace("\\fR", "\\fB") + "\\fR")
+            out += "\\fB" + inline(bold, where).replace("\\fR", "\\fB") + "\\fR"
         else:
-            out.append("\\fI" + escape(ital, True) + "\\fR")
+            out += "\\fI" + escape(ital, True) + "\\fR"
         pos = m.end()
     rest = text[pos:]
     if "*" in rest or "`" in rest:
         raise SourceError("%s: unmatched * or ` in: %s" % (where, text))
-    out.append(escape(rest))
-    return "".join(out)
+    return out + escape(rest)
 
 
 def line_out(s):

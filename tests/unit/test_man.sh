@@ -24,13 +24,18 @@ tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
 # The page as plain text: roff's dash and font escapes removed (no groff needed for 1-3).
-text () { sed -e 's/\\-/-/g' -e 's/\\f[BIRP]//g' -e 's/\\&//g' -e 's/\\e/\\/g' "$1"; }
+text () { sed -e 's/\\-/-/g' -e 's/\\f[BIRP]//g' -e 's/\\[&%]//g' -e 's/\\e/\\/g' "$1"; }
 # The long options of the .TP terms (the OPTIONS entries) of a page.
 terms () { text "$1" | awk 'prev == ".TP" { print } { prev = $0 }' | grep -o -- '--[a-z][a-z0-9-]*' | sort -u; }
 # Does the text file $1 name option $2 as a whole word?
 names () { grep -qE -- "(^|[^a-z0-9-])$2([^a-z0-9-]|\$)" "$1"; }
-# The long option names of the getopt tables in a source file.
-src_opts () { grep -o '{ *"[a-z0-9-]*", *[a-z]*_argument' "$srcdir/src/cli/$1" | sed 's/{ *"\([^"]*\)".*/--\1/' | sort -u; }
+# The long options a source file takes: its getopt tables, and "--x" compared by hand (strcmp).
+src_opts () {
+	{
+		grep -o '{ *"[a-z0-9-]*", *[a-z]*_argument' "$srcdir/src/cli/$1" | sed 's/{ *"\([^"]*\)".*/--\1/'
+		grep -o 'strcmp ([^,]*, *"--[a-z0-9-]*")' "$srcdir/src/cli/$1" | sed 's/.*"\(--[^"]*\)".*/\1/'
+	} | sort -u
+}
 # The source files whose option tables a page documents, and back.
 files_of_page () {
 	case $1 in
@@ -38,6 +43,7 @@ files_of_page () {
 	create | run) echo create.c ;;
 	start | state | kill | delete | list) echo simple.c ;;
 	pause | resume) echo pause.c ;;
+	approvals | approve | deny) echo approvals.c ;;
 	*) echo "$1.c" ;;
 	esac
 }
@@ -47,6 +53,7 @@ pages_of_file () {
 	create.c) echo agentsbx-create agentsbx-run ;;
 	simple.c) echo agentsbx-start agentsbx-state agentsbx-kill agentsbx-delete agentsbx-list ;;
 	pause.c) echo agentsbx-pause agentsbx-resume ;;
+	approvals.c) echo agentsbx-approvals agentsbx-approve agentsbx-deny ;;
 	*) echo "agentsbx-${1%.c}" ;;
 	esac
 }
@@ -99,7 +106,6 @@ for page in "$mandir"/agentsbx*.8; do
 	for f in $(files_of_page "$verb"); do
 		[ -f "$srcdir/src/cli/$f" ] && src_opts "$f"
 	done | sort -u > "$tmp/known"
-	echo --help >> "$tmp/known" # every verb answers --help (features without a getopt table)
 	for opt in $(terms "$page"); do
 		grep -qx -- "$opt" "$tmp/known" && ok || fail "$name.8 documents $opt, which src/cli/$(files_of_page "$verb") does not take"
 	done
