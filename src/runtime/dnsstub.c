@@ -10,7 +10,6 @@
  * Sockets are created inside the container's namespace with setns(2) and stay there after we
  * return to ours (a socket belongs to the namespace it was created in). */
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
@@ -24,6 +23,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "core/cleanup.h"
@@ -40,12 +40,15 @@
 #define HELD_MAX 64
 #define HELD_MSG 1024
 #define ALWAYS_MAX 256
+#define CONNS_MAX 32
 
 struct pending
 {
   bool used;
   uint16_t up_id, client_id;
   int stub_fd;
+  int conn;     /* -1: UDP (stub_fd, client); else the index of the TCP connection stub_fd */
+  uint32_t gen; /* of that connection: a reply never reaches a later connection on the same slot */
   struct sockaddr_storage client;
   socklen_t client_len;
   char name[256];
@@ -58,6 +61,8 @@ struct held
 {
   uint64_t qid; /* 0 = free */
   int stub_fd;
+  int conn;
+  uint32_t gen;
   struct sockaddr_storage client;
   socklen_t client_len;
   unsigned char msg[HELD_MSG];
@@ -73,6 +78,20 @@ struct dnsstub
   int audit_fd;
   int ep;
   int stub4, stub6;
+  int tcp4, tcp6; /* listening: DNS over TCP (RFC 7766), answered from the same stub */
+  struct
+  {
+    int fd;
+    uint32_t gen;
+    struct sockaddr_storage peer;
+    socklen_t peer_len;
+    size_t len;
+    unsigned char buf[2 + HELD_MSG];
+  } conns[CONNS_MAX];
+  uint32_t gen;
+  /* the TCP connection the query being handled came on (-1: UDP), read by forward/hold/refuse */
+  int cur_conn;
+  uint32_t cur_gen;
   int up;
   struct sockaddr_storage up_addr;
   socklen_t up_len;
@@ -201,24 +220,28 @@ lo_up (void)
 }
 
 static int
-bind_stub (int family, bool required, asbx_err_t *err)
+bind_stub (int family, int type, bool required, asbx_err_t *err)
 {
   struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_port = htons (POLICY_NFT_DNS_PORT),
                             .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
   struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons (POLICY_NFT_DNS_PORT),
                              .sin6_addr = IN6ADDR_LOOPBACK_INIT };
   int one = 1;
-  cleanup_close int s = socket (family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  cleanup_close int s = socket (family, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (s < 0)
     return required ? asbx_error (err, errno, "socket") : -1;
+  if (type == SOCK_STREAM)
+    setsockopt (s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (family == AF_INET6)
     setsockopt (s, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
   if (bind (s, family == AF_INET ? (struct sockaddr *) &a4 : (struct sockaddr *) &a6,
             family == AF_INET ? sizeof a4 : sizeof a6)
       < 0)
-    return required ? asbx_error (err, errno, "bind %s:53 in the container's network namespace",
-                                  family == AF_INET ? "127.0.0.1" : "[::1]")
+    return required ? asbx_error (err, errno, "bind %s:53 (%s) in the container's network namespace",
+                                  family == AF_INET ? "127.0.0.1" : "[::1]", type == SOCK_STREAM ? "tcp" : "udp")
                     : -1;
+  if (type == SOCK_STREAM && listen (s, CONNS_MAX) < 0)
+    return required ? asbx_error (err, errno, "listen on the DNS stub's TCP socket") : -1;
   return steal_fd (&s);
 }
 
@@ -235,9 +258,11 @@ open_in_netns (struct dnsstub *d, int netns, asbx_err_t *err)
     r = asbx_error (err, errno, "bring the container's loopback up");
   if (r == 0)
     {
-      d->stub4 = bind_stub (AF_INET, true, err);
-      r = d->stub4 < 0 ? -1 : 0;
-      d->stub6 = r == 0 ? bind_stub (AF_INET6, false, NULL) : -1; /* no IPv6: nothing to serve */
+      d->stub4 = bind_stub (AF_INET, SOCK_DGRAM, true, err);
+      d->tcp4 = d->stub4 < 0 ? -1 : bind_stub (AF_INET, SOCK_STREAM, true, err);
+      r = d->tcp4 < 0 ? -1 : 0;
+      d->stub6 = r == 0 ? bind_stub (AF_INET6, SOCK_DGRAM, false, NULL) : -1; /* no IPv6: nothing to serve */
+      d->tcp6 = r == 0 ? bind_stub (AF_INET6, SOCK_STREAM, false, NULL) : -1;
     }
   if (setns (self, CLONE_NEWNET) < 0)
     abort (); /* going on in the container's namespace would be worse than dying (fail closed) */
@@ -251,12 +276,14 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
   struct dnsstub *d = xmalloc0 (sizeof *d);
   cleanup_free char *nspath = xasprintf ("/proc/%d/ns/net", (int) init_pid);
   cleanup_close int netns = -1;
-  int fds[4];
+  int fds[6];
 
   d->id = id;
   d->plan = plan;
   d->audit_fd = audit_fd;
-  d->ep = d->stub4 = d->stub6 = d->up = -1;
+  d->ep = d->stub4 = d->stub6 = d->up = d->tcp4 = d->tcp6 = d->cur_conn = -1;
+  for (size_t i = 0; i < CONNS_MAX; i++)
+    d->conns[i].fd = -1;
   if (find_upstream (d, err) < 0)
     goto fail;
   netns = open (nspath, O_RDONLY | O_CLOEXEC);
@@ -292,7 +319,8 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
         goto fail;
     }
   fds[0] = d->stub4, fds[1] = d->stub6, fds[2] = d->up, fds[3] = d->appr ? approvals_fd (d->appr) : -1;
-  for (size_t i = 0; i < 4; i++)
+  fds[4] = d->tcp4, fds[5] = d->tcp6;
+  for (size_t i = 0; i < 6; i++)
     {
       struct epoll_event ev = { .events = EPOLLIN, .data.fd = fds[i] };
       if (fds[i] >= 0 && epoll_ctl (d->ep, EPOLL_CTL_ADD, fds[i], &ev) < 0)
@@ -319,7 +347,10 @@ dnsstub_free (struct dnsstub *d)
 {
   if (!d)
     return;
-  int *fds[] = { &d->ep, &d->stub4, &d->stub6, &d->up };
+  int *fds[] = { &d->ep, &d->stub4, &d->stub6, &d->up, &d->tcp4, &d->tcp6 };
+  for (size_t i = 0; i < CONNS_MAX; i++)
+    if (d->conns[i].fd >= 0)
+      close (d->conns[i].fd);
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (fds); i++)
     if (*fds[i] >= 0)
       close (*fds[i]);
@@ -428,6 +459,34 @@ audit_dns (struct dnsstub *d, const char *name, unsigned qtype, const char *deci
     asbx_error_free (&e); /* a full disk must not stop the stub */
 }
 
+static void
+tcp_close (struct dnsstub *d, int conn)
+{
+  epoll_ctl (d->ep, EPOLL_CTL_DEL, d->conns[conn].fd, NULL);
+  close (d->conns[conn].fd);
+  d->conns[conn].fd = -1;
+}
+
+/* an answer to the querier: a datagram, or a length-prefixed message on its TCP connection
+ * (still the same one: fd and generation); a connection that cannot take it is closed */
+static void
+reply (struct dnsstub *d, int fd, int conn, uint32_t gen, const struct sockaddr_storage *to, socklen_t tolen,
+       const unsigned char *m, size_t n)
+{
+  if (conn < 0)
+    {
+      sendto (fd, m, n, 0, (const struct sockaddr *) to, tolen);
+      return;
+    }
+  if (d->conns[conn].fd != fd || d->conns[conn].gen != gen)
+    return; /* the client went away */
+  unsigned char hdr[2] = { (unsigned char) (n >> 8), (unsigned char) n };
+  struct iovec iov[2] = { { hdr, 2 }, { (void *) m, n } };
+  struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+  if (sendmsg (fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t) (n + 2))
+    tcp_close (d, conn);
+}
+
 /* allowed: pass the query on under a fresh id; the answer is matched in on_answer */
 static void
 forward (struct dnsstub *d, int fd, unsigned char *m, size_t n, const struct sockaddr_storage *from, socklen_t flen,
@@ -435,7 +494,8 @@ forward (struct dnsstub *d, int fd, unsigned char *m, size_t n, const struct soc
 {
   struct pending *p = &d->pend[d->next];
   d->next = (d->next + 1) % PENDING_MAX; /* the oldest is dropped under flood: its client retries */
-  *p = (struct pending){ .used = true, .client_id = get16 (m), .stub_fd = fd, .client_len = flen, .qtype = qtype };
+  *p = (struct pending){ .used = true, .client_id = get16 (m), .stub_fd = fd, .conn = d->cur_conn, .gen = d->cur_gen,
+                         .client_len = flen, .qtype = qtype };
   memcpy (&p->client, from, flen);
   snprintf (p->name, sizeof p->name, "%s", name);
   snprintf (p->rule, sizeof p->rule, "%s", rule);
@@ -452,7 +512,7 @@ refuse (struct dnsstub *d, int fd, unsigned char *m, size_t qend, const struct s
         const char *name, unsigned qtype, const char *rule)
 {
   audit_dns (d, name, qtype, "refused", rule, NULL, 0, NULL);
-  sendto (fd, m, make_refused (m, qend), 0, (const struct sockaddr *) from, flen);
+  reply (d, fd, d->cur_conn, d->cur_gen, from, flen, m, make_refused (m, qend));
 }
 
 static const char *
@@ -462,77 +522,6 @@ match_always (struct dnsstub *d, const char *name)
     if (strcmp (d->always[i], name) == 0)
       return "approval:allow-always";
   return NULL;
-}
-
-/* The socket inode of the container's UDP socket with local address `from` (the querier's),
- * from /proc/INIT/net/udp[6] (the table of the init's network namespace), or 0. */
-static unsigned long
-querier_inode (struct dnsstub *d, const struct sockaddr_storage *from)
-{
-  char path[64], want[64], line[512];
-  const struct sockaddr_in *a4 = (const struct sockaddr_in *) from;
-  const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *) from;
-  if (from->ss_family == AF_INET)
-    snprintf (want, sizeof want, "%08X:%04X", a4->sin_addr.s_addr, ntohs (a4->sin_port));
-  else
-    {
-      uint32_t w[4];
-      memcpy (w, &a6->sin6_addr, sizeof w);
-      snprintf (want, sizeof want, "%08X%08X%08X%08X:%04X", w[0], w[1], w[2], w[3], ntohs (a6->sin6_port));
-    }
-  snprintf (path, sizeof path, "/proc/%d/net/udp%s", (int) d->init_pid, from->ss_family == AF_INET6 ? "6" : "");
-  cleanup_fclose FILE *f = fopen (path, "re");
-  while (f && fgets (line, sizeof line, f))
-    {
-      char local[64];
-      unsigned long inode;
-      /* sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode */
-      if (sscanf (line, " %*s %63s %*s %*s %*s %*s %*s %*s %*s %lu", local, &inode) == 2 && strcmp (local, want) == 0)
-        return inode;
-    }
-  return 0;
-}
-
-/* Best effort: the pid and exe of the container process that sent a query (the holder of the
- * socket, among processes in the container's network namespace); 0 when not found (the process
- * exited, or shares the socket). Costs a walk of /proc: only done for approval questions. */
-static pid_t
-find_querier (struct dnsstub *d, const struct sockaddr_storage *from, char *exe, size_t exelen)
-{
-  unsigned long inode = querier_inode (d, from);
-  char want[64], path[300], link[64];
-  cleanup_closedir DIR *proc = inode ? opendir ("/proc") : NULL;
-  struct dirent *de;
-  snprintf (want, sizeof want, "socket:[%lu]", inode);
-  while (proc && (de = readdir (proc)))
-    {
-      struct stat st;
-      char *end;
-      long pid = strtol (de->d_name, &end, 10);
-      if (*end || pid <= 0)
-        continue;
-      snprintf (path, sizeof path, "/proc/%ld/ns/net", pid);
-      if (stat (path, &st) < 0 || st.st_ino != d->netns_ino)
-        continue;
-      snprintf (path, sizeof path, "/proc/%ld/fd", pid);
-      cleanup_closedir DIR *fds = opendir (path);
-      struct dirent *fe;
-      while (fds && (fe = readdir (fds)))
-        {
-          snprintf (path, sizeof path, "/proc/%ld/fd/%s", pid, fe->d_name);
-          ssize_t n = readlink (path, link, sizeof link - 1);
-          if (n <= 0)
-            continue;
-          link[n] = '\0';
-          if (strcmp (link, want) != 0)
-            continue;
-          snprintf (path, sizeof path, "/proc/%ld/exe", pid);
-          n = readlink (path, exe, exelen - 1);
-          exe[n > 0 ? n : 0] = '\0';
-          return (pid_t) pid;
-        }
-    }
-  return 0;
 }
 
 /* approvals `ask`: keep the query until the broker decides (on_decision) */
@@ -550,14 +539,15 @@ hold (struct dnsstub *d, int fd, unsigned char *m, size_t n, size_t qend, const 
       return;
     }
   char exe[256] = "";
-  pid_t pid = find_querier (d, from, exe, sizeof exe);
+  pid_t pid = approvals_find_querier (d->init_pid, d->netns_ino, d->cur_conn >= 0, from, exe, sizeof exe);
   uint64_t qid = approvals_ask (d->appr, name, -1, pid > 0 ? pid : -1, exe[0] ? exe : NULL);
   if (!qid)
     {
       refuse (d, fd, m, qend, from, flen, name, qtype, "approvals: too many pending questions");
       return;
     }
-  *h = (struct held){ .qid = qid, .stub_fd = fd, .client_len = flen, .len = n, .qend = qend, .qtype = qtype };
+  *h = (struct held){ .qid = qid, .stub_fd = fd, .conn = d->cur_conn, .gen = d->cur_gen, .client_len = flen, .len = n,
+                      .qend = qend, .qtype = qtype };
   memcpy (&h->client, from, flen);
   memcpy (h->msg, m, n);
   snprintf (h->name, sizeof h->name, "%s", name);
@@ -582,24 +572,23 @@ on_decision (void *data, uint64_t qid, const char *host, enum approval_decision 
       memcpy (&r->client, &h->client, h->client_len);
       r->client_len = h->client_len;
       r->allow = dec != APPROVAL_DENY;
+      d->cur_conn = h->conn, d->cur_gen = h->gen;
       if (dec == APPROVAL_DENY)
         refuse (d, h->stub_fd, h->msg, h->qend, &h->client, h->client_len, h->name, h->qtype, "approval:deny");
       else
         forward (d, h->stub_fd, h->msg, h->len, &h->client, h->client_len, h->name, h->qtype,
                  dec == APPROVAL_ALLOW_ONCE ? "approval:allow-once" : "approval:allow-always");
     }
+  d->cur_conn = -1;
 }
 
+/* one query (m, n: writable copy) from `from` on fd (d->cur_conn says whether TCP) */
 static void
-on_query (struct dnsstub *d, int fd)
+handle_query (struct dnsstub *d, int fd, unsigned char *m, ssize_t n, struct sockaddr_storage from, socklen_t flen)
 {
-  unsigned char m[MSG_MAX];
-  struct sockaddr_storage from;
-  socklen_t flen = sizeof from;
   char name[256];
   unsigned qtype;
   size_t qend;
-  ssize_t n = recvfrom (fd, m, sizeof m, 0, (struct sockaddr *) &from, &flen);
 
   if (n < 0 || parse_question (m, (size_t) n, name, sizeof name, &qtype, &qend) < 0)
     return; /* not a query we answer: dropped */
@@ -623,6 +612,72 @@ on_query (struct dnsstub *d, int fd)
     hold (d, fd, m, (size_t) n, qend, &from, flen, name, qtype); /* unlisted, approvals `ask` */
   else
     refuse (d, fd, m, qend, &from, flen, name, qtype, rule ? rule : "unlisted");
+}
+
+static void
+on_query (struct dnsstub *d, int fd)
+{
+  unsigned char m[MSG_MAX];
+  struct sockaddr_storage from;
+  socklen_t flen = sizeof from;
+  ssize_t n = recvfrom (fd, m, sizeof m, 0, (struct sockaddr *) &from, &flen);
+  handle_query (d, fd, m, n, from, flen);
+}
+
+static void
+on_accept (struct dnsstub *d, int lfd)
+{
+  struct sockaddr_storage peer;
+  socklen_t plen = sizeof peer;
+  int fd = accept4 (lfd, (struct sockaddr *) &peer, &plen, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd < 0)
+    return;
+  for (int i = 0; i < CONNS_MAX; i++)
+    if (d->conns[i].fd < 0)
+      {
+        struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+        d->conns[i].fd = fd;
+        d->conns[i].gen = ++d->gen;
+        d->conns[i].len = 0;
+        d->conns[i].peer = peer;
+        d->conns[i].peer_len = plen;
+        if (epoll_ctl (d->ep, EPOLL_CTL_ADD, fd, &ev) < 0)
+          tcp_close (d, i);
+        return;
+      }
+  close (fd); /* too many connections: the client retries */
+}
+
+/* data on a TCP connection: every complete length-prefixed query in it */
+static void
+on_tcp (struct dnsstub *d, int conn)
+{
+  typeof (d->conns[0]) *c = &d->conns[conn];
+  ssize_t n = recv (c->fd, c->buf + c->len, sizeof c->buf - c->len, MSG_DONTWAIT);
+  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+    {
+      tcp_close (d, conn);
+      return;
+    }
+  c->len += n > 0 ? (size_t) n : 0;
+  while (c->fd >= 0 && c->len >= 2)
+    {
+      size_t qlen = get16 (c->buf);
+      if (qlen == 0 || qlen > HELD_MSG)
+        {
+          tcp_close (d, conn); /* not a query we would ever answer */
+          return;
+        }
+      if (c->len < 2 + qlen)
+        return;
+      unsigned char m[MSG_MAX];
+      memcpy (m, c->buf + 2, qlen);
+      memmove (c->buf, c->buf + 2 + qlen, c->len - 2 - qlen);
+      c->len -= 2 + qlen;
+      d->cur_conn = conn, d->cur_gen = c->gen;
+      handle_query (d, c->fd, m, (ssize_t) qlen, c->peer, c->peer_len);
+      d->cur_conn = -1;
+    }
 }
 
 /* the answer's A/AAAA addresses into the sets; their text into addrs (for the audit record) */
@@ -695,7 +750,7 @@ on_answer (struct dnsstub *d)
       for (size_t j = 0; j < na; j++)
         free (addrs[j]);
       m[0] = (unsigned char) (p->client_id >> 8), m[1] = (unsigned char) p->client_id;
-      sendto (p->stub_fd, m, (size_t) n, 0, (struct sockaddr *) &p->client, p->client_len);
+      reply (d, p->stub_fd, p->conn, p->gen, &p->client, p->client_len, m, (size_t) n);
       return;
     }
 }
@@ -710,6 +765,20 @@ dnsstub_dispatch (struct dnsstub *d)
       if (d->appr && ev[i].data.fd == approvals_fd (d->appr))
         {
           approvals_dispatch (d->appr);
+          continue;
+        }
+      int fd = ev[i].data.fd, conn = -1;
+      if (fd == d->tcp4 || fd == d->tcp6)
+        {
+          on_accept (d, fd);
+          continue;
+        }
+      for (int c = 0; c < CONNS_MAX && conn < 0; c++)
+        if (d->conns[c].fd == fd)
+          conn = c;
+      if (conn >= 0)
+        {
+          on_tcp (d, conn);
           continue;
         }
       /* a bounded batch per wakeup, so one busy socket cannot starve the monitor's loop */

@@ -1,6 +1,7 @@
 /* dnsstub.h - the DNS stub of network.mode `filtered` (POLICY.md §2 `network`, §3), run by the
- * monitor. Every DNS query of the container (UDP port 53 to any address: the nftables table
- * redirects it) reaches a socket the monitor holds on the container's loopback. Names matching
+ * monitor. Every DNS query of the container (UDP and TCP port 53 to any address: the nftables
+ * table redirects it) reaches a socket the monitor holds on the container's loopback (TCP: RFC
+ * 7766 framing, queries answered on their connection; forwarded upstream over UDP). Names matching
  * `allowedDomains` (exact or `*.suffix`) and no `deniedDomains` entry are forwarded to the
  * upstream resolver, and the answer's addresses go into the table's @allow4/@allow6 sets (with
  * `ports`, for the answer's TTL, floor and ceiling in policy/nft_ruleset.h) BEFORE the answer is

@@ -531,3 +531,17 @@ def test_approval_cli(rt, ebundle, lab, tmp_path):
     assert out["bad"].rc != 0 and "no such pending question" in out["bad"].err, out["bad"]
     assert out["approve"].rc == 0, out["approve"]
     assert json.loads(r.out.strip().splitlines()[-1])[0]["ok"], r.out
+
+
+def test_dns_over_tcp(filtered, lab):
+    """TCP port 53 to any address reaches the stub too (redirected): an allowed name is answered
+    with the client's own id, an unlisted one REFUSED and never forwarded."""
+    res, recs = filtered([["tcpdns", UP4B, "pkg.test"], ["tcpdns", "127.0.0.1", "other.test"],
+                          ["tcpdns", f"{UP6B}", "a.mirror.test"], ["connect", UP4, 80]])
+    allowed, refused, v6, conn = res
+    assert allowed["ok"] and allowed["rcode"] == 0 and allowed["answers"] == 1 and allowed["id"] == 0x4321, allowed
+    assert refused["ok"] and refused["rcode"] == 5 and refused["answers"] == 0, refused
+    assert v6["ok"] and v6["rcode"] == 0 and v6["answers"] == 1, v6
+    assert conn["ok"], conn  # the TCP answer opened the address like a UDP one
+    assert sorted(lab.queries()) == ["a.mirror.test", "pkg.test"], lab.queries()
+    assert ("other.test", 1, "refused", "unlisted") in dns_records(recs)

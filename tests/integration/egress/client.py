@@ -6,7 +6,7 @@ Actions: ["connect", host, port] | ["udp", host, port] | ["resolve", name] |
          ["http", name, port] (resolve + GET with Host: name) | ["tls", name] (resolve + a
          ClientHello with SNI name) | ["loopback"] (listen on 127.0.0.1 and connect to it) |
          ["run", argv...] (exit code and output of a program) | ["rawdns", server, name] (one
-         A query sent to server:53 directly; its rcode)"""
+         A query sent to server:53 directly; its rcode) | ["tcpdns", server, name] (the same over TCP)"""
 import errno
 import json
 import socket
@@ -91,6 +91,24 @@ def rawdns(server, name):
     return {"rcode": r[3] & 0xF, "answers": struct.unpack("!H", r[6:8])[0]}
 
 
+def tcpdns(server, name):
+    """The same query over TCP (RFC 7766 framing: a 2-byte length before each message)."""
+    import struct
+    q = struct.pack("!HHHHHH", 0x4321, 0x0100, 1, 0, 0, 0)
+    q += b"".join(bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\0" + struct.pack("!HH", 1, 1)
+    s = socket.create_connection((server, 53), timeout=5)
+    s.sendall(struct.pack("!H", len(q)) + q)
+    data = b""
+    while len(data) < 2 or len(data) < 2 + struct.unpack("!H", data[:2])[0]:
+        b = s.recv(4096)
+        if not b:
+            raise ConnectionResetError(104, "closed before the answer")
+        data += b
+    r = data[2:]
+    s.close()
+    return {"rcode": r[3] & 0xF, "answers": struct.unpack("!H", r[6:8])[0], "id": struct.unpack("!H", r[:2])[0]}
+
+
 def loopback():
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
@@ -106,5 +124,5 @@ def run(*argv):
 
 
 ACTIONS = {"connect": connect, "udp": udp, "resolve": resolve, "http": http, "tls": tls,
-           "loopback": loopback, "run": run, "rawdns": rawdns}
+           "loopback": loopback, "run": run, "rawdns": rawdns, "tcpdns": tcpdns}
 print(json.dumps([timed(lambda a=a: ACTIONS[a[0]](*a[1:])) for a in json.loads(sys.argv[1])]))
