@@ -122,6 +122,11 @@ emit_output (FILE *f, const struct policy_plan *plan, asbx_err_t *err)
             fprintf (f, "\t\t%s daddr %s accept\n", family == AF_INET ? "ip" : "ip6", pfx);
         }
     }
+  /* filtered with `network` audit: what is refused is logged to the monitor (runtime/nflog.c)
+   * first, rate limited so a flood cannot drown the audit log */
+  if (filtered && (plan->audit_events & POLICY_AUDIT_NETWORK))
+    fprintf (f, "\t\tlimit rate " POLICY_NFT_LOG_RATE " log prefix \"" POLICY_NFT_LOG_PREFIX "\" group %d\n",
+             POLICY_NFT_LOG_GROUP);
   /* refuse the rest at once: a reset for TCP, ICMP admin-prohibited for everything else */
   fprintf (f, "\t\tmeta l4proto tcp reject with tcp reset\n\t\treject with icmpx type admin-prohibited\n\t}\n");
   return 0;

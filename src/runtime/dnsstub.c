@@ -34,6 +34,7 @@
 #include "runtime/approvals.h"
 #include "runtime/audit.h"
 #include "runtime/dnsstub.h"
+#include "runtime/nflog.h"
 
 #define PENDING_MAX 256
 #define MSG_MAX 4096
@@ -93,6 +94,7 @@ struct dnsstub
   int cur_conn;
   uint32_t cur_gen;
   int up;
+  int nflog; /* `network` audit: refused packets from the table (runtime/nflog.h), else -1 */
   struct sockaddr_storage up_addr;
   socklen_t up_len;
   struct linux_nft *nft;
@@ -264,6 +266,11 @@ open_in_netns (struct dnsstub *d, int netns, asbx_err_t *err)
       d->stub6 = r == 0 ? bind_stub (AF_INET6, SOCK_DGRAM, false, NULL) : -1; /* no IPv6: nothing to serve */
       d->tcp6 = r == 0 ? bind_stub (AF_INET6, SOCK_STREAM, false, NULL) : -1;
     }
+  if (r == 0 && (d->plan->audit_events & POLICY_AUDIT_NETWORK))
+    {
+      d->nflog = nflog_open (POLICY_NFT_LOG_GROUP, err);
+      r = d->nflog < 0 ? -1 : 0;
+    }
   if (setns (self, CLONE_NEWNET) < 0)
     abort (); /* going on in the container's namespace would be worse than dying (fail closed) */
   return r;
@@ -276,12 +283,12 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
   struct dnsstub *d = xmalloc0 (sizeof *d);
   cleanup_free char *nspath = xasprintf ("/proc/%d/ns/net", (int) init_pid);
   cleanup_close int netns = -1;
-  int fds[6];
+  int fds[7];
 
   d->id = id;
   d->plan = plan;
   d->audit_fd = audit_fd;
-  d->ep = d->stub4 = d->stub6 = d->up = d->tcp4 = d->tcp6 = d->cur_conn = -1;
+  d->ep = d->stub4 = d->stub6 = d->up = d->tcp4 = d->tcp6 = d->cur_conn = d->nflog = -1;
   for (size_t i = 0; i < CONNS_MAX; i++)
     d->conns[i].fd = -1;
   if (find_upstream (d, err) < 0)
@@ -319,8 +326,8 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
         goto fail;
     }
   fds[0] = d->stub4, fds[1] = d->stub6, fds[2] = d->up, fds[3] = d->appr ? approvals_fd (d->appr) : -1;
-  fds[4] = d->tcp4, fds[5] = d->tcp6;
-  for (size_t i = 0; i < 6; i++)
+  fds[4] = d->tcp4, fds[5] = d->tcp6, fds[6] = d->nflog;
+  for (size_t i = 0; i < 7; i++)
     {
       struct epoll_event ev = { .events = EPOLLIN, .data.fd = fds[i] };
       if (fds[i] >= 0 && epoll_ctl (d->ep, EPOLL_CTL_ADD, fds[i], &ev) < 0)
@@ -347,7 +354,7 @@ dnsstub_free (struct dnsstub *d)
 {
   if (!d)
     return;
-  int *fds[] = { &d->ep, &d->stub4, &d->stub6, &d->up, &d->tcp4, &d->tcp6 };
+  int *fds[] = { &d->ep, &d->stub4, &d->stub6, &d->up, &d->tcp4, &d->tcp6, &d->nflog };
   for (size_t i = 0; i < CONNS_MAX; i++)
     if (d->conns[i].fd >= 0)
       close (d->conns[i].fd);
@@ -768,6 +775,11 @@ dnsstub_dispatch (struct dnsstub *d)
           continue;
         }
       int fd = ev[i].data.fd, conn = -1;
+      if (fd == d->nflog)
+        {
+          nflog_dispatch (fd, d->id, d->audit_fd);
+          continue;
+        }
       if (fd == d->tcp4 || fd == d->tcp6)
         {
           on_accept (d, fd);

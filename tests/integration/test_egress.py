@@ -545,3 +545,17 @@ def test_dns_over_tcp(filtered, lab):
     assert conn["ok"], conn  # the TCP answer opened the address like a UDP one
     assert sorted(lab.queries()) == ["a.mirror.test", "pkg.test"], lab.queries()
     assert ("other.test", 1, "refused", "unlisted") in dns_records(recs)
+
+
+def test_refused_connections_audited(filtered, lab):
+    """Every refused connection attempt is a `network` record from the table's NFLOG (the monitor
+    listens in the container's namespace): TCP and UDP, IPv4 and IPv6, with address, port,
+    protocol, decision and rule; an allowed connection is not one."""
+    res, recs = filtered([["connect", UP4B, 80], ["connect", UP6B, 443], ["udp", UP4, 9999],
+                          ["connect", UP4B, 8080]])
+    assert [r["ok"] for r in res] == [False, False, False, True], res  # UDP: sendto gets EPERM
+    net = [(r["addr"], r.get("port"), r["proto"], r["decision"], r["rule"]) for r in recs if r["event"] == "network"]
+    assert (UP4B, 80, "tcp", "refused", "default-deny") in net, net
+    assert (UP6B, 443, "tcp", "refused", "default-deny") in net, net
+    assert (UP4, 9999, "udp", "refused", "default-deny") in net, net
+    assert not any(a == UP4B and p == 8080 for a, p, *_ in net), net  # allowedCidrs: not refused

@@ -116,6 +116,14 @@ test_filtered_cidrs (void **s)
 }
 
 static void
+test_filtered_log (void **s)
+{
+  struct policy_plan p = plan_of (POLICY_NET_FILTERED, true);
+  p.audit_events |= POLICY_AUDIT_NETWORK; /* refused packets to NFLOG for `network` records */
+  check_golden (&p, "filtered-log");
+}
+
+static void
 test_open_and_inactive (void **s)
 {
   asbx_err_t err = NULL;
@@ -187,7 +195,7 @@ main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_none_local),      cmocka_unit_test (test_none_nolocal),
-    cmocka_unit_test (test_filtered_empty),  cmocka_unit_test (test_filtered_cidrs),
+    cmocka_unit_test (test_filtered_empty),  cmocka_unit_test (test_filtered_cidrs), cmocka_unit_test (test_filtered_log),
     cmocka_unit_test (test_open_and_inactive), cmocka_unit_test (test_bad_cidr),
     cmocka_unit_test (test_allow_cmd),       cmocka_unit_test (test_allow_cmd_loads),
   };
