@@ -71,9 +71,14 @@ emit_sets (FILE *f)
   fprintf (f, "\tset " POLICY_NFT_SET4 " {\n\t\ttype ipv4_addr . inet_service\n\t\tflags timeout\n\t}\n");
   fprintf (f, "\tset " POLICY_NFT_SET6 " {\n\t\ttype ipv6_addr . inet_service\n\t\tflags timeout\n\t}\n");
   /* every DNS query, to any address, goes to the stub (nat runs before the filter chains) */
+  /* TCP to an address+port a name opened goes to the monitor's SNI/Host check first; its own
+   * upstream connections carry the mark and go out as they are */
   fprintf (f, "\tchain dns {\n\t\ttype nat hook output priority -100; policy accept;\n"
-              "\t\tmeta l4proto { tcp, udp } th dport %d redirect to :%d\n\t}\n",
-           POLICY_NFT_DNS_PORT, POLICY_NFT_DNS_PORT);
+              "\t\tmeta l4proto { tcp, udp } th dport %d redirect to :%d\n"
+              "\t\tmeta mark != 0x%08x ip daddr . tcp dport @" POLICY_NFT_SET4 " redirect to :%d\n"
+              "\t\tmeta mark != 0x%08x ip6 daddr . tcp dport @" POLICY_NFT_SET6 " redirect to :%d\n\t}\n",
+           POLICY_NFT_DNS_PORT, POLICY_NFT_DNS_PORT, POLICY_NFT_SPLICE_MARK, POLICY_NFT_SPLICE_PORT,
+           POLICY_NFT_SPLICE_MARK, POLICY_NFT_SPLICE_PORT);
 }
 
 /* Our own reject rules answer a refused packet with a TCP reset or an ICMP error addressed to
@@ -97,16 +102,18 @@ emit_output (FILE *f, const struct policy_plan *plan, asbx_err_t *err)
   emit_rejects_over_lo (f, "oifname");
   if (filtered)
     fprintf (f, "\t\tip daddr 127.0.0.1 meta l4proto { tcp, udp } th dport %d accept\n"
-                "\t\tip6 daddr ::1 meta l4proto { tcp, udp } th dport %d accept\n",
-             POLICY_NFT_DNS_PORT, POLICY_NFT_DNS_PORT);
+                "\t\tip6 daddr ::1 meta l4proto { tcp, udp } th dport %d accept\n"
+                "\t\tip daddr 127.0.0.1 tcp dport %d accept\n\t\tip6 daddr ::1 tcp dport %d accept\n",
+             POLICY_NFT_DNS_PORT, POLICY_NFT_DNS_PORT, POLICY_NFT_SPLICE_PORT, POLICY_NFT_SPLICE_PORT);
   if (plan->allow_local_binding)
     fprintf (f, "\t\toifname \"lo\" accept\n");
   if (filtered)
     {
       fprintf (f, "\t\tct state established,related accept\n");
       fprintf (f, "\t\ticmpv6 type { nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit } accept\n");
-      fprintf (f, "\t\tmeta l4proto { tcp, udp } ip daddr . th dport @" POLICY_NFT_SET4 " accept\n");
-      fprintf (f, "\t\tmeta l4proto { tcp, udp } ip6 daddr . th dport @" POLICY_NFT_SET6 " accept\n");
+      /* TCP only: what a name opened is checked by name (SNI/Host), which UDP (QUIC) is not */
+      fprintf (f, "\t\tip daddr . tcp dport @" POLICY_NFT_SET4 " accept\n");
+      fprintf (f, "\t\tip6 daddr . tcp dport @" POLICY_NFT_SET6 " accept\n");
       for (size_t i = 0; i < plan->allowed_cidrs_len; i++)
         {
           char pfx[INET6_ADDRSTRLEN + 8];
@@ -140,7 +147,8 @@ emit_input (FILE *f, const struct policy_plan *plan)
   fprintf (f, "\tchain input {\n\t\ttype filter hook input priority 0; policy drop;\n");
   emit_rejects_over_lo (f, "iifname");
   if (filtered)
-    fprintf (f, "\t\tiifname \"lo\" meta l4proto { tcp, udp } th dport %d accept\n", POLICY_NFT_DNS_PORT);
+    fprintf (f, "\t\tiifname \"lo\" meta l4proto { tcp, udp } th dport %d accept\n\t\tiifname \"lo\" tcp dport %d accept\n",
+             POLICY_NFT_DNS_PORT, POLICY_NFT_SPLICE_PORT);
   if (plan->allow_local_binding)
     fprintf (f, "\t\tiifname \"lo\" accept\n");
   if (filtered)

@@ -35,6 +35,7 @@
 #include "runtime/audit.h"
 #include "runtime/dnsstub.h"
 #include "runtime/nflog.h"
+#include "runtime/splice.h"
 
 #define PENDING_MAX 256
 #define MSG_MAX 4096
@@ -95,6 +96,8 @@ struct dnsstub
   uint32_t cur_gen;
   int up;
   int nflog; /* `network` audit: refused packets from the table (runtime/nflog.h), else -1 */
+  int netns;  /* the container's network namespace (the splice makes upstream sockets there) */
+  struct splice *splice; /* the SNI/Host check (runtime/splice.h) */
   struct sockaddr_storage up_addr;
   socklen_t up_len;
   struct linux_nft *nft;
@@ -283,12 +286,12 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
   struct dnsstub *d = xmalloc0 (sizeof *d);
   cleanup_free char *nspath = xasprintf ("/proc/%d/ns/net", (int) init_pid);
   cleanup_close int netns = -1;
-  int fds[7];
+  int fds[8];
 
   d->id = id;
   d->plan = plan;
   d->audit_fd = audit_fd;
-  d->ep = d->stub4 = d->stub6 = d->up = d->tcp4 = d->tcp6 = d->cur_conn = d->nflog = -1;
+  d->ep = d->stub4 = d->stub6 = d->up = d->tcp4 = d->tcp6 = d->cur_conn = d->nflog = d->netns = -1;
   for (size_t i = 0; i < CONNS_MAX; i++)
     d->conns[i].fd = -1;
   if (find_upstream (d, err) < 0)
@@ -301,16 +304,20 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
     }
   if (open_in_netns (d, netns, err) < 0)
     goto fail;
+  d->splice = splice_new (id, netns, plan, audit_fd, err);
+  if (!d->splice)
+    goto fail;
+  d->netns = steal_fd (&netns);
   struct stat nst;
   d->init_pid = init_pid;
-  d->netns_ino = fstat (netns, &nst) == 0 ? nst.st_ino : 0;
+  d->netns_ino = fstat (d->netns, &nst) == 0 ? nst.st_ino : 0;
   d->up = socket (d->up_addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (d->up < 0)
     {
       asbx_error (err, errno, "upstream socket");
       goto fail;
     }
-  d->nft = linux_nft_new (netns, err);
+  d->nft = linux_nft_new (d->netns, err);
   if (!d->nft)
     goto fail;
   d->ep = epoll_create1 (EPOLL_CLOEXEC);
@@ -326,8 +333,8 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
         goto fail;
     }
   fds[0] = d->stub4, fds[1] = d->stub6, fds[2] = d->up, fds[3] = d->appr ? approvals_fd (d->appr) : -1;
-  fds[4] = d->tcp4, fds[5] = d->tcp6, fds[6] = d->nflog;
-  for (size_t i = 0; i < 7; i++)
+  fds[4] = d->tcp4, fds[5] = d->tcp6, fds[6] = d->nflog, fds[7] = splice_fd (d->splice);
+  for (size_t i = 0; i < 8; i++)
     {
       struct epoll_event ev = { .events = EPOLLIN, .data.fd = fds[i] };
       if (fds[i] >= 0 && epoll_ctl (d->ep, EPOLL_CTL_ADD, fds[i], &ev) < 0)
@@ -354,7 +361,8 @@ dnsstub_free (struct dnsstub *d)
 {
   if (!d)
     return;
-  int *fds[] = { &d->ep, &d->stub4, &d->stub6, &d->up, &d->tcp4, &d->tcp6, &d->nflog };
+  splice_free (d->splice);
+  int *fds[] = { &d->ep, &d->stub4, &d->stub6, &d->up, &d->tcp4, &d->tcp6, &d->nflog, &d->netns };
   for (size_t i = 0; i < CONNS_MAX; i++)
     if (d->conns[i].fd >= 0)
       close (d->conns[i].fd);
@@ -689,7 +697,8 @@ on_tcp (struct dnsstub *d, int conn)
 
 /* the answer's A/AAAA addresses into the sets; their text into addrs (for the audit record) */
 static size_t
-fill_sets (struct dnsstub *d, const unsigned char *m, size_t len, size_t i, char **addrs, size_t max, char **error)
+fill_sets (struct dnsstub *d, const unsigned char *m, size_t len, size_t i, char **addrs, size_t max, char **error,
+           uint32_t *min_ttl)
 {
   const struct policy_plan *pl = d->plan;
   const uint16_t *ports = pl->ports_len ? pl->ports : default_ports;
@@ -714,7 +723,10 @@ fill_sets (struct dnsstub *d, const unsigned char *m, size_t len, size_t i, char
           cleanup_free char *cmd = policy_nft_allow_cmd (text, ports, nports, ttl);
           asbx_err_t e = NULL;
           if (cmd && linux_nft_run (d->nft, cmd, &e) == 0)
-            addrs[naddrs++] = xstrdup (text);
+            {
+              addrs[naddrs++] = xstrdup (text);
+              *min_ttl = naddrs == 1 || ttl < *min_ttl ? ttl : *min_ttl;
+            }
           else if (e && !*error)
             *error = xstrdup (e->msg);
           asbx_error_free (&e);
@@ -751,7 +763,10 @@ on_answer (struct dnsstub *d)
         continue;
       p->used = false;
       cleanup_free char *error = NULL;
-      size_t na = fill_sets (d, m, (size_t) n, qend, addrs, ASBX_ARRAY_SIZE (addrs), &error);
+      uint32_t ttl = 0;
+      size_t na = fill_sets (d, m, (size_t) n, qend, addrs, ASBX_ARRAY_SIZE (addrs), &error, &ttl);
+      if (na)
+        splice_name_resolved (d->splice, name, ttl); /* SNI/Host may name it while its sets live */
       /* an address that could not be added is audited; the container's connect to it fails */
       audit_dns (d, name, qtype, "allowed", p->rule, addrs, na, error);
       for (size_t j = 0; j < na; j++)
@@ -775,6 +790,11 @@ dnsstub_dispatch (struct dnsstub *d)
           continue;
         }
       int fd = ev[i].data.fd, conn = -1;
+      if (fd == splice_fd (d->splice))
+        {
+          splice_dispatch (d->splice);
+          continue;
+        }
       if (fd == d->nflog)
         {
           nflog_dispatch (fd, d->id, d->audit_fd);

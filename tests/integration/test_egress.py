@@ -559,3 +559,32 @@ def test_refused_connections_audited(filtered, lab):
     assert (UP6B, 443, "tcp", "refused", "default-deny") in net, net
     assert (UP4, 9999, "udp", "refused", "default-deny") in net, net
     assert not any(a == UP4B and p == 8080 for a, p, *_ in net), net  # allowedCidrs: not refused
+
+
+def test_sni_and_host_tell_shared_address_apart(filtered, lab):
+    """pkg.test (allowed) resolves to UP4, which opens UP4:80/443; evil.test, never resolved,
+    shares that address (the CDN case). Through the monitor's splice: HTTP with Host evil.test
+    gets 403 + X-Agentsbx-Blocked and never reaches the server, TLS with SNI evil.test a reset
+    before any byte reaches it; pkg.test passes both ways, the bytes unchanged."""
+    res, recs = filtered([["resolve", "pkg.test"], ["http_as", UP4, 80, "pkg.test"], ["http_as", UP4, 80, "evil.test"],
+                          ["tls_as", UP4, "pkg.test"], ["tls_as", UP4, "evil.test"],
+                          ["http_as", UP4, 80, "bad.mirror.test"]])
+    _, good, evil, tls_good, tls_evil, denied = res
+    assert good["ok"] and good["response"].endswith("ok pkg.test\n"), good
+    for r in (evil, denied):
+        assert r["ok"] and r["response"].startswith("HTTP/1.1 403 "), r
+        assert "X-Agentsbx-Blocked: host not allowed: " in r["response"], r
+    assert tls_good["ok"], tls_good
+    assert tls_evil["ok"] and tls_evil["handshake"] in ("ECONNRESET", "ssl-error", "EPIPE"), tls_evil
+    deadline = time.monotonic() + 10
+    while "pkg.test" not in lab.log("sni.log") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert lab.log("sni.log") == ["pkg.test"], lab.log("sni.log")
+    assert lab.log("http.log") == ["pkg.test"], lab.log("http.log")
+    net = [(r["addr"], r["port"], r.get("host"), r["decision"], r["rule"]) for r in recs
+           if r["event"] == "network" and r.get("host") is not None]
+    assert (UP4, 80, "pkg.test", "allowed", "host") in net, net
+    assert (UP4, 80, "evil.test", "refused", "host") in net, net
+    assert (UP4, 443, "pkg.test", "allowed", "sni") in net, net
+    assert (UP4, 443, "evil.test", "refused", "sni") in net, net
+    assert (UP4, 80, "bad.mirror.test", "refused", "host") in net, net

@@ -6,7 +6,8 @@ Actions: ["connect", host, port] | ["udp", host, port] | ["resolve", name] |
          ["http", name, port] (resolve + GET with Host: name) | ["tls", name] (resolve + a
          ClientHello with SNI name) | ["loopback"] (listen on 127.0.0.1 and connect to it) |
          ["run", argv...] (exit code and output of a program) | ["rawdns", server, name] (one
-         A query sent to server:53 directly; its rcode) | ["tcpdns", server, name] (the same over TCP)"""
+         A query sent to server:53 directly; its rcode) | ["tcpdns", server, name] (the same over TCP) |
+         ["http_as", addr, port, host] / ["tls_as", addr, sni] (a literal address, a name of our choosing)"""
 import errno
 import json
 import socket
@@ -79,6 +80,36 @@ def tls(name):
     return {"addr": addrs[0], "handshake": "done"}
 
 
+def http_as(addr, port, host):
+    """A GET to a literal address with a Host header of our choosing (the shared-address case)."""
+    s = socket.create_connection((addr, int(port)), timeout=10)
+    s.sendall(f"GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+    data = b""
+    while True:
+        b = s.recv(4096)
+        if not b:
+            break
+        data += b
+    s.close()
+    return {"response": data.decode("latin-1")}
+
+
+def tls_as(addr, sni):
+    """A ClientHello with SNI `sni` to a literal address (certificate checks off: only the
+    handshake's first flight matters)."""
+    s = socket.create_connection((addr, 443), timeout=10)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    try:
+        ctx.wrap_socket(s, server_hostname=sni)
+    except ssl.SSLError:
+        return {"handshake": "ssl-error"}
+    except OSError as e:
+        return {"handshake": err_name(e)}
+    return {"handshake": "done"}
+
+
 def rawdns(server, name):
     """A query sent straight to a resolver address of our choosing (not /etc/resolv.conf)."""
     import struct
@@ -124,5 +155,6 @@ def run(*argv):
 
 
 ACTIONS = {"connect": connect, "udp": udp, "resolve": resolve, "http": http, "tls": tls,
-           "loopback": loopback, "run": run, "rawdns": rawdns, "tcpdns": tcpdns}
+           "loopback": loopback, "run": run, "rawdns": rawdns, "tcpdns": tcpdns,
+           "http_as": http_as, "tls_as": tls_as}
 print(json.dumps([timed(lambda a=a: ACTIONS[a[0]](*a[1:])) for a in json.loads(sys.argv[1])]))
