@@ -161,7 +161,7 @@ void pdoc_gen (void *gen, const struct pdoc *d);
 
 /* values (values.c): each returns 0, or -1 with a message (heap) in *why */
 int pval_size (const char *s, uint64_t *out, char **why);     /* "2GiB", "512MiB", "100KB", "4096B" */
-int pval_duration (const char *s, uint64_t *out, char **why); /* "90s", "30m", "2h", "1d" */
+int pval_duration (const char *s, uint64_t *out, char **why); /* "90s", "30m", "2h", "1d"; both <= INT64_MAX */
 int pval_domain (const char *s, char **norm, char **why);     /* lowercased, trailing dot dropped */
 int pval_cidr (const char *s, char **norm, char **why);       /* canonical "a.b.c.d/n[:port]", "[v6]/n[:port]" */
 int pval_path (const char *s, struct pdoc_path *out, bool home_ok, char **why);

@@ -57,7 +57,10 @@ parse_with_units (const char *s, const struct unit *units, uint64_t *out, char *
   cleanup_free char *digits = strndup (s, n);
   if (digits == NULL)
     abort ();
-  if (parse_u64 (digits, &v) < 0 || v > UINT64_MAX / mult)
+  /* at most INT64_MAX, like the integer form: the canonical document and the runtime carry these
+   * as signed 64-bit (JSON integers, time_t, rlim). Found by fuzz_policy: "157777777777777777m"
+   * passed and was emitted as a negative wallClockSeconds. */
+  if (parse_u64 (digits, &v) < 0 || v > (uint64_t) INT64_MAX / mult)
     return why_fail (why, "%s out of range", what);
   *out = v * mult;
   return 0;

@@ -251,6 +251,13 @@ test_sizes_durations (void **state)
   assert_int_equal (v, 86400);
   assert_int_equal (pval_duration ("1.5h", &v, &why), -1);
   free (why);
+  /* fuzz_policy regression: fits in uint64 after *60 but not in the signed range of the output */
+  assert_int_equal (pval_duration ("157777777777777777m", &v, &why), -1);
+  assert_string_equal (why, "duration out of range");
+  free (why);
+  assert_int_equal (pval_duration ("9223372036854775807", &v, &why), 0);
+  assert_int_equal (pval_size ("9223372036854775808B", &v, &why), -1);
+  free (why);
 }
 
 static void
