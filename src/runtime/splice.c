@@ -39,7 +39,13 @@
 #define HELLO_MAX 8192
 #define BUF_MAX 16384
 
-enum { ST_FREE = 0, ST_HELLO, ST_CONNECTING, ST_RELAY };
+enum
+{
+  ST_FREE = 0,
+  ST_HELLO,
+  ST_CONNECTING,
+  ST_RELAY
+};
 
 struct rbuf
 {
@@ -117,7 +123,8 @@ set_name (const unsigned char *p, size_t n, char *name, size_t namelen)
   for (size_t i = 0; i < n; i++)
     {
       unsigned char c = p[i];
-      if (!(c == '-' || c == '.' || c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
+      if (!(c == '-' || c == '.' || c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z')
+            || (c >= 'A' && c <= 'Z')))
         return -1;
       name[o++] = (char) (c >= 'A' && c <= 'Z' ? c + 32 : c);
     }
@@ -194,7 +201,8 @@ splice_http_host (const unsigned char *b, size_t len, char *name, size_t namelen
   const unsigned char *head_end = memmem (b, len, "\r\n\r\n", 4);
   if (!head_end)
     return len >= HELLO_MAX ? -1 : 0;
-  for (const unsigned char *p = memmem (b, len, "\r\n", 2); p && p < head_end; p = memmem (p + 2, (size_t) (head_end - p), "\r\n", 2))
+  for (const unsigned char *p = memmem (b, len, "\r\n", 2); p && p < head_end;
+       p = memmem (p + 2, (size_t) (head_end - p), "\r\n", 2))
     {
       const unsigned char *h = p + 2;
       if (head_end - h >= 5 && strncasecmp ((const char *) h, "host:", 5) == 0)
@@ -491,9 +499,11 @@ splice_fd (const struct splice *s)
 static int
 listen_on (int family)
 {
-  struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_port = htons (POLICY_NFT_SPLICE_PORT),
+  struct sockaddr_in a4 = { .sin_family = AF_INET,
+                            .sin_port = htons (POLICY_NFT_SPLICE_PORT),
                             .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
-  struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons (POLICY_NFT_SPLICE_PORT),
+  struct sockaddr_in6 a6 = { .sin6_family = AF_INET6,
+                             .sin6_port = htons (POLICY_NFT_SPLICE_PORT),
                              .sin6_addr = IN6ADDR_LOOPBACK_INIT };
   int one = 1;
   cleanup_close int fd = socket (family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -515,8 +525,15 @@ splice_new (const char *id, int netns_fd, const struct policy_plan *plan, int au
 {
   struct splice *s = xmalloc0 (sizeof *s);
   cleanup_close int self = open ("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-  *s = (struct splice){ .id = id, .plan = plan, .audit_fd = audit_fd, .netns = netns_fd, .ep = -1, .l4 = -1, .l6 = -1,
-                      };
+  *s = (struct splice){
+    .id = id,
+    .plan = plan,
+    .audit_fd = audit_fd,
+    .netns = netns_fd,
+    .ep = -1,
+    .l4 = -1,
+    .l6 = -1,
+  };
   for (size_t i = 0; i < CONNS_MAX; i++)
     s->c[i].cfd = s->c[i].ufd = -1;
   if (self < 0 || setns (netns_fd, CLONE_NEWNET) < 0)
@@ -532,8 +549,10 @@ splice_new (const char *id, int netns_fd, const struct policy_plan *plan, int au
   s->ep = epoll_create1 (EPOLL_CLOEXEC);
   if (s->l4 < 0 || s->ep < 0)
     {
-      asbx_error (err, s->l4 < 0 ? e : errno, "network: SNI/Host check: listen on 127.0.0.1:%d in the container's "
-                                              "network namespace", POLICY_NFT_SPLICE_PORT);
+      asbx_error (err, s->l4 < 0 ? e : errno,
+                  "network: SNI/Host check: listen on 127.0.0.1:%d in the container's "
+                  "network namespace",
+                  POLICY_NFT_SPLICE_PORT);
       goto fail;
     }
   struct epoll_event ev = { .events = EPOLLIN, .data.u64 = UINT64_MAX - 1 };

@@ -22,8 +22,7 @@ struct splice;
 /* Listen on 127.0.0.1 and [::1] port POLICY_NFT_SPLICE_PORT inside the network namespace
  * netns_fd (kept by the caller for the splice's lifetime: upstream sockets are made there).
  * NULL with *err. */
-struct splice *splice_new (const char *id, int netns_fd, const struct policy_plan *plan, int audit_fd,
-                           asbx_err_t *err);
+struct splice *splice_new (const char *id, int netns_fd, const struct policy_plan *plan, int audit_fd, asbx_err_t *err);
 
 /* The DNS stub let an answer for `name` (lowercase, no trailing dot) through with TTL ttl
  * seconds: a TLS SNI / HTTP Host of that name is allowed as long as the answer's set elements
