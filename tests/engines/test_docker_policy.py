@@ -1,0 +1,101 @@
+"""The Docker runtime class of issue 6: a runtime declared in daemon.json with
+`runtimeArgs: ["--profile=agent"]` applies the agent profile to a plain `docker run` (no
+annotation, no flag on the docker command line). Asserted from inside the container (read-only
+/etc, syscall groups refused, capabilities narrowed) and from the audit log the monitor wrote.
+
+Uses the private dockerd of test_docker.py (its Docker class) with one more runtime; the daemon
+is this module's own, so it never disturbs test_docker's.
+"""
+
+import json
+import os
+import tempfile
+
+import pytest
+
+from conftest import IMAGE, Leaks, _need, DOCKER_CLI
+from test_docker import Docker
+
+pytestmark = pytest.mark.docker
+
+# Docker's default capabilities ∩ the agent profile's capabilities.allow: CHOWN DAC_OVERRIDE
+# FOWNER FSETID KILL SETGID SETUID NET_BIND_SERVICE (bits 0 1 3 4 5 6 7 10)
+AGENT_CAPS = 0x4FB
+
+
+class PolicyDocker(Docker):
+    def config(self, live_restore=False):
+        c = super().config(live_restore)
+        c["runtimes"]["agentsbx-agent"] = {
+            "path": self.runtime_paths["agentsbx"],
+            "runtimeArgs": ["--profile=agent", "--audit-dir=" + self.audit_dir],
+        }
+        return c
+
+
+@pytest.fixture(scope="module")
+def pdocker(eng_dir, runtime_paths, rootfs_tar):
+    _need("dockerd", "docker.io")
+    _need(DOCKER_CLI, "docker.io")
+    d = tempfile.mkdtemp(prefix="dkp-", dir=eng_dir)
+    dk = PolicyDocker(d, runtime_paths)
+    dk.start()
+    try:
+        dk.cli("import", rootfs_tar, IMAGE)
+        yield dk
+    finally:
+        if dk.proc:
+            ids = dk.cli("ps", "-aq", check=False).stdout.split()
+            if ids:
+                dk.cli("rm", "-f", *ids, check=False)
+        dk.stop()
+
+
+def run_agent(pdocker, leaks, script):
+    cidfile = os.path.join(pdocker.dir, f"cid.{os.urandom(3).hex()}")
+    r = pdocker.cli("run", "--rm", "--runtime=agentsbx-agent", "--network", "none", "--cidfile", cidfile,
+                    IMAGE, "sh", "-c", script, check=False)
+    with open(cidfile) as f:
+        cid = leaks.track(f.read().strip(), *pdocker.state_roots())
+    os.unlink(cidfile)
+    return r, cid
+
+
+def test_runtime_class_applies_agent_profile(pdocker):
+    leaks = Leaks([pdocker.dir])
+    r, cid = run_agent(pdocker, leaks, "; ".join([
+        "touch /etc/asbx-x 2>/dev/null && echo etc=writable || echo etc=refused",
+        "unshare -U true 2>/dev/null && echo userns=allowed || echo userns=refused",
+        "grep CapEff /proc/self/status",
+        "echo done",
+    ]))
+    assert r.returncode == 0 and "done" in r.stdout, r
+    assert "etc=refused" in r.stdout, r.stdout
+    assert "userns=refused" in r.stdout, r.stdout
+    capeff = int(r.stdout.split("CapEff:")[1].split()[0], 16)
+    assert capeff == AGENT_CAPS, hex(capeff)
+    # the monitor's audit log for this container id: policy from the runtime class, the denial
+    log = os.path.join(pdocker.audit_dir, f"{cid}.jsonl")
+    assert os.path.exists(log), os.listdir(pdocker.audit_dir)
+    with open(log) as f:
+        recs = [json.loads(x) for x in f.read().splitlines()]
+    pol = [x for x in recs if x["event"] == "policy"][-1]
+    assert any("agent" in s for s in pol["sources"]), pol
+    assert any(x["event"] == "denial" and x.get("syscall") == "unshare" for x in recs), recs
+    assert any(x["event"] == "lifecycle" and x.get("state") == "exited" for x in recs), recs
+    leaks.check()
+
+
+def test_plain_runtime_stays_plain(pdocker):
+    """control: the same daemon's plain agentsbx runtime applies no profile (Docker's own caps)"""
+    leaks = Leaks([pdocker.dir])
+    cidfile = os.path.join(pdocker.dir, f"cid.{os.urandom(3).hex()}")
+    r = pdocker.cli("run", "--rm", "--runtime=agentsbx", "--network", "none", "--cidfile", cidfile,
+                    IMAGE, "sh", "-c", "touch /etc/asbx-x && echo etc=writable; grep CapEff /proc/self/status",
+                    check=False)
+    with open(cidfile) as f:
+        leaks.track(f.read().strip(), *pdocker.state_roots())
+    os.unlink(cidfile)
+    assert r.returncode == 0 and "etc=writable" in r.stdout, r
+    assert int(r.stdout.split("CapEff:")[1].split()[0], 16) & (1 << 13), r.stdout  # NET_RAW kept
+    leaks.check()
