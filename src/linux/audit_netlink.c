@@ -110,15 +110,19 @@ linux_audit_recv (int fd, char *buf, size_t size, struct linux_audit_msg *m, asb
             return 2;
           return asbx_error (err, errno, "audit netlink recv");
         }
-      struct nlmsghdr *h = (struct nlmsghdr *) buf;
-      if (!NLMSG_OK (h, (size_t) n) || h->nlmsg_type < AUDIT_FIRST_USER_MSG)
+      /* the caller's buffer need not be aligned for struct nlmsghdr: copy the header out */
+      struct nlmsghdr h;
+      if ((size_t) n < sizeof h)
+        continue;
+      memcpy (&h, buf, sizeof h);
+      if (h.nlmsg_len < NLMSG_HDRLEN || h.nlmsg_len > (size_t) n || h.nlmsg_type < AUDIT_FIRST_USER_MSG)
         continue; /* not a record (or a truncated datagram): skip */
-      size_t len = h->nlmsg_len - NLMSG_HDRLEN;
+      size_t len = h.nlmsg_len - NLMSG_HDRLEN;
       /* the payload is text; the kernel may or may not count a trailing NUL */
-      char *text = NLMSG_DATA (h);
+      char *text = buf + NLMSG_HDRLEN;
       while (len > 0 && text[len - 1] == '\0')
         len--;
-      if (!linux_audit_parse (h->nlmsg_type, text, len, m))
+      if (!linux_audit_parse (h.nlmsg_type, text, len, m))
         continue;
       return 1;
     }
