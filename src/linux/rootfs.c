@@ -271,8 +271,12 @@ linux_rootfs_prepare (const struct linux_rootfs_opts *opts, int *rootfd_out, asb
     return asbx_error (err, errno, "rootfs: bind %s onto itself", opts->rootfs);
   /* a policy's read-only root covers every submount of the rootfs tree, not just its top; the
    * spec's own mounts made below stay as the spec says */
+  /* The top mount stays writable until finalize (root.readonly, as runc), so the spec's mount
+   * targets can still be created in it (e.g. Podman's /run/.containerenv); its submounts are
+   * read-only from here on. */
   if (opts->readonly_recursive
-      && mnt_setattr (rootfd, true, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0, 0, err) < 0)
+      && (mnt_setattr (rootfd, true, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0, 0, err) < 0
+          || mnt_setattr (rootfd, false, 0, MOUNT_ATTR_RDONLY, 0, err) < 0))
     return asbx_error_wrap (err, "rootfs: make the tree read-only");
 
   for (size_t i = 0; i < spec->mounts_len; i++)

@@ -30,8 +30,9 @@ struct linux_rootfs_opts
   bool new_cgroupns;      /* a `cgroup` mount may mount a fresh cgroup fs */
   const char *cgroup_path; /* the container's cgroup, relative to each hierarchy root (for cgroup mounts
                             without a cgroup namespace), may be NULL */
-  bool readonly_recursive; /* agent policy: the whole rootfs tree (every submount of an rbind'ed
-                              rootfs such as the host's "/") read-only before the spec mounts */
+  bool readonly_recursive; /* agent policy: every submount of the rootfs tree (e.g. of an rbind'ed
+                              host "/") read-only before the spec mounts; the top mount itself
+                              becomes read-only in finalize (root.readonly) */
 };
 
 /* Make the mount tree private (or linux.rootfsPropagation), bind-mount the rootfs onto itself,

@@ -15,13 +15,9 @@ from test_podman import podman  # noqa: F401  (the module-scoped private podman 
 
 pytestmark = pytest.mark.podman
 
-# Known gap (rootfs, not the policy): under a policy the root is read-only (root.readonly) and
-# agentsbx creates the targets of Podman's file binds (/etc/hosts, /run/.containerenv, ...) in
-# the root AFTER making it read-only ("create `/run/.containerenv` in the container root:
-# Read-only file system"); runc creates them first and remounts the root read-only last.
-# (`podman run --read-only` without a policy fails earlier still: tmpcopyup is not supported.)
-RO_TARGETS = pytest.mark.xfail(strict=True, reason="rootfs: mount targets created after the root "
-                               "is read-only (podman's /run/.containerenv, /etc/hosts)")
+# Under a policy the root is read-only (root.readonly); its mount targets (Podman's /etc/hosts,
+# /run/.containerenv, ...) are created before that, as runc does.
+# (`podman run --read-only` without a policy still fails: tmpcopyup is not supported.)
 
 LOCKED_CAPS = 0xFB   # podman defaults ∩ locked: CHOWN DAC_OVERRIDE FOWNER FSETID KILL SETGID SETUID
 AGENT_CAPS = 0x4FB   # ... ∩ agent: the same + NET_BIND_SERVICE
@@ -60,7 +56,6 @@ def capeff(out):
     return int(out.split("CapEff:")[1].split()[0], 16)
 
 
-@RO_TARGETS
 def test_ceiling_alone_and_profile_annotation_narrows(podman):  # noqa: F811
     leaks = Leaks([podman.dir], ignore_mounts=[os.path.join(podman.dir, "graph", "overlay")])
     audit = os.path.join(podman.dir, "audit")
@@ -75,7 +70,6 @@ def test_ceiling_alone_and_profile_annotation_narrows(podman):  # noqa: F811
     leaks.check()
 
 
-@RO_TARGETS
 def test_policy_annotation_narrows_and_widening_refused(podman):  # noqa: F811
     leaks = Leaks([podman.dir], ignore_mounts=[os.path.join(podman.dir, "graph", "overlay")])
     audit = os.path.join(podman.dir, "audit")
