@@ -13,6 +13,7 @@
 #include "core/cleanup.h"
 #include "core/util.h"
 #include "libocispec/oci_spec.h"
+#include "policy/nft_ruleset.h"
 #include "policy/policy.h"
 #include "policy/syscall_groups.h"
 
@@ -101,7 +102,33 @@ explain_fs (const struct policy_plan *p)
     }
 }
 
-static void
+/* The nftables text the runtime loads into the container's network namespace (the very string
+ * policy_apply.c passes to libnftables), so a reviewer reads the rules, not a paraphrase.
+ * Indented by two spaces under its heading; nothing for `open`. */
+static int
+explain_nft (const struct policy_plan *p)
+{
+  asbx_err_t err = NULL;
+  cleanup_free char *text = NULL;
+  if (policy_nft_ruleset (p, &text, &err) < 0)
+    {
+      cli_fail (&err); /* prints the message once */
+      return -1;
+    }
+  if (text == NULL)
+    return 0;
+  printf ("nftables ruleset (loaded into the container's network namespace):\n");
+  for (char *line = text, *nl; *line; line = nl + 1)
+    {
+      nl = strchrnul (line, '\n');
+      printf ("  %.*s\n", (int) (nl - line), line);
+      if (*nl == '\0')
+        break;
+    }
+  return 0;
+}
+
+static int
 explain_rest (const struct policy_plan *p)
 {
   static const char *const modes[] = { "open", "none", "filtered" };
@@ -123,6 +150,8 @@ explain_rest (const struct policy_plan *p)
         printf ("%s%u", i ? ", " : "", p->ports[i]);
       printf ("\n");
     }
+  if (explain_nft (p) < 0)
+    return -1;
   printf ("limits (0 = not limited by the policy):\n"
           "  cgroup   memory %" PRIu64 " bytes, pids %" PRIu64 ", cpus %g\n"
           "  rlimit   open files %" PRIu64 ", file size %" PRIu64 " bytes\n"
@@ -135,6 +164,7 @@ explain_rest (const struct policy_plan *p)
   printf ("audit: %s%s\n", p->audit_dir, p->audit_syslog ? " + syslog" : "");
   print_list ("degrade accepted", p->degrade, p->degrade_len);
   print_list ("clamped", p->clamps, p->clamps_len);
+  return 0;
 }
 
 static int
@@ -198,7 +228,11 @@ policy_explain_verb (struct asbx_global *g, int argc, char **argv)
         {
           printf ("digest: %s\neffective policy: %s\n", p->digest, p->effective_json);
           explain_fs (p);
-          explain_rest (p);
+          if (explain_rest (p) < 0)
+            {
+              policy_plan_free (p);
+              return 1;
+            }
         }
     }
   policy_plan_free (p);
