@@ -109,3 +109,52 @@ def test_pod_lifecycle_exec_annotations(cri, engine_rt):
     call("StopPodSandbox", {"pod_sandbox_id": pod_id})
     call("RemovePodSandbox", {"pod_sandbox_id": pod_id})
     pods.remove(pod_id)
+
+
+AGENT_SCRIPT = ("touch /etc/x 2>/dev/null && echo etc=writable || echo etc=refused; "
+                "unshare -U true 2>/dev/null && echo userns=allowed || echo userns=refused; "
+                "grep CapEff /proc/self/status")
+
+
+def test_profile_annotation_enforced(cri, engine_rt):
+    """A RuntimeClass user's only lever is the annotation: `io.agentsbx.profile: agent` on the
+    container must be enforced in it (asserted from inside through ExecSync) and audited. runc,
+    the control, ignores the annotation: the same script sees a writable /etc there."""
+    containerd, leaks, call, root, pods = cri
+    name = f"pol-{engine_rt}-{os.getpid()}-{os.urandom(2).hex()}"
+    pcfg = pod_config(name, {})
+    pod_id = call("RunPodSandbox", {"config": pcfg, "runtime_handler": HANDLERS[engine_rt]})["pod_sandbox_id"]
+    pods.append(pod_id)
+    leaks.track(pod_id, root)
+    ccfg = {"metadata": {"name": "agent", "attempt": 0}, "image": {"image": IMAGE_FULL},
+            "command": ["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 0.1; done"],
+            "annotations": {"io.agentsbx.profile": "agent"},
+            "log_path": "agent.log",
+            "linux": {"security_context": {"namespace_options": {"network": "NODE", "pid": "CONTAINER",
+                                                                 "ipc": "POD"}}}}
+    pcfg["log_directory"] = os.path.join(containerd.dir, "logs", name)
+    os.makedirs(pcfg["log_directory"], exist_ok=True)
+    cid = call("CreateContainer", {"pod_sandbox_id": pod_id, "config": ccfg, "sandbox_config": pcfg})["container_id"]
+    leaks.track(cid, root)
+    audit = os.path.join("/var/log/agentsbx", f"{cid}.jsonl")
+    try:
+        call("StartContainer", {"container_id": cid})
+        r = call("ExecSync", {"container_id": cid, "cmd": ["sh", "-c", AGENT_SCRIPT], "timeout": 60})
+        out = base64.b64decode(r.get("stdout", "")).decode()
+        cap = int(out.split("CapEff:")[1].split()[0], 16)
+        if engine_rt == "agentsbx":
+            assert "etc=refused" in out and "userns=refused" in out, out
+            # the agent profile's allow list ∩ the CRI defaults: no CAP_NET_RAW, no CAP_SYS_CHROOT ...
+            assert cap & ~0x4FB == 0, hex(cap)
+            with open(audit) as f:
+                recs = [json.loads(x) for x in f.read().splitlines()]
+            pol = [x for x in recs if x["event"] == "policy"]
+            assert pol and any("agent" in s for s in pol[-1]["sources"]), recs[:3]
+        else:
+            assert "etc=writable" in out and "userns=" in out, out
+            assert cap & (1 << 13), hex(cap)  # CAP_NET_RAW: the CRI default set, untouched
+        call("StopContainer", {"container_id": cid, "timeout": 30})
+        call("RemoveContainer", {"container_id": cid})
+    finally:
+        if os.path.exists(audit):
+            os.unlink(audit)
