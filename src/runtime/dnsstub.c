@@ -33,6 +33,7 @@
 #include "policy/nft_ruleset.h"
 #include "runtime/approvals.h"
 #include "runtime/audit.h"
+#include "runtime/dns_parse.h"
 #include "runtime/dnsstub.h"
 #include "runtime/nflog.h"
 #include "runtime/splice.h"
@@ -376,71 +377,7 @@ dnsstub_free (struct dnsstub *d)
   free (d);
 }
 
-/* ---- DNS messages (RFC 1035 §4) ---- */
-
-static uint16_t
-get16 (const unsigned char *p)
-{
-  return (uint16_t) (p[0] << 8 | p[1]);
-}
-
-/* The one question of a query: its name (lowercase, no trailing dot) into name, its type, and
- * the offset just past the question. -1 for anything but a plain one-question query. */
-static int
-parse_question (const unsigned char *m, size_t len, char *name, size_t namelen, unsigned *qtype, size_t *end)
-{
-  size_t i = 12, o = 0;
-
-  if (len < 12 || (m[2] & 0x80) || ((m[2] >> 3) & 0xf) != 0 || get16 (m + 4) != 1)
-    return -1;
-  while (i < len && m[i])
-    {
-      unsigned n = m[i];
-      if (n > 63 || i + 1 + n > len || o + n + 2 > namelen)
-        return -1; /* compression pointers have no place in a question */
-      if (o)
-        name[o++] = '.';
-      for (unsigned k = 0; k < n; k++)
-        {
-          unsigned char c = m[i + 1 + k];
-          if (!(c == '-' || c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
-            return -1; /* '*', '.', bytes: no such host name */
-          name[o++] = (char) (c >= 'A' && c <= 'Z' ? c + 32 : c);
-        }
-      i += 1 + n;
-    }
-  if (i + 5 > len || o == 0)
-    return -1;
-  name[o] = '\0';
-  *qtype = get16 (m + i + 1);
-  *end = i + 5;
-  return 0;
-}
-
-/* skip a possibly compressed name; the offset after it, or 0 */
-static size_t
-skip_name (const unsigned char *m, size_t len, size_t i)
-{
-  while (i < len)
-    {
-      if ((m[i] & 0xc0) == 0xc0)
-        return i + 2 <= len ? i + 2 : 0;
-      if (m[i] == 0)
-        return i + 1;
-      i += 1 + m[i];
-    }
-  return 0;
-}
-
-/* The REFUSED answer to a query: header and question only (RFC 1035 rcode 5). */
-static size_t
-make_refused (unsigned char *m, size_t qend)
-{
-  m[2] = (unsigned char) ((m[2] & 0x79) | 0x80); /* QR, keep opcode 0 and RD */
-  m[3] = 0x80 | 5;                               /* RA, REFUSED */
-  memset (m + 6, 0, 6);                          /* no answer, authority, additional records */
-  return qend;
-}
+/* ---- DNS messages: the parsers are in runtime/dns_parse.c ---- */
 
 /* ---- decisions ---- */
 
@@ -509,8 +446,13 @@ forward (struct dnsstub *d, int fd, unsigned char *m, size_t n, const struct soc
 {
   struct pending *p = &d->pend[d->next];
   d->next = (d->next + 1) % PENDING_MAX; /* the oldest is dropped under flood: its client retries */
-  *p = (struct pending){ .used = true, .client_id = get16 (m), .stub_fd = fd, .conn = d->cur_conn, .gen = d->cur_gen,
-                         .client_len = flen, .qtype = qtype };
+  *p = (struct pending){ .used = true,
+                         .client_id = dns_get16 (m),
+                         .stub_fd = fd,
+                         .conn = d->cur_conn,
+                         .gen = d->cur_gen,
+                         .client_len = flen,
+                         .qtype = qtype };
   memcpy (&p->client, from, flen);
   snprintf (p->name, sizeof p->name, "%s", name);
   snprintf (p->rule, sizeof p->rule, "%s", rule);
@@ -527,7 +469,7 @@ refuse (struct dnsstub *d, int fd, unsigned char *m, size_t qend, const struct s
         const char *name, unsigned qtype, const char *rule)
 {
   audit_dns (d, name, qtype, "refused", rule, NULL, 0, NULL);
-  reply (d, fd, d->cur_conn, d->cur_gen, from, flen, m, make_refused (m, qend));
+  reply (d, fd, d->cur_conn, d->cur_gen, from, flen, m, dns_make_refused (m, qend));
 }
 
 static const char *
@@ -605,7 +547,7 @@ handle_query (struct dnsstub *d, int fd, unsigned char *m, ssize_t n, struct soc
   unsigned qtype;
   size_t qend;
 
-  if (n < 0 || parse_question (m, (size_t) n, name, sizeof name, &qtype, &qend) < 0)
+  if (n < 0 || dns_parse_question (m, (size_t) n, name, sizeof name, &qtype, &qend) < 0)
     return; /* not a query we answer: dropped */
   const struct policy_plan *pl = d->plan;
   const char *rule = match (pl->denied_domains, pl->denied_domains_len, name);
@@ -677,7 +619,7 @@ on_tcp (struct dnsstub *d, int conn)
   c->len += n > 0 ? (size_t) n : 0;
   while (c->fd >= 0 && c->len >= 2)
     {
-      size_t qlen = get16 (c->buf);
+      size_t qlen = dns_get16 (c->buf);
       if (qlen == 0 || qlen > HELD_MSG)
         {
           tcp_close (d, conn); /* not a query we would ever answer */
@@ -704,34 +646,24 @@ fill_sets (struct dnsstub *d, const unsigned char *m, size_t len, size_t i, char
   const uint16_t *ports = pl->ports_len ? pl->ports : default_ports;
   size_t nports = pl->ports_len ? pl->ports_len : ASBX_ARRAY_SIZE (default_ports);
   size_t naddrs = 0;
-  unsigned an = get16 (m + 6);
+  struct dns_answer_iter it;
+  struct dns_addr_rr rr;
 
-  for (unsigned k = 0; k < an && naddrs < max; k++)
+  dns_answer_begin (&it, m, len, i);
+  while (naddrs < max && dns_answer_next (&it, m, len, &rr))
     {
-      i = skip_name (m, len, i);
-      if (!i || i + 10 > len)
-        break;
-      unsigned type = get16 (m + i), rdlen = get16 (m + i + 8);
-      uint32_t ttl = (uint32_t) get16 (m + i + 4) << 16 | get16 (m + i + 6);
-      i += 10;
-      if (i + rdlen > len)
-        break;
       char text[INET6_ADDRSTRLEN];
-      if ((type == 1 && rdlen == 4) || (type == 28 && rdlen == 16))
+      inet_ntop (rr.family, rr.addr, text, sizeof text);
+      cleanup_free char *cmd = policy_nft_allow_cmd (text, ports, nports, rr.ttl);
+      asbx_err_t e = NULL;
+      if (cmd && linux_nft_run (d->nft, cmd, &e) == 0)
         {
-          inet_ntop (type == 1 ? AF_INET : AF_INET6, m + i, text, sizeof text);
-          cleanup_free char *cmd = policy_nft_allow_cmd (text, ports, nports, ttl);
-          asbx_err_t e = NULL;
-          if (cmd && linux_nft_run (d->nft, cmd, &e) == 0)
-            {
-              addrs[naddrs++] = xstrdup (text);
-              *min_ttl = naddrs == 1 || ttl < *min_ttl ? ttl : *min_ttl;
-            }
-          else if (e && !*error)
-            *error = xstrdup (e->msg);
-          asbx_error_free (&e);
+          addrs[naddrs++] = xstrdup (text);
+          *min_ttl = naddrs == 1 || rr.ttl < *min_ttl ? rr.ttl : *min_ttl;
         }
-      i += rdlen;
+      else if (e && !*error)
+        *error = xstrdup (e->msg);
+      asbx_error_free (&e);
     }
   return naddrs;
 }
@@ -752,14 +684,14 @@ on_answer (struct dnsstub *d)
     return; /* not from our upstream */
   /* parse_question wants a query: look at a copy with QR cleared */
   m[2] &= 0x7f;
-  int r = parse_question (m, (size_t) n, name, sizeof name, &qtype, &qend);
+  int r = dns_parse_question (m, (size_t) n, name, sizeof name, &qtype, &qend);
   m[2] |= 0x80;
   if (r < 0)
     return;
   for (size_t k = 0; k < PENDING_MAX; k++)
     {
       struct pending *p = &d->pend[k];
-      if (!p->used || p->up_id != get16 (m) || p->qtype != qtype || strcmp (p->name, name) != 0)
+      if (!p->used || p->up_id != dns_get16 (m) || p->qtype != qtype || strcmp (p->name, name) != 0)
         continue;
       p->used = false;
       cleanup_free char *error = NULL;

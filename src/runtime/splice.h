@@ -38,10 +38,7 @@ void splice_dispatch (struct splice *s);
 
 void splice_free (struct splice *s);
 
-/* Pure parsers (unit-testable): the server_name of a TLS ClientHello record / the Host of an
- * HTTP request head in buf[0..len) into name (lowercased, port and trailing dot dropped).
- * 1 = found, 0 = need more bytes, -1 = not there / not this protocol. */
-int splice_tls_sni (const unsigned char *buf, size_t len, char *name, size_t namelen);
-int splice_http_host (const unsigned char *buf, size_t len, char *name, size_t namelen);
+/* The pure parsers splice_tls_sni and splice_http_host (unit-testable, fuzzed). */
+#include "runtime/sni_parse.h"
 
 #endif

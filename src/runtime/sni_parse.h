@@ -1,0 +1,23 @@
+/* sni_parse.h - the SNI/Host check's pure parsers (runtime/splice.h), split out of splice.c so
+ * that tests/fuzz/fuzz_sni.c can drive them without sockets. They read only buf[0..len) and
+ * write only name[0..namelen); no allocation, no syscalls, no errno. */
+#ifndef ASBX_RUNTIME_SNI_PARSE_H
+#define ASBX_RUNTIME_SNI_PARSE_H
+
+#include <stddef.h>
+
+/* The most bytes the splice reads before it must have a name (a ClientHello record or an HTTP
+ * request head longer than this is refused). */
+#define SPLICE_HELLO_MAX 8192
+
+/* The server_name (RFC 6066 §3, host_name type) of the TLS ClientHello in the first record of
+ * buf[0..len) (RFC 8446 §4.1.2; TLS 1.0-1.3 records) / the Host header (RFC 9110 §7.2) of the
+ * HTTP/1.x request head in buf[0..len), into name (namelen bytes: lowercased, NUL-terminated,
+ * port and trailing dots dropped; only letters, digits, '-', '_', '.').
+ * Returns 1 = found, 0 = need more bytes (the answer can only change when bytes are appended,
+ * and never once len reaches SPLICE_HELLO_MAX), -1 = not there / not this protocol / a name that
+ * does not fit or has other bytes. On -1 and 0, name may hold a partial copy. */
+int splice_tls_sni (const unsigned char *buf, size_t len, char *name, size_t namelen);
+int splice_http_host (const unsigned char *buf, size_t len, char *name, size_t namelen);
+
+#endif
