@@ -1,0 +1,69 @@
+#!/bin/bash
+# tests/vm/run-cgroupv2.sh [PYTEST ARGS...] - run the cgroup integration tests on a pure cgroup
+# v2 kernel, in a qemu VM (this host is hybrid: v1 controllers + an almost empty cgroup2).
+#
+# Why a VM: a pure v2 layout needs every controller unbound from v1, which cannot be done on a
+# shared hybrid host without breaking the other tests (and their cgroups) running on it.
+#
+# How (no KVM here: qemu TCG, 2 vCPUs, 2 GiB):
+#  - kernel: Debian 12's linux-image-amd64 (6.1), fetched by build-initramfs.sh into
+#    $ASBX_VM_CACHE (default /var/cache/agentsbx-vm), never installed on the host; booted with
+#    cgroup_no_v1=all systemd.unified_cgroup_hierarchy=1;
+#  - root: the host's / exported read-only over virtio-9p, under a tmpfs overlay (tests/vm/init),
+#    so the guest runs this tree's agentsbx, probe, python3 and pytest as they are on the host;
+#  - results: a second 9p share, a fresh directory on the host (pytest.log, junit.xml, rc,
+#    timing), the serial console in console.log there; no network device at all (-nic none);
+#  - the guest (tests/vm/guest.sh) mounts cgroup2, enables all controllers, runs pytest, powers off.
+# Default selection: the cgroup tests and the update/pause/ps/events/exec/OOM ones (VM_TESTS).
+# Env: ASBX_VM_OUT (results dir, default a new /tmp/asbx-vm.XXXXXX, kept), ASBX_VM_TIMEOUT
+# (seconds for the whole pass, default 900), ASBX_VM_MEM (MiB, 2048), AGENTSBX_TOP (build tree).
+# Exit status: pytest's in the guest (0 = pass), 125 = the VM did not get to run the tests.
+# Needs root (9p with security_model=none reads the host as root), qemu-system-x86, busybox-static.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=${AGENTSBX_TOP:-$(cd "$here/../.." && pwd)}
+cache=${ASBX_VM_CACHE:-/var/cache/agentsbx-vm}
+timeout=${ASBX_VM_TIMEOUT:-900}
+VM_TESTS=(tests/integration/test_cgroups_basic.py tests/integration/test_cgroups_resources.py
+          tests/integration/test_cgroups_v2.py tests/integration/test_exec.py
+          tests/integration/test_failure_cleanup.py tests/integration/test_policy_caps_limits.py)
+
+[ "$(id -u)" = 0 ] || { echo "run-cgroupv2: needs root" >&2; exit 125; }
+command -v qemu-system-x86_64 >/dev/null || { echo "run-cgroupv2: apt-get install -y qemu-system-x86" >&2; exit 125; }
+for f in "$top/agentsbx" "$top/tests/probe/probe"; do
+	[ -x "$f" ] || { echo "run-cgroupv2: $f not built (make)" >&2; exit 125; }
+done
+
+img=$("$here/build-initramfs.sh" "$cache")
+out=${ASBX_VM_OUT:-$(mktemp -d /tmp/asbx-vm.XXXXXX)}
+mkdir -p "$out/share"
+rm -f "$out/share/rc" "$out/share/timing" "$out/share/junit.xml" "$out/share/pytest.log"
+echo "$top" >"$out/share/top"
+echo $((timeout - 120)) >"$out/share/timeout" # pytest's own bound, leaving time to boot
+if [ $# -gt 0 ]; then printf '%s\n' "$@"; else printf '%s\n' "${VM_TESTS[@]}"; fi >"$out/share/pytest-args"
+
+echo "run-cgroupv2: kernel $img, results in $out"
+start=$(date +%s)
+# -nodefaults: no NIC, VGA, floppy; the only devices are the two 9p shares and the serial port.
+# qemu is stopped by its own pid (timeout) if the guest never powers off.
+qrc=0
+timeout -k 10 "$timeout" qemu-system-x86_64 -nodefaults -no-user-config -no-reboot \
+	-machine pc -accel tcg,thread=multi -cpu max -smp 2 -m "${ASBX_VM_MEM:-2048}" \
+	-display none -monitor none -nic none -serial "file:$out/console.log" \
+	-kernel "$img/vmlinuz" -initrd "$img/initrd.img" \
+	-append "console=ttyS0 panic=-1 loglevel=4 cgroup_no_v1=all systemd.unified_cgroup_hierarchy=1 lsm=landlock,yama asbx.guest=$here/guest.sh" \
+	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
+	-virtfs "local,path=$out/share,mount_tag=asbxout,security_model=none,multidevs=remap" || qrc=$?
+end=$(date +%s)
+
+tail -n 70 "$out/console.log" || true
+echo "run-cgroupv2: VM wall time $((end - start))s ($(cat "$out/share/timing" 2>/dev/null || echo 'no timing'))"
+if [ $qrc != 0 ]; then
+	echo "run-cgroupv2: qemu exited $qrc (124 = timeout after ${timeout}s)" >&2
+fi
+if [ ! -f "$out/share/rc" ]; then
+	echo "run-cgroupv2: the guest wrote no result (see $out/console.log)" >&2
+	exit 125
+fi
+exit "$(cat "$out/share/rc")"
