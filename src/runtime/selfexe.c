@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/cleanup.h"
@@ -76,6 +77,75 @@ drop_section_table (int mfd)
   return pwrite (mfd, &eh, sizeof eh, 0) == (ssize_t) sizeof eh ? 0 : -1;
 }
 
+
+/* ---- starting the cgroup migration's grace period early ----
+ *
+ * Moving a process into a cgroup (a write to cgroup.procs) takes cgroup_threadgroup_rwsem for
+ * writing, a per-cpu rwsem whose first writer waits for an RCU grace period (rcu_sync_enter):
+ * 6-12 ms on this VM, the largest single item of a `run` (docs/performance.md). Writers that
+ * come while the rcu_sync is still in writer mode - during that wait, or within about one more
+ * grace period after the last writer left - do not wait again. So a child forked here, before
+ * the re-exec, writes "0" (itself) into the cgroup.procs of the cgroup it is already in: a
+ * migration that moves nothing but starts the grace period while the runtime loads, parses the
+ * config and spawns; when create/exec later moves the container's process, the wait is over
+ * or partly over. The child changes no cgroup membership (same cgroup) and charges nothing of
+ * note; any failure (no cgroup2 mount, EACCES when rootless) only loses the head start.
+ * Source: kernel/rcu/sync.c (rcu_sync_enter/exit states), kernel/cgroup/cgroup.c
+ * (cgroup_attach_lock, cgroup_procs_write). The child is reaped by whoever waits for it or by
+ * the kernel when the runtime exits (it exits within the grace period). */
+
+/* The cgroup2 mount point that shows the root of the hierarchy, from /proc/self/mountinfo
+ * ("ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS ... - FSTYPE SOURCE SUPER"). Octal escapes in the
+ * mount point are not decoded: such a mount is skipped. */
+static int
+cgroup2_mountpoint (char *out, size_t size)
+{
+  cleanup_fclose FILE *f = fopen ("/proc/self/mountinfo", "re");
+  char line[1024];
+
+  while (f && fgets (line, sizeof line, f))
+    {
+      char root[256], mp[256];
+      const char *sep = strstr (line, " - cgroup2 ");
+      if (sep && sscanf (line, "%*s %*s %*s %255s %255s", root, mp) == 2 && strcmp (root, "/") == 0
+          && strchr (mp, '\\') == NULL)
+        return snprintf (out, size, "%s", mp) < (int) size ? 0 : -1;
+    }
+  return -1;
+}
+
+static void __attribute__ ((noreturn))
+prime_child (void)
+{
+  cleanup_fclose FILE *f = fopen ("/proc/self/cgroup", "re");
+  char line[1024], mp[256], path[1400];
+
+  while (f && fgets (line, sizeof line, f))
+    if (strncmp (line, "0::/", 4) == 0)
+      {
+        line[strcspn (line, "\n")] = '\0';
+        if (cgroup2_mountpoint (mp, sizeof mp) == 0
+            && snprintf (path, sizeof path, "%s%s/cgroup.procs", mp, line + 3) < (int) sizeof path)
+          {
+            int fd = open (path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+            if (fd >= 0)
+              (void) !write (fd, "0", 1);
+          }
+        break;
+      }
+  _exit (0);
+}
+
+/* Fork the child described above; the caller goes on at once. */
+static void
+prime_cgroup_migration (void)
+{
+  if (getenv ("AGENTSBX_NO_CGROUP_PRIME"))
+    return;
+  if (fork () == 0)
+    prime_child ();
+}
+
 void
 asbx_ensure_sealed_exe (char **argv)
 {
@@ -85,6 +155,7 @@ asbx_ensure_sealed_exe (char **argv)
 
   if (running_sealed ())
     return;
+  prime_cgroup_migration ();
   src = open ("/proc/self/exe", O_RDONLY | O_CLOEXEC);
   if (src < 0 || fstat (src, &sb) < 0)
     goto fail;
