@@ -4,6 +4,8 @@
  * hold symlinks such as /proc -> /etc or /dev/null -> /host/etc/passwd. Every function here
  * resolves with openat2(RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS) from the root fd, creates with
  * *at() on a parent fd, and returns fds, so the caller never re-resolves a string.
+ * Where openat2 is missing (kernel < 5.6, or refused by a seccomp filter) ps_openat2() hands the
+ * same request to the userspace walk of pathsafe_fallback.c, which keeps these guarantees.
  * Ordering: none; these are building blocks used before pivot_root (rootfd = the rootfs mount)
  * and after it (rootfd = "/").
  */
@@ -17,21 +19,61 @@
 #include <unistd.h>
 
 #include "core/cleanup.h"
+#include "core/log.h"
 #include "core/util.h"
 #include "linux/pathsafe.h"
 
 #define PS_RESOLVE (RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)
 
+/* 1 once openat2 is known to be unavailable (ENOSYS, or EPERM from a seccomp filter).
+ * Per process; a forked child inherits the answer, which stays true for it. */
+static int openat2_missing;
+
+/* Is the syscall itself refused? An EPERM can be a real answer (O_NOATIME on a file we do not
+ * own, a Landlock/LSM hook...), so ask for something every openat2 grants: "/" as O_PATH. */
+static int
+openat2_unavailable (int e)
+{
+  struct open_how how = { .flags = O_PATH | O_CLOEXEC };
+  int fd;
+
+  if (openat2_missing)
+    return 1;
+  if (e != ENOSYS && e != EPERM)
+    return 0;
+  fd = (int) syscall (SYS_openat2, AT_FDCWD, "/", &how, sizeof (how));
+  if (fd >= 0)
+    {
+      close (fd);
+      return 0;
+    }
+  openat2_missing = (errno == ENOSYS || errno == EPERM);
+  return openat2_missing;
+}
+
 int
 ps_openat2 (int dirfd, const char *path, uint64_t flags, uint64_t mode, uint64_t resolve)
 {
   struct open_how how = { .flags = flags | O_CLOEXEC, .mode = mode, .resolve = resolve };
-  int fd;
+  int fd = -1;
 
-  /* EAGAIN: a rename raced with the lookup; the kernel asks us to retry. Bounded. */
+  /* EAGAIN: a rename raced with the lookup; the kernel (or the fallback) asks us to retry.
+   * Bounded. */
   for (int i = 0; i < 32; i++)
     {
-      fd = (int) syscall (SYS_openat2, dirfd, path, &how, sizeof (how));
+      if (!openat2_missing)
+        {
+          fd = (int) syscall (SYS_openat2, dirfd, path, &how, sizeof (how));
+          if (fd < 0)
+            {
+              int e = errno;
+              if (openat2_unavailable (e))
+                log_debug ("openat2 unavailable (%s): resolving `%s` in userspace", strerror (e), path);
+              errno = e;
+            }
+        }
+      if (openat2_missing)
+        fd = ps_openat2_fallback (dirfd, path, flags, mode, resolve);
       if (fd >= 0 || errno != EAGAIN)
         return fd;
     }

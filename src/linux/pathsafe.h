@@ -13,9 +13,22 @@
 
 #include "core/error.h"
 
-/* raw openat2(2) with O_CLOEXEC added; retried on EAGAIN (a concurrent rename made the kernel
- * give up, see openat2(2)). Returns the fd, or -1 with errno. */
+/* openat2(2) with O_CLOEXEC added; retried on EAGAIN (a concurrent rename made the kernel
+ * give up, see openat2(2)). When openat2 is unavailable - ENOSYS (kernel < 5.6, or a seccomp
+ * filter), or EPERM from a filter, told apart from a real EPERM by a harmless probe call -
+ * resolution is done by ps_openat2_fallback() instead, with the same result.
+ * Returns the fd, or -1 with errno. */
 int ps_openat2 (int dirfd, const char *path, uint64_t flags, uint64_t mode, uint64_t resolve);
+
+/* Userspace emulation of openat2(2) (src/linux/pathsafe_fallback.c): component by component
+ * from O_PATH fds with O_NOFOLLOW, symlinks spliced by hand (40 at most), ".." kept beneath the
+ * root and re-checked against concurrent renames, procfs magic links refused.
+ * `resolve` must contain RESOLVE_IN_ROOT or RESOLVE_BENEATH, optionally RESOLVE_NO_SYMLINKS and
+ * RESOLVE_NO_MAGICLINKS; anything else is EINVAL (fail closed). `flags`/`mode` as open(2);
+ * O_CLOEXEC is always added. Returns a new fd (caller owns) or -1 with errno as openat2 would
+ * set it (ENOENT, ENOTDIR, ELOOP, EXDEV, ...), or EAGAIN when the tree changed under the walk
+ * (ps_openat2 retries). */
+int ps_openat2_fallback (int dirfd, const char *path, uint64_t flags, uint64_t mode, uint64_t resolve);
 
 /* Open `path` (absolute or relative, both taken from the root) inside rootfd with `flags`
  * (O_PATH, O_DIRECTORY, O_NOFOLLOW... ; O_CLOEXEC is added). Returns the fd (caller owns) or -1
