@@ -1,0 +1,121 @@
+/* fuzz_dns.c - libFuzzer entry point for the DNS stub's message parsers (src/runtime/dns_parse.c).
+ *
+ * The input is one DNS message, as the container (a query) or the upstream or a spoofer (an
+ * answer) could send it; it is copied into a buffer of exactly its size so that ASan sees any
+ * read past the message. It goes through what dnsstub.c does with it:
+ *   - as a query: dns_parse_question, then dns_make_refused on a copy (the REFUSED reply);
+ *   - as an answer: the question with QR cleared (on_answer's trick), then every A/AAAA record
+ *     of the answer section through inet_ntop, as fill_sets does;
+ *   - dns_skip_name from a few offsets chosen by the input itself.
+ * Besides the sanitizers, it checks the contracts the stub relies on: a parsed name is a
+ * NUL-terminated lowercase host name of at most namelen - 1 bytes, offsets never pass the
+ * message's end, the walk yields at most ANCOUNT records and its addresses lie inside the message,
+ * and a name buffer of any size (down to 1 byte) is never overrun.
+ * Build and run: tests/fuzz/run-all.sh (FUZZ_TARGETS=dns). */
+#include <arpa/inet.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "runtime/dns_parse.h"
+
+int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
+
+#define CHECK(c)                                                                                                       \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      if (!(c))                                                                                                        \
+        abort ();                                                                                                      \
+    }                                                                                                                  \
+  while (0)
+
+static void
+check_name (const char *name, size_t namelen)
+{
+  size_t n = strnlen (name, namelen);
+  CHECK (n > 0 && n < namelen);
+  CHECK (name[0] != '.' && name[n - 1] != '.');
+  for (size_t i = 0; i < n; i++)
+    {
+      char c = name[i];
+      CHECK (c == '-' || c == '_' || c == '.' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z'));
+      CHECK (!(c == '.' && name[i + 1] == '.'));
+    }
+}
+
+/* as a query from the container: the stub's handle_query and refuse */
+static void
+as_query (const unsigned char *m, size_t len, size_t namelen)
+{
+  char *name = malloc (namelen);
+  unsigned qtype = 0;
+  size_t qend = 0;
+  if (dns_parse_question (m, len, name, namelen, &qtype, &qend) == 0)
+    {
+      check_name (name, namelen);
+      CHECK (qend >= 12 + 2 + 4 && qend <= len && qtype <= 0xffff);
+      unsigned char *r = malloc (len);
+      memcpy (r, m, len);
+      CHECK (dns_make_refused (r, qend) == qend);
+      CHECK ((r[2] & 0x80) && (r[3] & 0xf) == 5 && dns_get16 (r + 6) == 0 && dns_get16 (r + 10) == 0);
+      CHECK (memcmp (r + 12, m + 12, qend - 12) == 0); /* the question is echoed unchanged */
+      free (r);
+    }
+  free (name);
+}
+
+/* as an answer from upstream: the stub's on_answer and fill_sets */
+static void
+as_answer (const unsigned char *data, size_t len)
+{
+  char name[256];
+  unsigned qtype;
+  size_t qend;
+  if (len < 12)
+    return;
+  unsigned char *m = malloc (len);
+  memcpy (m, data, len);
+  m[2] &= 0x7f;
+  int r = dns_parse_question (m, len, name, sizeof name, &qtype, &qend);
+  m[2] |= 0x80;
+  if (r == 0)
+    {
+      struct dns_answer_iter it;
+      struct dns_addr_rr rr;
+      unsigned count = 0;
+      check_name (name, sizeof name);
+      dns_answer_begin (&it, m, len, qend);
+      while (dns_answer_next (&it, m, len, &rr))
+        {
+          char text[INET6_ADDRSTRLEN];
+          size_t alen = rr.family == AF_INET ? 4 : 16;
+          CHECK (rr.family == AF_INET || rr.family == AF_INET6);
+          CHECK (rr.addr >= m + qend && rr.addr + alen <= m + len);
+          CHECK (inet_ntop (rr.family, rr.addr, text, sizeof text) != NULL);
+          CHECK (++count <= dns_get16 (m + 6));
+        }
+      CHECK (!dns_answer_next (&it, m, len, &rr)); /* the end is for good */
+    }
+  free (m);
+}
+
+int
+LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
+{
+  if (size > 65535)
+    return 0; /* larger than any DNS message (RFC 1035 §4.2.2 length prefix) */
+  unsigned char *m = malloc (size ? size : 1);
+  memcpy (m, data, size);
+  as_query (m, size, 256); /* the stub's buffer */
+  /* small name buffers: the bound must hold for any size, not just the one the stub uses */
+  as_query (m, size, size ? 1 + m[size - 1] % 64 : 1);
+  as_answer (m, size);
+  for (size_t k = 0; k < 3 && size >= 2; k++)
+    {
+      size_t start = (size_t) m[k % size] % size, end = dns_skip_name (m, size, start);
+      CHECK (end == 0 || (end > start && end <= size));
+    }
+  free (m);
+  return 0;
+}
