@@ -1,9 +1,20 @@
 /* apparmor.c - process.apparmorProfile: change-onexec (the profile is entered at the next
  * execve, so the runtime's own remaining steps run unconfined by it). We write libapparmor's
  * command ("exec <profile>") ourselves through the verified procfs fd of lsm_procattr.c instead
- * of calling aa_change_onexec(), which opens /proc by path; libapparmor is used for the enabled
- * check when the build has it. Ordering: after the startContainer hooks (forked hooks would
- * inherit the pending exec label), right before the identity steps and execve. */
+ * of calling aa_change_onexec(), which opens /proc by path. Ordering: after the startContainer
+ * hooks (forked hooks would inherit the pending exec label), right before the identity steps and
+ * execve.
+ *
+ * Loading: libapparmor is not linked (it cost every command a mapped library); the kernel says
+ * whether AppArmor is on (/sys/module/apparmor/parameters/enabled, the file aa_is_enabled()
+ * reads first), and only when a profile is requested and that says "Y" is the library opened
+ * with dlopen to confirm with aa_is_enabled() (which also checks securityfs).
+ * Threat model of the check: the answer is cached at the first call, which linux_lsm_probe()
+ * makes in the runtime before it forks the container's processes, i.e. from the host's /sys.
+ * Asked first after pivot_root, /sys would be the container's, whose image could ship
+ * "enabled = N" and so have the profile silently ignored; and a dlopen after pivot_root would
+ * load the container's libraries into the init. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <string.h>
 #ifdef HAVE_APPARMOR
@@ -15,15 +26,36 @@
 #include "core/util.h"
 #include "linux/lsm_procattr.h"
 
+static int enabled_cache = -1; /* -1: not asked yet */
+
+static bool
+library_confirms (void)
+{
+#ifdef HAVE_APPARMOR
+  /* RTLD_LOCAL: nothing else resolves against it; the handle stays open (the answer is cached) */
+  void *h = dlopen ("libapparmor.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  __typeof__ (aa_is_enabled) *fn = h ? (__typeof__ (aa_is_enabled) *) dlsym (h, "aa_is_enabled") : NULL;
+  if (fn == NULL)
+    {
+      log_debug ("libapparmor.so.1 not loadable (%s): trusting /sys/module/apparmor", dlerror ());
+      return true;
+    }
+  return fn () == 1;
+#else
+  return true;
+#endif
+}
+
 bool
 linux_apparmor_enabled (void)
 {
-#ifdef HAVE_APPARMOR
-  return aa_is_enabled () == 1;
-#else
-  cleanup_free char *v = NULL;
-  return read_file_at (-100, "/sys/module/apparmor/parameters/enabled", 64, &v, NULL, NULL) == 0 && v[0] == 'Y';
-#endif
+  if (enabled_cache < 0)
+    {
+      cleanup_free char *v = NULL;
+      enabled_cache = read_file_at (-100, "/sys/module/apparmor/parameters/enabled", 64, &v, NULL, NULL) == 0
+                      && v[0] == 'Y' && library_confirms ();
+    }
+  return enabled_cache == 1;
 }
 
 char *

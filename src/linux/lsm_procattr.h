@@ -42,4 +42,12 @@ char *linux_selinux_context_option (const char *data, const char *label);
  * enabled, else a copy of `data` (runc ignores the label when SELinux is off). Heap or NULL. */
 char *linux_selinux_mount_data (const char *data, const char *label);
 
+/* Answer (and cache for the rest of the process and its forked children) whether AppArmor and
+ * SELinux are enabled, for the labels that are requested (NULL/"": not asked). Called by the
+ * runtime before it forks the container's processes, so that the cached answer is the host's
+ * (/sys/module/apparmor, /sys/fs/selinux, and libapparmor/libselinux loaded with dlopen only
+ * when a label is requested and the kernel files say the LSM is on), never what a container's
+ * /sys says after pivot_root. No errors: a failed check reads as "not enabled" (runc's rule). */
+void linux_lsm_probe (const char *apparmor_profile, const char *selinux_label, const char *mount_label);
+
 #endif

@@ -1,8 +1,17 @@
 /* selinux.c - process.selinuxLabel (exec context, as setexeccon(3): written to
  * /proc/thread-self/attr/exec, applied at the next execve) and linux.mountLabel (the context=
  * mount option). The write goes through lsm_procattr.c's verified procfs fd rather than
- * libselinux (which opens /proc by path); libselinux gives the enabled check when built in.
- * Ordering: as apparmor.c (after startContainer hooks, before execve). */
+ * libselinux (which opens /proc by path). Ordering: as apparmor.c (after startContainer hooks,
+ * before execve).
+ *
+ * Loading: libselinux (with libpcre2) is not linked: its constructor ran on every command of the
+ * runtime (reading /proc/filesystems and /proc/mounts) and its pages were a good part of the
+ * resident set. The kernel says whether SELinux is on (selinuxfs mounted with an enforce file,
+ * what is_selinux_enabled() looks for first); only when a label is requested and that holds is
+ * libselinux opened with dlopen for is_selinux_enabled() (which also checks a policy is
+ * loaded). Cached at the first call, made by linux_lsm_probe() before the runtime forks the
+ * container (host view; see apparmor.c for why never after pivot_root). */
+#include <dlfcn.h>
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,14 +24,40 @@
 #include "core/util.h"
 #include "linux/lsm_procattr.h"
 
+static int enabled_cache = -1; /* -1: not asked yet */
+
+static bool
+library_confirms (void)
+{
+#ifdef HAVE_SELINUX
+  void *h = dlopen ("libselinux.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  __typeof__ (is_selinux_enabled) *fn = h ? (__typeof__ (is_selinux_enabled) *) dlsym (h, "is_selinux_enabled") : NULL;
+  if (fn == NULL)
+    {
+      log_debug ("libselinux.so.1 not loadable (%s): trusting /sys/fs/selinux", dlerror ());
+      return true;
+    }
+  return fn () == 1;
+#else
+  return true;
+#endif
+}
+
 bool
 linux_selinux_enabled (void)
 {
-#ifdef HAVE_SELINUX
-  return is_selinux_enabled () == 1;
-#else
-  return access ("/sys/fs/selinux/enforce", F_OK) == 0;
-#endif
+  if (enabled_cache < 0)
+    enabled_cache = access ("/sys/fs/selinux/enforce", F_OK) == 0 && library_confirms ();
+  return enabled_cache == 1;
+}
+
+void
+linux_lsm_probe (const char *apparmor_profile, const char *selinux_label, const char *mount_label)
+{
+  if (apparmor_profile && *apparmor_profile)
+    (void) linux_apparmor_enabled ();
+  if ((selinux_label && *selinux_label) || (mount_label && *mount_label))
+    (void) linux_selinux_enabled ();
 }
 
 int

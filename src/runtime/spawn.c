@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "linux/cgroup.h"
+#include "linux/lsm_procattr.h"
 #include "linux/ns.h"
 #include "runtime/spawn.h"
 #include "runtime/sync.h"
@@ -120,6 +121,10 @@ spawn_init (struct init_args *a, int psync, pid_t *init_pid, unsigned long *cgro
 
   if (prctl (PR_SET_CHILD_SUBREAPER, 1) < 0)
     return asbx_error (err, errno, "prctl(PR_SET_CHILD_SUBREAPER)");
+  /* whether the LSMs of the requested labels are on, asked here in the host's view and cached
+   * for the init, which applies the labels after pivot_root (linux/apparmor.c) */
+  linux_lsm_probe (a->spec->process->apparmor_profile, a->spec->process->selinux_label,
+                   a->spec->linux_ ? a->spec->linux_->mount_label : NULL);
   stage = fork ();
   if (stage < 0)
     return asbx_error (err, errno, "fork");
