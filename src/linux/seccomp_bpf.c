@@ -27,6 +27,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "linux/seccomp_bpf.h"
+#include "linux/seccomp_cache.h"
 
 #ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
 #define SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (1UL << 5)
@@ -34,6 +35,9 @@
 #ifndef SECCOMP_FILTER_FLAG_TSYNC_ESRCH
 #define SECCOMP_FILTER_FLAG_TSYNC_ESRCH (1UL << 4)
 #endif
+
+/* seccomp_cache.c keys its entries with this: a rebuilt compiler never reuses an older program */
+const char linux_seccomp_build_stamp[] = __DATE__ " " __TIME__;
 
 const char *const linux_seccomp_action_names[] = {
   "SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO", "SCMP_ACT_KILL", "SCMP_ACT_KILL_PROCESS", "SCMP_ACT_KILL_THREAD",

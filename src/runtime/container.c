@@ -29,6 +29,7 @@
 #include "linux/cgroup.h"
 #include "linux/ns.h"
 #include "linux/process.h"
+#include "linux/seccomp_cache.h"
 #include "runtime/container.h"
 #include "runtime/hooks.h"
 #include "policy/policy.h"
@@ -432,6 +433,15 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   if (!o->console_socket && spec->process->terminal && asbx_tty_socketpair (o->tty_proxy_fd, &console, err) < 0)
     goto undo;
 
+  /* linux.seccomp is compiled here, where the state root's cache (linux/seccomp_cache.h) is
+   * reachable; the init inherits the program through fork and takes it instead of compiling */
+  if (spec->linux_ && spec->linux_->seccomp)
+    {
+      struct linux_seccomp f = { 0 };
+      if (linux_seccomp_cache_compile (rootfd, spec->linux_->seccomp, &f, NULL, err) < 0)
+        goto undo;
+      linux_seccomp_handover_set (spec->linux_->seccomp, &f);
+    }
   struct init_args a = {
     .spec = spec, .ns = &ns, .bundle = bundle, .rootfs = rootfs, .cgroup_path = c.cgroup_path,
     .start_fd = startfd, .console_fd = console, .preserve_fds = preserve, .no_pivot = o->no_pivot,
@@ -448,6 +458,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
 undo:
   create_undo (&c);
 out:
+  linux_seccomp_handover_clear ();
   ns_plan_close (&ns);
   free (c.cgroup_path);
   if (plan)

@@ -30,6 +30,7 @@
 #include "linux/process.h"
 #include "linux/rootfs.h"
 #include "linux/seccomp_bpf.h"
+#include "linux/seccomp_cache.h"
 #include "policy/policy.h"
 #include "runtime/exec.h"
 #include "runtime/policy_apply.h"
@@ -452,7 +453,7 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
     goto out;
   policy_apply_process (proc, plan);
   const struct oci_seccomp *sc = spec->linux_ ? spec->linux_->seccomp : NULL;
-  if (sc && linux_seccomp_compile (sc, &filter, err) < 0)
+  if (sc && linux_seccomp_cache_compile (oc.rootfd, sc, &filter, NULL, err) < 0)
     goto out;
   if (sc && filter.notify)
     {

@@ -25,6 +25,7 @@
 #include "linux/rootfs.h"
 #include "linux/lsm_procattr.h"
 #include "linux/seccomp_bpf.h"
+#include "linux/seccomp_cache.h"
 #include "runtime/hooks.h"
 #include "runtime/policy_apply.h"
 #include "runtime/process.h"
@@ -104,8 +105,10 @@ init_main (struct init_args *a)
       asbx_error (&err, errno, "join a new session keyring");
       fail (a, &err);
     }
-  /* 2b. compile linux.seccomp now, so a bad profile fails `create`; it is installed last */
-  if (seccomp && linux_seccomp_compile (seccomp, &filter, &err) < 0)
+  /* 2b. linux.seccomp: P compiled it (through the state root's cache) before forking us; we take
+   * that program. Compiling here stays the fallback, so a bad profile always fails `create`.
+   * It is installed last. */
+  if (seccomp && !linux_seccomp_handover_take (seccomp, &filter) && linux_seccomp_compile (seccomp, &filter, &err) < 0)
     fail (a, &err);
   /* 3. the filesystem view, while the host's paths (mount sources) are still reachable */
   struct linux_rootfs_opts ro = {
