@@ -41,6 +41,7 @@ if [ -n "${CI:-}" ] || [ -n "${ASBX_SECURITY:-}" ]; then
   make lint || rc=1
   make format-check || rc=1
   make check-escape PYTEST_ARGS="$*" || rc=1
+  make check-noopenat2 PYTEST_ARGS="$*" || rc=1  # openat2 -> ENOSYS: the userspace fallback
   command -v clang >/dev/null || apt-get install -y clang >/dev/null
   make fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-60}" || rc=1
   make check-asan PYTEST_ARGS="$*" || rc=1

@@ -204,12 +204,16 @@ fb_open_final (struct fb_walk *w, const char *name, int obj, bool trailing_slash
   fd = openat (w->cur, name, flags | O_NOFOLLOW, (mode_t) w->mode);
   if (fd < 0)
     return -1;
-  if (fstat (fd, &got) < 0 || !same_inode (&want, &got))
+  if (fstat (fd, &got) < 0)
     {
       int e = errno;
       close (fd);
-      /* swapped between the walk and the open: let ps_openat2() retry */
-      return fb_fail (same_inode (&want, &got) ? e : EAGAIN);
+      return fb_fail (e);
+    }
+  if (!same_inode (&want, &got))
+    {
+      close (fd);
+      return fb_fail (EAGAIN); /* swapped between the walk and the open: ps_openat2() retries */
     }
   return fd;
 }

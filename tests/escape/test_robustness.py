@@ -6,9 +6,10 @@
 - 50 containers created, started and deleted in parallel; 10 commands racing on one id: every
   command succeeds or fails cleanly (exit 1 with a message, never a signal), no corruption.
 - --root on a tiny full tmpfs: create fails cleanly and leaves nothing half-written.
-- openat2 forced to ENOSYS (tests/tools/no-openat2): agentsbx has no string-path fallback on
-  purpose (it would reopen the symlink races openat2 closes); it must refuse cleanly, naming the
-  problem, and leave nothing behind.
+- openat2 forced to ENOSYS (tests/tools/no-openat2): agentsbx resolves container paths with its
+  userspace fallback (src/linux/pathsafe_fallback.c); a container runs, the debug log says the
+  fallback was taken, and hostile-rootfs symlinks (to "/", "../../..") still cannot send a mount
+  to the host. `make check-noopenat2` runs the whole integration and escape suites that way.
 """
 
 import concurrent.futures
@@ -180,14 +181,48 @@ def _no_openat2_wrapper(rt):
     return out
 
 
-def test_openat2_enosys_fails_closed(rt, bundle):
-    w = _no_openat2_wrapper(rt)
-    bundle.args("/probe", "report")
+def _run_no_openat2(rt, bundle, w, *extra):
     bundle.save()
     cid = rt.new_id()
     rt.created.append(cid)
-    p = subprocess.run([w, rt.binary, "--root", rt.root, "run", "--bundle", bundle.path, cid],
-                       capture_output=True, text=True, timeout=120)
-    assert p.returncode == 1, (p.returncode, p.stdout[-500:], p.stderr[-500:])
-    assert "Function not implemented" in p.stderr or "openat2" in p.stderr, p.stderr
-    assert not os.path.exists(os.path.join(rt.root, cid))
+    log = os.path.join(rt.workdir, f"log-{cid}")
+    p = subprocess.run([w, rt.binary, "--root", rt.root, "--debug", "--log", log, *extra, "run",
+                        "--bundle", bundle.path, cid], capture_output=True, text=True, timeout=120)
+    with open(log) if os.path.exists(log) else open(os.devnull) as f:
+        return p, f.read()
+
+
+def test_openat2_enosys_uses_fallback(rt, bundle):
+    w = _no_openat2_wrapper(rt)
+    bundle.args("/probe", "report")
+    os.makedirs(os.path.join(bundle.rootfs, "mnt", "real"), exist_ok=True)
+    os.symlink("real", os.path.join(bundle.rootfs, "mnt", "rel"))
+    bundle.add_mount("/mnt/rel/t", "tmpfs", "tmpfs", ["size=1m"])
+    bundle.process["cwd"] = "/mnt/rel"
+    p, log = _run_no_openat2(rt, bundle, w)
+    assert p.returncode == 0, (p.returncode, p.stdout[-500:], p.stderr[-500:], log[-2000:])
+    assert "openat2 unavailable" in log, log[-2000:]
+    rep = json.loads(p.stdout.strip().splitlines()[-1])
+    assert any(m["mountpoint"] == "/mnt/real/t" for m in rep["mounts"]), rep["mounts"]
+
+
+@pytest.mark.parametrize("link", ["/", "../../../../../../../..", "/.."])
+def test_openat2_enosys_fallback_contains_symlinks(rt, bundle, link):
+    """The test_mount_paths cases, with openat2 refused: the fallback keeps the mount inside."""
+    w = _no_openat2_wrapper(rt)
+    uniq = f"asbx-noopenat2-{os.getpid()}-{rt.new_id()[-6:]}"
+    v = os.path.join(rt.workdir, "victim")
+    os.makedirs(v)
+    bundle.args("/probe", "report")
+    os.makedirs(os.path.join(bundle.rootfs, "mnt"), exist_ok=True)
+    os.symlink(link, os.path.join(bundle.rootfs, "mnt", "host"))
+    dest = os.path.join("/mnt/host", v.lstrip("/"), uniq)
+    bundle.add_mount(dest, "tmpfs", "tmpfs", ["size=1m"])
+    p, log = _run_no_openat2(rt, bundle, w)
+    assert os.listdir(v) == [], f"the fallback let a mount reach the host: {os.listdir(v)}"
+    assert not os.path.lexists(f"/{uniq}")
+    assert "openat2 unavailable" in log, log[-2000:]
+    assert p.returncode == 0, (p.returncode, p.stderr[-500:], log[-2000:])
+    rep = json.loads(p.stdout.strip().splitlines()[-1])
+    assert any(m["mountpoint"] == os.path.join("/", v.lstrip("/"), uniq) for m in rep["mounts"]), \
+        rep["mounts"]
