@@ -10,7 +10,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 # Build: autotools, compiler, libraries. Tests: pytest, busybox (static), mmdebstrap for the
 # Debian rootfs, runc as the reference runtime, util-linux for unshare, file.
 PACKAGES=(autoconf automake libtool pkg-config make gcc libc6-dev
-          libyajl-dev libseccomp-dev libcap-dev libselinux1-dev libapparmor-dev libcmocka-dev
+          libyajl-dev libseccomp-dev libcap-dev libselinux1-dev libapparmor-dev libcmocka-dev libsystemd-dev
           libnftables-dev nftables passt iproute2
           python3 python3-pytest busybox-static mmdebstrap runc util-linux file
           ca-certificates)

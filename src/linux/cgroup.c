@@ -22,6 +22,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "linux/cgroup_internal.h"
+#include "linux/cgroup_systemd.h"
 
 #define CGROUP_PARENT_DEFAULT "/agentsbx"
 
@@ -129,15 +130,9 @@ cgroup_resolve_path_in (const struct cgroup_layout_info *info, const char *cgrou
 {
   cleanup_free char *norm = NULL;
 
+  /* the systemd driver (cgroup_systemd.c): the unit's computed path, started by cgroup_enter */
   if (systemd || is_systemd_form (cgroups_path))
-    {
-      if (!systemd_running)
-        asbx_error (err, ENOTSUP,
-                    "systemd cgroup driver requested but systemd is not running (no /run/systemd/system)");
-      else
-        asbx_error (err, ENOTSUP, "linux.cgroupsPath: the systemd cgroup driver is not supported yet");
-      return NULL;
-    }
+    return cgroup_systemd_prepare (cgroups_path, id, systemd_running, err);
   if (cgroups_path == NULL || cgroups_path[0] == '\0')
     {
       if (id == NULL || id[0] == '\0' || strchr (id, '/') || strcmp (id, ".") == 0 || strcmp (id, "..") == 0)
@@ -293,8 +288,13 @@ cgroup_enter (const char *path, pid_t pid, unsigned long *created_mask, asbx_err
   unsigned long created = 0;
   size_t i, moved = 0;
   int ret = -1;
+  /* systemd driver: systemd creates the cgroup and moves pid (30 s for its job, runc's bound);
+   * the walk below then joins it and creates what systemd did not (v1 hierarchies) */
+  bool sd = cgroup_systemd_is_pending (path);
 
   if (info == NULL)
+    return -1;
+  if (sd && cgroup_systemd_start (path, pid, 30000, err) < 0)
     return -1;
   for (i = 0; i < info->n; i++)
     fds[i] = -1;
@@ -311,7 +311,7 @@ cgroup_enter (const char *path, pid_t pid, unsigned long *created_mask, asbx_err
   for (moved = 0; moved < info->n; moved++)
     if (write_pid (fds[moved], pid, &info->h[moved], path, err) < 0)
       goto out;
-  *created_mask = created;
+  *created_mask = created | (sd ? CGROUP_MASK_SYSTEMD : 0);
   ret = 0;
 out:
   if (ret < 0)
@@ -326,6 +326,9 @@ out:
           asbx_error_free (&ignored);
         }
       if (created && cgroup_remove (path, created, 100, &ignored) < 0)
+        log_debug ("cgroup undo: %s", ignored->msg);
+      asbx_error_free (&ignored);
+      if (sd && cgroup_systemd_stop (path, 30000, &ignored) < 0)
         log_debug ("cgroup undo: %s", ignored->msg);
       asbx_error_free (&ignored);
     }
@@ -533,6 +536,9 @@ cgroup_remove (const char *path, unsigned long created_mask, int timeout_ms, asb
   int ret = 0;
 
   if (info == NULL)
+    return -1;
+  /* a unit we started: systemd removes its cgroup; then what we made ourselves (v1) */
+  if ((created_mask & CGROUP_MASK_SYSTEMD) && cgroup_systemd_stop (path, timeout_ms > 30000 ? timeout_ms : 30000, err) < 0)
     return -1;
   /* try every hierarchy even after a failure, report the first error */
   for (size_t i = 0; i < info->n; i++)

@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "linux/cgroup_internal.h"
+#include "linux/cgroup_systemd.h"
 
 #define SET(has, v) ((has) && (v) != 0)
 
@@ -188,6 +189,9 @@ int
 cgroup_apply_resources (const char *path, const struct oci_resources *r, const struct oci_device *devs, size_t ndevs,
                         bool update, asbx_err_t *err)
 {
+  /* systemd driver: the unit's properties first, then the files (cgroup_systemd.h) */
+  if (cgroup_systemd_set_resources (path, r, err) < 0)
+    return -1;
   if (r)
     {
       if (needs_cpuset (r->cpu) && with_ctl (path, "cpuset", "cpu.cpus", r, set_cpuset, err) < 0)

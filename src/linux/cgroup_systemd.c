@@ -1,0 +1,755 @@
+/* cgroup_systemd.c - the systemd cgroup driver: a transient scope (or slice) created through
+ * systemd's D-Bus API with libsystemd's sd-bus; the cgroup files are still written by the
+ * file-based code, as runc's systemd managers do.
+ *
+ * Mechanism: org.freedesktop.systemd1(5): Manager.StartTransientUnit(name, "replace",
+ * properties, aux) returns a job; the job's end is the JobRemoved(id, job, unit, result)
+ * signal, which systemd sends to the client that queued the job (it tracks it) even when
+ * nobody called Subscribe(). The match is installed before the call, so a signal that arrives
+ * before the method reply is recorded, not lost. StopUnit/ResetFailedUnit on delete,
+ * SetUnitProperties(runtime=true) for the resource properties.
+ * Threat model: cgroupsPath is untrusted: slice, prefix and name are checked (no '/', no
+ * control characters, slice syntax of systemd.slice(5)) before they reach systemd or a path;
+ * systemd checks unit names again. The path we hand to the file code is the one we computed,
+ * and only after /proc/PID/cgroup confirmed systemd placed the process there - otherwise the
+ * unit is stopped and create fails (e.g. a systemd whose cgroup root differs from ours).
+ * Ordering: resolve (parse, no side effect) -> enter (StartTransientUnit with the stage pid,
+ * before any container code runs) -> apply resources (properties first, then the files, so the
+ * files win if systemd rounds a value) -> ... -> delete (StopUnit, then the directories we made
+ * ourselves in v1 hierarchies). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef HAVE_LIBSYSTEMD
+#include <systemd/sd-bus.h>
+#endif
+
+#include "core/cleanup.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "linux/cgroup_internal.h"
+#include "linux/cgroup_systemd.h"
+
+void
+cgroup_systemd_unit_clear (struct cgroup_systemd_unit *u)
+{
+  free (u->slice);
+  free (u->unit);
+  free (u->path);
+  u->slice = u->unit = u->path = NULL;
+}
+
+static bool
+has_suffix (const char *s, const char *suf)
+{
+  size_t a = strlen (s), b = strlen (suf);
+  return a >= b && strcmp (s + a - b, suf) == 0;
+}
+
+static bool
+has_bad_chars (const char *s)
+{
+  for (; *s; s++)
+    if ((unsigned char) *s <= ' ' || *s == 0x7f || *s == '/' || *s == '\\')
+      return true;
+  return false;
+}
+
+char *
+cgroup_systemd_expand_slice (const char *slice, asbx_err_t *err)
+{
+  size_t len = strlen (slice), blen;
+  cleanup_free char *base = NULL;
+  char *out;
+
+  if (!has_suffix (slice, ".slice") || has_bad_chars (slice) || len == strlen (".slice"))
+    {
+      asbx_error (err, EINVAL, "invalid slice name `%s` (expected NAME.slice)", slice);
+      return NULL;
+    }
+  if (strcmp (slice, "-.slice") == 0)
+    return xstrdup (""); /* the root slice */
+  blen = len - strlen (".slice");
+  base = xmalloc0 (blen + 1);
+  memcpy (base, slice, blen);
+  if (base[0] == '-' || base[blen - 1] == '-' || strstr (base, "--"))
+    {
+      asbx_error (err, EINVAL, "invalid slice name `%s` (a '-' starts, ends or doubles a level)", slice);
+      return NULL;
+    }
+  /* every '-' closes one level: "a-b-c" -> /a.slice/a-b.slice/a-b-c.slice */
+  out = xmalloc0 (blen * (blen + 8) + 1);
+  for (size_t i = 0; i <= blen; i++)
+    if (base[i] == '-' || base[i] == '\0')
+      {
+        size_t o = strlen (out);
+        out[o] = '/';
+        memcpy (out + o + 1, base, i);
+        strcpy (out + o + 1 + i, ".slice");
+      }
+  return out;
+}
+
+int
+cgroup_systemd_parse (const char *cgroups_path, const char *id, struct cgroup_systemd_unit *out, asbx_err_t *err)
+{
+  cleanup_free char *copy = NULL, *slice_path = NULL;
+  const char *slice = "", *prefix = CGROUP_SYSTEMD_DEFAULT_PREFIX, *name = id;
+  struct cgroup_systemd_unit u = { NULL, NULL, NULL };
+
+  if (cgroups_path && cgroups_path[0])
+    {
+      char *c1, *c2;
+      copy = xstrdup (cgroups_path);
+      c1 = strchr (copy, ':');
+      c2 = c1 ? strchr (c1 + 1, ':') : NULL;
+      if (c2 == NULL || strchr (c2 + 1, ':'))
+        return asbx_error (err, EINVAL,
+                           "linux.cgroupsPath: expected \"slice:prefix:name\" for the systemd cgroup driver, got `%s`",
+                           cgroups_path);
+      *c1 = *c2 = '\0';
+      slice = copy;
+      prefix = c1 + 1;
+      name = c2 + 1;
+    }
+  if (name == NULL || name[0] == '\0' || has_bad_chars (name) || has_bad_chars (prefix))
+    return asbx_error (err, EINVAL, "linux.cgroupsPath: `%s`: invalid systemd unit prefix or name",
+                       cgroups_path ? cgroups_path : "");
+  u.slice = xstrdup (slice[0] ? slice : CGROUP_SYSTEMD_DEFAULT_SLICE);
+  if (has_suffix (name, ".slice"))
+    {
+      /* a slice unit: its cgroup is given by its own name (systemd.slice(5)); runc joins the
+       * parent's path here, which systemd would not honour */
+      u.unit = xstrdup (name);
+      u.path = cgroup_systemd_expand_slice (name, err);
+    }
+  else
+    {
+      u.unit = prefix[0] ? xasprintf ("%s-%s.scope", prefix, name) : xasprintf ("%s.scope", name);
+      slice_path = cgroup_systemd_expand_slice (u.slice, err);
+      if (slice_path)
+        u.path = xasprintf ("%s/%s", slice_path, u.unit);
+    }
+  if (u.path == NULL || u.path[0] == '\0')
+    {
+      if (u.path)
+        asbx_error (err, EINVAL, "`%s` names the root cgroup", u.unit);
+      cgroup_systemd_unit_clear (&u);
+      return asbx_error_wrap (err, "linux.cgroupsPath `%s`", cgroups_path ? cgroups_path : "");
+    }
+  *out = u;
+  return 0;
+}
+
+/* ---- resource properties (pure) ---- */
+
+/* "0-3,7" -> little-endian bitmask as systemd's AllowedCPUs/AllowedMemoryNodes "ay" wants
+ * (bit i = byte i/8, bit i%8; systemd cpu_set_to_dbus()). */
+static int
+cpulist_to_mask (const char *list, const char *field, uint8_t **bytes, size_t *n, asbx_err_t *err)
+{
+  cleanup_free char *copy = xstrdup (list);
+  cleanup_free uint8_t *mask = NULL;
+  size_t len = 0;
+  char *save = NULL;
+
+  for (char *t = strtok_r (copy, ",", &save); t; t = strtok_r (NULL, ",", &save))
+    {
+      char *dash = strchr (t, '-');
+      uint64_t lo, hi;
+      if (dash)
+        *dash = '\0';
+      if (parse_u64 (t, &lo) < 0 || (dash ? parse_u64 (dash + 1, &hi) : (hi = lo, 0)) < 0 || hi < lo
+          || hi >= 8192)
+        return asbx_error (err, EINVAL, "linux.resources.cpu.%s: invalid list `%s`", field, list);
+      if (hi / 8 + 1 > len)
+        {
+          mask = xrealloc (mask, hi / 8 + 1);
+          memset (mask + len, 0, hi / 8 + 1 - len);
+          len = hi / 8 + 1;
+        }
+      for (uint64_t i = lo; i <= hi; i++)
+        mask[i / 8] |= (uint8_t) (1u << (i % 8));
+    }
+  *bytes = steal_ptr (&mask);
+  *n = len;
+  return 0;
+}
+
+static void
+prop_t (struct cgroup_sd_prop *v, size_t *n, const char *name, uint64_t val)
+{
+  v[(*n)++] = (struct cgroup_sd_prop){ .name = name, .type = 't', .u = val };
+}
+
+/* -1 (the spec's "unlimited") -> systemd's infinity */
+static uint64_t
+limit_of (int64_t v)
+{
+  return v < 0 ? UINT64_MAX : (uint64_t) v;
+}
+
+static int
+cpu_props (const struct oci_cpu *c, bool v2, struct cgroup_sd_prop *v, size_t *n, asbx_err_t *err)
+{
+  if (c->has_shares && c->shares != 0)
+    prop_t (v, n, v2 ? "CPUWeight" : "CPUShares", v2 ? cgroup_shares_to_weight (c->shares) : c->shares);
+  if ((c->has_quota && c->quota != 0) || (c->has_period && c->period != 0))
+    {
+      uint64_t period = c->has_period && c->period ? c->period : 100000, per_sec = UINT64_MAX;
+      if (c->has_quota && c->quota > 0)
+        {
+          /* systemd keeps the quota in percent of a CPU: round up to 10 ms per second so the
+           * kernel value is never below what the config asked (runc does the same) */
+          per_sec = (uint64_t) c->quota * 1000000u / period;
+          if (per_sec % 10000)
+            per_sec = (per_sec / 10000 + 1) * 10000;
+        }
+      prop_t (v, n, "CPUQuotaPerSecUSec", per_sec);
+      if (c->has_period && c->period)
+        prop_t (v, n, "CPUQuotaPeriodUSec", c->period);
+    }
+  if (v2 && c->cpus && c->cpus[0])
+    {
+      v[*n] = (struct cgroup_sd_prop){ .name = "AllowedCPUs", .type = 'y' };
+      if (cpulist_to_mask (c->cpus, "cpus", &v[*n].bytes, &v[*n].nbytes, err) < 0)
+        return -1;
+      (*n)++;
+    }
+  if (v2 && c->mems && c->mems[0])
+    {
+      v[*n] = (struct cgroup_sd_prop){ .name = "AllowedMemoryNodes", .type = 'y' };
+      if (cpulist_to_mask (c->mems, "mems", &v[*n].bytes, &v[*n].nbytes, err) < 0)
+        return -1;
+      (*n)++;
+    }
+  return 0;
+}
+
+int
+cgroup_systemd_resource_props (const struct oci_resources *res, bool v2, struct cgroup_sd_prop **out, size_t *n,
+                               asbx_err_t *err)
+{
+  struct cgroup_sd_prop *v = xmalloc0 (sizeof *v * 16);
+  size_t k = 0;
+
+  if (res && res->memory)
+    {
+      const struct oci_memory *m = res->memory;
+      int64_t swap = 0;
+      if (m->has_limit && m->limit != 0)
+        prop_t (v, &k, v2 ? "MemoryMax" : "MemoryLimit", limit_of (m->limit));
+      if (v2 && m->has_reservation && m->reservation != 0)
+        prop_t (v, &k, "MemoryLow", limit_of (m->reservation));
+      /* an invalid swap is reported by the file code with its own message: no property then */
+      if (v2 && m->has_swap && m->swap != 0 && cgroup_swap_to_v2 (m->swap, m->has_limit ? m->limit : 0, &swap, NULL) == 0
+          && swap != 0)
+        prop_t (v, &k, "MemorySwapMax", limit_of (swap));
+    }
+  if (res && res->cpu && cpu_props (res->cpu, v2, v, &k, err) < 0)
+    {
+      cgroup_sd_props_free (v, k);
+      return -1;
+    }
+  if (res && res->has_pids && res->pids_limit != 0)
+    prop_t (v, &k, "TasksMax", limit_of (res->pids_limit));
+  *out = v;
+  *n = k;
+  return 0;
+}
+
+void
+cgroup_sd_props_free (struct cgroup_sd_prop *p, size_t n)
+{
+  for (size_t i = 0; p && i < n; i++)
+    free (p[i].bytes);
+  free (p);
+}
+
+/* ---- the pending unit of this process (resolve -> enter -> apply resources) ---- */
+
+static struct cgroup_systemd_unit pending;
+
+bool
+cgroup_systemd_is_pending (const char *path)
+{
+  return path && pending.path && strcmp (path, pending.path) == 0;
+}
+
+char *
+cgroup_systemd_prepare (const char *cgroups_path, const char *id, bool systemd_running, asbx_err_t *err)
+{
+  struct cgroup_systemd_unit u;
+
+  if (!systemd_running)
+    {
+      asbx_error (err, ENOTSUP, "systemd cgroup driver requested but systemd is not running (no /run/systemd/system)");
+      return NULL;
+    }
+#ifndef HAVE_LIBSYSTEMD
+  (void) u;
+  (void) cgroups_path;
+  (void) id;
+  asbx_error (err, ENOTSUP, "systemd cgroup driver requested but agentsbx was built without libsystemd "
+                            "(apt-get install -y libsystemd-dev, then rebuild)");
+  return NULL;
+#else
+  if (cgroup_systemd_parse (cgroups_path, id, &u, err) < 0)
+    return NULL;
+  cgroup_systemd_unit_clear (&pending);
+  pending = u;
+  return xstrdup (u.path);
+#endif
+}
+
+#ifndef HAVE_LIBSYSTEMD
+
+int
+cgroup_systemd_start (const char *path, pid_t pid, int timeout_ms, asbx_err_t *err)
+{
+  (void) pid;
+  (void) timeout_ms;
+  return asbx_error (err, ENOTSUP, "cgroup `%s`: agentsbx was built without libsystemd", path);
+}
+
+int
+cgroup_systemd_set_resources (const char *path, const struct oci_resources *res, asbx_err_t *err)
+{
+  (void) path;
+  (void) res;
+  (void) err;
+  return 0;
+}
+
+int
+cgroup_systemd_stop (const char *path, int timeout_ms, asbx_err_t *err)
+{
+  (void) timeout_ms;
+  return asbx_error (err, ENOTSUP, "cgroup `%s` is a systemd unit but agentsbx was built without libsystemd", path);
+}
+
+#else /* HAVE_LIBSYSTEMD */
+
+#define SD_DEST "org.freedesktop.systemd1"
+#define SD_PATH "/org/freedesktop/systemd1"
+#define SD_MANAGER "org.freedesktop.systemd1.Manager"
+
+static inline void
+bus_closep (sd_bus **b)
+{
+  if (*b)
+    sd_bus_flush_close_unref (*b);
+}
+static inline void
+msg_unrefp (sd_bus_message **m)
+{
+  if (*m)
+    sd_bus_message_unref (*m);
+}
+static inline void
+slot_unrefp (sd_bus_slot **s)
+{
+  if (*s)
+    sd_bus_slot_unref (*s);
+}
+#define cleanup_bus __attribute__ ((cleanup (bus_closep)))
+#define cleanup_msg __attribute__ ((cleanup (msg_unrefp)))
+#define cleanup_slot __attribute__ ((cleanup (slot_unrefp)))
+#define cleanup_sderr __attribute__ ((cleanup (sd_bus_error_free)))
+
+/* "NAME: MESSAGE" of a D-Bus error, or strerror when the call failed locally */
+static int
+bus_fail (asbx_err_t *err, int r, const sd_bus_error *e, const char *what, const char *unit)
+{
+  if (e && e->name)
+    return asbx_error (err, -r, "systemd %s of unit `%s`: %s (%s)", what, unit, e->message ? e->message : "",
+                       e->name);
+  return asbx_error (err, -r, "systemd %s of unit `%s`", what, unit);
+}
+
+/* As root, systemd's private socket (what systemctl uses: no dbus-daemon needed); else, or if
+ * that fails, the system bus. *direct tells which (a direct connection has no sender field, so
+ * signal matches must not filter on it). */
+static int
+bus_open (sd_bus **out, bool *direct, asbx_err_t *err)
+{
+  sd_bus *bus = NULL;
+  int r;
+
+  if (geteuid () == 0 && access ("/run/systemd/private", F_OK) == 0)
+    {
+      r = sd_bus_new (&bus);
+      if (r >= 0)
+        r = sd_bus_set_address (bus, "unix:path=/run/systemd/private");
+      if (r >= 0)
+        r = sd_bus_start (bus);
+      if (r >= 0)
+        {
+          *out = bus;
+          *direct = true;
+          return 0;
+        }
+      log_debug ("systemd private socket: %s; trying the system bus", strerror (-r));
+      if (bus)
+        sd_bus_unref (bus);
+      bus = NULL;
+    }
+  r = sd_bus_open_system (&bus);
+  if (r < 0)
+    return asbx_error (err, -r, "connect to systemd (/run/systemd/private and the system bus)");
+  *out = bus;
+  *direct = false;
+  return 0;
+}
+
+/* Jobs whose JobRemoved signal arrived: path and result, filled by on_job_removed. */
+struct job_watch
+{
+  char *done_path[8];
+  char *done_result[8];
+  size_t n;
+};
+
+static int
+on_job_removed (sd_bus_message *m, void *userdata, sd_bus_error *ret)
+{
+  struct job_watch *w = userdata;
+  const char *path = NULL, *unit = NULL, *result = NULL;
+  uint32_t id;
+
+  (void) ret;
+  if (sd_bus_message_read (m, "uoss", &id, &path, &unit, &result) < 0)
+    return 0;
+  /* keep the last few: only our own job matters, others may be removed meanwhile */
+  if (w->n == 8)
+    {
+      free (w->done_path[0]);
+      free (w->done_result[0]);
+      memmove (w->done_path, w->done_path + 1, sizeof (char *) * 7);
+      memmove (w->done_result, w->done_result + 1, sizeof (char *) * 7);
+      w->n--;
+    }
+  w->done_path[w->n] = xstrdup (path);
+  w->done_result[w->n++] = xstrdup (result);
+  return 0;
+}
+
+static void
+job_watch_clear (struct job_watch *w)
+{
+  for (size_t i = 0; i < w->n; i++)
+    {
+      free (w->done_path[i]);
+      free (w->done_result[i]);
+    }
+  w->n = 0;
+}
+
+/* Wait until `job` is removed; its result must be "done". 0 / -1 with *err. */
+static int
+job_wait (sd_bus *bus, struct job_watch *w, const char *job, const char *unit, const char *what, int timeout_ms,
+          asbx_err_t *err)
+{
+  uint64_t deadline = now_ns () + (uint64_t) timeout_ms * 1000000ull;
+
+  for (;;)
+    {
+      int r;
+      for (size_t i = 0; i < w->n; i++)
+        if (strcmp (w->done_path[i], job) == 0)
+          {
+            if (strcmp (w->done_result[i], "done") != 0)
+              return asbx_error (err, EIO, "systemd %s of unit `%s`: job %s finished with result `%s`", what, unit,
+                                 job, w->done_result[i]);
+            return 0;
+          }
+      r = sd_bus_process (bus, NULL);
+      if (r < 0)
+        return asbx_error (err, -r, "systemd %s of unit `%s`: waiting for job %s", what, unit, job);
+      if (r > 0)
+        continue;
+      if (now_ns () >= deadline)
+        return asbx_error (err, ETIMEDOUT, "systemd %s of unit `%s`: job %s not finished after %d ms", what, unit, job,
+                           timeout_ms);
+      r = sd_bus_wait (bus, (deadline - now_ns ()) / 1000u + 1);
+      if (r < 0 && r != -EINTR)
+        return asbx_error (err, -r, "systemd %s of unit `%s`: waiting for job %s", what, unit, job);
+    }
+}
+
+static int
+append_props (sd_bus_message *m, const struct cgroup_sd_prop *p, size_t n)
+{
+  int r = 0;
+  for (size_t i = 0; i < n && r >= 0; i++)
+    switch (p[i].type)
+      {
+      case 't': r = sd_bus_message_append (m, "(sv)", p[i].name, "t", p[i].u); break;
+      case 'b': r = sd_bus_message_append (m, "(sv)", p[i].name, "b", (int) p[i].u); break;
+      case 's': r = sd_bus_message_append (m, "(sv)", p[i].name, "s", p[i].s); break;
+      default:
+        r = sd_bus_message_open_container (m, 'r', "sv");
+        if (r >= 0)
+          r = sd_bus_message_append (m, "s", p[i].name);
+        if (r >= 0)
+          r = sd_bus_message_open_container (m, 'v', "ay");
+        if (r >= 0)
+          r = sd_bus_message_append_array (m, 'y', p[i].bytes, p[i].nbytes);
+        if (r >= 0)
+          r = sd_bus_message_close_container (m);
+        if (r >= 0)
+          r = sd_bus_message_close_container (m);
+      }
+  return r;
+}
+
+/* A call to a Manager method that queues a job ("o" reply), then the wait for that job.
+ * `m` is the filled method call. 1 when systemd answered NoSuchUnit and `nosuch_ok`. */
+static int
+call_job (sd_bus *bus, bool direct, sd_bus_message *m, const char *unit, const char *what, bool nosuch_ok,
+          int timeout_ms, asbx_err_t *err)
+{
+  cleanup_sderr sd_bus_error e = SD_BUS_ERROR_NULL;
+  cleanup_msg sd_bus_message *reply = NULL;
+  cleanup_slot sd_bus_slot *slot = NULL;
+  struct job_watch w = { .n = 0 };
+  const char *job = NULL;
+  int r, ret;
+
+  /* the match first: the signal may overtake the method reply */
+  r = sd_bus_match_signal (bus, &slot, direct ? NULL : SD_DEST, SD_PATH, SD_MANAGER, "JobRemoved", on_job_removed, &w);
+  if (r < 0)
+    return asbx_error (err, -r, "systemd %s of unit `%s`: subscribe to JobRemoved", what, unit);
+  r = sd_bus_call (bus, m, (uint64_t) timeout_ms * 1000u, &e, &reply);
+  if (r < 0 && nosuch_ok && sd_bus_error_has_name (&e, "org.freedesktop.systemd1.NoSuchUnit"))
+    return 1;
+  if (r < 0)
+    return bus_fail (err, r, &e, what, unit);
+  r = sd_bus_message_read (reply, "o", &job);
+  if (r < 0)
+    return asbx_error (err, -r, "systemd %s of unit `%s`: reading the job path", what, unit);
+  ret = job_wait (bus, &w, job, unit, what, timeout_ms, err);
+  job_watch_clear (&w);
+  return ret;
+}
+
+static int
+new_manager_call (sd_bus *bus, sd_bus_message **m, const char *method, const char *unit, asbx_err_t *err)
+{
+  int r = sd_bus_message_new_method_call (bus, m, SD_DEST, SD_PATH, SD_MANAGER, method);
+  if (r < 0)
+    return asbx_error (err, -r, "systemd %s of unit `%s`: new message", method, unit);
+  return 0;
+}
+
+/* The path systemd put pid in: the name=systemd line on v1/hybrid hosts, else the v2 line. */
+static char *
+proc_cgroup_of (pid_t pid, asbx_err_t *err)
+{
+  cleanup_free char *file = xasprintf ("/proc/%d/cgroup", (int) pid), *buf = NULL;
+  char *save = NULL, *v2 = NULL;
+
+  if (read_file_at (AT_FDCWD, file, 1 << 20, &buf, NULL, err) < 0)
+    return NULL;
+  for (char *l = strtok_r (buf, "\n", &save); l; l = strtok_r (NULL, "\n", &save))
+    {
+      char *c1 = strchr (l, ':'), *c2 = c1 ? strchr (c1 + 1, ':') : NULL;
+      if (c2 == NULL)
+        continue;
+      if (strncmp (c1 + 1, "name=systemd:", 13) == 0)
+        {
+          free (v2);
+          return xstrdup (c2 + 1);
+        }
+      if (c2 == c1 + 1 && v2 == NULL)
+        v2 = xstrdup (c2 + 1);
+    }
+  if (v2 == NULL)
+    asbx_error (err, ENOENT, "%s lists no systemd or cgroup2 hierarchy", file);
+  return v2;
+}
+
+static int
+start_message (sd_bus *bus, sd_bus_message **m, pid_t pid, asbx_err_t *err)
+{
+  const struct cgroup_systemd_unit *u = &pending;
+  cleanup_free char *desc = xasprintf ("agentsbx container %s", u->unit);
+  bool scope = has_suffix (u->unit, ".scope");
+  int r;
+
+  if (new_manager_call (bus, m, "StartTransientUnit", u->unit, err) < 0)
+    return -1;
+  r = sd_bus_message_append (*m, "ss", u->unit, "replace");
+  if (r >= 0)
+    r = sd_bus_message_open_container (*m, 'a', "(sv)");
+  if (r >= 0)
+    r = sd_bus_message_append (*m, "(sv)(sv)(sv)(sv)(sv)(sv)", "Description", "s", desc, "DefaultDependencies", "b", 0,
+                               "MemoryAccounting", "b", 1, "CPUAccounting", "b", 1, "TasksAccounting", "b", 1,
+                               "IOAccounting", "b", 1);
+  /* a scope sits in its slice, holds the pid and is delegated (the container may manage its
+   * own sub-cgroups); a slice holds no process and only wants its parent */
+  if (r >= 0 && scope)
+    r = sd_bus_message_append (*m, "(sv)(sv)(sv)", "Slice", "s", u->slice, "Delegate", "b", 1, "PIDs", "au", 1,
+                               (uint32_t) pid);
+  else if (r >= 0)
+    r = sd_bus_message_append (*m, "(sv)", "Wants", "as", 1, u->slice);
+  if (r >= 0)
+    r = sd_bus_message_close_container (*m);
+  if (r >= 0)
+    r = sd_bus_message_append (*m, "a(sa(sv))", 0);
+  if (r < 0)
+    return asbx_error (err, -r, "systemd StartTransientUnit of unit `%s`: building the message", u->unit);
+  return 0;
+}
+
+int
+cgroup_systemd_start (const char *path, pid_t pid, int timeout_ms, asbx_err_t *err)
+{
+  cleanup_bus sd_bus *bus = NULL;
+  cleanup_msg sd_bus_message *m = NULL;
+  cleanup_free char *actual = NULL;
+  bool direct = false;
+
+  if (!cgroup_systemd_is_pending (path))
+    return asbx_error (err, EINVAL, "cgroup `%s` is not the systemd unit resolved for this container", path);
+  if (bus_open (&bus, &direct, err) < 0 || start_message (bus, &m, pid, err) < 0)
+    return asbx_error_wrap (err, "unit `%s`", pending.unit);
+  if (call_job (bus, direct, m, pending.unit, "StartTransientUnit", false, timeout_ms, err) < 0)
+    return -1;
+  log_debug ("systemd unit %s started for pid %d", pending.unit, (int) pid);
+  if (!has_suffix (pending.unit, ".scope"))
+    return 0; /* a slice: the caller moves the pid into it */
+  actual = proc_cgroup_of (pid, err);
+  if (actual && strcmp (actual, path) == 0)
+    return 0;
+  if (actual)
+    asbx_error (err, EXDEV, "systemd placed pid %d of unit `%s` in cgroup `%s`, expected `%s`", (int) pid,
+                pending.unit, actual, path);
+  {
+    asbx_err_t ignored = NULL;
+    if (cgroup_systemd_stop (path, timeout_ms, &ignored) < 0)
+      asbx_error_free (&ignored);
+  }
+  return -1;
+}
+
+/* The unit of a cgroup path: its last component when that is a scope or slice name. */
+static const char *
+unit_of_path (const char *path)
+{
+  const char *leaf = strrchr (path, '/') ? strrchr (path, '/') + 1 : path;
+  return has_suffix (leaf, ".scope") || has_suffix (leaf, ".slice") ? leaf : NULL;
+}
+
+/* Is `unit` known to systemd with ControlGroup == path? 1 yes, 0 no, -1 on a bus error. */
+static int
+unit_owns_path (sd_bus *bus, const char *unit, const char *path, asbx_err_t *err)
+{
+  cleanup_sderr sd_bus_error e = SD_BUS_ERROR_NULL;
+  cleanup_msg sd_bus_message *reply = NULL;
+  cleanup_free char *cg = NULL;
+  const char *obj = NULL;
+  int r;
+
+  r = sd_bus_call_method (bus, SD_DEST, SD_PATH, SD_MANAGER, "GetUnit", &e, &reply, "s", unit);
+  if (r < 0 && sd_bus_error_has_name (&e, "org.freedesktop.systemd1.NoSuchUnit"))
+    return 0;
+  if (r < 0 || (r = sd_bus_message_read (reply, "o", &obj)) < 0)
+    return bus_fail (err, r, &e, "GetUnit", unit);
+  r = sd_bus_get_property_string (bus, SD_DEST, obj,
+                                  has_suffix (unit, ".scope") ? "org.freedesktop.systemd1.Scope"
+                                                              : "org.freedesktop.systemd1.Slice",
+                                  "ControlGroup", &e, &cg);
+  if (r < 0)
+    return bus_fail (err, r, &e, "ControlGroup property", unit);
+  return strcmp (cg, path) == 0;
+}
+
+int
+cgroup_systemd_set_resources (const char *path, const struct oci_resources *res, asbx_err_t *err)
+{
+  const struct cgroup_layout_info *info;
+  cleanup_bus sd_bus *bus = NULL;
+  cleanup_msg sd_bus_message *m = NULL;
+  cleanup_sderr sd_bus_error e = SD_BUS_ERROR_NULL;
+  struct cgroup_sd_prop *props = NULL;
+  const char *unit = unit_of_path (path);
+  bool direct = false, ours = cgroup_systemd_is_pending (path);
+  size_t n = 0;
+  int r;
+
+  if (unit == NULL || res == NULL || access ("/run/systemd/system", F_OK) != 0)
+    return 0;
+  if ((info = cgroup_layout_get (err)) == NULL)
+    return -1;
+  if (cgroup_systemd_resource_props (res, info->layout == CGROUP_LAYOUT_UNIFIED, &props, &n, err) < 0)
+    return -1;
+  if (n == 0)
+    {
+      cgroup_sd_props_free (props, n);
+      return 0;
+    }
+  r = bus_open (&bus, &direct, err);
+  if (r == 0 && !ours)
+    r = unit_owns_path (bus, unit, path, err);
+  if (r <= 0 && !(r == 0 && ours))
+    {
+      cgroup_sd_props_free (props, n);
+      /* 0: not a unit systemd knows for this path (a cgroupfs path that merely looks like one):
+       * the files are enough */
+      return r < 0 ? asbx_error_wrap (err, "unit `%s`", unit) : 0;
+    }
+  r = sd_bus_message_new_method_call (bus, &m, SD_DEST, SD_PATH, SD_MANAGER, "SetUnitProperties");
+  if (r >= 0)
+    r = sd_bus_message_append (m, "sb", unit, 1);
+  if (r >= 0)
+    r = sd_bus_message_open_container (m, 'a', "(sv)");
+  if (r >= 0)
+    r = append_props (m, props, n);
+  if (r >= 0)
+    r = sd_bus_message_close_container (m);
+  cgroup_sd_props_free (props, n);
+  if (r < 0)
+    return asbx_error (err, -r, "systemd SetUnitProperties of unit `%s`: building the message", unit);
+  r = sd_bus_call (bus, m, 0, &e, NULL);
+  if (r < 0)
+    return bus_fail (err, r, &e, "SetUnitProperties", unit);
+  return 0;
+}
+
+int
+cgroup_systemd_stop (const char *path, int timeout_ms, asbx_err_t *err)
+{
+  cleanup_bus sd_bus *bus = NULL;
+  cleanup_msg sd_bus_message *m = NULL;
+  cleanup_sderr sd_bus_error e = SD_BUS_ERROR_NULL;
+  const char *unit = unit_of_path (path);
+  bool direct = false;
+  int r;
+
+  if (unit == NULL)
+    return asbx_error (err, EINVAL, "cgroup `%s` does not name a systemd unit", path);
+  if (access ("/run/systemd/system", F_OK) != 0)
+    return asbx_error (err, ENOTSUP, "cannot stop unit `%s`: systemd is not running", unit);
+  if (bus_open (&bus, &direct, err) < 0)
+    return asbx_error_wrap (err, "stop unit `%s`", unit);
+  if (new_manager_call (bus, &m, "StopUnit", unit, err) < 0)
+    return -1;
+  r = sd_bus_message_append (m, "ss", unit, "replace");
+  if (r < 0)
+    return asbx_error (err, -r, "systemd StopUnit of unit `%s`: building the message", unit);
+  r = call_job (bus, direct, m, unit, "StopUnit", true, timeout_ms, err);
+  if (r < 0)
+    return -1;
+  /* a scope whose processes were killed (OOM, SIGKILL) stays "failed" until reset */
+  if (sd_bus_call_method (bus, SD_DEST, SD_PATH, SD_MANAGER, "ResetFailedUnit", &e, NULL, "s", unit) < 0)
+    log_debug ("ResetFailedUnit %s: %s", unit, e.message ? e.message : "?");
+  return 0;
+}
+
+#endif /* HAVE_LIBSYSTEMD */
