@@ -29,6 +29,12 @@ if [ -n "${CI:-}" ] || [ -n "${ASBX_ENGINES:-}" ]; then
   fi
   [ $erc = 0 ] || rc=1
 fi
+# cgroup v2 (tests/vm, make check-cgroupv2): the cgroup tests again on a pure v2 kernel in a qemu
+# VM, in CI only unless asked (ASBX_CGROUPV2=1); about 8 minutes on 2 cores.
+if [ -n "${CI:-}" ] || [ -n "${ASBX_CGROUPV2:-}" ]; then
+  command -v qemu-system-x86_64 >/dev/null || { apt-get update -q && apt-get install -y -q --no-install-recommends qemu-system-x86 busybox-static; } >/dev/null
+  make check-cgroupv2 PYTEST_ARGS="$*" || rc=1
+fi
 # Security proof (docs/security.md), in CI only unless asked (ASBX_SECURITY=1): the escape suite,
 # each fuzz target for FUZZ_SECONDS (3 targets x 60 s), and one ASan+UBSan build of the runtime
 # running the integration suite (separate build dir). Together about 8 minutes on 2 cores.

@@ -1,5 +1,6 @@
 """Control groups, basic placement (config-linux.md "Control groups", "cgroupsPath") on this
-host's hybrid layout (v1 controllers + cgroup2 at /sys/fs/cgroup/unified).
+host's hybrid layout (v1 controllers + cgroup2 at /sys/fs/cgroup/unified), and on a pure v2
+host (the qemu VM of tests/vm, make check-cgroupv2), where every test here runs as well.
 
 The container is placed in the cgroup named by cgroupsPath in every hierarchy, seen from the
 kernel (cgroup.procs) and from the inside (/proc/self/cgroup), and the cgroups are removed on
@@ -119,7 +120,12 @@ def test_resource_limits_applied_or_refused_clearly(rt, bundle):
         for h in cgroup_hierarchies():
             assert not os.path.exists(os.path.join(h, path.lstrip("/"))), f"{h}{path} left"
         return
-    with open(f"/sys/fs/cgroup/memory/{path.lstrip('/')}/memory.limit_in_bytes") as f:
+    if os.path.exists("/sys/fs/cgroup/cgroup.subtree_control"):  # pure v2 (the VM of tests/vm)
+        mem, pids = (f"/sys/fs/cgroup/{path.lstrip('/')}/{n}" for n in ("memory.max", "pids.max"))
+    else:
+        mem = f"/sys/fs/cgroup/memory/{path.lstrip('/')}/memory.limit_in_bytes"
+        pids = f"/sys/fs/cgroup/pids/{path.lstrip('/')}/pids.max"
+    with open(mem) as f:
         assert int(f.read()) == 64 << 20
-    with open(f"/sys/fs/cgroup/pids/{path.lstrip('/')}/pids.max") as f:
+    with open(pids) as f:
         assert f.read().strip() == "50"

@@ -6,8 +6,8 @@
 # cgroup_no_v1=all, so no v1 hierarchy can exist), every available controller enabled in the
 # root's cgroup.subtree_control, fresh tmpfs on /tmp and /run, devpts, and RAM block devices
 # (brd) for io.max/io.weight. Then runs the pytest selection the host wrote to
-# /asbx-out/pytest-args (one argument per line) in the build tree /asbx-out/top names, with the
-# agentsbx binary and probe of that tree. Writes /asbx-out/rc, /asbx-out/timing and the pytest
+# /asbx-out/pytest-args (one argument per line) in the source tree /asbx-out/top names, with the
+# agentsbx binary and probe of the build tree /asbx-out/build. Writes /asbx-out/rc, /asbx-out/timing and the pytest
 # log there, prints "ASBX-VM-RESULT rc=N" on the console and powers off.
 PATH=/usr/sbin:/usr/bin:/sbin:/bin
 export PATH
@@ -45,12 +45,13 @@ ip link set lo up 2>/dev/null
 hostname asbx-cgroupv2-vm
 
 top=$(cat $out/top)
+build=$(cat $out/build 2>/dev/null || echo "$top")
 cd "$top" || finish 125
 set --
 while IFS= read -r a; do set -- "$@" "$a"; done <$out/pytest-args
 echo "guest: up after ${boot_s}s; running pytest $*"
 t0=$(cut -d' ' -f1 /proc/uptime)
-AGENTSBX_RUNTIME="$top/agentsbx" AGENTSBX_PROBE="$top/tests/probe/probe" \
+AGENTSBX_RUNTIME="$build/agentsbx" AGENTSBX_PROBE="$build/tests/probe/probe" \
 	AGENTSBX_TEST_CACHE=/var/cache/agentsbx-tests ASBX_CGROUPV2_VM=1 PYTHONDONTWRITEBYTECODE=1 \
 	timeout -k 10 "$(cat $out/timeout)" python3 -m pytest -ra -p no:cacheprovider \
 	--junitxml=$out/junit.xml "$@" >$out/pytest.log 2>&1
