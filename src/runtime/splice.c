@@ -10,8 +10,18 @@
  * Threat model: the container controls the bytes and the pace. Parsers check every length; a
  * connection that never names a host holds one of CONNS_MAX slots until it closes (known
  * limit: no hello timeout yet); the relay never blocks the monitor (non-blocking sockets).
- * Ordering: the name is checked BEFORE any byte or connect reaches the destination. */
+ * Ordering: the name is checked BEFORE any byte or connect reaches the destination.
+ * Keep-alive (plain HTTP): every request on a connection is checked, not just the first, or a
+ * second request could name a refused host that shares the address. The relay follows request
+ * boundaries in the client's stream (head, then Content-Length bytes or chunked framing) and
+ * forwards no byte past what has been checked. Anything it cannot frame the way the server
+ * might (bare CR/LF, obs-fold, both or repeated length headers, a transfer coding other than
+ * chunked, absolute-form targets, CONNECT, two Host headers) is refused rather than guessed:
+ * request smuggling is exactly a disagreement between two parsers. After an Upgrade request
+ * the stream is opaque only if the server's next bytes are a 101. A refusal mid-connection
+ * lets the earlier responses finish (upstream half-closed), then sends the 403. */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -51,6 +61,21 @@ struct rbuf
 {
   unsigned char b[BUF_MAX];
   size_t off, len;
+  size_t chk; /* c2u: bytes before b[chk] are checked and may be sent (off <= chk <= len) */
+};
+
+/* where the client's HTTP stream is (see the file comment) */
+enum
+{
+  H_HEAD = 0, /* at the start of a request */
+  H_BODY,     /* `left` Content-Length bytes to go */
+  H_CSIZE,    /* chunked: a chunk-size line */
+  H_CDATA,    /* chunked: `left` data bytes */
+  H_CCRLF,    /* chunked: the CRLF after the data */
+  H_TRAILER,  /* chunked: trailer lines until an empty one */
+  H_WAIT101,  /* after an Upgrade request: nothing more until the server's status line */
+  H_OPAQUE,   /* TLS, or an upgraded connection: not HTTP any more */
+  H_REFUSED,  /* a request was refused: the rest of the client's bytes are dropped */
 };
 
 struct conn
@@ -60,6 +85,13 @@ struct conn
   struct sockaddr_storage dst;
   socklen_t dlen;
   bool c_eof, u_eof;
+  int hs;                   /* H_*: the client's HTTP stream */
+  bool upgrade, refuse_403; /* the current request asks for Upgrade; a 403 follows the responses */
+  uint64_t left;            /* bytes of body or chunk data still to pass */
+  char host[256];           /* the last Host checked on this connection (audited when it changes) */
+  char status[12];          /* H_WAIT101: the first bytes of the server's answer */
+  char blocked[300];        /* H_REFUSED: the X-Agentsbx-Blocked value of the 403 to come */
+  size_t status_len;
   struct rbuf c2u, u2c; /* c2u holds the hello first */
 };
 
@@ -178,7 +210,7 @@ interests (struct splice *s, struct conn *c)
   if (c->ufd < 0)
     return;
   ev.data.u64 = k * 2 + 1;
-  ev.events = (c->state == ST_CONNECTING || c->c2u.len ? EPOLLOUT : 0)
+  ev.events = (c->state == ST_CONNECTING || c->c2u.chk > c->c2u.off ? EPOLLOUT : 0) /* checked bytes only */
               | (c->state == ST_RELAY && !c->u_eof && c->u2c.len < BUF_MAX ? EPOLLIN : 0);
   epoll_ctl (s->ep, EPOLL_CTL_MOD, c->ufd, &ev);
 }
@@ -222,6 +254,212 @@ refuse (struct splice *s, struct conn *c, const char *host, const char *rule, bo
   conn_close (s, c, !http);
 }
 
+/* ---- keep-alive: every request's Host (see the file comment) ---- */
+
+static bool
+header_is (const unsigned char *line, size_t n, const char *name)
+{
+  size_t k = strlen (name);
+  return n > k && line[k] == ':' && strncasecmp ((const char *) line, name, k) == 0;
+}
+
+/* the value of a header line, without the name, the colon and surrounding blanks */
+static void
+header_value (const unsigned char *line, size_t n, size_t namelen, const unsigned char **v, size_t *vlen)
+{
+  const unsigned char *p = line + namelen + 1, *e = line + n;
+  while (p < e && (*p == ' ' || *p == '\t'))
+    p++;
+  while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
+    e--;
+  *v = p;
+  *vlen = (size_t) (e - p);
+}
+
+/* Checks one complete request head h[0..n) (ending in CRLF CRLF) for unambiguous framing and
+ * sets c->hs/left/upgrade for what follows it. Returns NULL, or the audit rule of the refusal. */
+static const char *
+http_head (struct conn *c, const unsigned char *h, size_t n)
+{
+  int hosts = 0, cls = 0, tes = 0;
+  uint64_t cl = 0;
+  for (size_t i = 0; i < n; i++)
+    if ((h[i] == '\n' && (i == 0 || h[i - 1] != '\r')) || (h[i] == '\r' && (i + 1 == n || h[i + 1] != '\n')))
+      return "http: framing"; /* a bare CR or LF: some servers end lines there */
+  const unsigned char *sp = memchr (h, ' ', n);
+  if (!sp || sp + 1 >= h + n || (sp[1] != '/' && sp[1] != '*'))
+    return "http: framing"; /* absolute-form (its host wins over Host) and CONNECT */
+  c->upgrade = false;
+  const unsigned char *line = (const unsigned char *) memmem (h, n, "\r\n", 2) + 2, *end = h + n - 2;
+  while (line < end)
+    {
+      const unsigned char *le = memmem (line, (size_t) (end - line) + 2, "\r\n", 2), *v;
+      size_t ln = (size_t) (le - line), vlen;
+      if (*line == ' ' || *line == '\t')
+        return "http: framing"; /* obs-fold */
+      if (header_is (line, ln, "host"))
+        hosts++;
+      else if (header_is (line, ln, "upgrade"))
+        c->upgrade = true;
+      else if (header_is (line, ln, "transfer-encoding"))
+        {
+          header_value (line, ln, 17, &v, &vlen);
+          if (tes++ || vlen != 7 || strncasecmp ((const char *) v, "chunked", 7) != 0)
+            return "http: framing";
+        }
+      else if (header_is (line, ln, "content-length"))
+        {
+          header_value (line, ln, 14, &v, &vlen);
+          if (cls++ || vlen == 0 || vlen > 18)
+            return "http: framing";
+          for (size_t i = 0; i < vlen; i++)
+            if (v[i] < '0' || v[i] > '9')
+              return "http: framing";
+            else
+              cl = cl * 10 + (uint64_t) (v[i] - '0');
+        }
+      line = le + 2;
+    }
+  if (hosts > 1 || (cls && tes))
+    return "http: framing";
+  c->left = cl;
+  c->hs = tes ? H_CSIZE : cl ? H_BODY : c->upgrade ? H_WAIT101 : H_HEAD;
+  c->status_len = 0;
+  return NULL;
+}
+
+/* a request was refused after others passed: stop the client's side, let the server finish
+ * what it was sent (half-close), and queue the 403 behind its responses (on_event) */
+static void
+refuse_request (struct splice *s, struct conn *c, const char *host, const char *rule)
+{
+  audit_conn (s, c, host, "refused", rule);
+  if (strcmp (rule, "host") == 0)
+    snprintf (c->blocked, sizeof c->blocked, "host not allowed: %s", host);
+  else
+    snprintf (c->blocked, sizeof c->blocked, "%s", host ? "ambiguous request framing" : "no Host header");
+  c->c2u.len = c->c2u.chk; /* the refused request and anything after it never leave */
+  c->c_eof = true;
+  c->hs = H_REFUSED;
+  c->refuse_403 = true;
+}
+
+/* Advances c2u.chk over every complete, checked part of the client's stream. */
+static void
+http_scan (struct splice *s, struct conn *c)
+{
+  struct rbuf *b = &c->c2u;
+  const char *bad;
+  char name[256];
+  while (b->chk < b->len && c->hs != H_WAIT101 && c->hs != H_REFUSED)
+    {
+      const unsigned char *p = b->b + b->chk, *e;
+      size_t avail = b->len - b->chk, t;
+      switch (c->hs)
+        {
+        case H_OPAQUE: b->chk = b->len; break;
+        case H_BODY:
+        case H_CDATA:
+          t = avail < c->left ? avail : (size_t) c->left;
+          b->chk += t;
+          c->left -= t;
+          if (c->left == 0 && c->hs == H_CDATA)
+            c->hs = H_CCRLF;
+          else if (c->left == 0)
+            c->hs = c->upgrade ? H_WAIT101 : H_HEAD;
+          break;
+        case H_CCRLF:
+          if (avail < 2)
+            return;
+          if (p[0] != '\r' || p[1] != '\n')
+            {
+              refuse_request (s, c, c->host, "http: framing");
+              return;
+            }
+          b->chk += 2;
+          c->hs = H_CSIZE;
+          break;
+        case H_CSIZE:
+        case H_TRAILER:
+          e = memchr (p, '\n', avail);
+          if (!e)
+            {
+              if (avail > 4096)
+                refuse_request (s, c, c->host, "http: framing");
+              return;
+            }
+          t = (size_t) (e - p) + 1;
+          if (t < 2 || e[-1] != '\r')
+            {
+              refuse_request (s, c, c->host, "http: framing");
+              return;
+            }
+          if (c->hs == H_TRAILER)
+            c->hs = t == 2 ? (c->upgrade ? H_WAIT101 : H_HEAD) : H_TRAILER;
+          else
+            {
+              size_t i = 0;
+              c->left = 0;
+              for (; i < t - 2 && i < 16 && isxdigit (p[i]); i++)
+                c->left = c->left * 16 + (uint64_t) (p[i] <= '9' ? p[i] - '0' : (p[i] | 0x20) - 'a' + 10);
+              if (i == 0 || i == 16 || (i < t - 2 && p[i] != ';'))
+                {
+                  refuse_request (s, c, c->host, "http: framing");
+                  return;
+                }
+              c->hs = c->left ? H_CDATA : H_TRAILER;
+            }
+          b->chk += t;
+          break;
+        default: /* H_HEAD */
+          e = memmem (p, avail, "\r\n\r\n", 4);
+          if (!e)
+            {
+              /* a head ended by bare LFs never shows CRLF CRLF: refuse it now, not at HELLO_MAX */
+              const unsigned char *lf = memchr (p, '\n', avail);
+              if (avail >= HELLO_MAX || (lf && (lf == p || lf[-1] != '\r')))
+                refuse_request (s, c, c->host, "http: framing");
+              return;
+            }
+          t = (size_t) (e - p) + 4;
+          bad = NULL;
+          if (splice_http_host (p, t, name, sizeof name) <= 0)
+            {
+              refuse_request (s, c, NULL, "host: none");
+              return;
+            }
+          /* the name the connection was opened for stays good after its TTL, like the
+           * established flow in the table; any other name must be resolvable now */
+          if ((bad = http_head (c, p, t)) != NULL || (strcmp (name, c->host) != 0 && !name_allowed (s, name)))
+            {
+              refuse_request (s, c, name, bad ? bad : "host");
+              return;
+            }
+          if (strcmp (name, c->host) != 0)
+            {
+              audit_conn (s, c, name, "allowed", "host"); /* one record per name per connection */
+              snprintf (c->host, sizeof c->host, "%s", name);
+            }
+          b->chk += t;
+          break;
+        }
+    }
+}
+
+/* H_WAIT101: the server's first bytes after an Upgrade request decide whether the stream
+ * becomes opaque (101 Switching Protocols) or stays HTTP (any other status, or pipelined
+ * answers to earlier requests coming first: fail closed, the client's next bytes are parsed) */
+static void
+http_status (struct conn *c, const unsigned char *p, size_t n)
+{
+  while (n-- > 0 && c->status_len < sizeof c->status)
+    c->status[c->status_len++] = (char) *p++;
+  if (c->status_len < sizeof c->status)
+    return;
+  c->hs = memcmp (c->status, "HTTP/1.", 7) == 0 && memcmp (c->status + 8, " 101", 4) == 0 ? H_OPAQUE : H_HEAD;
+  c->upgrade = false;
+}
+
 static void
 on_hello (struct splice *s, struct conn *c)
 {
@@ -250,6 +488,19 @@ on_hello (struct splice *s, struct conn *c)
       refuse (s, c, name, tls ? "sni" : "host", !tls);
       return;
     }
+  const char *bad = tls ? NULL
+                        : http_head (c, c->c2u.b,
+                                     (size_t) ((const unsigned char *) memmem (c->c2u.b, c->c2u.len, "\r\n\r\n", 4) + 4
+                                               - c->c2u.b));
+  if (bad)
+    {
+      refuse (s, c, name, bad, true);
+      return;
+    }
+  /* TLS: one name per connection (the SNI); HTTP: http_scan checks this request again and
+   * every later one before their bytes leave */
+  c->hs = tls ? H_OPAQUE : H_HEAD;
+  snprintf (c->host, sizeof c->host, "%s", name);
   c->ufd = upstream_socket (s, c->dst.ss_family);
   struct epoll_event ev = { .events = EPOLLOUT, .data.u64 = (uint64_t) (c - s->c) * 2 + 1 };
   if (c->ufd < 0 || epoll_ctl (s->ep, EPOLL_CTL_ADD, c->ufd, &ev) < 0
@@ -263,36 +514,47 @@ on_hello (struct splice *s, struct conn *c)
   c->state = ST_CONNECTING;
 }
 
-/* move bytes from fd into b; false when the side is done (EOF or error) */
-static bool
+static void
+compact (struct rbuf *b)
+{
+  memmove (b->b, b->b + b->off, b->len - b->off);
+  b->len -= b->off, b->chk -= b->off, b->off = 0;
+}
+
+/* move bytes from fd into b; returns how many arrived (0 at EOF, on error or none yet) */
+static size_t
 fill (int fd, struct rbuf *b, bool *eof)
 {
   if (b->off && b->off == b->len)
-    b->off = b->len = 0;
+    b->off = b->len = b->chk = 0;
   if (b->len == BUF_MAX && b->off)
-    {
-      memmove (b->b, b->b + b->off, b->len - b->off);
-      b->len -= b->off, b->off = 0;
-    }
+    compact (b);
   ssize_t n = recv (fd, b->b + b->len, BUF_MAX - b->len, MSG_DONTWAIT);
   if (n > 0)
     b->len += (size_t) n;
   else if (n == 0 || (errno != EAGAIN && errno != EINTR))
     *eof = true;
-  return n != 0 && !(n < 0 && errno != EAGAIN && errno != EINTR);
+  return n > 0 ? (size_t) n : 0;
 }
 
+/* send b's bytes before `end` (c2u: the checked ones; u2c: all) */
 static bool
-drain (int fd, struct rbuf *b)
+drain (int fd, struct rbuf *b, size_t end)
 {
-  if (b->off == b->len)
-    return true;
-  ssize_t n = send (fd, b->b + b->off, b->len - b->off, MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (b->off == end)
+    {
+      if (b->off == b->len)
+        b->off = b->len = b->chk = 0;
+      return true;
+    }
+  ssize_t n = send (fd, b->b + b->off, end - b->off, MSG_DONTWAIT | MSG_NOSIGNAL);
   if (n < 0)
     return errno == EAGAIN || errno == EINTR;
   b->off += (size_t) n;
   if (b->off == b->len)
-    b->off = b->len = 0;
+    b->off = b->len = b->chk = 0;
+  else if (b->len == BUF_MAX)
+    compact (b); /* full, with unchecked bytes waiting for the rest of a head: make room */
   return true;
 }
 
@@ -321,12 +583,26 @@ on_event (struct splice *s, struct conn *c, bool upstream, uint32_t events)
       c->state = ST_RELAY;
     }
   bool ok = true;
-  if (upstream && (events & EPOLLIN) && !c->u_eof)
-    fill (c->ufd, &c->u2c, &c->u_eof);
+  size_t got;
+  if (upstream && (events & EPOLLIN) && !c->u_eof && (got = fill (c->ufd, &c->u2c, &c->u_eof)) && c->hs == H_WAIT101)
+    http_status (c, c->u2c.b + c->u2c.len - got, got);
   if (!upstream && (events & EPOLLIN) && !c->c_eof)
     fill (c->cfd, &c->c2u, &c->c_eof);
+  http_scan (s, c);
+  if (c->u_eof && c->u2c.len == 0 && c->refuse_403)
+    {
+      /* every response before the refused request is delivered: now the refusal */
+      char resp[512];
+      int n = snprintf (resp, sizeof resp,
+                        "HTTP/1.1 403 Forbidden\r\nX-Agentsbx-Blocked: %s\r\n"
+                        "Content-Type: text/plain\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                        c->blocked);
+      memcpy (c->u2c.b, resp, (size_t) n); /* n < sizeof resp: blocked is at most 299 bytes */
+      c->u2c.len = c->u2c.chk = (size_t) n;
+      c->refuse_403 = false;
+    }
   if (c->state == ST_RELAY)
-    ok = drain (c->ufd, &c->c2u) && drain (c->cfd, &c->u2c);
+    ok = drain (c->ufd, &c->c2u, c->c2u.chk) && drain (c->cfd, &c->u2c, c->u2c.len);
   if (!ok || (events & EPOLLERR))
     {
       conn_close (s, c, true);
@@ -418,15 +694,12 @@ splice_new (const char *id, int netns_fd, const struct policy_plan *plan, int au
 {
   struct splice *s = xmalloc0 (sizeof *s);
   cleanup_close int self = open ("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-  *s = (struct splice){
-    .id = id,
-    .plan = plan,
-    .audit_fd = audit_fd,
-    .netns = netns_fd,
-    .ep = -1,
-    .l4 = -1,
-    .l6 = -1,
-  };
+  /* field by field: a compound literal of this 2 MiB struct would be built on the stack */
+  s->id = id;
+  s->plan = plan;
+  s->audit_fd = audit_fd;
+  s->netns = netns_fd;
+  s->ep = s->l4 = s->l6 = -1;
   for (size_t i = 0; i < CONNS_MAX; i++)
     s->c[i].cfd = s->c[i].ufd = -1;
   if (self < 0 || setns (netns_fd, CLONE_NEWNET) < 0)

@@ -7,6 +7,7 @@ anywhere, IP forwarding never touched. The upstream runs egress/upstream.py (DNS
 HTTP, a ClientHello reader, a UDP counter) and logs every query and connection, so a test can
 prove that nothing reached it. The container runs egress/client.py with the host's /usr bound
 read-only, and reports what it saw as JSON. No packet leaves loopback and these namespaces."""
+import fcntl
 import json
 import os
 import shutil
@@ -58,6 +59,10 @@ def lab(tmp_path):
         pytest.skip("iproute2 not installed")
     with open("/proc/sys/net/ipv4/ip_forward") as f:
         assert f.read().strip() == "0", "net.ipv4.ip_forward is on: refusing to build a test network"
+    # the lab's addresses are fixed: two test runs at once (two checkouts, CI + a developer) take
+    # turns, or one would route the other's host side
+    lock = open("/run/agentsbx-egress-lab.lock", "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
     tag = uuid.uuid4().hex[:6]
     state = str(tmp_path / "upstream")
     os.makedirs(state)
@@ -97,6 +102,7 @@ def lab(tmp_path):
         sh("ip", "link", "del", lab.vh, check=False)
         sh("ip", "netns", "del", lab.up, check=False)
         sh("ip", "netns", "del", lab.c, check=False)
+        lock.close()
 
 
 @pytest.fixture(scope="session")
@@ -588,3 +594,120 @@ def test_sni_and_host_tell_shared_address_apart(filtered, lab):
     assert (UP4, 443, "pkg.test", "allowed", "sni") in net, net
     assert (UP4, 443, "evil.test", "refused", "sni") in net, net
     assert (UP4, 80, "bad.mirror.test", "refused", "host") in net, net
+
+
+# ---- keep-alive: every request on a connection is checked (splice.c http_scan) -----------------
+
+def req(host, extra="", body="", method="GET"):
+    return f"{method} / HTTP/1.1\r\nHost: {host}\r\n{extra}\r\n{body}"
+
+
+def chunked(body):
+    return f"{len(body):x}\r\n{body}\r\n0\r\n\r\n"
+
+
+def host_records(recs):
+    return [(r["addr"], r["port"], r.get("host"), r["decision"], r["rule"]) for r in recs
+            if r["event"] == "network" and r.get("host") is not None]
+
+
+def test_keepalive_each_request_checked(filtered, lab):
+    """One keep-alive connection to pkg.test's address: requests for pkg.test pass (a POST with
+    a Content-Length body, one with a chunked body whose data looks like a request for
+    evil.test), then a request naming evil.test (shares the address, never resolved) gets
+    403 after the earlier answers and the connection ends; pipelined the same. Framing the
+    relay cannot be sure of (both length headers, a bare LF) is refused too. Nothing for
+    evil.test reaches the server; each decision is one audit record."""
+    smuggle = "GET / HTTP/1.1\r\nHost: evil.test\r\n\r\n"
+    seq = [req("pkg.test"), req("pkg.test", f"Content-Length: {len(smuggle)}\r\n", smuggle, "POST"),
+           req("pkg.test", "Transfer-Encoding: chunked\r\n", chunked(smuggle), "POST"),
+           req("evil.test"), req("pkg.test")]
+    res, recs = filtered([["resolve", "pkg.test"], ["http_reqs", UP4, 80, seq, False],
+                          ["http_reqs", UP4, 80, [req("pkg.test"), req("evil.test"), req("pkg.test")], True],
+                          ["http_reqs", UP4, 80, [req("pkg.test"), req("pkg.test", "Content-Length: 3\r\n"
+                                                                         "Transfer-Encoding: chunked\r\n", "0\r\n\r\n")],
+                           False],
+                          ["http_reqs", UP4, 80, [req("pkg.test"), "GET / HTTP/1.1\nHost: pkg.test\n\n"], False]])
+    resolved, one, pipe, te_cl, bare_lf = res
+    assert resolved["ok"], res
+    assert one["ok"] and [r[0] for r in one["responses"]] == ["HTTP/1.1 200 OK"] * 3 + ["HTTP/1.1 403 Forbidden"], one
+    assert one["responses"][3][1] == "host not allowed: evil.test" and one["closed"] is True, one
+    assert pipe["ok"] and [r[0] for r in pipe["responses"]] == ["HTTP/1.1 200 OK", "HTTP/1.1 403 Forbidden"], pipe
+    for r in (te_cl, bare_lf):
+        assert r["ok"] and [x[0] for x in r["responses"]] == ["HTTP/1.1 200 OK", "HTTP/1.1 403 Forbidden"], r
+        assert r["responses"][1][1] == "ambiguous request framing", r
+    assert "evil.test" not in lab.log("http.log"), lab.log("http.log")
+    assert lab.log("http.log") == ["pkg.test"] * 6, lab.log("http.log")
+    net = host_records(recs)
+    # one allowed record per connection (the name does not change), one per refusal
+    assert net.count((UP4, 80, "pkg.test", "allowed", "host")) == 4, net
+    assert net.count((UP4, 80, "evil.test", "refused", "host")) == 2, net
+    assert net.count((UP4, 80, "pkg.test", "refused", "http: framing")) == 2, net
+    assert len(net) == 8, net
+
+
+def test_tls_sni_v4_v6_and_audit_once(filtered, lab):
+    """A ClientHello naming an allowed name reaches the upstream through the splice over IPv4 and
+    IPv6 (the fake 443 server records the SNI); a refused SNI gets a reset on both families and
+    never reaches it. Every decision is ONE audit record with addr, port, proto, decision, rule."""
+    res, recs = filtered([["resolve", "pkg.test"], ["tls_as", UP4, "pkg.test"], ["tls_as", UP6, "pkg.test"],
+                          ["tls_as", UP4, "evil.test"], ["tls_as", UP6, "evil.test"], ["connect", UP4B, 443]])
+    _, ok4, ok6, evil4, evil6, direct = res
+    assert ok4["ok"] and ok6["ok"], (ok4, ok6)
+    for r in (evil4, evil6):
+        assert r["ok"] and r["handshake"] in ("ECONNRESET", "ssl-error", "EPIPE"), r
+    assert not direct["ok"] and direct["error"] == "ECONNREFUSED", direct
+    deadline = time.monotonic() + 10
+    while len(lab.log("sni.log")) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert lab.log("sni.log") == ["pkg.test", "pkg.test"], lab.log("sni.log")
+    net = [r for r in recs if r["event"] == "network"]
+    for r in net:
+        assert {"addr", "port", "proto", "decision", "rule"} <= set(r), r
+    keys = [(r["addr"], r["port"], r["proto"], r.get("host"), r["decision"], r["rule"]) for r in net]
+    for want in [(UP4, 443, "tcp", "pkg.test", "allowed", "sni"), (UP6, 443, "tcp", "pkg.test", "allowed", "sni"),
+                 (UP4, 443, "tcp", "evil.test", "refused", "sni"), (UP6, 443, "tcp", "evil.test", "refused", "sni"),
+                 (UP4B, 443, "tcp", None, "refused", "default-deny")]:
+        assert keys.count(want) == 1, (want, keys)
+    dns = [(r["host"], r["qtype"], r["decision"]) for r in recs if r["event"] == "dns"]
+    assert len(dns) == len(set(dns)), dns
+
+
+def test_filtered_raw_socket_and_table_locked(filtered, lab):
+    """Under filtered the spec's CAP_NET_RAW/CAP_NET_ADMIN are gone: a raw ICMP socket cannot be
+    made (v4, v6), and `nft flush ruleset` / `nft delete table` fail; the table still works
+    afterwards (an allowed name connects, an unlisted address does not)."""
+    res, _ = filtered([["raw", UP4], ["raw", UP6], ["run", "nft", "flush", "ruleset"],
+                       ["run", "nft", "delete", "table", "inet", "agentsbx"], ["http", "pkg.test", 80],
+                       ["connect", UP4B, 80]])
+    raw4, raw6, flush, delete, http, direct = res
+    for r in (raw4, raw6):
+        assert not r["ok"] and r["error"] == "EPERM", r
+    for r in (flush, delete):
+        assert r["ok"] and r["rc"] != 0 and "Operation not permitted" in r["err"], r
+    assert http["ok"] and http["response"].endswith("ok pkg.test\n"), http
+    assert not direct["ok"] and direct["error"] == "ECONNREFUSED", direct
+    assert "policy drop" in nft_table(lab.c)
+
+
+def test_explain_prints_the_loaded_ruleset(rt, ebundle, lab, tmp_path):
+    """`agentsbx policy explain` shows the nftables text that the runtime loads: every rule line
+    of the table found in the container's namespace is in the explanation."""
+    lab.zone(ZONE)
+    pol = tmp_path / "policy.json"
+    pol.write_text(json.dumps(POLICY))
+    r = rt.cmd("policy", "explain", "--policy", str(pol))
+    assert r.rc == 0 and "nftables ruleset" in r.out, r
+    explained = {line.strip() for line in r.out.splitlines()}
+    ebundle.args("/bin/true")
+    run, _ = rt.run(ebundle, global_args=audit_args(tmp_path, "--policy", str(pol)),
+                    env=dict(os.environ, AGENTSBX_UPSTREAM_DNS=HOSTUP4))
+    assert run.ok, run
+    loaded = nft_table(lab.c)
+    rule = "ip daddr {} meta l4proto {{ tcp, udp }} th dport 8080 accept"
+    assert rule.format(f"{UP4B}/32") in explained, r.out   # nft lists a /32 as the address
+    assert rule.format(UP4B) in loaded, loaded
+    for want in ("ip daddr . tcp dport @allow4 accept", "ip6 daddr . tcp dport @allow6 accept",
+                 "meta l4proto tcp reject with tcp reset", 'oifname "lo" accept', "ct state established,related accept"):
+        assert want in explained, (want, r.out)
+        assert want in loaded, (want, loaded)

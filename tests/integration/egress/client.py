@@ -7,7 +7,11 @@ Actions: ["connect", host, port] | ["udp", host, port] | ["resolve", name] |
          ClientHello with SNI name) | ["loopback"] (listen on 127.0.0.1 and connect to it) |
          ["run", argv...] (exit code and output of a program) | ["rawdns", server, name] (one
          A query sent to server:53 directly; its rcode) | ["tcpdns", server, name] (the same over TCP) |
-         ["http_as", addr, port, host] / ["tls_as", addr, sni] (a literal address, a name of our choosing)"""
+         ["http_as", addr, port, host] / ["tls_as", addr, sni] (a literal address, a name of our choosing) |
+         ["http_reqs", addr, port, [raw request, ...], pipelined] (several requests on ONE
+         connection: one after the other, each answer awaited, or all sent at once; the status
+         line and X-Agentsbx-Blocked of every answer until the server closes) |
+         ["raw", addr] (an ICMP echo from a raw socket)"""
 import errno
 import json
 import socket
@@ -110,6 +114,48 @@ def tls_as(addr, sni):
     return {"handshake": "done"}
 
 
+def read_response(f):
+    """One HTTP response from file f: (status line, X-Agentsbx-Blocked or None), None at EOF."""
+    status = f.readline()
+    if not status:
+        return None
+    length, blocked = 0, None
+    while (line := f.readline()) not in (b"\r\n", b"\n", b""):
+        k, _, v = line.decode("latin-1").partition(":")
+        if k.lower() == "content-length":
+            length = int(v)
+        if k.lower() == "x-agentsbx-blocked":
+            blocked = v.strip()
+    f.read(length)
+    return [status.decode("latin-1").strip(), blocked]
+
+
+def http_reqs(addr, port, reqs, pipelined=False):
+    s = socket.create_connection((addr, int(port)), timeout=10)
+    f = s.makefile("rb")
+    out = []
+    try:
+        if pipelined:
+            s.sendall("".join(reqs).encode())
+        for r in reqs:
+            if not pipelined:
+                s.sendall(r.encode())
+            resp = read_response(f)
+            if resp is None:
+                break
+            out.append(resp)
+        closed = read_response(f) is None
+    except OSError as e:
+        return {"responses": out, "closed": err_name(e)}
+    return {"responses": out, "closed": closed}
+
+
+def raw(addr):
+    fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
+    s = socket.socket(fam, socket.SOCK_RAW, socket.IPPROTO_ICMPV6 if fam == socket.AF_INET6 else socket.IPPROTO_ICMP)
+    s.sendto(bytes([128 if fam == socket.AF_INET6 else 8, 0, 0, 0, 0, 1, 0, 1]), (addr, 0))
+
+
 def rawdns(server, name):
     """A query sent straight to a resolver address of our choosing (not /etc/resolv.conf)."""
     import struct
@@ -156,5 +202,5 @@ def run(*argv):
 
 ACTIONS = {"connect": connect, "udp": udp, "resolve": resolve, "http": http, "tls": tls,
            "loopback": loopback, "run": run, "rawdns": rawdns, "tcpdns": tcpdns,
-           "http_as": http_as, "tls_as": tls_as}
+           "http_as": http_as, "tls_as": tls_as, "http_reqs": http_reqs, "raw": raw}
 print(json.dumps([timed(lambda a=a: ACTIONS[a[0]](*a[1:])) for a in json.loads(sys.argv[1])]))

@@ -8,7 +8,8 @@ network namespace (no default route: it can only answer the host side of its vet
   ZONEFILE (JSON {"name": {"A": [...], "AAAA": [...], "ttl": N}}); every query is appended to
   STATEDIR/queries.log as one line "qname qtype" - the tests count them to prove that no query
   for a refused name leaked. Unknown names: NXDOMAIN.
-- TCP 80 and 8080: a tiny HTTP server that answers "ok <Host header>"; TCP 443: reads the TLS
+- TCP 80 and 8080: a tiny HTTP/1.1 server (keep-alive; see HTTP) that answers "ok <Host header>"
+  and logs each request's Host to STATEDIR/http.log; TCP 443: reads the TLS
   ClientHello, records its SNI in STATEDIR/sni.log and closes.
 - UDP 9999: counts datagrams in STATEDIR/udp.log.
 Writes STATEDIR/ready when all sockets are bound."""
@@ -78,17 +79,58 @@ class TCPDNS(socketserver.StreamRequestHandler):
 
 
 class HTTP(socketserver.StreamRequestHandler):
+    """HTTP/1.1 with keep-alive (HTTP/1.0 or `Connection: close`: one request): request bodies
+    by Content-Length or chunked are read and dropped. GET /bytes/N answers N bytes (the bench's
+    download), /simple/<file> a small fixed "package" (the demo), anything else "ok <Host>"."""
+
+    def body(self, headers):
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            while (n := int(self.rfile.readline(100).split(b";")[0], 16)) > 0:
+                self.rfile.read(n + 2)
+            while self.rfile.readline(4096) not in (b"\r\n", b"\n", b""):
+                pass  # trailers
+        elif "content-length" in headers:
+            self.rfile.read(int(headers["content-length"]))
+
     def handle(self):
-        host = ""
+        served = 0
         while True:
-            line = self.rfile.readline(4096)
-            if not line or line in (b"\r\n", b"\n"):
-                break
-            if line.lower().startswith(b"host:"):
-                host = line.split(b":", 1)[1].strip().decode("ascii", "replace")
-        log("http.log", host)
-        body = f"ok {host}\n".encode()
-        self.wfile.write(b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+            first = self.rfile.readline(4096)
+            if not first:
+                if not served:
+                    log("http.log", "")  # a bare connect: counted like a request without Host
+                return
+            served += 1
+            headers = {}
+            while True:
+                line = self.rfile.readline(4096)
+                if not line or line in (b"\r\n", b"\n"):
+                    break
+                k, _, v = line.decode("latin-1").partition(":")
+                headers[k.strip().lower()] = v.strip()
+            host = headers.get("host", "")
+            log("http.log", host)
+            self.body(headers)
+            parts = first.decode("latin-1").split()
+            path = parts[1] if len(parts) > 1 else "/"
+            keep = first.rstrip().endswith(b"HTTP/1.1") and headers.get("connection", "").lower() != "close"
+            status = "HTTP/1.1 200 OK" if keep else "HTTP/1.0 200 OK"
+            if path.startswith("/bytes/"):
+                n = int(path[7:])
+                self.wfile.write(f"{status}\r\nContent-Length: {n}\r\n\r\n".encode())
+                chunk = b"x" * 65536
+                while n > 0:
+                    self.wfile.write(chunk[:n])
+                    n -= min(n, len(chunk))
+            else:
+                body = (PACKAGE if path.startswith("/simple/") else f"ok {host}\n").encode()
+                self.wfile.write(f"{status}\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+            self.wfile.flush()
+            if not keep:
+                return
+
+
+PACKAGE = "pkg-1.0: a fake package from the demo registry\n"
 
 
 def sni_of(hello):
