@@ -2,8 +2,8 @@
  *
  * Usage: no-openat2 PROGRAM [ARG...]. Installs a seccomp filter (inherited by every child,
  * the container included) that answers openat2 with ENOSYS, then execs PROGRAM. Used by
- * tests/escape/test_robustness.py to show that agentsbx, which has no string-path fallback for
- * openat2 on purpose, refuses cleanly instead of resolving container paths unsafely.
+ * tests/escape/test_robustness.py and `make check-noopenat2` (via noopenat2-wrap.sh) to run
+ * agentsbx on its userspace resolution fallback (src/linux/pathsafe_fallback.c).
  * Needs root (no no_new_privs is set, so that the container's own setting stays observable).
  */
 #include <errno.h>
