@@ -19,7 +19,10 @@
  * costs one read of /proc/PID/cgroup), while an eBPF program on sched_process_{fork,exec,exit}
  * could filter by cgroup in the kernel (bpf_current_task_under_cgroup) and wake us only for the
  * container, at the price of libbpf, BTF and CAP_BPF. On an idle host the difference is noise;
- * on a host doing ~10k forks/s the connector costs the monitor roughly that many syscalls/s. */
+ * on a host doing ~10k forks/s the connector costs the monitor roughly that many syscalls/s.
+ * Files: this one (process shape, setup, the loop, the guard, the CLI side), monitor_events.c
+ * (the connector stream and the member set), monitor_limits.c (CPU, wall clock, kills, the
+ * final record); the shared state is struct mon in monitor_internal.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -44,12 +47,13 @@
 #include "runtime/denials.h"
 #include "runtime/dnsstub.h"
 #include "runtime/monitor.h"
+#include "runtime/monitor_internal.h"
 #include "runtime/pasta.h"
 
 /* ---- small state files in the state dir ---- */
 
-static int
-write_state_file (int dirfd, const char *name, const char *content)
+int
+mon_write_state_file (int dirfd, const char *name, const char *content)
 {
   char tmp[64];
   snprintf (tmp, sizeof tmp, ".%s.%d.tmp", name, (int) getpid ());
@@ -96,425 +100,9 @@ monitor_pid_read (int state_dirfd)
   return (pid_t) v;
 }
 
-/* ---- the set of the container's processes (sorted array: n is bounded by the pids limit) ---- */
-
-struct pidset
-{
-  pid_t *v;
-  size_t n, cap;
-};
-
-static size_t
-pidset_pos (const struct pidset *s, pid_t p, bool *found)
-{
-  size_t lo = 0, hi = s->n;
-  while (lo < hi)
-    {
-      size_t mid = (lo + hi) / 2;
-      if (s->v[mid] < p)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-  *found = lo < s->n && s->v[lo] == p;
-  return lo;
-}
-
-static bool
-pidset_has (const struct pidset *s, pid_t p)
-{
-  bool found;
-  pidset_pos (s, p, &found);
-  return found;
-}
-
-static void
-pidset_add (struct pidset *s, pid_t p)
-{
-  bool found;
-  size_t i = pidset_pos (s, p, &found);
-  if (found)
-    return;
-  if (s->n == s->cap)
-    {
-      s->cap = s->cap ? s->cap * 2 : 64;
-      s->v = xrealloc (s->v, s->cap * sizeof *s->v);
-    }
-  memmove (s->v + i + 1, s->v + i, (s->n - i) * sizeof *s->v);
-  s->v[i] = p;
-  s->n++;
-}
-
-static void
-pidset_del (struct pidset *s, pid_t p)
-{
-  bool found;
-  size_t i = pidset_pos (s, p, &found);
-  if (!found)
-    return;
-  memmove (s->v + i, s->v + i + 1, (s->n - i - 1) * sizeof *s->v);
-  s->n--;
-}
-
-/* ---- the monitor's state ---- */
-
-struct mon
-{
-  const struct monitor_opts *o;
-  const struct policy_plan *plan;
-  int audit_fd;
-  int init_pidfd;
-  int dirfd;       /* fresh fd of the state dir (no flock shared with the CLI) */
-  int conn;        /* process events, -1 when not needed and unavailable */
-  int wall_tfd;    /* -1 = no wall clock limit */
-  int cpu_tfd;     /* -1 = no cpu limit */
-  int cpu_fd;      /* cpuacct.usage (v1, ns) or cpu.stat (v2, usage_usec) */
-  bool cpu_v2;
-  int guard_pidfd; /* -1 until the guard runs */
-  pid_t guard_pid;
-  int guard_wr;    /* M's end of the guard pipe */
-  struct pidset procs;
-  uint64_t failed;
-  const char *reason; /* set when the monitor killed the container */
-  const char *detail;
-  bool have_status;
-  int status;
-  bool started;
-  uint64_t oom_at_start;
-  char **cg_paths; /* the container's cgroup path per hierarchy form, for /proc/PID/cgroup */
-  struct dnsstub *dns; /* network.mode filtered: the DNS stub (runtime/dnsstub.c), else NULL */
-  pid_t pasta;         /* filtered in a fresh netns: pasta, our child (runtime/pasta.h), else 0 */
-  struct denials *den;  /* kernel-reported denials (runtime/denials.c), NULL until set up */
-  uint64_t pids_max_at_start; /* pids.events "max" at start: forks refused by pids.max */
-};
-
-static void
-audit_put (struct mon *m, struct audit_rec *r)
-{
-  asbx_err_t e = NULL;
-  /* nowhere to report a failing write from a detached process: the record is lost, the
-   * enforcement goes on (disk full must not stop a kill) */
-  if (audit_rec_write (r, m->audit_fd, &e) < 0)
-    asbx_error_free (&e);
-}
-
-/* ---- CPU usage of the cgroup ---- */
-
-static int
-cpu_open (struct mon *m, asbx_err_t *err)
-{
-  const struct cgroup_layout_info *info = cgroup_layout_get (err);
-  const struct cgroup_hier *h;
-  cleanup_close int dfd = -1;
-
-  if (!info)
-    return -1;
-  h = cgroup_ctl_hier (info, "cpuacct");
-  if (!h || h->version != 1)
-    h = cgroup_ctl_hier (info, "cgroup2");
-  if (!h)
-    return asbx_error (err, ENOTSUP, "limits.cpuSeconds: no cpuacct (v1) or cgroup2 hierarchy on this host");
-  if (cgroup_open_in_hier (h, m->o->cgroup_path, false, NULL, &dfd, err) < 0)
-    return asbx_error_wrap (err, "limits.cpuSeconds");
-  m->cpu_v2 = h->version == 2;
-  m->cpu_fd = openat (dfd, m->cpu_v2 ? "cpu.stat" : "cpuacct.usage", O_RDONLY | O_CLOEXEC);
-  if (m->cpu_fd < 0)
-    return asbx_error (err, errno, "limits.cpuSeconds: open %s of cgroup `%s`", m->cpu_v2 ? "cpu.stat" : "cpuacct.usage",
-                       m->o->cgroup_path);
-  return 0;
-}
-
-/* CPU time used by the cgroup in ns, or -1. */
-static int64_t
-cpu_used_ns (struct mon *m)
-{
-  char buf[1024];
-  ssize_t n = pread (m->cpu_fd, buf, sizeof buf - 1, 0);
-  uint64_t v;
-  if (n <= 0)
-    return -1;
-  buf[n] = '\0';
-  if (!m->cpu_v2)
-    return sscanf (buf, "%" SCNu64, &v) == 1 ? (int64_t) v : -1;
-  char *p = strstr (buf, "usage_usec ");
-  if (!p || sscanf (p + 11, "%" SCNu64, &v) != 1)
-    return -1;
-  return (int64_t) (v * 1000);
-}
-
-static void
-timer_arm_ns (int tfd, uint64_t ns)
-{
-  struct itimerspec it = { 0 };
-  if (ns == 0)
-    ns = 1;
-  it.it_value.tv_sec = (time_t) (ns / 1000000000u);
-  it.it_value.tv_nsec = (long) (ns % 1000000000u);
-  timerfd_settime (tfd, 0, &it, NULL);
-}
-
-/* ---- kill ---- */
-
-static void
-container_kill (struct mon *m)
-{
-  asbx_err_t e = NULL;
-  if (m->o->cgroup_path && cgroup_kill_all (m->o->cgroup_path, SIGKILL, &e) < 0)
-    asbx_error_free (&e);
-  syscall (SYS_pidfd_send_signal, m->init_pidfd, SIGKILL, NULL, 0);
-}
-
-/* A limit fired: audit it, remember the reason, kill everything. Only the first reason counts. */
-static void
-limit_kill (struct mon *m, const char *reason, const char *limit, uint64_t value, uint64_t used)
-{
-  if (m->reason)
-    return;
-  m->reason = reason;
-  struct audit_rec *r = audit_rec_new (m->o->id, "limit");
-  audit_rec_str (r, "limit", limit);
-  audit_rec_int (r, "value", (int64_t) value);
-  audit_rec_int (r, "used", (int64_t) used);
-  audit_rec_str (r, "action", "kill");
-  audit_put (m, r);
-  container_kill (m);
-}
-
-/* ---- process events ---- */
-
-static bool
-in_container_cgroup (struct mon *m, pid_t pid)
-{
-  char path[64], *line = NULL;
-  size_t cap = 0;
-  bool found = false;
-  snprintf (path, sizeof path, "/proc/%d/cgroup", (int) pid);
-  cleanup_fclose FILE *f = fopen (path, "re");
-  if (!f || !m->cg_paths)
-    return false;
-  while (!found && getline (&line, &cap, f) > 0)
-    {
-      char *p = strchr (line, ':');
-      p = p ? strchr (p + 1, ':') : NULL;
-      if (!p)
-        continue;
-      p++;
-      p[strcspn (p, "\n")] = '\0';
-      for (char **c = m->cg_paths; *c && !found; c++)
-        {
-          size_t l = strlen (*c);
-          found = strncmp (p, *c, l) == 0 && (p[l] == '\0' || p[l] == '/');
-        }
-    }
-  free (line);
-  return found;
-}
-
-/* denials.c's membership test: a process of the container (set, init, or its cgroup) */
-static bool
-den_member (pid_t pid, void *data)
-{
-  struct mon *m = data;
-  return pid == m->o->init_pid || pidset_has (&m->procs, pid) || in_container_cgroup (m, pid);
-}
-
-static void
-audit_exec (struct mon *m, pid_t pid)
-{
-  char path[64], exe[4096];
-  cleanup_free char *cmd = NULL;
-  cleanup_free char **argv = NULL;
-  size_t len = 0, argc = 0;
-  asbx_err_t e = NULL;
-
-  snprintf (path, sizeof path, "/proc/%d/cmdline", (int) pid);
-  if (read_file_at (AT_FDCWD, path, 65536, &cmd, &len, &e) < 0)
-    asbx_error_free (&e);
-  argv = xmalloc (sizeof (char *) * (len / 2 + 2));
-  for (size_t i = 0; cmd && i < len; i += strlen (cmd + i) + 1)
-    argv[argc++] = cmd + i;
-  snprintf (path, sizeof path, "/proc/%d/exe", (int) pid);
-  ssize_t n = readlink (path, exe, sizeof exe - 1);
-  if (n >= 0)
-    exe[n] = '\0';
-  struct audit_rec *r = audit_rec_new (m->o->id, "exec");
-  audit_rec_int (r, "pid", pid);
-  /* the process may have exited already: argv[0] is the best we have then */
-  audit_rec_str (r, "path", n >= 0 ? exe : (argc ? argv[0] : NULL));
-  audit_rec_strv (r, "argv", argv, argc);
-  audit_put (m, r);
-}
-
-static void
-on_event (const struct proc_ev *ev, void *data)
-{
-  struct mon *m = data;
-
-  switch (ev->type)
-    {
-    case PROC_EV_FORK:
-      if (ev->pid == ev->tgid && pidset_has (&m->procs, ev->parent_tgid))
-        pidset_add (&m->procs, ev->tgid);
-      break;
-    case PROC_EV_EXEC:
-      if (!pidset_has (&m->procs, ev->tgid))
-        {
-          if (!in_container_cgroup (m, ev->tgid))
-            break;
-          pidset_add (&m->procs, ev->tgid);
-        }
-      if (ev->tgid == m->o->init_pid && !m->started)
-        {
-          /* the init execs the user's process when `start` releases it */
-          m->started = true;
-          struct audit_rec *r = audit_rec_new (m->o->id, "lifecycle");
-          audit_rec_str (r, "state", "started");
-          audit_rec_int (r, "pid", ev->tgid);
-          audit_put (m, r);
-        }
-      if (m->plan->audit_events & POLICY_AUDIT_EXEC)
-        audit_exec (m, ev->tgid);
-      break;
-    case PROC_EV_EXIT:
-      if (ev->pid != ev->tgid)
-        break; /* a thread; the process exit is the leader's event */
-      if (ev->tgid == m->o->init_pid || pidset_has (&m->procs, ev->tgid))
-        denials_note_exit (m->den, ev->tgid); /* its audit records may come after this event */
-      if (ev->tgid == m->o->init_pid)
-        {
-          m->have_status = true;
-          m->status = ev->exit_code;
-          break;
-        }
-      if (!pidset_has (&m->procs, ev->tgid))
-        break;
-      pidset_del (&m->procs, ev->tgid);
-      if (ev->exit_code == 0 || m->reason)
-        break; /* processes our own kill ended are not failures of the agent */
-      m->failed++;
-      if (m->plan->failed_execs && m->failed >= m->plan->failed_execs)
-        limit_kill (m, "failed-execs", "failedExecs", m->plan->failed_execs, m->failed);
-      break;
-    }
-}
-
-/* Rebuild the member set from the cgroup (after lost events, and at start). */
-static void
-procs_resync (struct mon *m)
-{
-  cleanup_free pid_t *pids = NULL;
-  size_t n = 0;
-  asbx_err_t e = NULL;
-  pidset_add (&m->procs, m->o->init_pid);
-  if (!m->o->cgroup_path)
-    return;
-  if (cgroup_pids (m->o->cgroup_path, &pids, &n, &e) < 0)
-    {
-      asbx_error_free (&e);
-      return;
-    }
-  for (size_t i = 0; i < n; i++)
-    pidset_add (&m->procs, pids[i]);
-}
-
-static void
-drain_events (struct mon *m)
-{
-  asbx_err_t e = NULL;
-  if (m->conn < 0)
-    return;
-  int r = proc_events_drain (m->conn, on_event, m, &e);
-  if (r < 0)
-    asbx_error_free (&e);
-  if (r == 1)
-    {
-      struct audit_rec *a = audit_rec_new (m->o->id, "limit");
-      audit_rec_str (a, "warning", "process events lost (connector queue overflow); counts resynchronised");
-      audit_put (m, a);
-      procs_resync (m);
-    }
-}
-
-/* ---- end of the container ---- */
-
-/* Exit status from /proc/PID/stat field 52 while the init is still a zombie (fallback when the
- * connector lost its exit event). true when read. */
-static bool
-status_from_stat (pid_t pid, int *status)
-{
-  char path[64];
-  cleanup_free char *buf = NULL;
-  size_t len;
-  asbx_err_t e = NULL;
-  snprintf (path, sizeof path, "/proc/%d/stat", (int) pid);
-  if (read_file_at (AT_FDCWD, path, 4096, &buf, &len, &e) < 0)
-    {
-      asbx_error_free (&e);
-      return false;
-    }
-  char *p = strrchr (buf, ')'); /* comm may contain spaces and ')' */
-  int field = 2;
-  for (; p && *p; p++)
-    if (*p == ' ' && ++field == 52)
-      return sscanf (p + 1, "%d", status) == 1;
-  return false;
-}
-
-static void
-finish (struct mon *m)
-{
-  const char *reason = m->reason;
-  struct audit_rec *r;
-  asbx_err_t e = NULL;
-  uint64_t oom = 0;
-
-  drain_events (m);
-  denials_finish (m->den);
-  if (!m->have_status)
-    m->have_status = status_from_stat (m->o->init_pid, &m->status);
-  if (!reason)
-    {
-      reason = "exited";
-      if (m->have_status && WIFSIGNALED (m->status))
-        {
-          reason = "killed";
-          if (m->o->cgroup_path && cgroup_oom_count (m->o->cgroup_path, &oom, &e) == 0 && oom > m->oom_at_start)
-            reason = "memory";
-          asbx_error_free (&e);
-        }
-      /* a failure after pids.max refused forks: the pids limit ended it (a clean exit 0 did cope) */
-      if (strcmp (reason, "memory") != 0 && m->have_status && m->status != 0 && m->o->cgroup_path
-          && denials_pids_max_count (m->o->cgroup_path, &oom) == 0 && oom > m->pids_max_at_start)
-        reason = "pids";
-    }
-  char line[64];
-  snprintf (line, sizeof line, "%s\n", reason);
-  (void) write_state_file (m->dirfd, "exit_reason", line);
-  r = audit_rec_new (m->o->id, "lifecycle");
-  audit_rec_str (r, "state", "exited");
-  if (m->have_status)
-    {
-      /* as runc reports it: the exit status, or 128 + the signal */
-      int code = WIFSIGNALED (m->status) ? 128 + WTERMSIG (m->status) : WEXITSTATUS (m->status);
-      audit_rec_int (r, "exitCode", code);
-      if (WIFSIGNALED (m->status))
-        audit_rec_int (r, "signal", WTERMSIG (m->status));
-    }
-  else
-    audit_rec_str (r, "exitCode", NULL);
-  audit_rec_str (r, "exitReason", reason);
-  if (m->detail)
-    audit_rec_str (r, "detail", m->detail);
-  audit_rec_int (r, "failedExecs", (int64_t) m->failed);
-  if (m->cpu_fd >= 0)
-    audit_rec_int (r, "cpuUsec", cpu_used_ns (m) / 1000);
-  audit_put (m, r);
-}
-
 /* ---- the guard: kills the container when the monitor dies ---- */
 
-static void __attribute__ ((noreturn))
-guard_main (struct mon *m, int rd)
+static void __attribute__ ((noreturn)) guard_main (struct mon *m, int rd)
 {
   char c = 0;
   ssize_t n;
@@ -526,18 +114,18 @@ guard_main (struct mon *m, int rd)
   if (n == 1 && c == 'd')
     _exit (0); /* the monitor finished normally */
   /* EOF: the monitor is gone (killed, crashed). Fail closed. */
-  container_kill (m);
+  mon_container_kill (m);
   struct pollfd p = { .fd = m->init_pidfd, .events = POLLIN };
   poll (&p, 1, 10000);
   if (m->conn >= 0)
     {
-      drain_events (m);
+      mon_drain_events (m);
       proc_events_close (m->conn);
       m->conn = -1;
     }
   m->reason = "killed";
   m->detail = "the monitor died";
-  finish (m);
+  mon_finish (m);
   _exit (0);
 }
 
@@ -577,33 +165,26 @@ guard_start (struct mon *m, asbx_err_t *err)
 
 /* ---- the loop ---- */
 
-static void
-cpu_check (struct mon *m)
-{
-  uint64_t limit = m->plan->cpu_seconds * 1000000000ull;
-  int64_t used = cpu_used_ns (m);
-  long ncpu = sysconf (_SC_NPROCESSORS_ONLN);
-  if (used >= 0 && (uint64_t) used >= limit)
-    {
-      limit_kill (m, "cpu", "cpuSeconds", m->plan->cpu_seconds, (uint64_t) used / 1000000000ull);
-      return;
-    }
-  /* the budget cannot run out faster than remaining / ncpu: sleep that long, within 50 ms..1 s */
-  uint64_t next = used < 0 ? 1000000000ull : (limit - (uint64_t) used) / (uint64_t) (ncpu > 0 ? ncpu : 1);
-  if (next < 50000000ull)
-    next = 50000000ull;
-  if (next > 1000000000ull)
-    next = 1000000000ull;
-  timer_arm_ns (m->cpu_tfd, next);
-}
+static void pasta_lazy_start (struct mon *m);
 
-static void __attribute__ ((noreturn))
-monitor_loop (struct mon *m)
+static void __attribute__ ((noreturn)) monitor_loop (struct mon *m)
 {
-  enum { P_INIT, P_CONN, P_WALL, P_CPU, P_GUARD, P_DNS, P_DEN, P_N };
+  enum
+  {
+    P_INIT,
+    P_CONN,
+    P_WALL,
+    P_CPU,
+    P_GUARD,
+    P_DNS,
+    P_DEN,
+    P_N
+  };
   struct pollfd p[P_N] = {
-    [P_INIT] = { .fd = m->init_pidfd, .events = POLLIN }, [P_CONN] = { .fd = m->conn, .events = POLLIN },
-    [P_WALL] = { .fd = m->wall_tfd, .events = POLLIN },   [P_CPU] = { .fd = m->cpu_tfd, .events = POLLIN },
+    [P_INIT] = { .fd = m->init_pidfd, .events = POLLIN },
+    [P_CONN] = { .fd = m->conn, .events = POLLIN },
+    [P_WALL] = { .fd = m->wall_tfd, .events = POLLIN },
+    [P_CPU] = { .fd = m->cpu_tfd, .events = POLLIN },
     [P_GUARD] = { .fd = m->guard_pidfd, .events = POLLIN },
     [P_DNS] = { .fd = m->dns ? dnsstub_fd (m->dns) : -1, .events = POLLIN },
     [P_DEN] = { .fd = denials_fd (m->den), .events = POLLIN },
@@ -616,24 +197,27 @@ monitor_loop (struct mon *m)
         {
           if (errno == EINTR)
             continue;
-          container_kill (m); /* cannot supervise any more: fail closed */
+          mon_container_kill (m); /* cannot supervise any more: fail closed */
           m->reason = "killed";
           m->detail = "monitor poll failed";
           p[P_INIT].revents = POLLIN;
         }
       if (p[P_CONN].revents)
-        drain_events (m);
+        mon_drain_events (m);
       if (p[P_DEN].revents)
         {
-          drain_events (m); /* the forks the records refer to first */
+          mon_drain_events (m); /* the forks the records refer to first */
           denials_dispatch (m->den);
         }
       if (p[P_DNS].revents)
-        dnsstub_dispatch (m->dns);
+        {
+          pasta_lazy_start (m);
+          dnsstub_dispatch (m->dns);
+        }
       if (p[P_WALL].revents & POLLIN && read (m->wall_tfd, &ticks, sizeof ticks) > 0)
-        limit_kill (m, "wallclock", "wallClockSeconds", m->plan->wall_clock_seconds, m->plan->wall_clock_seconds);
+        mon_limit_kill (m, "wallclock", "wallClockSeconds", m->plan->wall_clock_seconds, m->plan->wall_clock_seconds);
       if (p[P_CPU].revents & POLLIN && read (m->cpu_tfd, &ticks, sizeof ticks) > 0)
-        cpu_check (m);
+        mon_cpu_check (m);
       if (p[P_GUARD].revents)
         {
           waitpid (m->guard_pid, NULL, WNOHANG);
@@ -643,12 +227,12 @@ monitor_loop (struct mon *m)
               m->reason = "killed";
               m->detail = "the monitor's guard died";
             }
-          container_kill (m);
+          mon_container_kill (m);
         }
       if (p[P_INIT].revents)
         break;
     }
-  finish (m);
+  mon_finish (m);
   pasta_stop (m->pasta);
   /* tell the guard we are done on purpose, then leave (the guard exits on 'd') */
   if (m->guard_wr >= 0 && write (m->guard_wr, "d", 1) < 0)
@@ -683,6 +267,54 @@ cgroup_path_forms (const char *path)
   return v;
 }
 
+/* A namespace nobody wires: pasta is its way out (nothing allowed: none needed). An allowed
+ * CIDR is reachable at once, so pasta starts now. Names (allowedDomains, approvals) are
+ * reachable only after the stub has answered (it fills the table's sets before it answers), so
+ * pasta starts at the stub's first activity (pasta_lazy_start), before that activity is handled:
+ * a command that never resolves anything (most of them, and every `sandbox -- true`) never pays
+ * pasta's start (~10-20 ms of exec, tap and route setup) nor its kill and reaping at the end.
+ * The binary is looked up now, so a host without it still fails at create. */
+static int
+pasta_setup (struct mon *m, asbx_err_t *err)
+{
+  char nspath[64];
+  snprintf (nspath, sizeof nspath, "/proc/%d/ns/net", (int) m->o->init_pid);
+  cleanup_close int ns = open (nspath, O_RDONLY | O_CLOEXEC);
+  if (ns < 0)
+    return asbx_error (err, errno, "network: open %s", nspath);
+  if (m->plan->allowed_cidrs_len == 0)
+    {
+      if (pasta_available (err) < 0)
+        return -1;
+      m->pasta_netns = steal_fd (&ns);
+      return 0;
+    }
+  m->pasta = pasta_start (ns, 20000, err);
+  return m->pasta < 0 ? -1 : 0;
+}
+
+/* The stub has work (a query, an approver, a TCP connection): attach pasta first, so the
+ * addresses the answer opens are reachable by the time the container gets it. A failure is
+ * audited; the container then has no way out (fail closed), the stub goes on answering. */
+static void
+pasta_lazy_start (struct mon *m)
+{
+  asbx_err_t e = NULL;
+  if (m->pasta_netns < 0)
+    return;
+  m->pasta = pasta_start (m->pasta_netns, 20000, &e);
+  close (m->pasta_netns);
+  m->pasta_netns = -1;
+  if (m->pasta < 0)
+    {
+      struct audit_rec *r = audit_rec_new (m->o->id, "network");
+      audit_rec_str (r, "warning", e ? e->msg : "pasta failed");
+      mon_audit_put (m, r);
+      asbx_error_free (&e);
+      m->pasta = 0;
+    }
+}
+
 static int
 mon_setup (struct mon *m, asbx_err_t *err)
 {
@@ -697,43 +329,34 @@ mon_setup (struct mon *m, asbx_err_t *err)
   asbx_error_free (&e);
   if (m->o->cgroup_path && denials_pids_max_count (m->o->cgroup_path, &oom) == 0)
     m->pids_max_at_start = oom;
-  procs_resync (m);
+  mon_procs_resync (m);
   if (pl->audit_events & POLICY_AUDIT_DENIAL)
-    m->den = denials_new (m->o->id, m->audit_fd, den_member, m);
+    m->den = denials_new (m->o->id, m->audit_fd, mon_den_member, m);
   if (pl->wall_clock_seconds)
     {
       m->wall_tfd = timerfd_create (CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK);
       if (m->wall_tfd < 0)
         return asbx_error (err, errno, "limits.wallClockSeconds: timerfd_create");
-      timer_arm_ns (m->wall_tfd, pl->wall_clock_seconds * 1000000000ull);
+      mon_timer_arm_ns (m->wall_tfd, pl->wall_clock_seconds * 1000000000ull);
     }
   if (pl->cpu_seconds)
     {
-      if (cpu_open (m, err) < 0)
+      if (mon_cpu_open (m, err) < 0)
         return -1;
       m->cpu_tfd = timerfd_create (CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
       if (m->cpu_tfd < 0)
         return asbx_error (err, errno, "limits.cpuSeconds: timerfd_create");
-      timer_arm_ns (m->cpu_tfd, 50000000ull);
+      mon_timer_arm_ns (m->cpu_tfd, 50000000ull);
     }
   if (pl->net_mode == POLICY_NET_FILTERED)
     {
       m->dns = dnsstub_new (m->o->id, m->o->init_pid, pl, m->audit_fd, m->dirfd, err);
       if (!m->dns)
         return -1;
-      if (m->o->new_netns && (pl->allowed_domains_len || pl->allowed_cidrs_len
-                              || pl->approvals_network == POLICY_APPROVAL_ASK))
-        {
-          /* a namespace nobody wires: pasta is its way out (nothing allowed: none needed) */
-          char nspath[64];
-          snprintf (nspath, sizeof nspath, "/proc/%d/ns/net", (int) m->o->init_pid);
-          cleanup_close int ns = open (nspath, O_RDONLY | O_CLOEXEC);
-          if (ns < 0)
-            return asbx_error (err, errno, "network: open %s", nspath);
-          m->pasta = pasta_start (ns, 20000, err);
-          if (m->pasta < 0)
-            return asbx_error_wrap (err, "network.mode filtered");
-        }
+      if (m->o->new_netns
+          && (pl->allowed_domains_len || pl->allowed_cidrs_len || pl->approvals_network == POLICY_APPROVAL_ASK)
+          && pasta_setup (m, err) < 0)
+        return asbx_error_wrap (err, "network.mode filtered");
     }
   return guard_start (m, err);
 }
@@ -746,14 +369,14 @@ audit_created (struct mon *m)
   audit_rec_str (r, "state", "created");
   audit_rec_int (r, "pid", m->o->init_pid);
   audit_rec_int (r, "monitor", getpid ());
-  audit_put (m, r);
+  mon_audit_put (m, r);
   r = audit_rec_new (m->o->id, "policy");
   audit_rec_str (r, "digest", pl->digest);
   audit_rec_strv (r, "sources", pl->sources, pl->sources_len);
   audit_rec_strv (r, "clamps", pl->clamps, pl->clamps_len);
   audit_rec_strv (r, "degradations", pl->degrade, pl->degrade_len);
   audit_rec_str (r, "kernelDenials", denials_status (m->den));
-  audit_put (m, r);
+  mon_audit_put (m, r);
 }
 
 /* Keep exactly the fds in keep[] (all >= 3) and /dev/null on 0-2; close everything else, so
@@ -787,8 +410,7 @@ close_all_but (int *keep, size_t n)
 }
 
 /* M's body: detach, set up, report readiness on `ready`, loop. Never returns. */
-static void __attribute__ ((noreturn))
-mon_main (struct mon *m, int ready)
+static void __attribute__ ((noreturn)) mon_main (struct mon *m, int ready)
 {
   struct ready_msg msg = { .ok = 0, .pid = getpid () };
   asbx_err_t err = NULL;
@@ -893,8 +515,18 @@ int
 monitor_start (const struct monitor_opts *o, pid_t *monitor_pid, asbx_err_t *err)
 {
   struct mon m = {
-    .o = o, .plan = o->plan, .audit_fd = -1, .init_pidfd = -1, .dirfd = -1, .conn = -1, .wall_tfd = -1,
-    .cpu_tfd = -1, .cpu_fd = -1, .guard_pidfd = -1, .guard_wr = -1,
+    .o = o,
+    .plan = o->plan,
+    .audit_fd = -1,
+    .init_pidfd = -1,
+    .dirfd = -1,
+    .conn = -1,
+    .wall_tfd = -1,
+    .cpu_tfd = -1,
+    .cpu_fd = -1,
+    .guard_pidfd = -1,
+    .guard_wr = -1,
+    .pasta_netns = -1,
   };
   struct ready_msg msg;
   int ready[2];
@@ -946,7 +578,7 @@ monitor_start (const struct monitor_opts *o, pid_t *monitor_pid, asbx_err_t *err
       goto out;
     }
   snprintf (buf, sizeof buf, "%d\n", (int) msg.pid);
-  if (write_state_file (o->state_dirfd, "monitor.pid", buf) < 0)
+  if (mon_write_state_file (o->state_dirfd, "monitor.pid", buf) < 0)
     {
       asbx_error (err, errno, "monitor: write monitor.pid");
       kill (msg.pid, SIGKILL); /* its guard then kills the container, which create undoes anyway */

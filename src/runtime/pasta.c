@@ -96,6 +96,15 @@ last_line (int log_fd, char *buf, size_t len)
     memmove (buf, nl + 1, strlen (nl + 1) + 1);
 }
 
+int
+pasta_available (asbx_err_t *err)
+{
+  if (find_pasta ())
+    return 0;
+  return asbx_error (err, ENOENT, "network: pasta is not installed (Debian package passt): a network namespace "
+                                  "agentsbx creates has no other way out");
+}
+
 pid_t
 pasta_start (int netns_fd, int timeout_ms, asbx_err_t *err)
 {
@@ -105,8 +114,7 @@ pasta_start (int netns_fd, int timeout_ms, asbx_err_t *err)
   char buf[32], log[512];
 
   if (!bin)
-    return asbx_error (err, ENOENT, "network: pasta is not installed (Debian package passt): a network namespace "
-                                    "agentsbx creates has no other way out");
+    return pasta_available (err);
   log_fd = memfd_create ("asbx-pasta-log", MFD_CLOEXEC);
   if (log_fd < 0)
     return asbx_error (err, errno, "network: pasta: memfd_create");

@@ -1,0 +1,241 @@
+/* monitor_events.c - the monitor's view of the container's processes (see monitor.c for the
+ * whole mechanism): the process-events connector's FORK/EXEC/EXIT stream, filtered in user
+ * space into a sorted member set, exec audit records, the failed-exec budget and the init's
+ * wait status.
+ * Threat model: every event of the host arrives here; only members (forked by a member, or
+ * exec'ing inside the container's cgroup) count. /proc/PID/cmdline and exe are the container's
+ * own text: untrusted, sanitised by audit.c. A pid can be reused between an event and our read
+ * of /proc: the worst case is a mislabelled exec record, never a missed kill (kills go to the
+ * cgroup).
+ * Ordering: the connector is subscribed before cgroup.procs is read (monitor_start), so the
+ * resync after an overflow and the first listing leave no gap. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "core/util.h"
+#include "linux/cgroup.h"
+#include "linux/proc_events.h"
+#include "runtime/denials.h"
+#include "runtime/monitor_internal.h"
+
+static size_t
+pidset_pos (const struct pidset *s, pid_t p, bool *found)
+{
+  size_t lo = 0, hi = s->n;
+  while (lo < hi)
+    {
+      size_t mid = (lo + hi) / 2;
+      if (s->v[mid] < p)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  *found = lo < s->n && s->v[lo] == p;
+  return lo;
+}
+
+static bool
+pidset_has (const struct pidset *s, pid_t p)
+{
+  bool found;
+  pidset_pos (s, p, &found);
+  return found;
+}
+
+static void
+pidset_add (struct pidset *s, pid_t p)
+{
+  bool found;
+  size_t i = pidset_pos (s, p, &found);
+  if (found)
+    return;
+  if (s->n == s->cap)
+    {
+      s->cap = s->cap ? s->cap * 2 : 64;
+      s->v = xrealloc (s->v, s->cap * sizeof *s->v);
+    }
+  memmove (s->v + i + 1, s->v + i, (s->n - i) * sizeof *s->v);
+  s->v[i] = p;
+  s->n++;
+}
+
+static void
+pidset_del (struct pidset *s, pid_t p)
+{
+  bool found;
+  size_t i = pidset_pos (s, p, &found);
+  if (!found)
+    return;
+  memmove (s->v + i, s->v + i + 1, (s->n - i - 1) * sizeof *s->v);
+  s->n--;
+}
+
+void
+mon_audit_put (struct mon *m, struct audit_rec *r)
+{
+  asbx_err_t e = NULL;
+  /* nowhere to report a failing write from a detached process: the record is lost, the
+   * enforcement goes on (disk full must not stop a kill) */
+  if (audit_rec_write (r, m->audit_fd, &e) < 0)
+    asbx_error_free (&e);
+}
+
+/* ---- process events ---- */
+
+static bool
+in_container_cgroup (struct mon *m, pid_t pid)
+{
+  char path[64], *line = NULL;
+  size_t cap = 0;
+  bool found = false;
+  snprintf (path, sizeof path, "/proc/%d/cgroup", (int) pid);
+  cleanup_fclose FILE *f = fopen (path, "re");
+  if (!f || !m->cg_paths)
+    return false;
+  while (!found && getline (&line, &cap, f) > 0)
+    {
+      char *p = strchr (line, ':');
+      p = p ? strchr (p + 1, ':') : NULL;
+      if (!p)
+        continue;
+      p++;
+      p[strcspn (p, "\n")] = '\0';
+      for (char **c = m->cg_paths; *c && !found; c++)
+        {
+          size_t l = strlen (*c);
+          found = strncmp (p, *c, l) == 0 && (p[l] == '\0' || p[l] == '/');
+        }
+    }
+  free (line);
+  return found;
+}
+
+/* denials.c's membership test: a process of the container (set, init, or its cgroup) */
+bool
+mon_den_member (pid_t pid, void *data)
+{
+  struct mon *m = data;
+  return pid == m->o->init_pid || pidset_has (&m->procs, pid) || in_container_cgroup (m, pid);
+}
+
+static void
+audit_exec (struct mon *m, pid_t pid)
+{
+  char path[64], exe[4096];
+  cleanup_free char *cmd = NULL;
+  cleanup_free char **argv = NULL;
+  size_t len = 0, argc = 0;
+  asbx_err_t e = NULL;
+
+  snprintf (path, sizeof path, "/proc/%d/cmdline", (int) pid);
+  if (read_file_at (AT_FDCWD, path, 65536, &cmd, &len, &e) < 0)
+    asbx_error_free (&e);
+  argv = xmalloc (sizeof (char *) * (len / 2 + 2));
+  for (size_t i = 0; cmd && i < len; i += strlen (cmd + i) + 1)
+    argv[argc++] = cmd + i;
+  snprintf (path, sizeof path, "/proc/%d/exe", (int) pid);
+  ssize_t n = readlink (path, exe, sizeof exe - 1);
+  if (n >= 0)
+    exe[n] = '\0';
+  struct audit_rec *r = audit_rec_new (m->o->id, "exec");
+  audit_rec_int (r, "pid", pid);
+  /* the process may have exited already: argv[0] is the best we have then */
+  audit_rec_str (r, "path", n >= 0 ? exe : (argc ? argv[0] : NULL));
+  audit_rec_strv (r, "argv", argv, argc);
+  mon_audit_put (m, r);
+}
+
+static void
+on_event (const struct proc_ev *ev, void *data)
+{
+  struct mon *m = data;
+
+  switch (ev->type)
+    {
+    case PROC_EV_FORK:
+      if (ev->pid == ev->tgid && pidset_has (&m->procs, ev->parent_tgid))
+        pidset_add (&m->procs, ev->tgid);
+      break;
+    case PROC_EV_EXEC:
+      if (!pidset_has (&m->procs, ev->tgid))
+        {
+          if (!in_container_cgroup (m, ev->tgid))
+            break;
+          pidset_add (&m->procs, ev->tgid);
+        }
+      if (ev->tgid == m->o->init_pid && !m->started)
+        {
+          /* the init execs the user's process when `start` releases it */
+          m->started = true;
+          struct audit_rec *r = audit_rec_new (m->o->id, "lifecycle");
+          audit_rec_str (r, "state", "started");
+          audit_rec_int (r, "pid", ev->tgid);
+          mon_audit_put (m, r);
+        }
+      if (m->plan->audit_events & POLICY_AUDIT_EXEC)
+        audit_exec (m, ev->tgid);
+      break;
+    case PROC_EV_EXIT:
+      if (ev->pid != ev->tgid)
+        break; /* a thread; the process exit is the leader's event */
+      if (ev->tgid == m->o->init_pid || pidset_has (&m->procs, ev->tgid))
+        denials_note_exit (m->den, ev->tgid); /* its audit records may come after this event */
+      if (ev->tgid == m->o->init_pid)
+        {
+          m->have_status = true;
+          m->status = ev->exit_code;
+          break;
+        }
+      if (!pidset_has (&m->procs, ev->tgid))
+        break;
+      pidset_del (&m->procs, ev->tgid);
+      if (ev->exit_code == 0 || m->reason)
+        break; /* processes our own kill ended are not failures of the agent */
+      m->failed++;
+      if (m->plan->failed_execs && m->failed >= m->plan->failed_execs)
+        mon_limit_kill (m, "failed-execs", "failedExecs", m->plan->failed_execs, m->failed);
+      break;
+    }
+}
+
+/* Rebuild the member set from the cgroup (after lost events, and at start). */
+void
+mon_procs_resync (struct mon *m)
+{
+  cleanup_free pid_t *pids = NULL;
+  size_t n = 0;
+  asbx_err_t e = NULL;
+  pidset_add (&m->procs, m->o->init_pid);
+  if (!m->o->cgroup_path)
+    return;
+  if (cgroup_pids (m->o->cgroup_path, &pids, &n, &e) < 0)
+    {
+      asbx_error_free (&e);
+      return;
+    }
+  for (size_t i = 0; i < n; i++)
+    pidset_add (&m->procs, pids[i]);
+}
+
+void
+mon_drain_events (struct mon *m)
+{
+  asbx_err_t e = NULL;
+  if (m->conn < 0)
+    return;
+  int r = proc_events_drain (m->conn, on_event, m, &e);
+  if (r < 0)
+    asbx_error_free (&e);
+  if (r == 1)
+    {
+      struct audit_rec *a = audit_rec_new (m->o->id, "limit");
+      audit_rec_str (a, "warning", "process events lost (connector queue overflow); counts resynchronised");
+      mon_audit_put (m, a);
+      mon_procs_resync (m);
+    }
+}
