@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #ifdef HAVE_LIBSYSTEMD
+#include <dlfcn.h>
 #include <systemd/sd-bus.h>
 #endif
 
@@ -335,6 +336,67 @@ cgroup_systemd_stop (const char *path, int timeout_ms, asbx_err_t *err)
 
 #else /* HAVE_LIBSYSTEMD */
 
+/* libsystemd is opened with dlopen on first use (headers only at build time), as selinux.c
+ * does: no other command pays for loading it, and the static probe's link is untouched. */
+#define SD_FUNCS \
+  X (call) \
+  X (call_method) \
+  X (error_free) \
+  X (error_has_name) \
+  X (flush_close_unref) \
+  X (get_property_string) \
+  X (match_signal) \
+  X (message_append) \
+  X (message_append_array) \
+  X (message_close_container) \
+  X (message_new_method_call) \
+  X (message_open_container) \
+  X (message_read) \
+  X (message_unref) \
+  X (new) \
+  X (open_system) \
+  X (process) \
+  X (set_address) \
+  X (slot_unref) \
+  X (start) \
+  X (unref) \
+  X (wait)
+
+static struct
+{
+#define X(f) __typeof__ (sd_bus_##f) *f;
+  SD_FUNCS
+#undef X
+} sdlib;
+#define SDF(f) (sdlib.f)
+
+static int
+sd_load (asbx_err_t *err)
+{
+  static bool loaded;
+  void *h;
+
+  if (loaded)
+    return 0;
+  h = dlopen ("libsystemd.so.0", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  if (h == NULL)
+    return asbx_error (err, ENOTSUP, "systemd cgroup driver: cannot load libsystemd.so.0: %s", dlerror ());
+#define X(f)                                                                                                 \
+  if ((sdlib.f = (__typeof__ (sd_bus_##f) *) dlsym (h, "sd_bus_" #f)) == NULL)                                  \
+    return asbx_error (err, ENOTSUP, "systemd cgroup driver: libsystemd.so.0 lacks sd_bus_" #f);
+  SD_FUNCS
+#undef X
+  loaded = true;
+  return 0;
+}
+
+static void
+error_freep (sd_bus_error *e)
+{
+  if (sdlib.error_free)
+    sdlib.error_free (e);
+}
+
 #define SD_DEST "org.freedesktop.systemd1"
 #define SD_PATH "/org/freedesktop/systemd1"
 #define SD_MANAGER "org.freedesktop.systemd1.Manager"
@@ -343,24 +405,24 @@ static inline void
 bus_closep (sd_bus **b)
 {
   if (*b)
-    sd_bus_flush_close_unref (*b);
+    SDF (flush_close_unref) (*b);
 }
 static inline void
 msg_unrefp (sd_bus_message **m)
 {
   if (*m)
-    sd_bus_message_unref (*m);
+    SDF (message_unref) (*m);
 }
 static inline void
 slot_unrefp (sd_bus_slot **s)
 {
   if (*s)
-    sd_bus_slot_unref (*s);
+    SDF (slot_unref) (*s);
 }
 #define cleanup_bus __attribute__ ((cleanup (bus_closep)))
 #define cleanup_msg __attribute__ ((cleanup (msg_unrefp)))
 #define cleanup_slot __attribute__ ((cleanup (slot_unrefp)))
-#define cleanup_sderr __attribute__ ((cleanup (sd_bus_error_free)))
+#define cleanup_sderr __attribute__ ((cleanup (error_freep)))
 
 /* "NAME: MESSAGE" of a D-Bus error, or strerror when the call failed locally */
 static int
@@ -381,13 +443,15 @@ bus_open (sd_bus **out, bool *direct, asbx_err_t *err)
   sd_bus *bus = NULL;
   int r;
 
+  if (sd_load (err) < 0)
+    return -1;
   if (geteuid () == 0 && access ("/run/systemd/private", F_OK) == 0)
     {
-      r = sd_bus_new (&bus);
+      r = SDF (new) (&bus);
       if (r >= 0)
-        r = sd_bus_set_address (bus, "unix:path=/run/systemd/private");
+        r = SDF (set_address) (bus, "unix:path=/run/systemd/private");
       if (r >= 0)
-        r = sd_bus_start (bus);
+        r = SDF (start) (bus);
       if (r >= 0)
         {
           *out = bus;
@@ -396,10 +460,10 @@ bus_open (sd_bus **out, bool *direct, asbx_err_t *err)
         }
       log_debug ("systemd private socket: %s; trying the system bus", strerror (-r));
       if (bus)
-        sd_bus_unref (bus);
+        SDF (unref) (bus);
       bus = NULL;
     }
-  r = sd_bus_open_system (&bus);
+  r = SDF (open_system) (&bus);
   if (r < 0)
     return asbx_error (err, -r, "connect to systemd (/run/systemd/private and the system bus)");
   *out = bus;
@@ -423,7 +487,7 @@ on_job_removed (sd_bus_message *m, void *userdata, sd_bus_error *ret)
   uint32_t id;
 
   (void) ret;
-  if (sd_bus_message_read (m, "uoss", &id, &path, &unit, &result) < 0)
+  if (SDF (message_read) (m, "uoss", &id, &path, &unit, &result) < 0)
     return 0;
   /* keep the last few: only our own job matters, others may be removed meanwhile */
   if (w->n == 8)
@@ -468,7 +532,7 @@ job_wait (sd_bus *bus, struct job_watch *w, const char *job, const char *unit, c
                                  job, w->done_result[i]);
             return 0;
           }
-      r = sd_bus_process (bus, NULL);
+      r = SDF (process) (bus, NULL);
       if (r < 0)
         return asbx_error (err, -r, "systemd %s of unit `%s`: waiting for job %s", what, unit, job);
       if (r > 0)
@@ -476,7 +540,7 @@ job_wait (sd_bus *bus, struct job_watch *w, const char *job, const char *unit, c
       if (now_ns () >= deadline)
         return asbx_error (err, ETIMEDOUT, "systemd %s of unit `%s`: job %s not finished after %d ms", what, unit, job,
                            timeout_ms);
-      r = sd_bus_wait (bus, (deadline - now_ns ()) / 1000u + 1);
+      r = SDF (wait) (bus, (deadline - now_ns ()) / 1000u + 1);
       if (r < 0 && r != -EINTR)
         return asbx_error (err, -r, "systemd %s of unit `%s`: waiting for job %s", what, unit, job);
     }
@@ -489,21 +553,21 @@ append_props (sd_bus_message *m, const struct cgroup_sd_prop *p, size_t n)
   for (size_t i = 0; i < n && r >= 0; i++)
     switch (p[i].type)
       {
-      case 't': r = sd_bus_message_append (m, "(sv)", p[i].name, "t", p[i].u); break;
-      case 'b': r = sd_bus_message_append (m, "(sv)", p[i].name, "b", (int) p[i].u); break;
-      case 's': r = sd_bus_message_append (m, "(sv)", p[i].name, "s", p[i].s); break;
+      case 't': r = SDF (message_append) (m, "(sv)", p[i].name, "t", p[i].u); break;
+      case 'b': r = SDF (message_append) (m, "(sv)", p[i].name, "b", (int) p[i].u); break;
+      case 's': r = SDF (message_append) (m, "(sv)", p[i].name, "s", p[i].s); break;
       default:
-        r = sd_bus_message_open_container (m, 'r', "sv");
+        r = SDF (message_open_container) (m, 'r', "sv");
         if (r >= 0)
-          r = sd_bus_message_append (m, "s", p[i].name);
+          r = SDF (message_append) (m, "s", p[i].name);
         if (r >= 0)
-          r = sd_bus_message_open_container (m, 'v', "ay");
+          r = SDF (message_open_container) (m, 'v', "ay");
         if (r >= 0)
-          r = sd_bus_message_append_array (m, 'y', p[i].bytes, p[i].nbytes);
+          r = SDF (message_append_array) (m, 'y', p[i].bytes, p[i].nbytes);
         if (r >= 0)
-          r = sd_bus_message_close_container (m);
+          r = SDF (message_close_container) (m);
         if (r >= 0)
-          r = sd_bus_message_close_container (m);
+          r = SDF (message_close_container) (m);
       }
   return r;
 }
@@ -522,15 +586,15 @@ call_job (sd_bus *bus, bool direct, sd_bus_message *m, const char *unit, const c
   int r, ret;
 
   /* the match first: the signal may overtake the method reply */
-  r = sd_bus_match_signal (bus, &slot, direct ? NULL : SD_DEST, SD_PATH, SD_MANAGER, "JobRemoved", on_job_removed, &w);
+  r = SDF (match_signal) (bus, &slot, direct ? NULL : SD_DEST, SD_PATH, SD_MANAGER, "JobRemoved", on_job_removed, &w);
   if (r < 0)
     return asbx_error (err, -r, "systemd %s of unit `%s`: subscribe to JobRemoved", what, unit);
-  r = sd_bus_call (bus, m, (uint64_t) timeout_ms * 1000u, &e, &reply);
-  if (r < 0 && nosuch_ok && sd_bus_error_has_name (&e, "org.freedesktop.systemd1.NoSuchUnit"))
+  r = SDF (call) (bus, m, (uint64_t) timeout_ms * 1000u, &e, &reply);
+  if (r < 0 && nosuch_ok && SDF (error_has_name) (&e, "org.freedesktop.systemd1.NoSuchUnit"))
     return 1;
   if (r < 0)
     return bus_fail (err, r, &e, what, unit);
-  r = sd_bus_message_read (reply, "o", &job);
+  r = SDF (message_read) (reply, "o", &job);
   if (r < 0)
     return asbx_error (err, -r, "systemd %s of unit `%s`: reading the job path", what, unit);
   ret = job_wait (bus, &w, job, unit, what, timeout_ms, err);
@@ -541,7 +605,7 @@ call_job (sd_bus *bus, bool direct, sd_bus_message *m, const char *unit, const c
 static int
 new_manager_call (sd_bus *bus, sd_bus_message **m, const char *method, const char *unit, asbx_err_t *err)
 {
-  int r = sd_bus_message_new_method_call (bus, m, SD_DEST, SD_PATH, SD_MANAGER, method);
+  int r = SDF (message_new_method_call) (bus, m, SD_DEST, SD_PATH, SD_MANAGER, method);
   if (r < 0)
     return asbx_error (err, -r, "systemd %s of unit `%s`: new message", method, unit);
   return 0;
@@ -584,24 +648,24 @@ start_message (sd_bus *bus, sd_bus_message **m, pid_t pid, asbx_err_t *err)
 
   if (new_manager_call (bus, m, "StartTransientUnit", u->unit, err) < 0)
     return -1;
-  r = sd_bus_message_append (*m, "ss", u->unit, "replace");
+  r = SDF (message_append) (*m, "ss", u->unit, "replace");
   if (r >= 0)
-    r = sd_bus_message_open_container (*m, 'a', "(sv)");
+    r = SDF (message_open_container) (*m, 'a', "(sv)");
   if (r >= 0)
-    r = sd_bus_message_append (*m, "(sv)(sv)(sv)(sv)(sv)(sv)", "Description", "s", desc, "DefaultDependencies", "b", 0,
+    r = SDF (message_append) (*m, "(sv)(sv)(sv)(sv)(sv)(sv)", "Description", "s", desc, "DefaultDependencies", "b", 0,
                                "MemoryAccounting", "b", 1, "CPUAccounting", "b", 1, "TasksAccounting", "b", 1,
                                "IOAccounting", "b", 1);
   /* a scope sits in its slice, holds the pid and is delegated (the container may manage its
    * own sub-cgroups); a slice holds no process and only wants its parent */
   if (r >= 0 && scope)
-    r = sd_bus_message_append (*m, "(sv)(sv)(sv)", "Slice", "s", u->slice, "Delegate", "b", 1, "PIDs", "au", 1,
+    r = SDF (message_append) (*m, "(sv)(sv)(sv)", "Slice", "s", u->slice, "Delegate", "b", 1, "PIDs", "au", 1,
                                (uint32_t) pid);
   else if (r >= 0)
-    r = sd_bus_message_append (*m, "(sv)", "Wants", "as", 1, u->slice);
+    r = SDF (message_append) (*m, "(sv)", "Wants", "as", 1, u->slice);
   if (r >= 0)
-    r = sd_bus_message_close_container (*m);
+    r = SDF (message_close_container) (*m);
   if (r >= 0)
-    r = sd_bus_message_append (*m, "a(sa(sv))", 0);
+    r = SDF (message_append) (*m, "a(sa(sv))", 0);
   if (r < 0)
     return asbx_error (err, -r, "systemd StartTransientUnit of unit `%s`: building the message", u->unit);
   return 0;
@@ -656,12 +720,12 @@ unit_owns_path (sd_bus *bus, const char *unit, const char *path, asbx_err_t *err
   const char *obj = NULL;
   int r;
 
-  r = sd_bus_call_method (bus, SD_DEST, SD_PATH, SD_MANAGER, "GetUnit", &e, &reply, "s", unit);
-  if (r < 0 && sd_bus_error_has_name (&e, "org.freedesktop.systemd1.NoSuchUnit"))
+  r = SDF (call_method) (bus, SD_DEST, SD_PATH, SD_MANAGER, "GetUnit", &e, &reply, "s", unit);
+  if (r < 0 && SDF (error_has_name) (&e, "org.freedesktop.systemd1.NoSuchUnit"))
     return 0;
-  if (r < 0 || (r = sd_bus_message_read (reply, "o", &obj)) < 0)
+  if (r < 0 || (r = SDF (message_read) (reply, "o", &obj)) < 0)
     return bus_fail (err, r, &e, "GetUnit", unit);
-  r = sd_bus_get_property_string (bus, SD_DEST, obj,
+  r = SDF (get_property_string) (bus, SD_DEST, obj,
                                   has_suffix (unit, ".scope") ? "org.freedesktop.systemd1.Scope"
                                                               : "org.freedesktop.systemd1.Slice",
                                   "ControlGroup", &e, &cg);
@@ -704,19 +768,19 @@ cgroup_systemd_set_resources (const char *path, const struct oci_resources *res,
        * the files are enough */
       return r < 0 ? asbx_error_wrap (err, "unit `%s`", unit) : 0;
     }
-  r = sd_bus_message_new_method_call (bus, &m, SD_DEST, SD_PATH, SD_MANAGER, "SetUnitProperties");
+  r = SDF (message_new_method_call) (bus, &m, SD_DEST, SD_PATH, SD_MANAGER, "SetUnitProperties");
   if (r >= 0)
-    r = sd_bus_message_append (m, "sb", unit, 1);
+    r = SDF (message_append) (m, "sb", unit, 1);
   if (r >= 0)
-    r = sd_bus_message_open_container (m, 'a', "(sv)");
+    r = SDF (message_open_container) (m, 'a', "(sv)");
   if (r >= 0)
     r = append_props (m, props, n);
   if (r >= 0)
-    r = sd_bus_message_close_container (m);
+    r = SDF (message_close_container) (m);
   cgroup_sd_props_free (props, n);
   if (r < 0)
     return asbx_error (err, -r, "systemd SetUnitProperties of unit `%s`: building the message", unit);
-  r = sd_bus_call (bus, m, 0, &e, NULL);
+  r = SDF (call) (bus, m, 0, &e, NULL);
   if (r < 0)
     return bus_fail (err, r, &e, "SetUnitProperties", unit);
   return 0;
@@ -740,14 +804,14 @@ cgroup_systemd_stop (const char *path, int timeout_ms, asbx_err_t *err)
     return asbx_error_wrap (err, "stop unit `%s`", unit);
   if (new_manager_call (bus, &m, "StopUnit", unit, err) < 0)
     return -1;
-  r = sd_bus_message_append (m, "ss", unit, "replace");
+  r = SDF (message_append) (m, "ss", unit, "replace");
   if (r < 0)
     return asbx_error (err, -r, "systemd StopUnit of unit `%s`: building the message", unit);
   r = call_job (bus, direct, m, unit, "StopUnit", true, timeout_ms, err);
   if (r < 0)
     return -1;
   /* a scope whose processes were killed (OOM, SIGKILL) stays "failed" until reset */
-  if (sd_bus_call_method (bus, SD_DEST, SD_PATH, SD_MANAGER, "ResetFailedUnit", &e, NULL, "s", unit) < 0)
+  if (SDF (call_method) (bus, SD_DEST, SD_PATH, SD_MANAGER, "ResetFailedUnit", &e, NULL, "s", unit) < 0)
     log_debug ("ResetFailedUnit %s: %s", unit, e.message ? e.message : "?");
   return 0;
 }
