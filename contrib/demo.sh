@@ -5,8 +5,13 @@
 #      built-in `agent` profile and a 5-second wall clock (contrib/examples/demo-policy.json):
 #      its workspace write succeeds, the write to /etc is refused, an SSH key in a home
 #      directory is hidden, a binary it wrote cannot run, a user namespace is refused, and the
-#      runaway loop at the end is stopped by the wall clock (exit status 124);
-#   3. print the container's audit log.
+#      package download from the allowed test registry succeeds, a request to an unlisted host
+#      is refused, and the runaway loop at the end is stopped by the wall clock (exit status 124);
+#   3. print the container's audit log and what reached the fake internet.
+# The "internet" is a fake one made here: a network namespace (asbx-demo-up) joined to the host
+# by a veth pair (10.231.20.1 <-> 10.231.20.2), no default route in it and IP forwarding left as
+# it is, running tests/integration/egress/upstream.py - DNS for demo.test and an HTTP "registry".
+# The sandbox's DNS stub asks it (AGENTSBX_UPSTREAM_DNS); it is removed on exit (trap).
 # Idempotent. The fake SSH key lives in /home/agentsbx-demo (created once, demo only).
 set -euo pipefail
 
@@ -21,16 +26,55 @@ chmod 700 /home/agentsbx-demo/.ssh
 cp "$top/contrib/examples/agent.sh" "$work/workspace/agent.sh"
 rm -f "$work/workspace/result.txt" "$work/workspace/tool"
 
+# ---- the fake internet ----
+up=asbx-demo-up upaddr=10.231.20.1 hostaddr=10.231.20.2 vh=asbxdemo0 vu=asbxdemo1
+state= upstream_pid=
+cleanup() {
+	if [ -n "$upstream_pid" ]; then kill "$upstream_pid" 2>/dev/null || :; wait "$upstream_pid" 2>/dev/null || :; fi
+	ip link del "$vh" 2>/dev/null || :
+	ip netns del "$up" 2>/dev/null || :
+	if [ -n "$state" ]; then rm -rf "$state"; fi
+}
+trap cleanup EXIT
+cleanup # what a run killed hard left behind
+state=$(mktemp -d /tmp/agentsbx-demo-net.XXXXXX)
+ip netns add "$up"
+ip link add "$vh" type veth peer name "$vu" netns "$up"
+ip -n "$up" addr add "$upaddr/24" dev "$vu"
+ip -n "$up" link set "$vu" up
+ip -n "$up" link set lo up
+ip addr add "$hostaddr/24" dev "$vh"
+ip link set "$vh" up
+# never send to anything but our namespace: the host must reach the upstream over our veth
+ip -o route get "$upaddr" | grep -q "dev $vh " || { echo "demo: $upaddr is not routed over $vh" >&2; exit 1; }
+printf '{"registry.demo.test": {"A": ["%s"], "ttl": 60}, "evil.demo.test": {"A": ["%s"], "ttl": 60}}\n' \
+	"$upaddr" "$upaddr" >"$state/zone.json"
+ip netns exec "$up" /usr/bin/python3 "$top/tests/integration/egress/upstream.py" "$state" "$state/zone.json" \
+	>"$state/upstream.log" 2>&1 &
+upstream_pid=$!
+for _ in $(seq 100); do [ -e "$state/ready" ] && break; sleep 0.05; done
+[ -e "$state/ready" ] || { echo "demo: the fake registry did not start" >&2; exit 1; }
+echo "== fake internet: registry.demo.test and evil.demo.test at $upaddr (netns $up, no default route)"
+
 id=agentsbx-demo-$$
+rm -f "$work/workspace/pkg.tar.gz"
 echo "== agentsbx sandbox --policy contrib/examples/demo-policy.json -- sh /workspace/agent.sh"
 set +e
-"$runtime" sandbox --id "$id" --policy "$top/contrib/examples/demo-policy.json" --workspace "$work/workspace" \
-	-- sh /workspace/agent.sh </dev/null
+AGENTSBX_UPSTREAM_DNS=$upaddr "$runtime" sandbox --id "$id" --policy "$top/contrib/examples/demo-policy.json" \
+	--workspace "$work/workspace" -- sh /workspace/agent.sh </dev/null
 status=$?
 set -e
 echo "== the agent exited with status $status (124 = stopped by the wall clock)"
 echo "== on the host: $(cat "$work/workspace/result.txt" 2>/dev/null || echo 'no result') in $work/workspace/result.txt;" \
 	"/etc/hosts $(grep -q evil /etc/hosts && echo 'CHANGED' || echo 'unchanged')"
 echo "== audit log ($runtime audit $id):"
-"$runtime" audit "$id" | tail -n 12
+"$runtime" audit "$id" | tail -n 16
+echo "== what reached the fake internet (DNS questions; HTTP requests by Host):"
+sed 's/^/   dns  /' "$state/queries.log" 2>/dev/null
+sed 's/^/   http /' "$state/http.log" 2>/dev/null
+if grep -q evil "$state/queries.log" "$state/http.log" 2>/dev/null; then
+	echo "== evil.demo.test REACHED the fake internet" && status=1
+else
+	echo "== evil.demo.test: refused inside the sandbox, nothing about it reached the fake internet"
+fi
 [ "$status" = 124 ]
