@@ -1,5 +1,6 @@
 /* audit.c - `agentsbx audit ID [--json] [--follow]`: print a container's audit log
- * (<audit dir>/<id>.jsonl, POLICY.md §6). --json passes the lines through unchanged; without it
+ * (<audit dir>/<id>.jsonl, POLICY.md §6; the dir: --audit-dir, else the host config's auditDir,
+ * else /var/log/agentsbx, as the monitor resolved it at create). --json passes the lines through unchanged; without it
  * each record becomes one line "TS EVENT key=value ...". --follow keeps reading as the monitor
  * appends and stops after the last session's `exited` record (or on SIGINT).
  * The log outlives `delete`, so this verb never needs the container's state dir. Only whole
@@ -175,7 +176,10 @@ cli_audit (struct asbx_global *g, int argc, char **argv)
   const char *id = argv[optind];
   if (asbx_id_validate (id, &err) < 0)
     return cli_fail (&err);
-  cleanup_free char *path = audit_path (g->audit_dir, id);
+  cleanup_free char *dir = audit_dir_resolve (g->audit_dir, g->config_path, &err);
+  if (!dir)
+    return cli_fail (&err);
+  cleanup_free char *path = audit_path (dir, id);
   cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0)
     {

@@ -21,6 +21,7 @@
 
 #include "core/cleanup.h"
 #include "core/util.h"
+#include "policy/policy.h"
 #include "runtime/audit.h"
 
 struct audit_rec
@@ -235,6 +236,25 @@ audit_rec_write (struct audit_rec *r, int fd, asbx_err_t *err)
   if ((size_t) n != len)
     return asbx_error (err, EIO, "write audit record: short write (%zd of %zu bytes)", n, len);
   return 0;
+}
+
+char *
+audit_dir_resolve (const char *flag, const char *config_path, asbx_err_t *err)
+{
+  /* no ceiling, no request: the loader only reads the host config (and its defaultProfile)
+   * and fills audit_dir with the precedence flag > auditDir > default */
+  struct policy_inputs in = { .config_path = config_path, .audit_dir_flag = flag };
+  struct policy_plan *p;
+  char *dir;
+
+  if (flag)
+    return xstrdup (flag);
+  p = policy_resolve (&in, err);
+  if (!p)
+    return NULL;
+  dir = steal_ptr (&p->audit_dir);
+  policy_plan_free (p);
+  return dir ? dir : xstrdup (AUDIT_DEFAULT_DIR);
 }
 
 char *

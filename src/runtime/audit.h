@@ -32,6 +32,15 @@ struct audit_rec;
  * (asbx_id_validate: no '/'). Returns the fd (caller owns) or -1 with *err naming the path. */
 int audit_open (const char *dir, const char *id, asbx_err_t *err);
 
+/* The audit directory of this host, resolved as every command resolves it (issue 6):
+ * `flag` (the global --audit-dir) when given, else the host config's `auditDir` (config_path,
+ * NULL = /etc/agentsbx/config.json, an absent default file = no host config), else
+ * AUDIT_DEFAULT_DIR. The host config is read and validated by the policy loader
+ * (policy_resolve), the same code that gives the monitor its plan->audit_dir at create, so
+ * `audit`, `sandbox` and the monitor cannot disagree. Returns a heap string (caller frees) or
+ * NULL with *err (the host config's own error: unreadable file, unknown key, relative auditDir). */
+char *audit_dir_resolve (const char *flag, const char *config_path, asbx_err_t *err);
+
 /* The path `<dir>/<id>.jsonl` (heap, caller frees); dir NULL = AUDIT_DEFAULT_DIR. */
 char *audit_path (const char *dir, const char *id);
 

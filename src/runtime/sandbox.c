@@ -304,7 +304,7 @@ int
 asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o, int *exit_status, asbx_err_t *err)
 {
   cleanup_free char *id = o->id ? xstrdup (o->id) : xasprintf ("sandbox-%d", getpid ());
-  cleanup_free char *bundle = NULL, *reason = NULL, *apath = NULL;
+  cleanup_free char *bundle = NULL, *reason = NULL, *apath = NULL, *adir = NULL;
   asbx_err_t e2 = NULL;
   pid_t pid;
   int ret = -1;
@@ -327,9 +327,13 @@ asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o
   *exit_status = asbx_container_wait (pid);
   reason = read_exit_reason (g, id);
   *exit_status = exit_code_for_reason (reason, *exit_status);
-  /* what was denied and why, from this run's audit log (the same path `agentsbx audit` reads) */
-  apath = audit_path (g->audit_dir, id);
-  if (sandbox_summary (apath, stderr) < 0 && reason && strcmp (reason, "exited") != 0)
+  /* what was denied and why, from this run's audit log (the dir the monitor wrote to and
+   * `agentsbx audit` reads: --audit-dir > host config auditDir > default) */
+  adir = audit_dir_resolve (g->audit_dir, g->config_path, &e2);
+  if (!adir)
+    asbx_error_free (&e2); /* create read the same host config a moment ago: not expected */
+  apath = adir ? audit_path (adir, id) : NULL;
+  if ((!apath || sandbox_summary (apath, stderr) < 0) && reason && strcmp (reason, "exited") != 0)
     log_warning ("sandbox %s: stopped by the policy: %s", id, reason);
   if (asbx_container_delete (g, id, true, &e2) < 0)
     {

@@ -315,3 +315,21 @@ def test_state_reports_exit_reason_annotation(rt, bundle):
         f.write("wallclock\n")
     st = rt.state(cid).json()
     assert st["annotations"]["io.agentsbx.exitReason"] == "wallclock"
+
+
+def test_run_audit_dir_from_host_config(rt, bundle, subject_binary):
+    """Issue 6 for create/run: with no --audit-dir the monitor writes where the host config's
+    auditDir says, and `agentsbx audit` (given the same --config) reads it there."""
+    adir = os.path.join(rt.workdir, "cfg-audit")
+    cfg = os.path.join(rt.workdir, "host-config.json")
+    with open(cfg, "w") as f:
+        json.dump({"auditDir": adir}, f)
+    bundle.args("/bin/sh", "-c", "exit 4")
+    r, cid = rt.run(bundle, global_args=["--config", cfg, "--profile", "open"])
+    assert r.rc == 4, r
+    path = os.path.join(adir, f"{cid}.jsonl")
+    wait_for(lambda: os.path.exists(path) and '"state":"exited"' in open(path).read(), what="exited record")
+    assert not os.path.exists(f"/var/log/agentsbx/{cid}.jsonl")
+    a = subprocess.run([subject_binary, "--config", cfg, "audit", cid], capture_output=True, text=True)
+    assert a.returncode == 0, a.stderr
+    assert "lifecycle exited" in a.stdout and "exitCode=4" in a.stdout, a.stdout

@@ -93,3 +93,54 @@ def test_escapes_refused_in_sandbox(rt, ws):
     for bad in ("userns", "mntns", "remount", "wrote-etc"):
         assert bad not in r.out.split(), r
     assert not os.path.exists("/etc/asbx-evil")
+
+
+def host_config(rt, **keys):
+    """A host config file (what /etc/agentsbx/config.json holds), passed with --config."""
+    p = os.path.join(rt.workdir, f"config-{os.urandom(3).hex()}.json")
+    with open(p, "w") as f:
+        json.dump(keys, f)
+    return p
+
+
+def read_log(d, cid):
+    with open(os.path.join(d, f"{cid}.jsonl")) as f:
+        return f.read()
+
+
+def test_audit_dir_from_host_config(rt, ws):
+    """Issue 6: the audit dir is --audit-dir, else the host config's auditDir, else
+    /var/log/agentsbx - the same for the monitor that writes the log, the sandbox's closing
+    summary that reads it, and `agentsbx audit`."""
+    adir = os.path.join(rt.workdir, "cfg-audit")
+    cfg = host_config(rt, auditDir=adir)
+    cid = f"sbxcfg{os.getpid()}"
+    r = rt.cmd("sandbox", "--id", cid, "--workspace", ws, "--", "/bin/sh", "-c", "unshare -U true; exit 3",
+               global_args=["--config", cfg])
+    assert r.rc == 3, r
+    text = read_log(adir, cid)
+    recs = [json.loads(line) for line in text.splitlines()]
+    assert [x.get("state") for x in recs if x["event"] == "lifecycle"] == ["created", "started", "exited"], recs
+    assert not os.path.exists(f"/var/log/agentsbx/{cid}.jsonl")
+    # the summary came from that log (the seccomp denial of unshare is reported there)
+    assert "agentsbx sandbox: denied syscall" in r.err, r
+    a = rt.cmd("audit", "--json", cid, global_args=["--config", cfg])
+    assert a.rc == 0 and a.out == text, a
+    # the flag wins over the host config, for the writer and the reader alike
+    fdir = os.path.join(rt.workdir, "flag-audit")
+    r = rt.cmd("sandbox", "--id", cid + "f", "--workspace", ws, "--", "/bin/true",
+               global_args=["--config", cfg, "--audit-dir", fdir])
+    assert r.rc == 0, r
+    assert read_log(fdir, cid + "f") and not os.path.exists(os.path.join(adir, f"{cid}f.jsonl"))
+    a = rt.cmd("audit", cid + "f", global_args=["--config", cfg])
+    assert a.rc != 0 and "no audit log" in a.err and adir in a.err, a
+    a = rt.cmd("audit", cid + "f", global_args=["--config", cfg, "--audit-dir", fdir])
+    assert a.rc == 0 and "lifecycle exited" in a.out, a
+
+
+def test_audit_with_a_bad_host_config_fails_clearly(rt):
+    """`audit` reads the host config as create does: an invalid one is an error naming the file,
+    never a silent fall back to the default directory."""
+    cfg = host_config(rt, auditDir="relative/dir")
+    a = rt.cmd("audit", "nosuch", global_args=["--config", cfg])
+    assert a.rc != 0 and cfg in a.err and "auditDir" in a.err, a
