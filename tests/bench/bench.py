@@ -15,6 +15,9 @@ noise hits all runtimes alike; two warm-up rounds are not counted):
   parallel     100 `R run` started at once on this machine: wall time and containers per second
   sandbox      `agentsbx sandbox --rootfs ROOTFS -- /bin/true` (agent profile) against a plain
                `agentsbx run` of a bundle with the same rootfs
+  egress       network.mode filtered vs open, same container: TCP connect, a small HTTP request
+               and a 64 MiB download through the SNI/Host splice, DNS through the stub (see
+               tests/bench/egress_bench.py; a fake upstream in namespaces of its own)
 Numbers only, never pass/fail; not part of `make check`. JSON lands in bench/results/.
 
 crun 1.8 refuses this machine's hybrid cgroup layout; on hybrid hosts it runs in a private mount
@@ -368,6 +371,14 @@ class Bench:
                     note="agentsbx sandbox (profile agent) vs agentsbx run, same rootfs")
 
 
+    def s_egress(self):
+        import egress_bench  # tests/bench/egress_bench.py (sys.path[0] is this directory)
+        try:
+            egress_bench.run(self, rounds=max(3, self.a.n // 4))
+        except RuntimeError as e:
+            print(f"egress: {e}", file=sys.stderr)
+
+
 class MemCgroup:
     """A memory cgroup for the runtime process: v1 (memory.limit_in_bytes) or v2 (memory.max)."""
 
@@ -458,7 +469,7 @@ def ensure_packages(a):
         subprocess.run(["apt-get", "install", "-y", "-q"] + missing, stdout=subprocess.DEVNULL)
 
 
-SCENARIOS = ["floor", "run", "run_seccomp", "exec", "rss", "syscalls", "memlimit", "parallel", "sandbox"]
+SCENARIOS = ["floor", "run", "run_seccomp", "exec", "rss", "syscalls", "memlimit", "parallel", "sandbox", "egress"]
 
 
 def main():
