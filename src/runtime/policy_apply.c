@@ -116,15 +116,50 @@ resources_narrow (struct oci_linux *l, const struct policy_plan *plan)
 }
 
 static bool
-has_ns (const struct oci_linux *l, const char *type, bool *joined)
+has_ns (const struct oci_linux *l, const char *type, const char **path)
 {
   for (size_t i = 0; i < l->namespaces_len; i++)
     if (strcmp (l->namespaces[i].type, type) == 0)
       {
-        *joined = l->namespaces[i].path && *l->namespaces[i].path;
+        *path = l->namespaces[i].path && *l->namespaces[i].path ? l->namespaces[i].path : NULL;
         return true;
       }
   return false;
+}
+
+/* The network namespace the runtime was started in (the host's, or its caller's): captured in P
+ * by policy_apply_spec, inherited by the init through fork. A `none`/`filtered` table (output
+ * policy drop, port 53 redirected) must never land there: it would cut the host off. */
+static struct stat runtime_netns;
+static bool runtime_netns_known;
+
+static int
+same_netns_as_runtime (const struct stat *st)
+{
+  return runtime_netns_known && st->st_dev == runtime_netns.st_dev && st->st_ino == runtime_netns.st_ino;
+}
+
+/* A joined network namespace (`linux.namespaces[].path`) that is the runtime's own is refused
+ * for network modes none and filtered: fail closed instead of firewalling the host. */
+static int
+check_joined_netns (const char *path, asbx_err_t *err)
+{
+  struct stat st;
+
+  if (stat ("/proc/self/ns/net", &runtime_netns) < 0)
+    return asbx_error (err, errno, "policy network: stat /proc/self/ns/net");
+  runtime_netns_known = true;
+  if (!path)
+    return 0;
+  if (stat (path, &st) < 0)
+    return asbx_error (err, errno, "linux.namespaces: network path %s", path);
+  if (same_netns_as_runtime (&st))
+    return asbx_error (err, EINVAL,
+                       "linux.namespaces: network path %s is the runtime's own (host) network namespace; the "
+                       "policy's network mode (none/filtered) would load its firewall there - refused (use "
+                       "network.mode open for host networking, or give the container its own namespace)",
+                       path);
+  return 0;
 }
 
 void
@@ -142,7 +177,7 @@ policy_apply_process (struct oci_process *p, const struct policy_plan *plan)
 int
 policy_apply_spec (struct oci_spec *spec, const struct policy_plan *plan, asbx_err_t *err)
 {
-  bool joined = false;
+  const char *joined = NULL;
 
   if (!plan || !plan->active)
     return 0;
@@ -160,8 +195,9 @@ policy_apply_spec (struct oci_spec *spec, const struct policy_plan *plan, asbx_e
           l->namespaces[l->namespaces_len++] = (struct oci_namespace){ .type = xstrdup ("network") };
         }
       /* a joined (engine-given) namespace is isolated by the nftables table the init loads
-       * (policy_apply_network), as a fresh one is */
-      (void) joined;
+       * (policy_apply_network), as a fresh one is - never the runtime's own namespace */
+      if (check_joined_netns (joined, err) < 0)
+        return -1;
     }
   return 0;
 }
@@ -175,6 +211,13 @@ policy_apply_network (const struct policy_plan *plan, asbx_err_t *err)
     return asbx_error_wrap (err, "policy network");
   if (!ruleset)
     return 0;
+  /* defence in depth: whatever went wrong with the namespaces, never into the runtime's own */
+  struct stat st;
+  if (stat ("/proc/self/ns/net", &st) < 0)
+    return asbx_error (err, errno, "policy network: stat /proc/self/ns/net");
+  if (same_netns_as_runtime (&st))
+    return asbx_error (err, EINVAL, "policy network: the init is still in the runtime's own network namespace; "
+                                    "refusing to load the nftables table there");
   if (linux_nft_load (ruleset, err) < 0)
     return asbx_error_wrap (err, "policy network.mode %s: load the nftables table into the container's network "
                                  "namespace",

@@ -711,3 +711,19 @@ def test_explain_prints_the_loaded_ruleset(rt, ebundle, lab, tmp_path):
                  "meta l4proto tcp reject with tcp reset", 'oifname "lo" accept', "ct state established,related accept"):
         assert want in explained, (want, r.out)
         assert want in loaded, (want, loaded)
+
+
+@pytest.mark.parametrize("profile", ["agent", "locked"])
+def test_joined_host_netns_refused(rt, make_bundle, tmp_path, profile):
+    """A bundle that joins the runtime's own network namespace (host networking by path) under
+    `none`/`filtered` is refused before anything runs: the drop-all table must never land in the
+    host's namespace. `open` may join it."""
+    before = sh("nft", "list", "tables").stdout
+    b = make_bundle()
+    b.set_namespace("network", f"/proc/{os.getpid()}/ns/net")
+    b.args("/bin/true")
+    r, _ = rt.run(b, global_args=audit_args(tmp_path, "--profile", profile))
+    assert not r.ok and "runtime's own (host) network namespace" in r.err, r
+    assert sh("nft", "list", "tables").stdout == before
+    r, _ = rt.run(b, global_args=audit_args(tmp_path, "--profile", "open"))
+    assert r.ok, r
