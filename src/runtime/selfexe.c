@@ -200,6 +200,8 @@ cgroup2_mountpoint (char *out, size_t size)
 static void __attribute__ ((noreturn))
 prime_child (void)
 {
+  /* hold none of the caller's fds (pipes it waits on for EOF, --preserve-fds, sockets) */
+  syscall (SYS_close_range, 0U, ~0U, 0U);
   cleanup_fclose FILE *f = fopen ("/proc/self/cgroup", "re");
   char line[1024], mp[256], path[1400];
 
