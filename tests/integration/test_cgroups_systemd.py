@@ -1,0 +1,202 @@
+"""The systemd cgroup driver (`--systemd-cgroup`, cgroupsPath "slice:prefix:name"; issue #3).
+
+With systemd as PID 1 (the VM of tests/vm/systemd/run.sh, `make check-systemd`): the container's
+cgroup is a transient scope systemd creates (StartTransientUnit over D-Bus), asserted from
+systemd's side (`systemctl show`), from the cgroup2 files, from /proc/PID/cgroup of the init and
+from inside the container; `update` reaches both the unit properties and the files; `delete`
+stops the scope. A nested slice "a-b.slice:p:n" lands in /a.slice/a-b.slice/p-n.scope.
+
+Without systemd as PID 1 (this CI host): the driver must fail with a clear error and leave
+nothing behind (no state dir, no cgroup); the systemd tests skip with that reason.
+"""
+
+import os
+import subprocess
+
+import pytest
+
+V2 = "/sys/fs/cgroup"
+
+
+def _systemd_is_pid1():
+    try:
+        exe = os.readlink("/proc/1/exe")
+    except OSError:
+        return False
+    return exe.endswith("/systemd") and os.path.isdir("/run/systemd/system")
+
+
+SYSTEMD = _systemd_is_pid1()
+needs_systemd = pytest.mark.skipif(
+    not SYSTEMD, reason="needs systemd as PID 1 (runs in the VM: make check-systemd / tests/vm/systemd/run.sh)")
+needs_v2 = pytest.mark.skipif(
+    not os.path.exists(os.path.join(V2, "cgroup.subtree_control")) or os.path.isdir(os.path.join(V2, "unified")),
+    reason="the file checks read a pure cgroup v2 layout (the systemd VM boots that way)")
+
+SD = ("--systemd-cgroup",)
+
+
+def show(unit, *props):
+    """systemctl show -p ... UNIT -> dict (systemctl talks to /run/systemd/private as root)."""
+    argv = ["systemctl", "show", unit] + [f"--property={p}" for p in props]
+    out = subprocess.run(argv, check=True, capture_output=True, text=True, timeout=120).stdout
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
+def cgfile(path, name):
+    with open(os.path.join(V2, path.lstrip("/"), name)) as f:
+        return f.read().strip()
+
+
+def run_detached(rt, bundle, cgroups_path, resources=None, cid=None):
+    cid = cid or rt.new_id()
+    bundle.linux["cgroupsPath"] = cgroups_path.replace("ID", cid)
+    if resources is not None:
+        bundle.linux["resources"] = resources
+    bundle.args("/probe", "sleep", "600")
+    bundle.save()
+    rt._track(cid, None)
+    r = rt.cmd("run", "--bundle", bundle.path, "--detach", cid, global_args=SD)
+    assert r.ok, r
+    return cid
+
+
+def init_pid(rt, cid):
+    r = rt.state(cid)
+    assert r.ok, r
+    return r.json()["pid"]
+
+
+def stop_and_delete(rt, cid):
+    assert rt.kill(cid, "KILL").ok
+    rt.wait_status(cid, "stopped")
+    r = rt.cmd("delete", cid, global_args=SD)
+    assert r.ok, r
+
+
+# ---- without systemd (this host): a clear error, nothing left ----
+
+@pytest.mark.skipif(SYSTEMD, reason="checks the error on a host without systemd as PID 1")
+@pytest.mark.parametrize("how", ["flag", "path"])
+def test_no_systemd_clear_error(rt, bundle, how):
+    cid = rt.new_id()
+    if how == "flag":
+        extra = SD
+    else:
+        extra = ()
+        bundle.linux["cgroupsPath"] = f"system.slice:agentsbx:{cid}"
+    bundle.save()
+    rt._track(cid, None)
+    r = rt.cmd("run", "--bundle", bundle.path, cid, global_args=extra)
+    assert not r.ok, r
+    if rt.is_runc:
+        return
+    assert "systemd cgroup driver requested but systemd is not running" in r.err, r
+    assert r.err.count("\n") <= 2, r  # one message, not a cascade
+    assert not os.path.exists(os.path.join(rt.root, cid)), "state dir left"
+
+
+# ---- with systemd as PID 1 (the VM) ----
+
+@needs_v2
+@needs_systemd
+def test_scope_created_with_limits_and_removed(rt, bundle):
+    cid = run_detached(rt, bundle, "system.slice:agentsbx:ID",
+                       {"memory": {"limit": 64 << 20}, "pids": {"limit": 64}, "cpu": {"shares": 512}})
+    unit = f"agentsbx-{cid}.scope"
+    path = f"/system.slice/{unit}"
+    p = show(unit, "ActiveState", "ControlGroup", "Delegate", "Slice", "MemoryMax", "TasksMax", "CPUWeight",
+             "DefaultDependencies")
+    assert p["ActiveState"] == "active", p
+    assert p["ControlGroup"] == path, p
+    assert p["Slice"] == "system.slice", p
+    assert p["Delegate"] == "yes", p
+    assert p["DefaultDependencies"] == "no", p
+    # the unit properties (SetUnitProperties) agree with the files (a daemon-reload keeps them)
+    assert p["MemoryMax"] == str(64 << 20), p
+    assert p["TasksMax"] == "64", p
+    assert p["CPUWeight"] == str(1 + (512 - 2) * 9999 // 262142), p
+    assert cgfile(path, "memory.max") == str(64 << 20)
+    assert cgfile(path, "pids.max") == "64"
+    assert cgfile(path, "cpu.weight") == str(1 + (512 - 2) * 9999 // 262142)
+    pid = init_pid(rt, cid)
+    with open(f"/proc/{pid}/cgroup") as f:
+        assert f.read().strip() == f"0::{path}"
+    assert str(pid) in cgfile(path, "cgroup.procs").split()
+
+    stop_and_delete(rt, cid)
+    assert show(unit, "LoadState")["LoadState"] == "not-found"
+    assert not os.path.exists(os.path.join(V2, path.lstrip("/"))), "scope cgroup left after delete"
+
+
+@needs_v2
+@needs_systemd
+def test_container_sees_the_scope_inside(rt, bundle):
+    """Without a cgroup namespace the container's /proc/self/cgroup names the scope; the
+    foreground run's delete leaves no unit behind."""
+    cid = rt.new_id()
+    bundle.remove_namespace("cgroup")
+    bundle.linux["cgroupsPath"] = f"system.slice:agentsbx:{cid}"
+    bundle.args("/bin/cat", "/proc/self/cgroup")
+    bundle.save()
+    rt._track(cid, None)
+    r = rt.cmd("run", "--bundle", bundle.path, cid, global_args=SD, stdout_path=bundle.stdout_path)
+    assert r.ok, r
+    assert bundle.container_output().strip() == f"0::/system.slice/agentsbx-{cid}.scope"
+    assert show(f"agentsbx-{cid}.scope", "LoadState")["LoadState"] == "not-found"
+
+
+@needs_v2
+@needs_systemd
+def test_nested_slice(rt, bundle):
+    cid = run_detached(rt, bundle, "a-b.slice:p:ID", {"memory": {"limit": 32 << 20}})
+    unit = f"p-{cid}.scope"
+    path = f"/a.slice/a-b.slice/{unit}"
+    p = show(unit, "ActiveState", "ControlGroup", "Slice")
+    assert p == {"ActiveState": "active", "ControlGroup": path, "Slice": "a-b.slice"}, p
+    assert cgfile(path, "memory.max") == str(32 << 20)
+    with open(f"/proc/{init_pid(rt, cid)}/cgroup") as f:
+        assert f.read().strip() == f"0::{path}"
+    stop_and_delete(rt, cid)
+    assert not os.path.exists(os.path.join(V2, path.lstrip("/")))
+
+
+@needs_v2
+@needs_systemd
+def test_default_path_and_update(rt, bundle):
+    """--systemd-cgroup without cgroupsPath: system.slice:agentsbx:ID; update writes the files
+    and the unit's properties."""
+    cid = rt.new_id()
+    bundle.linux.pop("cgroupsPath", None)
+    bundle.args("/probe", "sleep", "600")
+    bundle.save()
+    rt._track(cid, None)
+    r = rt.cmd("run", "--bundle", bundle.path, "--detach", cid, global_args=SD)
+    assert r.ok, r
+    unit = f"agentsbx-{cid}.scope"
+    path = f"/system.slice/{unit}"
+    assert show(unit, "ControlGroup")["ControlGroup"] == path
+    r = rt.cmd("update", "--memory", "48m", "--pids-limit", "33", cid, global_args=SD)
+    assert r.ok, r
+    assert cgfile(path, "memory.max") == str(48 << 20)
+    assert cgfile(path, "pids.max") == "33"
+    p = show(unit, "MemoryMax", "TasksMax")
+    assert p == {"MemoryMax": str(48 << 20), "TasksMax": "33"}, p
+    stop_and_delete(rt, cid)
+
+
+@needs_systemd
+@pytest.mark.parametrize("path", ["a--b.slice:p:ID", "system.slice:p:a/b", "system.slice:p:ID:x", "/not/systemd"])
+def test_bad_systemd_path_refused_cleanly(rt, bundle, path):
+    cid = rt.new_id()
+    bundle.linux["cgroupsPath"] = path.replace("ID", cid)
+    bundle.save()
+    rt._track(cid, None)
+    r = rt.cmd("run", "--bundle", bundle.path, cid, global_args=SD)
+    assert not r.ok, r
+    if not rt.is_runc:
+        assert "linux.cgroupsPath" in r.err, r
+        assert not os.path.exists(os.path.join(rt.root, cid))
+    units = subprocess.run(["systemctl", "list-units", "--all", "--no-legend", f"*{cid}*"], capture_output=True,
+                           text=True, timeout=120).stdout
+    assert cid not in units, units
