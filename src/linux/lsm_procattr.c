@@ -17,6 +17,7 @@
 #include "core/cleanup.h"
 #include "core/util.h"
 #include "linux/lsm_procattr.h"
+#include "linux/pathsafe.h"
 
 static int
 check_procfs (int fd, const char *what, asbx_err_t *err)
@@ -36,13 +37,13 @@ linux_lsm_write_attr (const char *proc_root, const char *attr, const char *data,
   cleanup_close int proc = open (proc_root, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
   cleanup_close int fd = -1;
   cleanup_free char *rel = xasprintf ("thread-self/attr/%s", attr);
-  struct open_how how = { .flags = O_WRONLY | O_CLOEXEC, .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS };
 
   if (proc < 0)
     return asbx_error (err, errno, "open `%s`", proc_root);
   if (check_procfs (proc, proc_root, err) < 0)
     return -1;
-  fd = (int) syscall (SYS_openat2, proc, rel, &how, sizeof how);
+  /* ps_openat2: the userspace fallback keeps BENEATH|NO_MAGICLINKS where openat2 is missing */
+  fd = ps_openat2 (proc, rel, O_WRONLY, 0, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
   if (fd < 0)
     return asbx_error (err, errno, "open `%s/%s`", proc_root, rel);
   if (check_procfs (fd, rel, err) < 0)
