@@ -155,7 +155,8 @@ static int
 cpulist_to_mask (const char *list, const char *field, uint8_t **bytes, size_t *n, asbx_err_t *err)
 {
   cleanup_free char *copy = xstrdup (list);
-  cleanup_free uint8_t *mask = NULL;
+  /* 8192 bits: more CPUs than any machine this runs on; the result is trimmed to the last set */
+  cleanup_free uint8_t *mask = xmalloc0 (1024);
   size_t len = 0;
   char *save = NULL;
 
@@ -165,15 +166,10 @@ cpulist_to_mask (const char *list, const char *field, uint8_t **bytes, size_t *n
       uint64_t lo, hi;
       if (dash)
         *dash = '\0';
-      if (parse_u64 (t, &lo) < 0 || (dash ? parse_u64 (dash + 1, &hi) : (hi = lo, 0)) < 0 || hi < lo
-          || hi >= 8192)
+      if (parse_u64 (t, &lo) < 0 || (dash ? parse_u64 (dash + 1, &hi) : (hi = lo, 0)) < 0 || hi < lo || hi >= 8192)
         return asbx_error (err, EINVAL, "linux.resources.cpu.%s: invalid list `%s`", field, list);
       if (hi / 8 + 1 > len)
-        {
-          mask = xrealloc (mask, hi / 8 + 1);
-          memset (mask + len, 0, hi / 8 + 1 - len);
-          len = hi / 8 + 1;
-        }
+        len = hi / 8 + 1;
       for (uint64_t i = lo; i <= hi; i++)
         mask[i / 8] |= (uint8_t) (1u << (i % 8));
     }
@@ -248,8 +244,8 @@ cgroup_systemd_resource_props (const struct oci_resources *res, bool v2, struct 
       if (v2 && m->has_reservation && m->reservation != 0)
         prop_t (v, &k, "MemoryLow", limit_of (m->reservation));
       /* an invalid swap is reported by the file code with its own message: no property then */
-      if (v2 && m->has_swap && m->swap != 0 && cgroup_swap_to_v2 (m->swap, m->has_limit ? m->limit : 0, &swap, NULL) == 0
-          && swap != 0)
+      if (v2 && m->has_swap && m->swap != 0
+          && cgroup_swap_to_v2 (m->swap, m->has_limit ? m->limit : 0, &swap, NULL) == 0 && swap != 0)
         prop_t (v, &k, "MemorySwapMax", limit_of (swap));
     }
   if (res && res->cpu && cpu_props (res->cpu, v2, v, &k, err) < 0)
@@ -285,7 +281,7 @@ cgroup_systemd_is_pending (const char *path)
 char *
 cgroup_systemd_prepare (const char *cgroups_path, const char *id, bool systemd_running, asbx_err_t *err)
 {
-  struct cgroup_systemd_unit u;
+  struct cgroup_systemd_unit u = { NULL, NULL, NULL };
 
   if (!systemd_running)
     {
@@ -296,11 +292,12 @@ cgroup_systemd_prepare (const char *cgroups_path, const char *id, bool systemd_r
   (void) u;
   (void) cgroups_path;
   (void) id;
-  asbx_error (err, ENOTSUP, "systemd cgroup driver requested but agentsbx was built without libsystemd "
-                            "(apt-get install -y libsystemd-dev, then rebuild)");
+  asbx_error (err, ENOTSUP,
+              "systemd cgroup driver requested but agentsbx was built without libsystemd "
+              "(apt-get install -y libsystemd-dev, then rebuild)");
   return NULL;
 #else
-  if (cgroup_systemd_parse (cgroups_path, id, &u, err) < 0)
+  if (cgroup_systemd_parse (cgroups_path, id, &u, err) < 0 || u.path == NULL)
     return NULL;
   cgroup_systemd_unit_clear (&pending);
   pending = u;
@@ -338,33 +335,33 @@ cgroup_systemd_stop (const char *path, int timeout_ms, asbx_err_t *err)
 
 /* libsystemd is opened with dlopen on first use (headers only at build time), as selinux.c
  * does: no other command pays for loading it, and the static probe's link is untouched. */
-#define SD_FUNCS \
-  X (call) \
-  X (call_method) \
-  X (error_free) \
-  X (error_has_name) \
-  X (flush_close_unref) \
-  X (get_property_string) \
-  X (match_signal) \
-  X (message_append) \
-  X (message_append_array) \
-  X (message_close_container) \
-  X (message_new_method_call) \
-  X (message_open_container) \
-  X (message_read) \
-  X (message_unref) \
-  X (new) \
-  X (open_system) \
-  X (process) \
-  X (set_address) \
-  X (slot_unref) \
-  X (start) \
-  X (unref) \
+#define SD_FUNCS                                                                                                       \
+  X (call)                                                                                                             \
+  X (call_method)                                                                                                      \
+  X (error_free)                                                                                                       \
+  X (error_has_name)                                                                                                   \
+  X (flush_close_unref)                                                                                                \
+  X (get_property_string)                                                                                              \
+  X (match_signal)                                                                                                     \
+  X (message_append)                                                                                                   \
+  X (message_append_array)                                                                                             \
+  X (message_close_container)                                                                                          \
+  X (message_new_method_call)                                                                                          \
+  X (message_open_container)                                                                                           \
+  X (message_read)                                                                                                     \
+  X (message_unref)                                                                                                    \
+  X (new)                                                                                                              \
+  X (open_system)                                                                                                      \
+  X (process)                                                                                                          \
+  X (set_address)                                                                                                      \
+  X (slot_unref)                                                                                                       \
+  X (start)                                                                                                            \
+  X (unref)                                                                                                            \
   X (wait)
 
 static struct
 {
-#define X(f) __typeof__ (sd_bus_##f) *f;
+#define X(f) __typeof__ (sd_bus_##f) *f; // NOLINT(bugprone-macro-parentheses): a member name
   SD_FUNCS
 #undef X
 } sdlib;
@@ -381,8 +378,8 @@ sd_load (asbx_err_t *err)
   h = dlopen ("libsystemd.so.0", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (h == NULL)
     return asbx_error (err, ENOTSUP, "systemd cgroup driver: cannot load libsystemd.so.0: %s", dlerror ());
-#define X(f)                                                                                                 \
-  if ((sdlib.f = (__typeof__ (sd_bus_##f) *) dlsym (h, "sd_bus_" #f)) == NULL)                                  \
+#define X(f)                                                                                                           \
+  if ((sdlib.f = (__typeof__ (sd_bus_##f) *) dlsym (h, "sd_bus_" #f)) == NULL)                                         \
     return asbx_error (err, ENOTSUP, "systemd cgroup driver: libsystemd.so.0 lacks sd_bus_" #f);
   SD_FUNCS
 #undef X
@@ -429,8 +426,7 @@ static int
 bus_fail (asbx_err_t *err, int r, const sd_bus_error *e, const char *what, const char *unit)
 {
   if (e && e->name)
-    return asbx_error (err, -r, "systemd %s of unit `%s`: %s (%s)", what, unit, e->message ? e->message : "",
-                       e->name);
+    return asbx_error (err, -r, "systemd %s of unit `%s`: %s (%s)", what, unit, e->message ? e->message : "", e->name);
   return asbx_error (err, -r, "systemd %s of unit `%s`", what, unit);
 }
 
@@ -528,8 +524,8 @@ job_wait (sd_bus *bus, struct job_watch *w, const char *job, const char *unit, c
         if (strcmp (w->done_path[i], job) == 0)
           {
             if (strcmp (w->done_result[i], "done") != 0)
-              return asbx_error (err, EIO, "systemd %s of unit `%s`: job %s finished with result `%s`", what, unit,
-                                 job, w->done_result[i]);
+              return asbx_error (err, EIO, "systemd %s of unit `%s`: job %s finished with result `%s`", what, unit, job,
+                                 w->done_result[i]);
             return 0;
           }
       r = SDF (process) (bus, NULL);
@@ -653,13 +649,13 @@ start_message (sd_bus *bus, sd_bus_message **m, pid_t pid, asbx_err_t *err)
     r = SDF (message_open_container) (*m, 'a', "(sv)");
   if (r >= 0)
     r = SDF (message_append) (*m, "(sv)(sv)(sv)(sv)(sv)(sv)", "Description", "s", desc, "DefaultDependencies", "b", 0,
-                               "MemoryAccounting", "b", 1, "CPUAccounting", "b", 1, "TasksAccounting", "b", 1,
-                               "IOAccounting", "b", 1);
+                              "MemoryAccounting", "b", 1, "CPUAccounting", "b", 1, "TasksAccounting", "b", 1,
+                              "IOAccounting", "b", 1);
   /* a scope sits in its slice, holds the pid and is delegated (the container may manage its
    * own sub-cgroups); a slice holds no process and only wants its parent */
   if (r >= 0 && scope)
     r = SDF (message_append) (*m, "(sv)(sv)(sv)", "Slice", "s", u->slice, "Delegate", "b", 1, "PIDs", "au", 1,
-                               (uint32_t) pid);
+                              (uint32_t) pid);
   else if (r >= 0)
     r = SDF (message_append) (*m, "(sv)", "Wants", "as", 1, u->slice);
   if (r >= 0)
@@ -692,8 +688,8 @@ cgroup_systemd_start (const char *path, pid_t pid, int timeout_ms, asbx_err_t *e
   if (actual && strcmp (actual, path) == 0)
     return 0;
   if (actual)
-    asbx_error (err, EXDEV, "systemd placed pid %d of unit `%s` in cgroup `%s`, expected `%s`", (int) pid,
-                pending.unit, actual, path);
+    asbx_error (err, EXDEV, "systemd placed pid %d of unit `%s` in cgroup `%s`, expected `%s`", (int) pid, pending.unit,
+                actual, path);
   {
     asbx_err_t ignored = NULL;
     if (cgroup_systemd_stop (path, timeout_ms, &ignored) < 0)
@@ -726,9 +722,9 @@ unit_owns_path (sd_bus *bus, const char *unit, const char *path, asbx_err_t *err
   if (r < 0 || (r = SDF (message_read) (reply, "o", &obj)) < 0)
     return bus_fail (err, r, &e, "GetUnit", unit);
   r = SDF (get_property_string) (bus, SD_DEST, obj,
-                                  has_suffix (unit, ".scope") ? "org.freedesktop.systemd1.Scope"
-                                                              : "org.freedesktop.systemd1.Slice",
-                                  "ControlGroup", &e, &cg);
+                                 has_suffix (unit, ".scope") ? "org.freedesktop.systemd1.Scope"
+                                                             : "org.freedesktop.systemd1.Slice",
+                                 "ControlGroup", &e, &cg);
   if (r < 0)
     return bus_fail (err, r, &e, "ControlGroup property", unit);
   return strcmp (cg, path) == 0;

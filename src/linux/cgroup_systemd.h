@@ -56,8 +56,7 @@ char *cgroup_systemd_expand_slice (const char *slice, asbx_err_t *err);
  * prefix is ignored), else the unit is "prefix-name.scope" ("name.scope" for an empty prefix).
  * Names with '/', control characters or an empty name: EINVAL naming linux.cgroupsPath.
  * Source: runc libcontainer/specconv (the form), systemd.unit(5) (unit names). 0 / -1. */
-int cgroup_systemd_parse (const char *cgroups_path, const char *id, struct cgroup_systemd_unit *out,
-                          asbx_err_t *err);
+int cgroup_systemd_parse (const char *cgroups_path, const char *id, struct cgroup_systemd_unit *out, asbx_err_t *err);
 
 /* One unit property as it goes on the wire: name, D-Bus type and value. 't' uint64, 'b'
  * boolean (u), 's' string (s), 'y' for "ay" (bytes/nbytes: a CPU or NUMA node bitmask). */
@@ -78,8 +77,8 @@ struct cgroup_sd_prop
  * -1 (unlimited) becomes UINT64_MAX ("infinity"). *out heap array (free each .bytes), *n count.
  * Source: systemd.resource-control(5), runc libcontainer/cgroups/systemd/{v1,v2}.go for
  * which fields map to which property. 0 / -1 with *err (a malformed cpus/mems list). */
-int cgroup_systemd_resource_props (const struct oci_resources *res, bool v2, struct cgroup_sd_prop **out,
-                                   size_t *n, asbx_err_t *err);
+int cgroup_systemd_resource_props (const struct oci_resources *res, bool v2, struct cgroup_sd_prop **out, size_t *n,
+                                   asbx_err_t *err);
 void cgroup_sd_props_free (struct cgroup_sd_prop *p, size_t n);
 
 /* Resolve for the systemd driver: parse (cgroup_systemd_parse), refuse when systemd is not

@@ -83,8 +83,15 @@ test_parse (void **state)
     { NULL, "system.slice", "agentsbx-ctr1.scope", "/system.slice/agentsbx-ctr1.scope" },
     { "", "system.slice", "agentsbx-ctr1.scope", "/system.slice/agentsbx-ctr1.scope" },
   };
-  static const char *bad[] = { "/a/b", "a:b", "a:b:c:d", "system.slice:p:", "system.slice:p:a/b", "x:p:n",
-                               "system.slice:p/q:n", "a--b.slice:p:n", "system.slice:p:-.slice" };
+  static const char *bad[] = { "/a/b",
+                               "a:b",
+                               "a:b:c:d",
+                               "system.slice:p:",
+                               "system.slice:p:a/b",
+                               "x:p:n",
+                               "system.slice:p/q:n",
+                               "a--b.slice:p:n",
+                               "system.slice:p:-.slice" };
   struct cgroup_systemd_unit u;
   char *msg;
   (void) state;
@@ -118,8 +125,14 @@ static void
 test_props (void **state)
 {
   struct oci_memory mem = { .has_limit = true, .limit = 64 << 20, .has_reservation = true, .reservation = 1 << 20 };
-  struct oci_cpu cpu = { .has_shares = true, .shares = 1024, .has_quota = true, .quota = 50001, .has_period = true,
-                         .period = 100000, .cpus = (char *) "0-2,9", .mems = (char *) "0" };
+  struct oci_cpu cpu = { .has_shares = true,
+                         .shares = 1024,
+                         .has_quota = true,
+                         .quota = 50001,
+                         .has_period = true,
+                         .period = 100000,
+                         .cpus = (char *) "0-2,9",
+                         .mems = (char *) "0" };
   struct oci_resources res = { .memory = &mem, .cpu = &cpu, .has_pids = true, .pids_limit = 42 };
   struct cgroup_sd_prop *p = NULL;
   const struct cgroup_sd_prop *x;
