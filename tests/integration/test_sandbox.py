@@ -144,3 +144,22 @@ def test_audit_with_a_bad_host_config_fails_clearly(rt):
     cfg = host_config(rt, auditDir="relative/dir")
     a = rt.cmd("audit", "nosuch", global_args=["--config", cfg])
     assert a.rc != 0 and cfg in a.err and "auditDir" in a.err, a
+
+
+def test_pasta_starts_at_the_first_dns_activity(rt, ws):
+    """filtered with only names reachable, in the sandbox's own network namespace: pasta (the way
+    out: an interface and a default route) is attached at the DNS stub's first activity, not at
+    create, so a command that resolves nothing never has a route. Seen from inside: the
+    namespace's routes before and after a lookup (an unlisted name: answered REFUSED, never
+    forwarded)."""
+    pol = {"version": 1, "extends": "agent", "network": {"mode": "filtered", "allowedDomains": ["sbx.invalid"]},
+           "approvals": {"network": "deny"}}
+    script = ("echo before; cat /proc/net/route; getent hosts other.invalid; echo rc=$?; echo after; "
+              "cat /proc/net/route")
+    r = sandbox(rt, "--workspace", ws, "--", "/bin/sh", "-c", script, policy=pol)
+    assert r.rc == 0, r
+    before, after = r.out.split("after\n")
+    routes = lambda text: [ln.split() for ln in text.splitlines() if ln and not ln.startswith(("Iface", "before", "rc="))]
+    assert routes(before) == [], r
+    assert "rc=2" in before, r  # getent: not found (REFUSED by the stub)
+    assert any(x[1] == "00000000" for x in routes(after)), r  # a default route, from pasta
