@@ -159,3 +159,25 @@ def test_runtime_exe_seen_is_sealed_memfd(rt, bundle):
             _assert_overlay_not_writable(pid, fd)
     finally:
         os.close(fd)
+
+
+def test_runtime_exe_memfd_fallback_is_sealed(rt, bundle):
+    """The fallback (no overlayfs: no CAP_SYS_ADMIN, an old kernel; forced here with
+    AGENTSBX_SELFEXE_MEMFD=1) is the sealed memfd, which a writable open cannot get around."""
+    import errno
+    import fcntl
+    bundle.args("/probe", "sleep", "600")
+    r, cid = rt.create(bundle, env=dict(os.environ, AGENTSBX_SELFEXE_MEMFD="1"))
+    assert r.ok, r
+    pid = rt.state(cid).json()["pid"]
+    link = os.readlink(f"/proc/{pid}/exe")
+    assert link.startswith("/memfd:"), link
+    fd = os.open(f"/proc/{pid}/exe", os.O_RDONLY)
+    try:
+        F_GET_SEALS, F_SEAL_WRITE = 1034, 0x8
+        assert fcntl.fcntl(fd, F_GET_SEALS) & F_SEAL_WRITE
+    finally:
+        os.close(fd)
+    with pytest.raises(OSError) as e:
+        os.close(os.open(f"/proc/{pid}/exe", os.O_WRONLY))
+    assert e.value.errno in (errno.EPERM, errno.ETXTBSY), e.value
