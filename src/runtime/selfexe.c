@@ -23,6 +23,9 @@
  * is recognised by its seals; the overlay by AGENTSBX_SELFEXE=overlay (set here, removed at
  * once by the new process; only the runtime's caller sets our environment, and a container can
  * only reach a runtime that already runs protected) together with fstatfs: overlayfs, read-only.
+ * Switches for tests and A/B measurements (only the runtime's caller sets our environment, and
+ * both only choose the weaker-but-still-safe or the slower path): AGENTSBX_SELFEXE_MEMFD=1 skips
+ * the overlay (the memfd fallback is tested), AGENTSBX_NO_CGROUP_PRIME=1 skips the priming below.
  * Numbers: docs/performance.md "Self-protection". */
 #include <elf.h>
 #include <errno.h>
