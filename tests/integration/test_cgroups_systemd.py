@@ -1,6 +1,6 @@
 """The systemd cgroup driver (`--systemd-cgroup`, cgroupsPath "slice:prefix:name"; issue #3).
 
-With systemd as PID 1 (the VM of tests/vm/systemd/run.sh, `make check-systemd`): the container's
+With systemd as PID 1 (the VM of tests/vm/systemd/run.sh; contrib/test.sh runs it in CI): the container's
 cgroup is a transient scope systemd creates (StartTransientUnit over D-Bus), asserted from
 systemd's side (`systemctl show`), from the cgroup2 files, from /proc/PID/cgroup of the init and
 from inside the container; `update` reaches both the unit properties and the files; `delete`
@@ -28,7 +28,7 @@ def _systemd_is_pid1():
 
 SYSTEMD = _systemd_is_pid1()
 needs_systemd = pytest.mark.skipif(
-    not SYSTEMD, reason="needs systemd as PID 1 (runs in the VM: make check-systemd / tests/vm/systemd/run.sh)")
+    not SYSTEMD, reason="needs systemd as PID 1 (runs in the VM: tests/vm/systemd/run.sh)")
 needs_v2 = pytest.mark.skipif(
     not os.path.exists(os.path.join(V2, "cgroup.subtree_control")) or os.path.isdir(os.path.join(V2, "unified")),
     reason="the file checks read a pure cgroup v2 layout (the systemd VM boots that way)")
@@ -148,6 +148,39 @@ def test_container_sees_the_scope_inside(rt, bundle):
 
 @needs_v2
 @needs_systemd
+def test_exec_joins_the_scope(rt, bundle):
+    cid = run_detached(rt, bundle, "system.slice:agentsbx:ID")
+    path = f"/system.slice/agentsbx-{cid}.scope"
+    r = rt.cmd("exec", cid, "/bin/cat", "/proc/self/cgroup", global_args=SD)
+    assert r.ok, r
+    # the spec's default cgroup namespace is rooted at the scope: "/" inside
+    assert r.out.strip() in ("0::/", f"0::{path}"), r
+    pids = cgfile(path, "cgroup.procs").split()
+    assert str(init_pid(rt, cid)) in pids
+    stop_and_delete(rt, cid)
+
+
+@needs_v2
+@needs_systemd
+def test_failed_create_stops_the_unit(rt, bundle):
+    """A create that fails after systemd started the scope (here: a v1-only resource on cgroup
+    v2, refused when the files are written) stops the unit again: nothing is left."""
+    cid = rt.new_id()
+    bundle.linux["cgroupsPath"] = f"system.slice:agentsbx:{cid}"
+    bundle.linux["resources"] = {"cpu": {"realtimeRuntime": 1000, "realtimePeriod": 100000}}
+    bundle.args("/probe", "sleep", "600")
+    bundle.save()
+    rt._track(cid, None)
+    r = rt.cmd("create", "--bundle", bundle.path, cid, global_args=SD, stdout_path=bundle.stdout_path)
+    assert not r.ok, r
+    assert "realtime" in r.err, r
+    assert show(f"agentsbx-{cid}.scope", "LoadState")["LoadState"] == "not-found"
+    assert not os.path.exists(os.path.join(V2, "system.slice", f"agentsbx-{cid}.scope"))
+    assert not os.path.exists(os.path.join(rt.root, cid))
+
+
+@needs_v2
+@needs_systemd
 def test_nested_slice(rt, bundle):
     cid = run_detached(rt, bundle, "a-b.slice:p:ID", {"memory": {"limit": 32 << 20}})
     unit = f"p-{cid}.scope"
@@ -200,3 +233,35 @@ def test_bad_systemd_path_refused_cleanly(rt, bundle, path):
     units = subprocess.run(["systemctl", "list-units", "--all", "--no-legend", f"*{cid}*"], capture_output=True,
                            text=True, timeout=120).stdout
     assert cid not in units, units
+
+
+# ---- systemd on a hybrid/legacy host (v1 controllers): tests/vm/systemd/run.sh with
+# ASBX_VM_SD_LAYOUT=hybrid ----
+
+V1 = os.path.isdir("/sys/fs/cgroup/memory") and os.path.isdir("/sys/fs/cgroup/systemd")
+
+
+@pytest.mark.skipif(not V1, reason="needs v1 controller hierarchies (ASBX_VM_SD_LAYOUT=hybrid)")
+@needs_systemd
+def test_scope_on_v1_hierarchies(rt, bundle):
+    """systemd creates the scope in name=systemd and the hierarchies it accounts; the runtime
+    joins (or creates) it in every other one; the v1 unit properties (MemoryLimit, CPUShares)
+    and files agree; delete leaves no directory in any hierarchy."""
+    cid = run_detached(rt, bundle, "system.slice:agentsbx:ID",
+                       {"memory": {"limit": 64 << 20}, "pids": {"limit": 64}, "cpu": {"shares": 512}})
+    unit = f"agentsbx-{cid}.scope"
+    path = f"/system.slice/{unit}"
+    p = show(unit, "ActiveState", "ControlGroup", "MemoryLimit", "CPUShares", "TasksMax")
+    assert p["ActiveState"] == "active" and p["ControlGroup"] == path, p
+    assert p["MemoryLimit"] == str(64 << 20) and p["CPUShares"] == "512" and p["TasksMax"] == "64", p
+    with open(f"/sys/fs/cgroup/memory{path}/memory.limit_in_bytes") as f:
+        assert f.read().strip() == str(64 << 20)
+    with open(f"/sys/fs/cgroup/pids{path}/pids.max") as f:
+        assert f.read().strip() == "64"
+    with open(f"/proc/{init_pid(rt, cid)}/cgroup") as f:
+        lines = [line.split(":", 2) for line in f.read().split("\n") if line]
+    for _, ctl, p in lines:
+        assert p == path, (ctl, p)
+    stop_and_delete(rt, cid)
+    for h in os.listdir("/sys/fs/cgroup"):
+        assert not os.path.exists(f"/sys/fs/cgroup/{h}{path}"), f"{h}{path} left"

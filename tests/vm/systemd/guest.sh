@@ -24,7 +24,7 @@ mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf 2>/dev/null
 [ "$(readlink /proc/1/exe)" = /usr/lib/systemd/systemd ] || [ "$(readlink /proc/1/exe)" = /lib/systemd/systemd ] ||
 	{ echo "guest: PID 1 is $(readlink /proc/1/exe), not systemd"; finish 125; }
 [ -d /run/systemd/system ] || { echo "guest: no /run/systemd/system"; finish 125; }
-echo "guest: systemd $(systemctl --version | head -n1), cgroup2: $(cat /sys/fs/cgroup/cgroup.subtree_control)"
+echo "guest: systemd $(systemctl --version | head -n1); cgroup mounts: $(grep -c " - cgroup" /proc/self/mountinfo)"
 echo "guest: own cgroup $(cat /proc/self/cgroup)"
 ip link set lo up 2>/dev/null
 hostname asbx-systemd-vm

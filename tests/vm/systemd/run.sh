@@ -9,7 +9,9 @@
 # overlay's /etc/systemd/system and execs the host's /lib/systemd/systemd as PID 1, booted
 # with systemd.unit=agentsbx-test.service - a unit with DefaultDependencies=no, so none of the
 # host's enabled services start; it runs tests/vm/systemd/guest.sh (pytest) and powers off.
-# Pure cgroup v2 (cgroup_no_v1=all systemd.unified_cgroup_hierarchy=1), as systemd 252 prefers.
+# Pure cgroup v2 (cgroup_no_v1=all systemd.unified_cgroup_hierarchy=1), as systemd 252 prefers;
+# ASBX_VM_SD_LAYOUT=hybrid boots systemd's hybrid layout instead (v1 controllers, cgroup2 at
+# /sys/fs/cgroup/unified: the layout of this CI host and of older systemd distributions).
 # Env: ASBX_VM_OUT (results dir, default a new /tmp/asbx-vm-sd.XXXXXX), ASBX_VM_TIMEOUT (seconds,
 # default 900), ASBX_VM_MEM (MiB, 2048), ASBX_VM_CACHE, AGENTSBX_TOP, AGENTSBX_BUILD.
 # Exit status: pytest's in the guest (0 = pass), 125 = the VM did not get to run the tests.
@@ -39,14 +41,20 @@ echo "$here/guest.sh" >"$out/share/guest"
 echo $((timeout - 180)) >"$out/share/timeout" # pytest's own bound, leaving time to boot systemd
 printf '%s\n' tests/integration/test_cgroups_systemd.py "$@" >"$out/share/pytest-args"
 
-echo "run-systemd: kernel $img, results in $out"
+case ${ASBX_VM_SD_LAYOUT:-unified} in
+unified) cg="cgroup_no_v1=all systemd.unified_cgroup_hierarchy=1" ;;
+hybrid) cg="systemd.unified_cgroup_hierarchy=0" ;;
+*) echo "run-systemd: ASBX_VM_SD_LAYOUT must be unified or hybrid" >&2; exit 125 ;;
+esac
+
+echo "run-systemd: kernel $img, results in $out, cgroups ${ASBX_VM_SD_LAYOUT:-unified}"
 start=$(date +%s)
 qrc=0
 timeout -k 10 "$timeout" qemu-system-x86_64 -nodefaults -no-user-config -no-reboot \
 	-machine pc -accel tcg,thread=multi -cpu max -smp 2 -m "${ASBX_VM_MEM:-2048}" \
 	-display none -monitor none -nic none -serial "file:$out/console.log" \
 	-kernel "$img/vmlinuz" -initrd "$img/initrd.img" \
-	-append "console=ttyS0 panic=-1 loglevel=4 cgroup_no_v1=all systemd.unified_cgroup_hierarchy=1 lsm=landlock,yama asbx.guest=$here/pid1.sh systemd.unit=agentsbx-test.service systemd.show_status=0 systemd.log_target=console systemd.log_level=notice" \
+	-append "console=ttyS0 panic=-1 loglevel=4 $cg lsm=landlock,yama asbx.guest=$here/pid1.sh systemd.unit=agentsbx-test.service systemd.show_status=0 systemd.log_target=console systemd.log_level=notice" \
 	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
 	-virtfs "local,path=$out/share,mount_tag=asbxout,security_model=none,multidevs=remap" || qrc=$?
 end=$(date +%s)
