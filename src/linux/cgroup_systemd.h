@@ -104,8 +104,10 @@ int cgroup_systemd_start (const char *path, pid_t pid, int timeout_ms, asbx_err_
 int cgroup_systemd_set_resources (const char *path, const struct oci_resources *res, asbx_err_t *err);
 
 /* Stop the unit whose cgroup is `path` (StopUnit "replace", wait for the job, then
- * ResetFailedUnit so a failed scope is collected). A unit systemd no longer knows is not an
- * error (an empty scope is collected by systemd when its last process exits). 0 / -1. */
+ * ResetFailedUnit so a failed scope is collected); KillUnit(SIGKILL) first, so a process
+ * that ignores SIGTERM (a namespace's init) cannot hold the stop for TimeoutStopSec. A unit
+ * systemd no longer knows is not an error (an empty scope is collected by systemd when its
+ * last process exits), nor is a host where systemd no longer runs. 0 / -1. */
 int cgroup_systemd_stop (const char *path, int timeout_ms, asbx_err_t *err);
 
 #endif
