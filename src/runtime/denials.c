@@ -16,11 +16,16 @@
  * Ordering: the caller drains the process events first; the policy record names what is reported. */
 #include <errno.h>
 #include <inttypes.h>
+#include <linux/audit.h>
+#include <linux/netlink.h>
+#include <stddef.h>
 #include <poll.h>
 #include <seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "core/cleanup.h"
@@ -282,23 +287,75 @@ denials_dispatch (struct denials *d)
     asbx_error_free (&e);
 }
 
+/* The kernel's audit backlog: how many records wait in kauditd's queue (audit_status.backlog,
+ * skb_queue_len(&audit_queue) in kernel/audit.c), through AUDIT_GET on `fd`, a plain
+ * NETLINK_AUDIT socket. -1 when it cannot be asked (no CAP_AUDIT_CONTROL, an old or odd reply):
+ * the caller then falls back to waiting for quiet. */
+static int64_t
+audit_backlog (int fd)
+{
+  struct
+  {
+    struct nlmsghdr h;
+    struct audit_status s;
+  } req = { .h = { .nlmsg_len = NLMSG_LENGTH (0), .nlmsg_type = AUDIT_GET, .nlmsg_flags = NLM_F_REQUEST } };
+  struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+  char buf[1024] __attribute__ ((aligned (NLMSG_ALIGNTO)));
+  const size_t need = offsetof (struct audit_status, backlog) + sizeof (uint32_t);
+
+  if (sendto (fd, &req, req.h.nlmsg_len, 0, (struct sockaddr *) &sa, sizeof sa) < 0)
+    return -1;
+  for (int i = 0; i < 4; i++)
+    {
+      ssize_t n = recv (fd, buf, sizeof buf, 0);
+      struct nlmsghdr *h = (struct nlmsghdr *) buf;
+      if (n < 0 || !NLMSG_OK (h, (size_t) n))
+        return -1;
+      if (h->nlmsg_type == NLMSG_ERROR)
+        {
+          if (((struct nlmsgerr *) NLMSG_DATA (h))->error)
+            return -1;
+          continue;
+        }
+      if (h->nlmsg_type == AUDIT_GET && h->nlmsg_len >= NLMSG_LENGTH (need))
+        return ((struct audit_status *) NLMSG_DATA (h))->backlog;
+    }
+  return -1;
+}
+
+/* Records the container caused are all queued by the time it has exited: seccomp and Landlock
+ * call audit_log_end in the denied syscall itself, which appends to kauditd's queue. kauditd
+ * multicasts each record right after taking it off that queue, so an empty queue means they
+ * have reached our socket, but for a record kauditd has just dequeued and not yet sent: 1 ms
+ * more covers that step. While the queue holds records (this host's, anyone's) we wait for them
+ * as before: 10 ms of quiet, 200 ms at most. */
+static void
+wait_for_late_records (struct denials *d)
+{
+  struct pollfd p = { .fd = d->nl, .events = POLLIN };
+  cleanup_close int ctl = socket (AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT);
+  if (ctl >= 0)
+    {
+      struct timeval tv = { .tv_usec = 200000 };
+      (void) setsockopt (ctl, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    }
+  for (int i = 0; i < 20; i++)
+    {
+      denials_dispatch (d);
+      int64_t backlog = ctl >= 0 ? audit_backlog (ctl) : -1;
+      if (poll (&p, 1, backlog == 0 ? 1 : 10) <= 0)
+        break;
+    }
+  denials_dispatch (d);
+}
+
 void
 denials_finish (struct denials *d)
 {
   if (!d)
     return;
   if (d->nl >= 0)
-    {
-      struct pollfd p = { .fd = d->nl, .events = POLLIN };
-      /* kauditd delivers asynchronously: wait for 10 ms of quiet, 200 ms at most */
-      for (int i = 0; i < 20; i++)
-        {
-          denials_dispatch (d);
-          if (poll (&p, 1, 10) <= 0)
-            break;
-        }
-      denials_dispatch (d);
-    }
+    wait_for_late_records (d);
   if (d->suppressed || d->lost)
     {
       struct audit_rec *r = audit_rec_new (d->id, "denial");

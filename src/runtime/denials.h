@@ -40,8 +40,9 @@ void denials_note_exit (struct denials *d, pid_t pid);
  * process-events connector (so forks the records refer to are known). */
 void denials_dispatch (struct denials *d);
 
-/* At the container's end: wait briefly (<= 200 ms, 10 ms of quiet) for records kauditd has not
- * delivered yet, dispatch them, write the count of suppressed records. */
+/* At the container's end: wait briefly for records kauditd has not delivered yet (1 ms when its
+ * queue is empty, AUDIT_GET backlog 0; else 10 ms of quiet; 200 ms at most), dispatch them,
+ * write the count of suppressed records. */
 void denials_finish (struct denials *d);
 
 void denials_free (struct denials *d);
