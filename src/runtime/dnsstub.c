@@ -318,9 +318,9 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
       asbx_error (err, errno, "upstream socket");
       goto fail;
     }
-  d->nft = linux_nft_new (d->netns, err);
-  if (!d->nft)
-    goto fail;
+  /* d->nft, the libnftables context for the sets, is made at the first answer to fill them in
+   * (nft_set_allow): most sandboxes resolve nothing, and the context costs a netlink socket,
+   * setns twice and libnftables' reading of /etc/iproute2 (issue #9) */
   d->ep = epoll_create1 (EPOLL_CLOEXEC);
   if (d->ep < 0)
     {
@@ -637,6 +637,19 @@ on_tcp (struct dnsstub *d, int conn)
     }
 }
 
+/* Run `cmd` (an `add element` transaction) in the container's namespace, making the
+ * libnftables context first if this is the first one. Fail closed: an address that could not
+ * be added is not in the answer's audit list and stays unreachable. */
+static int
+nft_set_allow (struct dnsstub *d, const char *cmd, asbx_err_t *err)
+{
+  if (!d->nft)
+    d->nft = linux_nft_new (d->netns, err);
+  if (!d->nft)
+    return asbx_error_wrap (err, "network: DNS stub: nftables context");
+  return linux_nft_run (d->nft, cmd, err);
+}
+
 /* the answer's A/AAAA addresses into the sets; their text into addrs (for the audit record) */
 static size_t
 fill_sets (struct dnsstub *d, const unsigned char *m, size_t len, size_t i, char **addrs, size_t max, char **error,
@@ -656,7 +669,7 @@ fill_sets (struct dnsstub *d, const unsigned char *m, size_t len, size_t i, char
       inet_ntop (rr.family, rr.addr, text, sizeof text);
       cleanup_free char *cmd = policy_nft_allow_cmd (text, ports, nports, rr.ttl);
       asbx_err_t e = NULL;
-      if (cmd && linux_nft_run (d->nft, cmd, &e) == 0)
+      if (cmd && nft_set_allow (d, cmd, &e) == 0)
         {
           addrs[naddrs++] = xstrdup (text);
           *min_ttl = naddrs == 1 || rr.ttl < *min_ttl ? rr.ttl : *min_ttl;
