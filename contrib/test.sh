@@ -34,8 +34,10 @@ fi
 if [ -n "${CI:-}" ] || [ -n "${ASBX_CGROUPV2:-}" ]; then
   command -v qemu-system-x86_64 >/dev/null || { apt-get update -q && apt-get install -y -q --no-install-recommends qemu-system-x86 busybox-static; } >/dev/null
   make check-cgroupv2 PYTEST_ARGS="$*" || rc=1
-  # the systemd cgroup driver against a real systemd as PID 1 (same VM, about 3 minutes)
+  # the systemd cgroup driver against a real systemd as PID 1 (same VM), on systemd's unified
+  # and hybrid layouts: about 3 minutes each
   "$top/tests/vm/systemd/run.sh" "$@" || rc=1
+  ASBX_VM_SD_LAYOUT=hybrid "$top/tests/vm/systemd/run.sh" "$@" || rc=1
 fi
 # Security proof (docs/security.md), in CI only unless asked (ASBX_SECURITY=1): the escape suite,
 # each fuzz target for FUZZ_SECONDS (3 targets x 60 s), and one ASan+UBSan build of the runtime

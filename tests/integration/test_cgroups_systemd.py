@@ -31,7 +31,7 @@ needs_systemd = pytest.mark.skipif(
     not SYSTEMD, reason="needs systemd as PID 1 (runs in the VM: tests/vm/systemd/run.sh)")
 needs_v2 = pytest.mark.skipif(
     not os.path.exists(os.path.join(V2, "cgroup.subtree_control")) or os.path.isdir(os.path.join(V2, "unified")),
-    reason="the file checks read a pure cgroup v2 layout (the systemd VM boots that way)")
+    reason="the file checks read a pure cgroup v2 layout (the systemd VM's default; hybrid: test_scope_on_v1_hierarchies)")
 
 SD = ("--systemd-cgroup",)
 
@@ -188,6 +188,24 @@ def test_nested_slice(rt, bundle):
     p = show(unit, "ActiveState", "ControlGroup", "Slice")
     assert p == {"ActiveState": "active", "ControlGroup": path, "Slice": "a-b.slice"}, p
     assert cgfile(path, "memory.max") == str(32 << 20)
+    with open(f"/proc/{init_pid(rt, cid)}/cgroup") as f:
+        assert f.read().strip() == f"0::{path}"
+    stop_and_delete(rt, cid)
+    assert not os.path.exists(os.path.join(V2, path.lstrip("/")))
+
+
+@needs_v2
+@needs_systemd
+def test_slice_unit(rt, bundle):
+    """A name ending in .slice makes the unit a slice (runc's rule): its cgroup follows its own
+    name (systemd.slice(5)), the container's processes are moved into it by the runtime."""
+    cid = run_detached(rt, bundle, "system.slice:p:sl-ID.slice", {"pids": {"limit": 20}})
+    unit = f"sl-{cid}.slice"
+    parts = unit[: -len(".slice")].split("-")
+    path = "".join("/" + "-".join(parts[: i + 1]) + ".slice" for i in range(len(parts)))
+    p = show(unit, "ActiveState", "ControlGroup")
+    assert p == {"ActiveState": "active", "ControlGroup": path}, p
+    assert cgfile(path, "pids.max") == "20"
     with open(f"/proc/{init_pid(rt, cid)}/cgroup") as f:
         assert f.read().strip() == f"0::{path}"
     stop_and_delete(rt, cid)

@@ -33,5 +33,14 @@ TTYPath=/dev/console
 UNIT
 # a stable machine id so systemd does not try to write one to the (read-only) lower layer
 [ -s /etc/machine-id ] || echo 0123456789abcdef0123456789abcdef >/etc/machine-id
-exec /lib/systemd/systemd systemd.unit=agentsbx-test.service
+# The host's root may carry a container marker (/.dockerenv): systemd would then believe it
+# runs in a container, read its settings from its own argv instead of /proc/cmdline, and keep
+# the cgroup layout it finds. This is a VM: remove the markers from the overlay (the host keeps
+# them) and also hand systemd the systemd.* settings of the kernel command line.
+rm -f /.dockerenv /run/.containerenv
+set --
+for a in $(cat /proc/cmdline); do
+	case $a in systemd.*) set -- "$@" "$a" ;; esac
+done
+exec /lib/systemd/systemd "$@"
 fail "exec systemd"
