@@ -36,6 +36,31 @@
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 
+/* Step 3c is left to the monitor (runtime/monitor.c network_table_load, before every pasta
+ * start) when the table can change nothing until then: `filtered` in a network namespace we
+ * made (only `lo`; a container holding CAP_NET_ADMIN could delete the table anyway), no OCI
+ * hooks (a prestart/createRuntime/poststart hook could wire it, CNI style), loopback allowed (with allowLocalBinding false the table
+ * filters `lo` from the start) and no allowed CIDRs (pasta would attach at create anyway).
+ * Until pasta attaches, any other destination fails with ENETUNREACH at the route lookup,
+ * before netfilter. Known difference: the table's nat rule sends port 53 of ANY address to the
+ * stub; without it a resolver hard-coded to another loopback address (127.0.0.53) is refused
+ * rather than redirected (the container's resolv.conf names 127.0.0.1: step 3d). */
+static bool
+network_table_deferred (const struct init_args *a)
+{
+  const struct policy_plan *pl = a->plan;
+  const struct oci_hooks *h = a->spec->hooks;
+
+  if (!pl || !pl->active || pl->net_mode != POLICY_NET_FILTERED || !pl->allow_local_binding
+      || pl->allowed_cidrs_len)
+    return false;
+  if (!(a->ns->new_flags & CLONE_NEWNET))
+    return false;
+  return !h
+         || !(h->prestart_len || h->create_runtime_len || h->create_container_len || h->start_container_len
+              || h->poststart_len || h->poststop_len);
+}
+
 /* Block until `start` connects to start.sock; returns the connection (close-on-exec: `start`
  * sees EOF when we exec) on which errors after this point are reported. */
 static int
@@ -127,8 +152,10 @@ init_main (struct init_args *a)
     fail (a, &err);
   /* 3c. the network policy's nftables table, while we hold CAP_NET_ADMIN (the container never
    * does) and before pivot_root, so libnftables reads only the host's files; in an engine-given
-   * namespace as in a fresh one. Before the hooks: nothing of the container's runs unfiltered. */
-  if (policy_apply_network (a->plan, &err) < 0)
+   * namespace as in a fresh one. Before the hooks: nothing of the container's runs unfiltered.
+   * Except where nothing can leave before pasta attaches: then the monitor loads it right
+   * before pasta (network_table_deferred). */
+  if (!network_table_deferred (a) && policy_apply_network (a->plan, &err) < 0)
     fail (a, &err);
   /* 3d. filtered in a namespace nobody else wires: the resolver is the monitor's DNS stub */
   if (policy_apply_resolv (rootfd, a->plan, (a->ns->new_flags & CLONE_NEWNET) != 0, &err) < 0)

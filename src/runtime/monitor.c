@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -42,7 +43,9 @@
 #include "core/util.h"
 #include "linux/cgroup.h"
 #include "linux/cgroup_internal.h"
+#include "linux/nft.h"
 #include "linux/proc_events.h"
+#include "policy/nft_ruleset.h"
 #include "runtime/audit.h"
 #include "runtime/denials.h"
 #include "runtime/dnsstub.h"
@@ -267,6 +270,42 @@ cgroup_path_forms (const char *path)
   return v;
 }
 
+/* The policy's nftables table in the container's namespace `netns`, right before pasta gives
+ * that namespace a way out. The init leaves it to us in the common case (runtime/init.c step
+ * 3c: `filtered` in a namespace agentsbx made, no hooks, loopback allowed): until pasta attaches
+ * the namespace has only `lo`, every other destination fails with ENETUNREACH at the route
+ * lookup, before any netfilter hook, so a command that never resolves a name never pays for the
+ * table (~1.5 ms of CPU: libnftables parse, cache, kernel commit with nat and conntrack set-up).
+ * Loaded here before EVERY pasta start, whether the init deferred it or not: the text deletes
+ * and re-creates the table in one kernel transaction, so an init-loaded table is replaced with
+ * no unfiltered moment (its sets are still empty: the stub fills them only once pasta is up),
+ * and no disagreement about who loads it can let pasta attach an unfiltered namespace.
+ * Never into the monitor's own network namespace (the runtime's). 0 / -1 with *err. */
+static int
+network_table_load (struct mon *m, int netns, asbx_err_t *err)
+{
+  cleanup_free char *ruleset = NULL;
+  struct stat ns, self;
+
+  if (policy_nft_ruleset (m->plan, &ruleset, err) < 0)
+    return asbx_error_wrap (err, "network.mode filtered: the nftables table");
+  if (!ruleset)
+    return asbx_error (err, EINVAL, "network.mode filtered: no nftables table to load");
+  if (fstat (netns, &ns) < 0 || stat ("/proc/self/ns/net", &self) < 0)
+    return asbx_error (err, errno, "network.mode filtered: stat the network namespaces");
+  if (ns.st_dev == self.st_dev && ns.st_ino == self.st_ino)
+    return asbx_error (err, EINVAL, "network.mode filtered: the container shares the runtime's network namespace; "
+                                    "refusing to load the nftables table there");
+  struct linux_nft *n = linux_nft_new (netns, err);
+  if (!n)
+    return asbx_error_wrap (err, "network.mode filtered: the nftables table");
+  int r = linux_nft_run (n, ruleset, err);
+  linux_nft_free (n);
+  if (r < 0)
+    return asbx_error_wrap (err, "network.mode filtered: load the nftables table into the container's network namespace");
+  return 0;
+}
+
 /* A namespace nobody wires: pasta is its way out (nothing allowed: none needed). An allowed
  * CIDR is reachable at once, so pasta starts now. Names (allowedDomains, approvals) are
  * reachable only after the stub has answered (it fills the table's sets before it answers), so
@@ -289,20 +328,23 @@ pasta_setup (struct mon *m, asbx_err_t *err)
       m->pasta_netns = steal_fd (&ns);
       return 0;
     }
+  if (network_table_load (m, ns, err) < 0)
+    return -1;
   m->pasta = pasta_start (ns, 20000, err);
   return m->pasta < 0 ? -1 : 0;
 }
 
-/* The stub has work (a query, an approver, a TCP connection): attach pasta first, so the
- * addresses the answer opens are reachable by the time the container gets it. A failure is
- * audited; the container then has no way out (fail closed), the stub goes on answering. */
+/* The stub has work (a query, an approver, a TCP connection): load the table, then attach
+ * pasta, so the addresses the answer opens are reachable by the time the container gets it. A
+ * failure of either is audited; the container then has no way out (fail closed: no pasta
+ * without the table), the stub goes on answering. */
 static void
 pasta_lazy_start (struct mon *m)
 {
   asbx_err_t e = NULL;
   if (m->pasta_netns < 0)
     return;
-  m->pasta = pasta_start (m->pasta_netns, 20000, &e);
+  m->pasta = network_table_load (m, m->pasta_netns, &e) < 0 ? -1 : pasta_start (m->pasta_netns, 20000, &e);
   close (m->pasta_netns);
   m->pasta_netns = -1;
   if (m->pasta < 0)
