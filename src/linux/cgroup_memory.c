@@ -125,14 +125,30 @@ v2_refuse (const struct oci_memory *m, asbx_err_t *err)
   return 0;
 }
 
+/* The memory.max in force, as the spec's limit: -1 for "max". For an update that changes the
+ * swap value only: v2 keeps swap apart from memory, so memory.swap.max = swap - the limit the
+ * container already has (runc 1.1.5 refuses such an update on v2; on v1 it is a plain write). */
+static int
+v2_current_limit (const struct cgroup_dir *d, int64_t *out, asbx_err_t *err)
+{
+  uint64_t n = 0;
+
+  if (cgroup_dir_read_u64 (d, "memory.max", &n, err) < 0) /* "max" reads as UINT64_MAX */
+    return -1;
+  *out = n > INT64_MAX ? -1 : (int64_t) n;
+  return 0;
+}
+
 static int
 set_v2 (const struct cgroup_dir *d, const struct oci_memory *m, asbx_err_t *err)
 {
-  int64_t swap = 0;
+  int64_t swap = 0, limit = SET (m->has_limit, m->limit) ? m->limit : 0;
 
   if (v2_refuse (m, err) < 0)
     return -1;
-  if (SET (m->has_swap, m->swap) && cgroup_swap_to_v2 (m->swap, m->has_limit ? m->limit : 0, &swap, err) < 0)
+  if (SET (m->has_swap, m->swap) && m->swap > 0 && limit == 0 && v2_current_limit (d, &limit, err) < 0)
+    return -1;
+  if (SET (m->has_swap, m->swap) && cgroup_swap_to_v2 (m->swap, limit, &swap, err) < 0)
     return -1;
   if (m->has_check_before_update && m->check_before_update && SET (m->has_limit, m->limit) && m->limit > 0)
     {

@@ -378,3 +378,44 @@ def test_delete_kills_whole_cgroup(rt, bundle):
     wait_for(lambda: len(cg(path, "cgroup.procs").split()) >= 3, 30, "three processes")
     assert rt.delete(cid, force=True).ok
     assert not os.path.exists(os.path.join(V2, path.lstrip("/")))
+
+
+def test_nested_path_enables_controllers(rt, bundle):
+    """A cgroupsPath several levels below the root: every level on the way must have the
+    controllers in its cgroup.subtree_control (the "no internal process" rule allows that, as
+    the intermediate levels hold no process), or the leaf has no memory.max to write."""
+    cid = rt.new_id()
+    path = f"/asbx-it-{cid}/pod/ctr"
+    bundle.linux["cgroupsPath"] = path
+    bundle.linux["resources"] = {"memory": {"limit": 48 << 20}, "pids": {"limit": 20},
+                                 "cpu": {"shares": 1024}}
+    bundle.args("/probe", "sleep", "600")
+    r, _ = rt.run(bundle, cid, "--detach")
+    assert r.ok, r
+    try:
+        assert int(cg(path, "memory.max")) == 48 << 20
+        assert cg(path, "pids.max") == "20"
+        for level in (f"/asbx-it-{cid}", f"/asbx-it-{cid}/pod"):
+            enabled = cg(level, "cgroup.subtree_control").split()
+            assert {"memory", "pids", "cpu"} <= set(enabled), (level, enabled)
+            assert cg(level, "cgroup.procs") == "", level
+    finally:
+        rt.delete(cid, force=True)
+    assert not os.path.exists(os.path.join(V2, path.lstrip("/")))
+    for level in (f"/asbx-it-{cid}/pod", f"/asbx-it-{cid}"):
+        d = os.path.join(V2, level.lstrip("/"))
+        if os.path.isdir(d):
+            os.rmdir(d)  # intermediate levels the runtime made: runc keeps them too
+
+
+def test_update_swap_keeps_memory_limit(rt, bundle):
+    """update with a memory+swap value only: memory.swap.max is computed against the memory
+    limit the container already has (memory.max)."""
+    if rt.is_runc:
+        pytest.skip("runc 1.1.5 refuses it on v2: unable to set swap limit without memory limit")
+    cid, path = start(rt, bundle, {"memory": {"limit": 64 << 20, "swap": 96 << 20}})
+    r = rt.cmd("update", "--memory-swap", str(128 << 20), cid)
+    assert r.ok, r
+    assert int(cg(path, "memory.max")) == 64 << 20
+    assert int(cg(path, "memory.swap.max")) == 64 << 20
+    rt.delete(cid, force=True)
