@@ -33,7 +33,9 @@ int cgroup_layout_detect (enum cgroup_layout *out, asbx_err_t *err);
 
 /* Resolve linux.cgroupsPath (may be NULL) for container `id` into the path relative to each
  * hierarchy root, e.g. "/agentsbx/ID" or "/kubepods/pod1/ID". A "slice:prefix:name" path
- * (systemd form) or systemd=true is an error on hosts without systemd (this machine).
+ * (systemd form) or systemd=true selects the systemd driver (cgroup_systemd.h): the unit's
+ * cgroup path ("/system.slice/prefix-name.scope"), which cgroup_enter() then asks systemd to
+ * create; a clear ENOTSUP error where systemd does not run or the build lacks libsystemd.
  * Returns a heap string or NULL with *err set. */
 char *cgroup_resolve_path (const char *cgroups_path, const char *id, bool systemd, asbx_err_t *err);
 
