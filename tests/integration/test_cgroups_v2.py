@@ -172,6 +172,24 @@ def test_rdma_max_unknown_device_refused(rt, bundle):
                       "linux.resources.rdma", "mlx5_0", "rdma.max")
 
 
+def test_rdma_max_written(rt, bundle):
+    """rdma.max for a device the rdma controller knows (the VM adds a soft-RoCE device over lo);
+    a limit not given is written as "max"."""
+    if rt.is_runc:
+        pytest.skip("runc 1.1 ignores linux.resources.rdma")
+    devs = sorted(os.listdir("/sys/class/infiniband")) if os.path.isdir("/sys/class/infiniband") else []
+    if not devs:
+        pytest.skip("no RDMA device (the VM adds one with rdma_rxe)")
+    cid, path = start(rt, bundle, {"rdma": {devs[0]: {"hcaHandles": 2, "hcaObjects": 100}}})
+    lines = {l.split()[0]: l.split()[1:] for l in cg(path, "rdma.max").splitlines()}
+    assert lines.get(devs[0]) == ["hca_handle=2", "hca_object=100"], lines
+    rt.delete(cid, force=True)
+    cid, path = start(rt, bundle, {"rdma": {devs[0]: {"hcaObjects": 7}}})
+    lines = {l.split()[0]: l.split()[1:] for l in cg(path, "rdma.max").splitlines()}
+    assert lines.get(devs[0]) == ["hca_handle=max", "hca_object=7"], lines
+    rt.delete(cid, force=True)
+
+
 def test_unified_keys_written_and_checked(rt, bundle):
     cid, path = start(rt, bundle, {"memory": {"limit": 64 << 20},
                                    "unified": {"memory.high": str(48 << 20), "pids.max": "17",

@@ -6,7 +6,8 @@
 # The kernel is Debian 12's linux-image-amd64 dependency, fetched with `apt-get download` and
 # unpacked with `dpkg-deb -x` into CACHE_DIR: it is never installed on the host. The initramfs is
 # only busybox-static, the handful of modules needed to reach the root (virtio-pci, 9p over
-# virtio, overlayfs) plus brd (RAM block devices for io.max/io.weight), and tests/vm/init.
+# virtio, overlayfs) plus brd (RAM block devices for io.max/io.weight) and soft-RoCE (rdma_rxe:
+# an RDMA device for rdma.max, over lo), and tests/vm/init.
 # Both are cached: the kernel by package name, the initramfs by the hash of its inputs.
 set -euo pipefail
 
@@ -37,7 +38,8 @@ mods=$kdir/lib/modules/$kver/kernel
 MODULES="drivers/virtio/virtio_ring drivers/virtio/virtio drivers/virtio/virtio_pci_legacy_dev
 	drivers/virtio/virtio_pci_modern_dev drivers/virtio/virtio_pci fs/netfs/netfs
 	fs/fscache/fscache net/9p/9pnet net/9p/9pnet_virtio fs/9p/9p fs/overlayfs/overlay
-	drivers/block/brd"
+	drivers/block/brd crypto/crc32_generic net/ipv4/udp_tunnel net/ipv6/ip6_udp_tunnel
+	drivers/infiniband/core/ib_core drivers/infiniband/core/ib_uverbs drivers/infiniband/sw/rxe/rdma_rxe"
 
 bb=/bin/busybox
 file -L "$bb" 2>/dev/null | grep -q 'statically linked\|static-pie' ||
@@ -62,8 +64,9 @@ if [ ! -f "$out/initrd.img" ]; then
 		*) cp "$f" "$tmp/root/lib/modules/$(basename "$m").ko" ;;
 		esac
 		case $m in
-		*/brd) echo "brd rd_nr=2 rd_size=8192" ;; # two 8 MiB RAM disks
-		*) basename "$m" ;;
+		*/brd) echo "?brd rd_nr=2 rd_size=8192" ;; # two 8 MiB RAM disks
+		*/9p* | */virtio* | */netfs | */fscache | */overlay) basename "$m" ;;
+		*) echo "?$(basename "$m")" ;; # optional: the tests needing it skip without it
 		esac >>"$tmp/root/lib/modules/order"
 	done
 	(cd "$tmp/root" && find . | "$bb" cpio -o -H newc 2>/dev/null) | gzip -1 >"$tmp/initrd.img"

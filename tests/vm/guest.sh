@@ -4,8 +4,8 @@
 #
 # Sets up a pure cgroup v2 machine: cgroup2 on /sys/fs/cgroup (the kernel was booted with
 # cgroup_no_v1=all, so no v1 hierarchy can exist), every available controller enabled in the
-# root's cgroup.subtree_control, fresh tmpfs on /tmp and /run, devpts, and RAM block devices
-# (brd) for io.max/io.weight. Then runs the pytest selection the host wrote to
+# root's cgroup.subtree_control, fresh tmpfs on /tmp and /run, devpts, RAM block devices
+# (brd) for io.max/io.weight and a soft-RoCE device (asbxrxe0) for rdma.max. Then runs the pytest selection the host wrote to
 # /asbx-out/pytest-args (one argument per line) in the source tree /asbx-out/top names, with the
 # agentsbx binary and probe of the build tree /asbx-out/build. Writes /asbx-out/rc, /asbx-out/timing and the pytest
 # log there, prints "ASBX-VM-RESULT rc=N" on the console and powers off.
@@ -42,6 +42,8 @@ echo "guest: cgroup2 controllers: $ctrls; enabled: $(cat /sys/fs/cgroup/cgroup.s
 # RAM disks /dev/ram0../dev/ram1 (8 MiB each): block devices for the io controller tests.
 [ -b /dev/ram0 ] || echo "guest: no /dev/ram0 (brd)"
 ip link set lo up 2>/dev/null
+# A soft-RoCE device over lo (rdma_rxe): an RDMA device the rdma controller knows, for rdma.max.
+rdma link add asbxrxe0 type rxe netdev lo 2>&1 || echo "guest: no soft-RoCE device (rdma tests skip)"
 hostname asbx-cgroupv2-vm
 
 top=$(cat $out/top)
