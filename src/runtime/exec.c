@@ -27,6 +27,7 @@
 #include "core/util.h"
 #include "libocispec/oci_spec.h"
 #include "linux/cgroup.h"
+#include "linux/lsm_procattr.h"
 #include "linux/process.h"
 #include "linux/rootfs.h"
 #include "linux/seccomp_bpf.h"
@@ -256,6 +257,11 @@ exec_process_main (struct exec_child *c)
     sync_fail (c->sync_fd, &err);
   if (policy_prepare_process (c->plan, &err) < 0)
     sync_fail (c->sync_fd, &err);
+  /* the exec'd process's LSM labels (its process.json or --apparmor/--process-label), applied by
+   * the kernel at execve as for the init (runtime/init.c step 12b); the LSM state was probed in P */
+  if (linux_apparmor_apply (c->proc->apparmor_profile, &err) < 0
+      || linux_selinux_apply (c->proc->selinux_label, &err) < 0)
+    sync_fail (c->sync_fd, &err);
   /* the container's seccomp filter applies to every process in it (as runc's exec) */
   if (c->seccomp)
     process_set_seccomp (c->seccomp, c->listener, c->process_state);
@@ -324,6 +330,8 @@ exec_spawn (struct exec_child *c, const char *cgroup_path, pid_t *pid, asbx_err_
   if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
     return asbx_error (err, errno, "socketpair");
   c->sync_fd = sp[1];
+  /* whether the labels' LSMs are on, asked in the host's view before entering the container */
+  linux_lsm_probe (c->proc->apparmor_profile, c->proc->selinux_label, NULL);
   stage = fork ();
   if (stage < 0)
     {

@@ -65,3 +65,23 @@ def test_apparmor_enabled_path_not_exercisable_here():
         pytest.skip("neither AppArmor nor SELinux is enabled on this host: the enabled label paths "
                     "(change-onexec, setexeccon, context= mounts) cannot be exercised here")
     pytest.skip("enabled-LSM integration test not written yet")
+
+
+def test_exec_apparmor_label_reaches_the_lsm_step(rt, bundle, tmp_path):
+    """`exec --apparmor P` goes through the same LSM step as the init (it used to be parsed and
+    then dropped): on this host AppArmor is off, so the step's ignore path is what we can see."""
+    if apparmor_enabled():
+        pytest.skip("AppArmor is enabled on this host: the ignore path does not apply")
+    if rt.is_runc:
+        pytest.skip("runc 1.1.5 writes the attr regardless and fails; this checks our exec path")
+    bundle.args("/probe", "sleep", "600")
+    r, cid = rt.run(bundle, None, "--detach")
+    assert r.ok, r
+    rt.wait_status(cid, "running")
+    log = str(tmp_path / "exec.log")
+    r = rt.cmd("--debug", "--log", log, "exec", "--apparmor", "agentsbx-exec-profile", cid,
+               "/probe", "exit", "0")
+    assert r.ok, r
+    with open(log) as f:
+        text = f.read()
+    assert "apparmorProfile `agentsbx-exec-profile` ignored" in text, text[-2000:]
