@@ -280,6 +280,33 @@ write_pid (int dirfd, pid_t pid, const struct cgroup_hier *h, const char *path, 
   return 0;
 }
 
+/* Undo of a move: back into our own cgroup, where the pid (our child) came from. The leaf's
+ * parent is not always a legal place: cgroup2's "no internal processes" rule refuses members
+ * (EBUSY) in a cgroup with controllers in its cgroup.subtree_control, e.g. the hybrid
+ * /sys/fs/cgroup/unified/agentsbx with hugetlb on; the pid then pinned the leaf, which
+ * survived the undo. The parent stays the fallback when our own cgroup is unknown. */
+static int
+move_back (const struct cgroup_hier *h, int leaffd, pid_t pid, asbx_err_t *err)
+{
+  size_t rl = strcmp (h->mount_root, "/") == 0 ? 0 : strlen (h->mount_root);
+  cleanup_close int root = -1, fd = -1;
+
+  /* our own cgroup may be the mount's root (cgroup_open_in_hier refuses that for containers) */
+  if (h->own && strncmp (h->own, h->mount_root, rl) == 0 && (h->own[rl] == '/' || h->own[rl] == '\0'))
+    {
+      root = cgroup_open_hier_root (h, err);
+      if (root >= 0)
+        fd = walk (root, h, h->own + rl, false, NULL, err);
+      if (fd >= 0)
+        return write_pid (fd, pid, h, h->own, err);
+      asbx_error_free (err);
+    }
+  fd = openat (leaffd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return asbx_error (err, errno, "open the parent of the container's cgroup in %s", h->mountpoint);
+  return write_pid (fd, pid, h, "..", err);
+}
+
 int
 cgroup_enter (const char *path, pid_t pid, unsigned long *created_mask, asbx_err_t *err)
 {
@@ -317,12 +344,12 @@ out:
   if (ret < 0)
     {
       asbx_err_t ignored = NULL;
-      /* undo: back to each leaf's parent, then remove the leaves we made */
+      /* undo: back to our own cgroup in each hierarchy, then remove the leaves we made */
       for (i = 0; i < moved; i++)
         {
-          cleanup_close int parent = openat (fds[i], "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-          if (parent < 0 || write_pid (parent, pid, &info->h[i], "..", &ignored) < 0)
-            log_debug ("cgroup undo: cannot move pid %d back in %s", (int) pid, info->h[i].mountpoint);
+          if (move_back (&info->h[i], fds[i], pid, &ignored) < 0)
+            log_debug ("cgroup undo: cannot move pid %d back in %s: %s", (int) pid, info->h[i].mountpoint,
+                       ignored->msg);
           asbx_error_free (&ignored);
         }
       if (created && cgroup_remove (path, created, 100, &ignored) < 0)

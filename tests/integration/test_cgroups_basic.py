@@ -129,3 +129,28 @@ def test_resource_limits_applied_or_refused_clearly(rt, bundle):
         assert int(f.read()) == 64 << 20
     with open(pids) as f:
         assert f.read().strip() == "50"
+
+
+def test_failed_cgroup_move_leaves_no_cgroup(rt, bundle):
+    """A create that fails while moving the container into its cgroups (here: a SCHED_FIFO
+    caller, which a v1 cpu cgroup without rt_runtime refuses with EINVAL) moves the process
+    back to the caller's cgroup and removes every leaf it made. Moving it to the leaf's parent
+    instead is refused on cgroup2 (EBUSY: the parent has controllers in cgroup.subtree_control),
+    and the leaf then survived the undo."""
+    import shutil
+    import subprocess
+    if not shutil.which("chrt") or subprocess.run(["chrt", "-f", "1", "true"]).returncode != 0:
+        pytest.skip("cannot run SCHED_FIFO here")
+    cid = rt.new_id()
+    path = f"/asbx-it-{cid}"
+    bundle.linux["cgroupsPath"] = path
+    bundle.args("/probe", "exit", "0")
+    bundle.save()
+    rt._track(cid, bundle)
+    p = subprocess.run(["chrt", "-f", "10", rt.binary, "--root", rt.root, "run", "--bundle",
+                        bundle.path, cid], capture_output=True, text=True, timeout=120)
+    if p.returncode == 0:
+        return  # this kernel let the RT task in (no RT group scheduling): nothing to undo
+    assert "cgroup" in p.stderr, p.stderr
+    for h in cgroup_hierarchies():
+        assert not os.path.exists(os.path.join(h, path.lstrip("/"))), f"{h}{path} left"
