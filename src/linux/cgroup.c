@@ -6,7 +6,7 @@
  * every access goes through directory fds walked one component at a time from the hierarchy's
  * mount fd (checked with fstatfs) with O_NOFOLLOW, never through concatenated path strings.
  * Ordering: enter = mkdir in every hierarchy first, then write the pid everywhere; if anything
- * fails the pid is moved back to each leaf's parent and the leaf directories we made are removed,
+ * fails the pid is moved back to our own cgroup and the leaf directories we made are removed,
  * so bad input leaves no cgroup behind. remove only touches leaves recorded in the created mask
  * (directories that existed before are joined, not owned, as runc does). */
 #include <errno.h>
