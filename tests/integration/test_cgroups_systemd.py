@@ -287,6 +287,8 @@ def test_scope_on_v1_hierarchies(rt, bundle):
     with open(f"/proc/{init_pid(rt, cid)}/cgroup") as f:
         lines = [line.split(":", 2) for line in f.read().split("\n") if line]
     for _, ctl, p in lines:
+        if rt.is_runc and ctl == "misc":
+            continue  # runc 1.1.5 has no misc subsystem (kernel 5.13): it leaves the process at /
         assert p == path, (ctl, p)
     stop_and_delete(rt, cid)
     for h in os.listdir("/sys/fs/cgroup"):
