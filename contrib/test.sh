@@ -32,7 +32,7 @@ fi
 # cgroup v2 (tests/vm, make check-cgroupv2): the cgroup tests again on a pure v2 kernel in a qemu
 # VM, in CI only unless asked (ASBX_CGROUPV2=1); about 8 minutes on 2 cores.
 if [ -n "${CI:-}" ] || [ -n "${ASBX_CGROUPV2:-}" ]; then
-  command -v qemu-system-x86_64 >/dev/null || { apt-get update -q && apt-get install -y -q --no-install-recommends qemu-system-x86 busybox-static; } >/dev/null
+  dpkg -s qemu-system-x86 busybox-static >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q --no-install-recommends qemu-system-x86 busybox-static; } >/dev/null
   make check-cgroupv2 PYTEST_ARGS="$*" || rc=1
   # the systemd cgroup driver against a real systemd as PID 1 (same VM), on systemd's unified
   # and hybrid layouts: about 3 minutes each
