@@ -62,9 +62,13 @@ cli_features (struct asbx_global *g, int argc, char **argv)
     .capabilities = caps,
     .cgroup_v1 = true,
     .cgroup_v2 = true,
+#ifdef HAVE_LIBSYSTEMD
+    .cgroup_systemd = true, /* linux/cgroup_systemd.c: transient scopes over sd-bus (dlopen) */
+#else
     .cgroup_systemd = false,
-    .cgroup_systemd_user = false,
-    .cgroup_rdma = false,
+#endif
+    .cgroup_systemd_user = false, /* rootless user.slice / user bus: not built */
+    .cgroup_rdma = true,          /* linux/cgroup_rdma.c: rdma.max on v2, rdma.max on the v1 hierarchy */
     .seccomp_enabled = true,
     .seccomp_actions = linux_seccomp_action_names,
     .seccomp_operators = linux_seccomp_operator_names,

@@ -27,6 +27,10 @@ timeout=${ASBX_VM_TIMEOUT:-900}
 [ "$(id -u)" = 0 ] || { echo "run-systemd: needs root" >&2; exit 125; }
 command -v qemu-system-x86_64 >/dev/null || { echo "run-systemd: apt-get install -y qemu-system-x86" >&2; exit 125; }
 [ -x /lib/systemd/systemd ] || { echo "run-systemd: no /lib/systemd/systemd on the host (apt-get install -y systemd)" >&2; exit 125; }
+# a tree under /tmp or /run: re-run from a private bind mount elsewhere (../relocate.sh says why)
+# shellcheck source=tests/vm/relocate.sh
+. "$vm/relocate.sh"
+vm_relocate tests/vm/systemd/run.sh "$@"
 for f in "$build/agentsbx" "$build/tests/probe/probe"; do
 	[ -x "$f" ] || { echo "run-systemd: $f not built (make)" >&2; exit 125; }
 done
