@@ -163,3 +163,66 @@ def test_pasta_starts_at_the_first_dns_activity(rt, ws):
     assert routes(before) == [], r
     assert "rc=2" in before, r  # getent: not found (REFUSED by the stub)
     assert any(x[1] == "00000000" for x in routes(after)), r  # a default route, from pasta
+
+
+def _pid_with_token(token, timeout=30):
+    deadline = time.monotonic() + timeout
+    me = os.readlink("/proc/self/ns/net")
+    while time.monotonic() < deadline:
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open(f"/proc/{d}/cmdline", "rb") as f:
+                    cmd = f.read()
+                if token.encode() in cmd and b"sandbox" not in cmd and os.readlink(f"/proc/{d}/ns/net") != me:
+                    return int(d)
+            except OSError:
+                continue
+        time.sleep(0.05)
+    raise AssertionError(f"no container process with {token}")
+
+
+def _nft_tables(pid):
+    r = subprocess.run(["nsenter", "-n", "-t", str(pid), "nft", "list", "tables"], capture_output=True, text=True)
+    assert r.returncode == 0, r
+    return r.stdout
+
+
+def _wait_file(path, timeout=30):
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def test_nft_table_deferred_until_the_way_out(rt, ws):
+    """In the sandbox's own namespace with only names reachable, the table is loaded by the
+    monitor right before pasta attaches (nothing can leave a namespace holding only `lo`); seen
+    from the host: no table before the first lookup, the table after it. (With hooks in the
+    spec, which could wire the namespace, the init loads it at create: test_egress's bundles.)"""
+    token = f"asbx-defer-{os.urandom(3).hex()}"
+    pol = {"version": 1, "extends": "agent", "network": {"mode": "filtered", "allowedDomains": ["sbx.invalid"]},
+           "approvals": {"network": "deny"}}
+    polfile = os.path.join(rt.workdir, f"defer-{token}.json")
+    with open(polfile, "w") as f:
+        json.dump(pol, f)
+    script = (f": {token}; while [ ! -e /workspace/go ]; do sleep 0.05; done; getent hosts other.invalid; "
+              "touch /workspace/resolved; while [ ! -e /workspace/go2 ]; do sleep 0.05; done")
+    argv = [rt.binary, "--root", rt.root, "--audit-dir", audit_dir(rt), "--policy", polfile, "sandbox",
+            "--workspace", ws]
+    p = subprocess.Popen(argv + ["--", "/bin/sh", "-c", script], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        pid = _pid_with_token(token)
+        assert "agentsbx" not in _nft_tables(pid)
+        open(os.path.join(ws, "go"), "w").close()
+        _wait_file(os.path.join(ws, "resolved"))
+        assert "table inet agentsbx" in _nft_tables(pid)
+        open(os.path.join(ws, "go2"), "w").close()
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, (out, err)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
