@@ -43,7 +43,7 @@ fi
 # each fuzz target for FUZZ_SECONDS (3 targets x 60 s), and one ASan+UBSan build of the runtime
 # running the integration suite (separate build dir). Together about 8 minutes on 2 cores.
 # First the static checks (about 2 minutes): make lint (clang-tidy + cppcheck, must be clean) and
-# make format-check (new C files must match .clang-format; the rest is reported only).
+# make format-check (every C file must match .clang-format).
 if [ -n "${CI:-}" ] || [ -n "${ASBX_SECURITY:-}" ]; then
   for t in clang-tidy cppcheck git-clang-format; do
     command -v "$t" >/dev/null || { apt-get install -y clang-tidy cppcheck clang-format >/dev/null; break; }

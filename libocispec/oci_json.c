@@ -237,9 +237,7 @@ prescan (struct oci_ctx *c, const char *s, size_t len)
         any = true;
       switch (ch)
         {
-        case '"':
-          in_str = true;
-          break;
+        case '"': in_str = true; break;
         case '[':
         case '{':
           if (++depth > OCI_MAX_DEPTH)
@@ -257,8 +255,7 @@ prescan (struct oci_ctx *c, const char *s, size_t len)
         case '/':
           offset_to_line_col (s, i, &line, &col);
           return oci_fail (c, "invalid JSON at line %zu, column %zu: comments are not allowed", line, col);
-        default:
-          break;
+        default: break;
         }
     }
   if (!any)

@@ -37,8 +37,7 @@ void oci_ctx_pop (struct oci_ctx *c, size_t mark);
 /* Set the error "NAME: PATH: message" (errnum EINVAL, no strerror suffix). Returns -1. */
 int oci_fail (struct oci_ctx *c, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
 /* Same, with `key` appended to the path for this one message. */
-int oci_fail_key (struct oci_ctx *c, const char *key, const char *fmt, ...)
-    __attribute__ ((format (printf, 3, 4)));
+int oci_fail_key (struct oci_ctx *c, const char *key, const char *fmt, ...) __attribute__ ((format (printf, 3, 4)));
 /* "required field missing" at path.key when r == 0; passes r through otherwise. */
 int oci_required (struct oci_ctx *c, const char *key, int r);
 
@@ -89,12 +88,12 @@ int oci_get_map_of (struct oci_ctx *c, yajl_val obj, const char *key, size_t ele
 int oci_get_sub (struct oci_ctx *c, yajl_val obj, const char *key, size_t size, oci_fill_fn fill, oci_clear_fn clear,
                  void **out);
 
-#define OCI_TRY(x)                                                                                                    \
-  do                                                                                                                  \
-    {                                                                                                                 \
-      if ((x) < 0)                                                                                                    \
-        return -1;                                                                                                    \
-    }                                                                                                                 \
+#define OCI_TRY(x)                                                                                                     \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      if ((x) < 0)                                                                                                     \
+        return -1;                                                                                                     \
+    }                                                                                                                  \
   while (0)
 
 void oci_map_clear (struct oci_map *m);

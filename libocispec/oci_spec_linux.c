@@ -21,8 +21,9 @@ in_list (const char *s, const char *const *list)
   return false;
 }
 
-static const char *const namespace_types[]
-    = { "pid", "network", "mount", "ipc", "uts", "user", "cgroup", "time", NULL };
+static const char *const namespace_types[] = {
+  "pid", "network", "mount", "ipc", "uts", "user", "cgroup", "time", NULL
+};
 
 static void
 namespace_clear (void *elem)
@@ -212,8 +213,8 @@ seccomp_syscall_fill (struct oci_ctx *c, yajl_val v, void *elem)
   OCI_TRY (oci_required (c, "action", oci_get_string (c, v, "action", &s->action)));
   OCI_TRY (r = oci_get_u32 (c, v, "errnoRet", &s->errno_ret));
   s->has_errno_ret = r > 0;
-  OCI_TRY (oci_get_array_of (c, v, "args", sizeof (struct oci_seccomp_arg), seccomp_arg_fill, seccomp_arg_clear,
-                             &args, &s->args_len));
+  OCI_TRY (oci_get_array_of (c, v, "args", sizeof (struct oci_seccomp_arg), seccomp_arg_fill, seccomp_arg_clear, &args,
+                             &s->args_len));
   s->args = args;
   return 0;
 }
@@ -316,8 +317,8 @@ static int
 linux_lists (struct oci_ctx *c, yajl_val v, struct oci_linux *l)
 {
   void *arr = NULL;
-  OCI_TRY (oci_get_array_of (c, v, "namespaces", sizeof (struct oci_namespace), namespace_fill, namespace_clear,
-                             &arr, &l->namespaces_len));
+  OCI_TRY (oci_get_array_of (c, v, "namespaces", sizeof (struct oci_namespace), namespace_fill, namespace_clear, &arr,
+                             &l->namespaces_len));
   l->namespaces = arr;
   arr = NULL;
   OCI_TRY (check_namespace_duplicates (c, l));
@@ -329,12 +330,12 @@ linux_lists (struct oci_ctx *c, yajl_val v, struct oci_linux *l)
                              oci_id_mapping_clear, &arr, &l->gid_mappings_len));
   l->gid_mappings = arr;
   arr = NULL;
-  OCI_TRY (oci_get_array_of (c, v, "devices", sizeof (struct oci_device), device_fill, device_clear, &arr,
-                             &l->devices_len));
+  OCI_TRY (
+      oci_get_array_of (c, v, "devices", sizeof (struct oci_device), device_fill, device_clear, &arr, &l->devices_len));
   l->devices = arr;
   arr = NULL;
-  OCI_TRY (oci_get_map_of (c, v, "netDevices", sizeof (struct oci_net_device), net_device_fill, net_device_clear,
-                           &arr, &l->net_devices_len));
+  OCI_TRY (oci_get_map_of (c, v, "netDevices", sizeof (struct oci_net_device), net_device_fill, net_device_clear, &arr,
+                           &l->net_devices_len));
   l->net_devices = arr;
   return 0;
 }
@@ -349,7 +350,7 @@ static int
 check_propagation (struct oci_ctx *c, const char *p)
 {
   /* spec: shared slave private unbindable; runc also takes the recursive forms */
-  static const char *const ok[] = { "private", "rprivate", "shared",     "rshared",    "slave",
+  static const char *const ok[] = { "private", "rprivate",   "shared",      "rshared", "slave",
                                     "rslave",  "unbindable", "runbindable", NULL };
   cleanup_free char *q = NULL;
   if (in_list (p, ok))

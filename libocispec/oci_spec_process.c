@@ -195,12 +195,12 @@ oci_parse_process (struct oci_ctx *c, yajl_val v, struct oci_process *p)
   void *sub = NULL;
 
   OCI_TRY (process_inline (c, v, p));
-  OCI_TRY (oci_get_array_of (c, v, "rlimits", sizeof (struct oci_rlimit), rlimit_fill, rlimit_clear, &sub,
-                             &p->rlimits_len));
+  OCI_TRY (
+      oci_get_array_of (c, v, "rlimits", sizeof (struct oci_rlimit), rlimit_fill, rlimit_clear, &sub, &p->rlimits_len));
   p->rlimits = sub;
   sub = NULL;
-  OCI_TRY (oci_get_sub (c, v, "capabilities", sizeof (struct oci_capabilities), capabilities_fill,
-                        capabilities_clear, &sub));
+  OCI_TRY (oci_get_sub (c, v, "capabilities", sizeof (struct oci_capabilities), capabilities_fill, capabilities_clear,
+                        &sub));
   p->capabilities = sub;
   sub = NULL;
   OCI_TRY (oci_get_sub (c, v, "scheduler", sizeof (struct oci_scheduler), scheduler_fill, scheduler_clear, &sub));

@@ -169,15 +169,15 @@ block_io_fill (struct oci_ctx *c, yajl_val v, void *elem)
   b->has_weight = r > 0;
   OCI_TRY (r = oci_get_u16 (c, v, "leafWeight", &b->leaf_weight));
   b->has_leaf_weight = r > 0;
-  OCI_TRY (oci_get_array_of (c, v, "weightDevice", sizeof (struct oci_weight_device), weight_device_fill,
-                             nothing_clear, &arr, &b->weight_device_len));
+  OCI_TRY (oci_get_array_of (c, v, "weightDevice", sizeof (struct oci_weight_device), weight_device_fill, nothing_clear,
+                             &arr, &b->weight_device_len));
   b->weight_device = arr;
-  OCI_TRY (throttle_list (c, v, "throttleReadBpsDevice", &b->throttle_read_bps_device,
-                          &b->throttle_read_bps_device_len));
-  OCI_TRY (throttle_list (c, v, "throttleWriteBpsDevice", &b->throttle_write_bps_device,
-                          &b->throttle_write_bps_device_len));
-  OCI_TRY (throttle_list (c, v, "throttleReadIOPSDevice", &b->throttle_read_iops_device,
-                          &b->throttle_read_iops_device_len));
+  OCI_TRY (
+      throttle_list (c, v, "throttleReadBpsDevice", &b->throttle_read_bps_device, &b->throttle_read_bps_device_len));
+  OCI_TRY (
+      throttle_list (c, v, "throttleWriteBpsDevice", &b->throttle_write_bps_device, &b->throttle_write_bps_device_len));
+  OCI_TRY (
+      throttle_list (c, v, "throttleReadIOPSDevice", &b->throttle_read_iops_device, &b->throttle_read_iops_device_len));
   OCI_TRY (throttle_list (c, v, "throttleWriteIOPSDevice", &b->throttle_write_iops_device,
                           &b->throttle_write_iops_device_len));
   return 0;
@@ -294,8 +294,8 @@ oci_parse_resources (struct oci_ctx *c, yajl_val v, struct oci_resources *r)
   OCI_TRY (oci_get_sub (c, v, "blockIO", sizeof (struct oci_block_io), block_io_fill, block_io_clear, &p));
   r->block_io = p;
   p = NULL;
-  OCI_TRY (oci_get_array_of (c, v, "hugepageLimits", sizeof (struct oci_hugepage_limit), hugepage_fill,
-                             hugepage_clear, &p, &r->hugepage_limits_len));
+  OCI_TRY (oci_get_array_of (c, v, "hugepageLimits", sizeof (struct oci_hugepage_limit), hugepage_fill, hugepage_clear,
+                             &p, &r->hugepage_limits_len));
   r->hugepage_limits = p;
   p = NULL;
   OCI_TRY (oci_get_sub (c, v, "network", sizeof (struct oci_network), network_fill, network_clear, &p));

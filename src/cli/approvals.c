@@ -189,7 +189,9 @@ answer (struct asbx_global *g, const char *verb, int argc, char **argv, bool all
   if (s < 0)
     return cli_fail (&err);
   cleanup_free char *msg = xasprintf ("{\"id\":%llu,\"decision\":\"%s\"}\n", (unsigned long long) qid,
-                                      !allow ? "deny" : always ? "allow-always" : "allow-once");
+                                      !allow   ? "deny"
+                                      : always ? "allow-always"
+                                               : "allow-once");
   if (write_all (s, msg, strlen (msg)) < 0)
     {
       asbx_error (&err, errno, "write to the approval broker");

@@ -153,7 +153,10 @@ int
 cli_audit (struct asbx_global *g, int argc, char **argv)
 {
   static const struct option opts[] = {
-    { "json", no_argument, 0, 'j' }, { "follow", no_argument, 0, 'f' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
+    { "json", no_argument, 0, 'j' },
+    { "follow", no_argument, 0, 'f' },
+    { "help", no_argument, 0, 'h' },
+    { 0, 0, 0, 0 },
   };
   bool json = false, follow = false, last_exited = false;
   asbx_err_t err = NULL;

@@ -40,7 +40,6 @@ int cli_parse_int (const char *verb, const char *opt, const char *s, int *out);
 /* Shared by create and run: the options both take. Returns the index of the first positional
  * argument, or -1 after printing a usage error. */
 struct asbx_create_opts;
-int cli_parse_create_opts (const char *verb, int argc, char **argv, struct asbx_create_opts *o, int *detach,
-                           int *keep);
+int cli_parse_create_opts (const char *verb, int argc, char **argv, struct asbx_create_opts *o, int *detach, int *keep);
 
 #endif

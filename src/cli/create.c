@@ -19,11 +19,16 @@ int
 cli_parse_create_opts (const char *verb, int argc, char **argv, struct asbx_create_opts *o, int *detach, int *keep)
 {
   static const struct option opts[] = {
-    { "bundle", required_argument, 0, 'b' },       { "console-socket", required_argument, 0, O_CONSOLE },
-    { "pid-file", required_argument, 0, O_PIDFILE }, { "no-pivot", no_argument, 0, O_NOPIVOT },
-    { "no-new-keyring", no_argument, 0, O_NOKEYRING }, { "preserve-fds", required_argument, 0, O_PRESERVE },
-    { "detach", no_argument, 0, 'd' },             { "keep", no_argument, 0, O_KEEP },
-    { "help", no_argument, 0, 'h' },               { 0, 0, 0, 0 },
+    { "bundle", required_argument, 0, 'b' },
+    { "console-socket", required_argument, 0, O_CONSOLE },
+    { "pid-file", required_argument, 0, O_PIDFILE },
+    { "no-pivot", no_argument, 0, O_NOPIVOT },
+    { "no-new-keyring", no_argument, 0, O_NOKEYRING },
+    { "preserve-fds", required_argument, 0, O_PRESERVE },
+    { "detach", no_argument, 0, 'd' },
+    { "keep", no_argument, 0, O_KEEP },
+    { "help", no_argument, 0, 'h' },
+    { 0, 0, 0, 0 },
   };
   int c;
   while ((c = getopt_long_only (argc, argv, "+b:dh", opts, NULL)) != -1)
@@ -53,8 +58,7 @@ cli_parse_create_opts (const char *verb, int argc, char **argv, struct asbx_crea
                 "       [--no-new-keyring] [--preserve-fds N]%s CONTAINER_ID\n",
                 verb, detach ? " [--detach] [--keep]" : "");
         return -2;
-      default:
-        return cli_usage (verb, "unknown option `%s`", argv[optind - 1]), -1;
+      default: return cli_usage (verb, "unknown option `%s`", argv[optind - 1]), -1;
       }
   if (optind != argc - 1)
     return cli_usage (verb, "expected exactly one argument: the container id"), -1;

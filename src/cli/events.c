@@ -36,8 +36,10 @@ parse_duration_ms (const char *s)
 int
 cli_events (struct asbx_global *g, int argc, char **argv)
 {
-  static const struct option opts[] = { { "stats", no_argument, 0, 's' }, { "interval", required_argument, 0, 'i' },
-                                        { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
+  static const struct option opts[] = { { "stats", no_argument, 0, 's' },
+                                        { "interval", required_argument, 0, 'i' },
+                                        { "help", no_argument, 0, 'h' },
+                                        { 0, 0, 0, 0 } };
   asbx_err_t err = NULL;
   bool stats = false;
   int interval = 5000, c;

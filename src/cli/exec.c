@@ -35,15 +35,24 @@ int
 cli_exec (struct asbx_global *g, int argc, char **argv)
 {
   static const struct option opts[] = {
-    { "process", required_argument, 0, 'p' },     { "tty", no_argument, 0, 't' },
-    { "console-socket", required_argument, 0, O_CONSOLE }, { "cwd", required_argument, 0, O_CWD },
-    { "env", required_argument, 0, 'e' },         { "user", required_argument, 0, 'u' },
-    { "additional-gids", required_argument, 0, 'g' }, { "cap", required_argument, 0, 'c' },
-    { "no-new-privs", no_argument, 0, O_NNP },    { "apparmor", required_argument, 0, O_APPARMOR },
-    { "process-label", required_argument, 0, O_LABEL }, { "detach", no_argument, 0, 'd' },
-    { "pid-file", required_argument, 0, O_PIDFILE }, { "preserve-fds", required_argument, 0, O_PRESERVE },
-    { "ignore-paused", no_argument, 0, O_IGNORE_PAUSED }, { "cgroup", required_argument, 0, O_CGROUP },
-    { "help", no_argument, 0, 'h' },              { 0, 0, 0, 0 },
+    { "process", required_argument, 0, 'p' },
+    { "tty", no_argument, 0, 't' },
+    { "console-socket", required_argument, 0, O_CONSOLE },
+    { "cwd", required_argument, 0, O_CWD },
+    { "env", required_argument, 0, 'e' },
+    { "user", required_argument, 0, 'u' },
+    { "additional-gids", required_argument, 0, 'g' },
+    { "cap", required_argument, 0, 'c' },
+    { "no-new-privs", no_argument, 0, O_NNP },
+    { "apparmor", required_argument, 0, O_APPARMOR },
+    { "process-label", required_argument, 0, O_LABEL },
+    { "detach", no_argument, 0, 'd' },
+    { "pid-file", required_argument, 0, O_PIDFILE },
+    { "preserve-fds", required_argument, 0, O_PRESERVE },
+    { "ignore-paused", no_argument, 0, O_IGNORE_PAUSED },
+    { "cgroup", required_argument, 0, O_CGROUP },
+    { "help", no_argument, 0, 'h' },
+    { 0, 0, 0, 0 },
   };
   struct asbx_exec_opts o = { 0 };
   asbx_err_t err = NULL;

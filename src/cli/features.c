@@ -13,26 +13,79 @@
 int
 cli_features (struct asbx_global *g, int argc, char **argv)
 {
-  static const char *const hooks[] = { "prestart", "createRuntime", "createContainer", "startContainer",
-                                       "poststart", "poststop", NULL };
-  static const char *const mount_options[] = {
-    "async", "atime", "bind", "defaults", "dev", "diratime", "dirsync", "exec", "mand", "noatime", "nodev",
-    "nodiratime", "noexec", "nomand", "norelatime", "nostrictatime", "nosuid", "nosymfollow", "private", "ratime",
-    "rbind", "rdev", "rdiratime", "relatime", "remount", "rexec", "rnoatime", "rnodev", "rnodiratime", "rnoexec",
-    "rnorelatime", "rnostrictatime", "rnosuid", "rnosymfollow", "ro", "rprivate", "rrelatime", "rro", "rrw",
-    "rshared", "rslave", "rstrictatime", "rsuid", "rsymfollow", "runbindable", "rw", "shared", "slave",
-    "strictatime", "suid", "symfollow", "sync", "unbindable", NULL
+  static const char *const hooks[] = {
+    "prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop", NULL
   };
+  static const char *const mount_options[] = { "async",       "atime",
+                                               "bind",        "defaults",
+                                               "dev",         "diratime",
+                                               "dirsync",     "exec",
+                                               "mand",        "noatime",
+                                               "nodev",       "nodiratime",
+                                               "noexec",      "nomand",
+                                               "norelatime",  "nostrictatime",
+                                               "nosuid",      "nosymfollow",
+                                               "private",     "ratime",
+                                               "rbind",       "rdev",
+                                               "rdiratime",   "relatime",
+                                               "remount",     "rexec",
+                                               "rnoatime",    "rnodev",
+                                               "rnodiratime", "rnoexec",
+                                               "rnorelatime", "rnostrictatime",
+                                               "rnosuid",     "rnosymfollow",
+                                               "ro",          "rprivate",
+                                               "rrelatime",   "rro",
+                                               "rrw",         "rshared",
+                                               "rslave",      "rstrictatime",
+                                               "rsuid",       "rsymfollow",
+                                               "runbindable", "rw",
+                                               "shared",      "slave",
+                                               "strictatime", "suid",
+                                               "symfollow",   "sync",
+                                               "unbindable",  NULL };
   static const char *const namespaces[] = { "cgroup", "ipc", "mount", "network", "pid", "time", "user", "uts", NULL };
-  static const char *const caps[] = {
-    "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID",
-    "CAP_SETUID", "CAP_SETPCAP", "CAP_LINUX_IMMUTABLE", "CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST",
-    "CAP_NET_ADMIN", "CAP_NET_RAW", "CAP_IPC_LOCK", "CAP_IPC_OWNER", "CAP_SYS_MODULE", "CAP_SYS_RAWIO",
-    "CAP_SYS_CHROOT", "CAP_SYS_PTRACE", "CAP_SYS_PACCT", "CAP_SYS_ADMIN", "CAP_SYS_BOOT", "CAP_SYS_NICE",
-    "CAP_SYS_RESOURCE", "CAP_SYS_TIME", "CAP_SYS_TTY_CONFIG", "CAP_MKNOD", "CAP_LEASE", "CAP_AUDIT_WRITE",
-    "CAP_AUDIT_CONTROL", "CAP_SETFCAP", "CAP_MAC_OVERRIDE", "CAP_MAC_ADMIN", "CAP_SYSLOG", "CAP_WAKE_ALARM",
-    "CAP_BLOCK_SUSPEND", "CAP_AUDIT_READ", "CAP_PERFMON", "CAP_BPF", "CAP_CHECKPOINT_RESTORE", NULL
-  };
+  static const char *const caps[] = { "CAP_CHOWN",
+                                      "CAP_DAC_OVERRIDE",
+                                      "CAP_DAC_READ_SEARCH",
+                                      "CAP_FOWNER",
+                                      "CAP_FSETID",
+                                      "CAP_KILL",
+                                      "CAP_SETGID",
+                                      "CAP_SETUID",
+                                      "CAP_SETPCAP",
+                                      "CAP_LINUX_IMMUTABLE",
+                                      "CAP_NET_BIND_SERVICE",
+                                      "CAP_NET_BROADCAST",
+                                      "CAP_NET_ADMIN",
+                                      "CAP_NET_RAW",
+                                      "CAP_IPC_LOCK",
+                                      "CAP_IPC_OWNER",
+                                      "CAP_SYS_MODULE",
+                                      "CAP_SYS_RAWIO",
+                                      "CAP_SYS_CHROOT",
+                                      "CAP_SYS_PTRACE",
+                                      "CAP_SYS_PACCT",
+                                      "CAP_SYS_ADMIN",
+                                      "CAP_SYS_BOOT",
+                                      "CAP_SYS_NICE",
+                                      "CAP_SYS_RESOURCE",
+                                      "CAP_SYS_TIME",
+                                      "CAP_SYS_TTY_CONFIG",
+                                      "CAP_MKNOD",
+                                      "CAP_LEASE",
+                                      "CAP_AUDIT_WRITE",
+                                      "CAP_AUDIT_CONTROL",
+                                      "CAP_SETFCAP",
+                                      "CAP_MAC_OVERRIDE",
+                                      "CAP_MAC_ADMIN",
+                                      "CAP_SYSLOG",
+                                      "CAP_WAKE_ALARM",
+                                      "CAP_BLOCK_SUSPEND",
+                                      "CAP_AUDIT_READ",
+                                      "CAP_PERFMON",
+                                      "CAP_BPF",
+                                      "CAP_CHECKPOINT_RESTORE",
+                                      NULL };
   asbx_err_t err = NULL;
   enum cgroup_layout layout = CGROUP_LAYOUT_LEGACY;
   bool have_layout = cgroup_layout_detect (&layout, &err) == 0;

@@ -35,7 +35,8 @@ static const struct
   { "pause", cli_pause, 0, "pause suspends all processes inside the container" },
   { "resume", cli_resume, 0, "resumes all processes that have been previously paused" },
   { "ps", cli_ps, 0, "ps displays the processes running inside a container" },
-  { "events", cli_events, 0, "display container events such as OOM notifications, cpu, memory, and IO usage statistics" },
+  { "events", cli_events, 0,
+    "display container events such as OOM notifications, cpu, memory, and IO usage statistics" },
   { "audit", cli_audit, 0, "print a container's audit log (agent policy; kept after delete)" },
   { "approvals", cli_approvals, 0, "list the questions a container's policy put to its approver" },
   { "approve", cli_approve, 0, "approve QID [--always]: allow the name a container asked for" },
@@ -127,13 +128,20 @@ int
 main (int argc, char **argv)
 {
   static const struct option opts[] = {
-    { "root", required_argument, 0, OPT_ROOT },         { "log", required_argument, 0, OPT_LOG },
-    { "log-format", required_argument, 0, OPT_LOG_FORMAT }, { "debug", no_argument, 0, OPT_DEBUG },
-    { "systemd-cgroup", no_argument, 0, OPT_SYSTEMD },  { "rootless", required_argument, 0, OPT_ROOTLESS },
-    { "criu", required_argument, 0, OPT_CRIU },         { "help", no_argument, 0, 'h' },
-    { "version", no_argument, 0, 'v' },                 { "profile", required_argument, 0, OPT_PROFILE },
-    { "policy", required_argument, 0, OPT_POLICY },     { "config", required_argument, 0, OPT_CONFIG },
-    { "audit-dir", required_argument, 0, OPT_AUDIT_DIR }, { 0, 0, 0, 0 },
+    { "root", required_argument, 0, OPT_ROOT },
+    { "log", required_argument, 0, OPT_LOG },
+    { "log-format", required_argument, 0, OPT_LOG_FORMAT },
+    { "debug", no_argument, 0, OPT_DEBUG },
+    { "systemd-cgroup", no_argument, 0, OPT_SYSTEMD },
+    { "rootless", required_argument, 0, OPT_ROOTLESS },
+    { "criu", required_argument, 0, OPT_CRIU },
+    { "help", no_argument, 0, 'h' },
+    { "version", no_argument, 0, 'v' },
+    { "profile", required_argument, 0, OPT_PROFILE },
+    { "policy", required_argument, 0, OPT_POLICY },
+    { "config", required_argument, 0, OPT_CONFIG },
+    { "audit-dir", required_argument, 0, OPT_AUDIT_DIR },
+    { 0, 0, 0, 0 },
   };
   struct asbx_global g = { .root = "/run/agentsbx" };
   const char *log_path = NULL, *log_format = "text";
@@ -158,8 +166,7 @@ main (int argc, char **argv)
       case OPT_AUDIT_DIR: g.audit_dir = optarg; break;
       case 'h': usage (stdout); return 0;
       case 'v': version (); return 0;
-      default:
-        return cli_usage (NULL, "unknown global option `%s` (see --help)", argv[optind - 1]);
+      default: return cli_usage (NULL, "unknown global option `%s` (see --help)", argv[optind - 1]);
       }
   if (strcmp (log_format, "text") != 0 && strcmp (log_format, "json") != 0)
     return cli_usage (NULL, "invalid --log-format `%s`: expected text or json", log_format);

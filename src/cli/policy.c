@@ -97,8 +97,9 @@ explain_fs (const struct policy_plan *p)
   for (size_t i = 0; i < p->fs_rules_len; i++)
     {
       const struct policy_fs_rule *r = &p->fs_rules[i];
-      printf ("  %c%c%c %s%s   <- %s\n", r->rights & POLICY_FS_READ ? 'r' : '-', r->rights & POLICY_FS_WRITE ? 'w' : '-',
-              r->rights & POLICY_FS_EXEC ? 'x' : '-', r->path, r->optional ? " optional" : "", r->origin);
+      printf ("  %c%c%c %s%s   <- %s\n", r->rights & POLICY_FS_READ ? 'r' : '-',
+              r->rights & POLICY_FS_WRITE ? 'w' : '-', r->rights & POLICY_FS_EXEC ? 'x' : '-', r->path,
+              r->optional ? " optional" : "", r->origin);
     }
 }
 
@@ -156,8 +157,8 @@ explain_rest (const struct policy_plan *p)
           "  cgroup   memory %" PRIu64 " bytes, pids %" PRIu64 ", cpus %g\n"
           "  rlimit   open files %" PRIu64 ", file size %" PRIu64 " bytes\n"
           "  monitor  wall clock %" PRIu64 " s, cpu %" PRIu64 " s, failed execs %" PRIu64 "\n",
-          p->memory_bytes, p->pids, p->cpus, p->open_files, p->file_size_bytes, p->wall_clock_seconds,
-          p->cpu_seconds, p->failed_execs);
+          p->memory_bytes, p->pids, p->cpus, p->open_files, p->file_size_bytes, p->wall_clock_seconds, p->cpu_seconds,
+          p->failed_execs);
   printf ("approvals: network %s, timeout %" PRIu64 " s, then %s\n",
           p->approvals_network == POLICY_APPROVAL_ASK ? "ask" : "deny", p->approvals_timeout_seconds,
           p->approvals_on_timeout_allow ? "allow" : "deny");
@@ -171,14 +172,20 @@ static int
 policy_explain_verb (struct asbx_global *g, int argc, char **argv)
 {
   static const struct option opts[] = {
-    { "profile", required_argument, 0, 'p' },      { "policy", required_argument, 0, 'f' },
-    { "bundle", required_argument, 0, 'b' },       { "config", required_argument, 0, 'c' },
-    { "profiles-dir", required_argument, 0, 'd' }, { "sandbox", no_argument, 0, 's' },
-    { "json", no_argument, 0, 'j' },               { "help", no_argument, 0, 'h' },
+    { "profile", required_argument, 0, 'p' },
+    { "policy", required_argument, 0, 'f' },
+    { "bundle", required_argument, 0, 'b' },
+    { "config", required_argument, 0, 'c' },
+    { "profiles-dir", required_argument, 0, 'd' },
+    { "sandbox", no_argument, 0, 's' },
+    { "json", no_argument, 0, 'j' },
+    { "help", no_argument, 0, 'h' },
     { 0, 0, 0, 0 },
   };
-  struct policy_inputs in = { .profile_flag = g->profile, .policy_flag = g->policy_file,
-                              .config_path = g->config_path, .audit_dir_flag = g->audit_dir };
+  struct policy_inputs in = { .profile_flag = g->profile,
+                              .policy_flag = g->policy_file,
+                              .config_path = g->config_path,
+                              .audit_dir_flag = g->audit_dir };
   const char *bundle = NULL;
   bool json = false;
   struct oci_spec *spec = NULL;

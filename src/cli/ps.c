@@ -94,7 +94,8 @@ run_ps (char **args, const pid_t *pids, size_t n)
 int
 cli_ps (struct asbx_global *g, int argc, char **argv)
 {
-  static const struct option opts[] = { { "format", required_argument, 0, 'f' }, { "help", no_argument, 0, 'h' },
+  static const struct option opts[] = { { "format", required_argument, 0, 'f' },
+                                        { "help", no_argument, 0, 'h' },
                                         { 0, 0, 0, 0 } };
   const char *format = "table";
   cleanup_free pid_t *pids = NULL;

@@ -11,9 +11,12 @@ int
 cli_sandbox (struct asbx_global *g, int argc, char **argv)
 {
   static const struct option opts[] = {
-    { "profile", required_argument, 0, 'p' }, { "policy", required_argument, 0, 'f' },
-    { "workspace", required_argument, 0, 'w' }, { "rootfs", required_argument, 0, 'r' },
-    { "id", required_argument, 0, 'i' },      { "help", no_argument, 0, 'h' },
+    { "profile", required_argument, 0, 'p' },
+    { "policy", required_argument, 0, 'f' },
+    { "workspace", required_argument, 0, 'w' },
+    { "rootfs", required_argument, 0, 'r' },
+    { "id", required_argument, 0, 'i' },
+    { "help", no_argument, 0, 'h' },
     { 0, 0, 0, 0 },
   };
   struct asbx_sandbox_opts o = { 0 };

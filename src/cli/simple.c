@@ -74,13 +74,13 @@ parse_signal (const char *s)
     const char *n;
     int v;
   } t[] = {
-    { "HUP", SIGHUP },   { "INT", SIGINT },     { "QUIT", SIGQUIT },   { "ILL", SIGILL },     { "TRAP", SIGTRAP },
-    { "ABRT", SIGABRT }, { "IOT", SIGIOT },     { "BUS", SIGBUS },     { "FPE", SIGFPE },     { "KILL", SIGKILL },
-    { "USR1", SIGUSR1 }, { "SEGV", SIGSEGV },   { "USR2", SIGUSR2 },   { "PIPE", SIGPIPE },   { "ALRM", SIGALRM },
+    { "HUP", SIGHUP },   { "INT", SIGINT },       { "QUIT", SIGQUIT }, { "ILL", SIGILL },     { "TRAP", SIGTRAP },
+    { "ABRT", SIGABRT }, { "IOT", SIGIOT },       { "BUS", SIGBUS },   { "FPE", SIGFPE },     { "KILL", SIGKILL },
+    { "USR1", SIGUSR1 }, { "SEGV", SIGSEGV },     { "USR2", SIGUSR2 }, { "PIPE", SIGPIPE },   { "ALRM", SIGALRM },
     { "TERM", SIGTERM }, { "STKFLT", SIGSTKFLT }, { "CHLD", SIGCHLD }, { "CONT", SIGCONT },   { "STOP", SIGSTOP },
-    { "TSTP", SIGTSTP }, { "TTIN", SIGTTIN },   { "TTOU", SIGTTOU },   { "URG", SIGURG },     { "XCPU", SIGXCPU },
+    { "TSTP", SIGTSTP }, { "TTIN", SIGTTIN },     { "TTOU", SIGTTOU }, { "URG", SIGURG },     { "XCPU", SIGXCPU },
     { "XFSZ", SIGXFSZ }, { "VTALRM", SIGVTALRM }, { "PROF", SIGPROF }, { "WINCH", SIGWINCH }, { "IO", SIGIO },
-    { "POLL", SIGPOLL }, { "PWR", SIGPWR },     { "SYS", SIGSYS },
+    { "POLL", SIGPOLL }, { "PWR", SIGPWR },       { "SYS", SIGSYS },
   };
   uint64_t n;
   char up[32];
@@ -110,7 +110,9 @@ kill_opt (int c, void *data)
 int
 cli_kill (struct asbx_global *g, int argc, char **argv)
 {
-  static const struct option opts[] = { { "all", no_argument, 0, 'a' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
+  static const struct option opts[] = { { "all", no_argument, 0, 'a' },
+                                        { "help", no_argument, 0, 'h' },
+                                        { 0, 0, 0, 0 } };
   const char *id;
   asbx_err_t err = NULL;
   bool all = false;
@@ -147,7 +149,9 @@ delete_opt (int c, void *data)
 int
 cli_delete (struct asbx_global *g, int argc, char **argv)
 {
-  static const struct option opts[] = { { "force", no_argument, 0, 'f' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
+  static const struct option opts[] = { { "force", no_argument, 0, 'f' },
+                                        { "help", no_argument, 0, 'h' },
+                                        { 0, 0, 0, 0 } };
   const char *id;
   asbx_err_t err = NULL;
   bool force = false;
@@ -162,8 +166,10 @@ cli_delete (struct asbx_global *g, int argc, char **argv)
 int
 cli_list (struct asbx_global *g, int argc, char **argv)
 {
-  static const struct option opts[] = { { "format", required_argument, 0, 'f' }, { "quiet", no_argument, 0, 'q' },
-                                        { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
+  static const struct option opts[] = { { "format", required_argument, 0, 'f' },
+                                        { "quiet", no_argument, 0, 'q' },
+                                        { "help", no_argument, 0, 'h' },
+                                        { 0, 0, 0, 0 } };
   const char *format = "table";
   bool quiet = false;
   asbx_err_t err = NULL;

@@ -18,22 +18,48 @@
 
 enum
 {
-  O_RES = 300, O_MEM, O_SWAP, O_RESV, O_KMEM, O_KTCP, O_SHARES, O_QUOTA, O_PERIOD, O_BURST, O_RTRUN, O_RTPER,
-  O_CPUS, O_MEMS, O_PIDS, O_BLKIO, O_L3, O_MBW,
+  O_RES = 300,
+  O_MEM,
+  O_SWAP,
+  O_RESV,
+  O_KMEM,
+  O_KTCP,
+  O_SHARES,
+  O_QUOTA,
+  O_PERIOD,
+  O_BURST,
+  O_RTRUN,
+  O_RTPER,
+  O_CPUS,
+  O_MEMS,
+  O_PIDS,
+  O_BLKIO,
+  O_L3,
+  O_MBW,
 };
 
 static const struct option opts[] = {
-  { "resources", required_argument, 0, 'r' },     { "memory", required_argument, 0, O_MEM },
-  { "memory-swap", required_argument, 0, O_SWAP }, { "memory-reservation", required_argument, 0, O_RESV },
-  { "kernel-memory", required_argument, 0, O_KMEM }, { "kernel-memory-tcp", required_argument, 0, O_KTCP },
+  { "resources", required_argument, 0, 'r' },
+  { "memory", required_argument, 0, O_MEM },
+  { "memory-swap", required_argument, 0, O_SWAP },
+  { "memory-reservation", required_argument, 0, O_RESV },
+  { "kernel-memory", required_argument, 0, O_KMEM },
+  { "kernel-memory-tcp", required_argument, 0, O_KTCP },
   { "cpu-share", required_argument, 0, O_SHARES }, /* runc 1.1's spelling */
-  { "cpu-shares", required_argument, 0, O_SHARES }, { "cpu-quota", required_argument, 0, O_QUOTA },
-  { "cpu-period", required_argument, 0, O_PERIOD }, { "cpu-burst", required_argument, 0, O_BURST },
-  { "cpu-rt-runtime", required_argument, 0, O_RTRUN }, { "cpu-rt-period", required_argument, 0, O_RTPER },
-  { "cpuset-cpus", required_argument, 0, O_CPUS },  { "cpuset-mems", required_argument, 0, O_MEMS },
-  { "pids-limit", required_argument, 0, O_PIDS },   { "blkio-weight", required_argument, 0, O_BLKIO },
-  { "l3-cache-schema", required_argument, 0, O_L3 }, { "mem-bw-schema", required_argument, 0, O_MBW },
-  { "help", no_argument, 0, 'h' },                  { 0, 0, 0, 0 },
+  { "cpu-shares", required_argument, 0, O_SHARES },
+  { "cpu-quota", required_argument, 0, O_QUOTA },
+  { "cpu-period", required_argument, 0, O_PERIOD },
+  { "cpu-burst", required_argument, 0, O_BURST },
+  { "cpu-rt-runtime", required_argument, 0, O_RTRUN },
+  { "cpu-rt-period", required_argument, 0, O_RTPER },
+  { "cpuset-cpus", required_argument, 0, O_CPUS },
+  { "cpuset-mems", required_argument, 0, O_MEMS },
+  { "pids-limit", required_argument, 0, O_PIDS },
+  { "blkio-weight", required_argument, 0, O_BLKIO },
+  { "l3-cache-schema", required_argument, 0, O_L3 },
+  { "mem-bw-schema", required_argument, 0, O_MBW },
+  { "help", no_argument, 0, 'h' },
+  { 0, 0, 0, 0 },
 };
 
 static const char *
@@ -130,8 +156,14 @@ set_flag (struct oci_resources *r, int c, const char *v)
       return parse_num (v, -1, &x) < 0 ? -1 : (cpu->has_realtime_runtime = true, cpu->realtime_runtime = x, 0);
     case O_RTPER:
       return parse_num (v, 0, &x) < 0 ? -1 : (cpu->has_realtime_period = true, cpu->realtime_period = (uint64_t) x, 0);
-    case O_CPUS: free (cpu->cpus); cpu->cpus = xstrdup (v); return 0;
-    case O_MEMS: free (cpu->mems); cpu->mems = xstrdup (v); return 0;
+    case O_CPUS:
+      free (cpu->cpus);
+      cpu->cpus = xstrdup (v);
+      return 0;
+    case O_MEMS:
+      free (cpu->mems);
+      cpu->mems = xstrdup (v);
+      return 0;
     case O_PIDS: return parse_num (v, -1, &x) < 0 ? -1 : (r->has_pids = true, r->pids_limit = x, 0);
     case O_BLKIO:
       if (parse_num (v, 0, &x) < 0 || x > 1000)
@@ -151,7 +183,11 @@ cli_update (struct asbx_global *g, int argc, char **argv)
   struct oci_resources *r = NULL;
   asbx_err_t err = NULL;
   const char *file = NULL;
-  struct { int c; const char *v; } flags[32];
+  struct
+  {
+    int c;
+    const char *v;
+  } flags[32];
   size_t nflags = 0;
   int c, ret;
 
@@ -167,7 +203,8 @@ cli_update (struct asbx_global *g, int argc, char **argv)
       if (c == 'r')
         file = optarg;
       else if (c == O_L3 || c == O_MBW)
-        return cli_usage ("update", "--%s: Intel RDT is not supported", c == O_L3 ? "l3-cache-schema" : "mem-bw-schema");
+        return cli_usage ("update", "--%s: Intel RDT is not supported",
+                          c == O_L3 ? "l3-cache-schema" : "mem-bw-schema");
       else if (nflags < ASBX_ARRAY_SIZE (flags))
         flags[nflags].c = c, flags[nflags++].v = optarg;
     }

@@ -75,11 +75,11 @@ steal_fd (int *fd)
   return r;
 }
 
-#define steal_ptr(p)                                                                                                  \
-  ({                                                                                                                  \
-    __typeof__ (*(p)) _v = *(p);                                                                                      \
-    *(p) = NULL;                                                                                                      \
-    _v;                                                                                                               \
+#define steal_ptr(p)                                                                                                   \
+  ({                                                                                                                   \
+    __typeof__ (*(p)) _v = *(p);                                                                                       \
+    *(p) = NULL;                                                                                                       \
+    _v;                                                                                                                \
   })
 
 #define ASBX_ARRAY_SIZE(a) (sizeof (a) / sizeof ((a)[0]))

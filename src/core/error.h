@@ -11,7 +11,8 @@
 
 #include <stdarg.h>
 
-struct asbx_error {
+struct asbx_error
+{
   int errnum; /* errno of the root cause, 0 when none */
   int status; /* exit status the CLI should use (default 1) */
   char *msg;  /* full chained message, heap-owned */

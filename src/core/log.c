@@ -58,8 +58,8 @@ rfc3339_now (char *buf, size_t len)
   struct tm tm;
   gettimeofday (&tv, NULL);
   gmtime_r (&tv.tv_sec, &tm);
-  snprintf (buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-            tm.tm_hour, tm.tm_min, tm.tm_sec, (long) tv.tv_usec);
+  snprintf (buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+            tm.tm_min, tm.tm_sec, (long) tv.tv_usec);
 }
 
 static void

@@ -11,7 +11,7 @@
 void *xmalloc (size_t n);
 void *xmalloc0 (size_t n);
 void *xrealloc (void *p, size_t n);
-char *xstrdup (const char *s);  /* NULL -> NULL */
+char *xstrdup (const char *s); /* NULL -> NULL */
 char *xasprintf (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 
 /* write/read all bytes, retrying on EINTR and short counts. Return 0 / -1 with errno set. */

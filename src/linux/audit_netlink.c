@@ -44,7 +44,9 @@ linux_audit_enabled (asbx_err_t *err)
   {
     struct nlmsghdr h;
     struct audit_status s;
-  } req = { .h = { .nlmsg_len = NLMSG_LENGTH (0), .nlmsg_type = AUDIT_GET, .nlmsg_flags = NLM_F_REQUEST, .nlmsg_seq = 1 } };
+  } req = {
+    .h = { .nlmsg_len = NLMSG_LENGTH (0), .nlmsg_type = AUDIT_GET, .nlmsg_flags = NLM_F_REQUEST, .nlmsg_seq = 1 }
+  };
   char buf[4096];
   struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
   cleanup_close int fd = socket (AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT);

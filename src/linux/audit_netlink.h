@@ -38,8 +38,8 @@ int linux_audit_enabled (asbx_err_t *err);
 
 struct linux_audit_msg
 {
-  int type;        /* AUDIT_* record type */
-  uint64_t serial; /* the event's serial (records of one event share it), 0 when unparsable */
+  int type;         /* AUDIT_* record type */
+  uint64_t serial;  /* the event's serial (records of one event share it), 0 when unparsable */
   const char *text; /* the record after "audit(...): ", NUL-terminated, inside the caller's buffer */
 };
 

@@ -97,8 +97,9 @@ resolve_relative (const struct cgroup_layout_info *info, const char *in, const c
       cleanup_free char *p = NULL;
       if (info->h[i].own == NULL)
         {
-          asbx_error (err, ENOENT, "linux.cgroupsPath: cannot resolve `%s`: our own cgroup in hierarchy `%s` is "
-                                   "not listed in /proc/self/cgroup",
+          asbx_error (err, ENOENT,
+                      "linux.cgroupsPath: cannot resolve `%s`: our own cgroup in hierarchy `%s` is "
+                      "not listed in /proc/self/cgroup",
                       in, info->h[i].key[0] ? info->h[i].key : "cgroup2");
           return NULL;
         }
@@ -125,8 +126,8 @@ resolve_relative (const struct cgroup_layout_info *info, const char *in, const c
 }
 
 char *
-cgroup_resolve_path_in (const struct cgroup_layout_info *info, const char *cgroups_path, const char *id,
-                        bool systemd, bool systemd_running, asbx_err_t *err)
+cgroup_resolve_path_in (const struct cgroup_layout_info *info, const char *cgroups_path, const char *id, bool systemd,
+                        bool systemd_running, asbx_err_t *err)
 {
   cleanup_free char *norm = NULL;
 
@@ -253,7 +254,8 @@ walk (int rootfd, const struct cgroup_hier *h, const char *rel, bool create, boo
 
 /* Open path's leaf in hierarchy h. 0 with *fd, or -1 with *err. */
 int
-cgroup_open_in_hier (const struct cgroup_hier *h, const char *path, bool create, bool *created, int *fd, asbx_err_t *err)
+cgroup_open_in_hier (const struct cgroup_hier *h, const char *path, bool create, bool *created, int *fd,
+                     asbx_err_t *err)
 {
   cleanup_free char *p = cgroup_path_in_hier (path, h, err);
   cleanup_close int root = -1;
@@ -565,7 +567,8 @@ cgroup_remove (const char *path, unsigned long created_mask, int timeout_ms, asb
   if (info == NULL)
     return -1;
   /* a unit we started: systemd removes its cgroup; then what we made ourselves (v1) */
-  if ((created_mask & CGROUP_MASK_SYSTEMD) && cgroup_systemd_stop (path, timeout_ms > 30000 ? timeout_ms : 30000, err) < 0)
+  if ((created_mask & CGROUP_MASK_SYSTEMD)
+      && cgroup_systemd_stop (path, timeout_ms > 30000 ? timeout_ms : 30000, err) < 0)
     return -1;
   /* try every hierarchy even after a failure, report the first error */
   for (size_t i = 0; i < info->n; i++)

@@ -36,11 +36,15 @@ set_v1 (const struct cgroup_dir *d, const struct oci_block_io *b, asbx_err_t *er
       const struct oci_weight_device *w = &b->weight_device[i];
       char field[64];
       snprintf (field, sizeof field, "blockIO.weightDevice[%zu]", i);
-      if (w->has_weight && cgroup_dir_writef (d, field, v1_weight_file (d, true), err, "%" PRId64 ":%" PRId64 " %u",
-                                              w->major, w->minor, w->weight) < 0)
+      if (w->has_weight
+          && cgroup_dir_writef (d, field, v1_weight_file (d, true), err, "%" PRId64 ":%" PRId64 " %u", w->major,
+                                w->minor, w->weight)
+                 < 0)
         return -1;
-      if (w->has_leaf_weight && cgroup_dir_writef (d, field, "blkio.leaf_weight_device", err,
-                                                   "%" PRId64 ":%" PRId64 " %u", w->major, w->minor, w->leaf_weight) < 0)
+      if (w->has_leaf_weight
+          && cgroup_dir_writef (d, field, "blkio.leaf_weight_device", err, "%" PRId64 ":%" PRId64 " %u", w->major,
+                                w->minor, w->leaf_weight)
+                 < 0)
         return -1;
     }
   return 0;
@@ -61,7 +65,8 @@ set_v2 (const struct cgroup_dir *d, const struct oci_block_io *b, asbx_err_t *er
             return -1;
         }
       else if (cgroup_dir_writef (d, "blockIO.weight", "io.weight", err, "default %" PRIu64,
-                                  cgroup_blkio_to_io_weight (b->weight)) < 0)
+                                  cgroup_blkio_to_io_weight (b->weight))
+               < 0)
         return -1;
     }
   for (size_t i = 0; i < b->weight_device_len; i++)
@@ -112,13 +117,17 @@ cgroup_blkio_set (const struct cgroup_dir *d, const struct oci_block_io *b, asbx
   if ((d->version == 2 ? set_v2 (d, b, err) : set_v1 (d, b, err)) < 0)
     return -1;
   if (set_throttle (d, "throttleReadBpsDevice", "blkio.throttle.read_bps_device", "rbps", b->throttle_read_bps_device,
-                    b->throttle_read_bps_device_len, err) < 0
+                    b->throttle_read_bps_device_len, err)
+          < 0
       || set_throttle (d, "throttleWriteBpsDevice", "blkio.throttle.write_bps_device", "wbps",
-                       b->throttle_write_bps_device, b->throttle_write_bps_device_len, err) < 0
+                       b->throttle_write_bps_device, b->throttle_write_bps_device_len, err)
+             < 0
       || set_throttle (d, "throttleReadIOPSDevice", "blkio.throttle.read_iops_device", "riops",
-                       b->throttle_read_iops_device, b->throttle_read_iops_device_len, err) < 0
+                       b->throttle_read_iops_device, b->throttle_read_iops_device_len, err)
+             < 0
       || set_throttle (d, "throttleWriteIOPSDevice", "blkio.throttle.write_iops_device", "wiops",
-                       b->throttle_write_iops_device, b->throttle_write_iops_device_len, err) < 0)
+                       b->throttle_write_iops_device, b->throttle_write_iops_device_len, err)
+             < 0)
     return -1;
   return 0;
 }

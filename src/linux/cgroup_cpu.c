@@ -38,8 +38,7 @@ set_v1 (const struct cgroup_dir *d, const struct oci_cpu *c, asbx_err_t *err)
       && cgroup_dir_writef (d, "cpu.realtimePeriod", "cpu.rt_period_us", err, "%" PRIu64, c->realtime_period) < 0)
     return -1;
   if (c->has_realtime_runtime && c->realtime_runtime != 0
-      && cgroup_dir_writef (d, "cpu.realtimeRuntime", "cpu.rt_runtime_us", err, "%" PRId64, c->realtime_runtime)
-             < 0)
+      && cgroup_dir_writef (d, "cpu.realtimeRuntime", "cpu.rt_runtime_us", err, "%" PRId64, c->realtime_runtime) < 0)
     return -1;
   if (c->has_idle && cgroup_dir_writef (d, "cpu.idle", "cpu.idle", err, "%" PRId64, c->idle) < 0)
     return -1;
@@ -50,8 +49,9 @@ static int
 set_v2 (const struct cgroup_dir *d, const struct oci_cpu *c, asbx_err_t *err)
 {
   if ((c->has_realtime_runtime && c->realtime_runtime != 0) || (c->has_realtime_period && c->realtime_period != 0))
-    return asbx_error (err, ENOTSUP, "linux.resources.cpu.%s: realtime scheduling groups are not supported on "
-                                     "cgroup v2",
+    return asbx_error (err, ENOTSUP,
+                       "linux.resources.cpu.%s: realtime scheduling groups are not supported on "
+                       "cgroup v2",
                        c->has_realtime_runtime && c->realtime_runtime ? "realtimeRuntime" : "realtimePeriod");
   if (c->has_shares && c->shares != 0
       && cgroup_dir_writef (d, "cpu.shares", "cpu.weight", err, "%" PRIu64, cgroup_shares_to_weight (c->shares)) < 0)

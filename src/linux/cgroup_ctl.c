@@ -181,8 +181,7 @@ cgroup_ctl_open (const char *path, const char *controller, struct cgroup_dir *d,
     return 1;
   /* freezer (cgroup.freeze), devices (BPF) and "cgroup2" are core on v2: nothing to enable */
   if (h->version == 2 && strcmp (controller, "freezer") != 0 && strcmp (controller, "devices") != 0
-      && strcmp (controller, "cgroup2") != 0
-      && v2_enable_path (h, path, v2_name (controller), err) < 0)
+      && strcmp (controller, "cgroup2") != 0 && v2_enable_path (h, path, v2_name (controller), err) < 0)
     return -1;
   if (cgroup_open_in_hier (h, path, false, NULL, &fd, err) < 0)
     return -1;
@@ -194,22 +193,20 @@ cgroup_ctl_open (const char *path, const char *controller, struct cgroup_dir *d,
     }
   d->fd = fd;
   d->version = h->version;
-  d->where = xasprintf ("%s%s", h->mountpoint,
-                        p + (strcmp (h->mount_root, "/") == 0 ? 0 : strlen (h->mount_root)));
+  d->where = xasprintf ("%s%s", h->mountpoint, p + (strcmp (h->mount_root, "/") == 0 ? 0 : strlen (h->mount_root)));
   return 0;
 }
 
 int
-cgroup_dir_write (const struct cgroup_dir *d, const char *field, const char *file, const char *value,
-                  asbx_err_t *err)
+cgroup_dir_write (const struct cgroup_dir *d, const char *field, const char *file, const char *value, asbx_err_t *err)
 {
   cleanup_close int fd = openat (d->fd, file, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
 
   if (fd < 0)
     {
       if (errno == ENOENT)
-        return asbx_error (err, ENOTSUP, "linux.resources.%s: not supported by this kernel (no %s/%s)", field,
-                           d->where, file);
+        return asbx_error (err, ENOTSUP, "linux.resources.%s: not supported by this kernel (no %s/%s)", field, d->where,
+                           file);
       return asbx_error (err, errno, "linux.resources.%s: open %s/%s", field, d->where, file);
     }
   if (write_all (fd, value, strlen (value)) < 0)
@@ -219,8 +216,8 @@ cgroup_dir_write (const struct cgroup_dir *d, const char *field, const char *fil
 }
 
 int
-cgroup_dir_writef (const struct cgroup_dir *d, const char *field, const char *file, asbx_err_t *err,
-                   const char *fmt, ...)
+cgroup_dir_writef (const struct cgroup_dir *d, const char *field, const char *file, asbx_err_t *err, const char *fmt,
+                   ...)
 {
   cleanup_free char *v = NULL;
   va_list ap;

@@ -57,8 +57,8 @@ parse_access (const char *s, unsigned *out)
 }
 
 int
-cgroup_dev_rules_build (const struct oci_device_cgroup *cfg, size_t ncfg, const struct oci_device *devs,
-                        size_t ndevs, struct cgroup_dev_rule **out, size_t *n, asbx_err_t *err)
+cgroup_dev_rules_build (const struct oci_device_cgroup *cfg, size_t ncfg, const struct oci_device *devs, size_t ndevs,
+                        struct cgroup_dev_rule **out, size_t *n, asbx_err_t *err)
 {
   size_t cap = 1 + ncfg + ASBX_ARRAY_SIZE (default_allow) + ndevs, k = 0;
   cleanup_free struct cgroup_dev_rule *r = xmalloc0 (cap * sizeof *r);

@@ -81,12 +81,12 @@ cgroup_devices_bpf_build (const struct cgroup_dev_rule *r, size_t n, void **insn
       free (p);
       return asbx_error (err, E2BIG, "linux.resources.devices: too many rules (%zu)", n);
     }
-  p[k++] = LDX_W (2, 1, 0);                 /* r2 = access_type */
-  p[k++] = ALU32_K (BPF_AND, 2, 0xffff);    /* r2 = device type */
-  p[k++] = LDX_W (3, 1, 0);                 /* r3 = access_type */
-  p[k++] = ALU32_K (BPF_RSH, 3, 16);        /* r3 = access bits */
-  p[k++] = LDX_W (4, 1, 4);                 /* r4 = major */
-  p[k++] = LDX_W (5, 1, 8);                 /* r5 = minor */
+  p[k++] = LDX_W (2, 1, 0);              /* r2 = access_type */
+  p[k++] = ALU32_K (BPF_AND, 2, 0xffff); /* r2 = device type */
+  p[k++] = LDX_W (3, 1, 0);              /* r3 = access_type */
+  p[k++] = ALU32_K (BPF_RSH, 3, 16);     /* r3 = access bits */
+  p[k++] = LDX_W (4, 1, 4);              /* r4 = major */
+  p[k++] = LDX_W (5, 1, 8);              /* r5 = minor */
   for (size_t i = n; i-- > 0 && !always;)
     k += emit_rule (&r[i], p + k, &always);
   if (!always)
@@ -161,8 +161,9 @@ cgroup_devices_bpf_attach (int cgroup_dirfd, const struct cgroup_dev_rule *r, si
   a.attach_type = BPF_CGROUP_DEVICE;
   a.attach_flags = BPF_F_ALLOW_MULTI;
   if (old_cnt && !(flags & BPF_F_ALLOW_MULTI))
-    return asbx_error (err, EBUSY, "linux.resources.devices: the cgroup already has a device program attached "
-                                   "without BPF_F_ALLOW_MULTI");
+    return asbx_error (err, EBUSY,
+                       "linux.resources.devices: the cgroup already has a device program attached "
+                       "without BPF_F_ALLOW_MULTI");
   if (sys_bpf (BPF_PROG_ATTACH, &a) < 0)
     return asbx_error (err, errno, "linux.resources.devices: attach the device program (BPF_CGROUP_DEVICE)");
   for (uint32_t i = 0; i < old_cnt && i < 64; i++)

@@ -39,8 +39,9 @@ cgroup_hugetlb_set (const struct cgroup_dir *d, const struct oci_hugepage_limit 
                            field, l[i].page_size ? l[i].page_size : "");
       file = xasprintf ("hugetlb.%s.%s", l[i].page_size, d->version == 2 ? "max" : "limit_in_bytes");
       if (!cgroup_dir_has (d, file))
-        return asbx_error (err, ENOTSUP, "linux.resources.%s.pageSize: huge page size `%s` is not supported on this "
-                                         "host (no %s/%s)",
+        return asbx_error (err, ENOTSUP,
+                           "linux.resources.%s.pageSize: huge page size `%s` is not supported on this "
+                           "host (no %s/%s)",
                            field, l[i].page_size, d->where, file);
       if (cgroup_dir_writef (d, field, file, err, "%" PRIu64, l[i].limit) < 0)
         return -1;

@@ -93,7 +93,10 @@ struct cgroup_dir
   char *where; /* "/sys/fs/cgroup/memory/agentsbx/ID" */
 };
 
-#define CGROUP_DIR_INIT { .fd = -1, .version = 0, .where = NULL }
+#define CGROUP_DIR_INIT                                                                                                \
+  {                                                                                                                    \
+    .fd = -1, .version = 0, .where = NULL                                                                              \
+  }
 
 void cgroup_dir_clear (struct cgroup_dir *d);
 
@@ -153,10 +156,10 @@ int cgroup_unified_set (const struct cgroup_dir *d, const char *key, const char 
 struct cgroup_dev_rule
 {
   bool allow;
-  char type;        /* 'a', 'c', 'b' */
-  int64_t major;    /* -1 = any */
-  int64_t minor;    /* -1 = any */
-  unsigned access;  /* CGROUP_DEV_R|W|M */
+  char type;       /* 'a', 'c', 'b' */
+  int64_t major;   /* -1 = any */
+  int64_t minor;   /* -1 = any */
+  unsigned access; /* CGROUP_DEV_R|W|M */
 };
 #define CGROUP_DEV_M 1u /* = BPF_DEVCG_ACC_MKNOD */
 #define CGROUP_DEV_R 2u /* = BPF_DEVCG_ACC_READ */
@@ -172,8 +175,7 @@ int cgroup_dev_rules_build (const struct oci_device_cgroup *cfg, size_t ncfg, co
 int cgroup_devices_v1_set (const struct cgroup_dir *d, const struct cgroup_dev_rule *r, size_t n, asbx_err_t *err);
 /* v2: compile the rules (last match wins, default deny) into BPF_PROG_TYPE_CGROUP_DEVICE
  * instructions. *insns heap (struct bpf_insn[]), *ninsns count. */
-int cgroup_devices_bpf_build (const struct cgroup_dev_rule *r, size_t n, void **insns, size_t *ninsns,
-                              asbx_err_t *err);
+int cgroup_devices_bpf_build (const struct cgroup_dev_rule *r, size_t n, void **insns, size_t *ninsns, asbx_err_t *err);
 /* v2: load the program and attach it to the cgroup directory fd (BPF_F_ALLOW_MULTI), then
  * detach the programs that were attached before (update replaces). 0 / -1. */
 int cgroup_devices_bpf_attach (int cgroup_dirfd, const struct cgroup_dev_rule *r, size_t n, asbx_err_t *err);

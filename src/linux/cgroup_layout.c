@@ -184,8 +184,7 @@ parse_mount_line (char *line, char *const *controllers, struct cgroup_layout_inf
 }
 
 int
-cgroup_parse_mountinfo (const char *text, char *const *controllers, struct cgroup_layout_info *info,
-                        asbx_err_t *err)
+cgroup_parse_mountinfo (const char *text, char *const *controllers, struct cgroup_layout_info *info, asbx_err_t *err)
 {
   cleanup_free char *copy = xstrdup (text);
   char *save = NULL;

@@ -166,11 +166,10 @@ set_v2 (const struct cgroup_dir *d, const struct oci_memory *m, asbx_err_t *err)
   if (set_swap && !cgroup_dir_has (d, "memory.swap.max"))
     {
       if (swap > 0)
-        return asbx_error (err, ENOTSUP,
-                           "linux.resources.memory.swap: swap accounting is off (no %s/memory.swap.max)", d->where);
+        return asbx_error (err, ENOTSUP, "linux.resources.memory.swap: swap accounting is off (no %s/memory.swap.max)",
+                           d->where);
       /* "max" or "0" without swap accounting is what the host does anyway (runc skips too) */
-      log_debug ("linux.resources.memory.swap: no %s/memory.swap.max; swap %" PRId64 " skipped", d->where,
-                 m->swap);
+      log_debug ("linux.resources.memory.swap: no %s/memory.swap.max; swap %" PRId64 " skipped", d->where, m->swap);
       set_swap = false;
     }
   /* swap first: lowering memory.max never depends on memory.swap.max, and vice versa */

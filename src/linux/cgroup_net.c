@@ -26,7 +26,8 @@ cgroup_net_prio_set (const struct cgroup_dir *d, const struct oci_network *n, as
       if (name == NULL || name[0] == '\0' || strpbrk (name, " \t\n") || strlen (name) >= 16)
         return asbx_error (err, EINVAL, "linux.resources.network.priorities[%zu].name: invalid interface name", i);
       if (cgroup_dir_writef (d, "network.priorities", "net_prio.ifpriomap", err, "%s %u", name,
-                             n->priorities[i].priority) < 0)
+                             n->priorities[i].priority)
+          < 0)
         return -1;
     }
   return 0;

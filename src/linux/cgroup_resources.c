@@ -28,8 +28,9 @@ needs_memory (const struct oci_memory *m)
   return m
          && (SET (m->has_limit, m->limit) || SET (m->has_reservation, m->reservation) || SET (m->has_swap, m->swap)
              || SET (m->has_kernel, m->kernel) || SET (m->has_kernel_tcp, m->kernel_tcp)
-             || (m->has_swappiness && m->swappiness != UINT64_MAX) || (m->has_disable_oom_killer && m->disable_oom_killer)
-             || m->has_use_hierarchy || (m->has_check_before_update && m->check_before_update));
+             || (m->has_swappiness && m->swappiness != UINT64_MAX)
+             || (m->has_disable_oom_killer && m->disable_oom_killer) || m->has_use_hierarchy
+             || (m->has_check_before_update && m->check_before_update));
 }
 
 static bool
@@ -52,8 +53,8 @@ needs_blkio (const struct oci_block_io *b)
 {
   return b
          && (SET (b->has_weight, b->weight) || SET (b->has_leaf_weight, b->leaf_weight) || b->weight_device_len
-             || b->throttle_read_bps_device_len || b->throttle_write_bps_device_len
-             || b->throttle_read_iops_device_len || b->throttle_write_iops_device_len);
+             || b->throttle_read_bps_device_len || b->throttle_write_bps_device_len || b->throttle_read_iops_device_len
+             || b->throttle_write_iops_device_len);
 }
 
 int
@@ -125,8 +126,9 @@ with_ctl (const char *path, const char *ctl, const char *field, const struct oci
   int ret = cgroup_ctl_open (path, ctl, &d, err);
 
   if (ret == 1)
-    return asbx_error (err, ENOTSUP, "linux.resources.%s: the %s controller is not available on this host "
-                                     "(not mounted as cgroup v1 and not enabled on cgroup2)",
+    return asbx_error (err, ENOTSUP,
+                       "linux.resources.%s: the %s controller is not available on this host "
+                       "(not mounted as cgroup v1 and not enabled on cgroup2)",
                        field, ctl);
   if (ret == 0)
     ret = fn (&d, r, err);
@@ -146,12 +148,14 @@ apply_unified (const char *path, const struct oci_map *u, asbx_err_t *err)
       ctl[strcspn (ctl, ".")] = '\0';
       r = cgroup_ctl_open (path, strcmp (ctl, "cgroup") == 0 ? "cgroup2" : ctl, &d, err);
       if (r == 1)
-        return asbx_error (err, ENOTSUP, "linux.resources.unified[\"%s\"]: the %s controller is not available on "
-                                         "cgroup v2 on this host",
+        return asbx_error (err, ENOTSUP,
+                           "linux.resources.unified[\"%s\"]: the %s controller is not available on "
+                           "cgroup v2 on this host",
                            u->keys[i], ctl);
       if (r == 0 && d.version != 2)
-        r = asbx_error (err, ENOTSUP, "linux.resources.unified[\"%s\"]: the %s controller is bound to cgroup v1 on "
-                                      "this host (unified keys are cgroup v2 files)",
+        r = asbx_error (err, ENOTSUP,
+                        "linux.resources.unified[\"%s\"]: the %s controller is bound to cgroup v1 on "
+                        "this host (unified keys are cgroup v2 files)",
                         u->keys[i], ctl);
       if (r == 0)
         r = cgroup_unified_set (&d, u->keys[i], u->values[i], err);

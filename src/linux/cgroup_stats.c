@@ -167,10 +167,10 @@ static void
 gen_cpuset (yajl_gen g, const struct cgroup_dir *d)
 {
   static const char *const flags[][2] = {
-    { "cpu_exclusive", "cpuset.cpu_exclusive" },         { "mem_hardwall", "cpuset.mem_hardwall" },
-    { "mem_exclusive", "cpuset.mem_exclusive" },         { "memory_migrate", "cpuset.memory_migrate" },
+    { "cpu_exclusive", "cpuset.cpu_exclusive" },           { "mem_hardwall", "cpuset.mem_hardwall" },
+    { "mem_exclusive", "cpuset.mem_exclusive" },           { "memory_migrate", "cpuset.memory_migrate" },
     { "memory_spread_page", "cpuset.memory_spread_page" }, { "memory_spread_slab", "cpuset.memory_spread_slab" },
-    { "memory_pressure", "cpuset.memory_pressure" },     { "sched_load_balance", "cpuset.sched_load_balance" },
+    { "memory_pressure", "cpuset.memory_pressure" },       { "sched_load_balance", "cpuset.sched_load_balance" },
   };
   cleanup_free char *cpus = rd (d, d->version == 2 ? "cpuset.cpus.effective" : "cpuset.cpus");
   cleanup_free char *mems = rd (d, d->version == 2 ? "cpuset.mems.effective" : "cpuset.mems");

@@ -15,8 +15,8 @@
 static bool
 forbidden (const char *key)
 {
-  static const char *const core[] = { "cgroup.procs", "cgroup.threads", "cgroup.subtree_control", "cgroup.kill",
-                                      "cgroup.type", "cgroup.freeze" };
+  static const char *const core[] = { "cgroup.procs", "cgroup.threads", "cgroup.subtree_control",
+                                      "cgroup.kill",  "cgroup.type",    "cgroup.freeze" };
   if (key[0] == '\0' || strchr (key, '/') || strcmp (key, ".") == 0 || strcmp (key, "..") == 0 || !strchr (key, '.'))
     return true;
   for (size_t i = 0; i < sizeof core / sizeof core[0]; i++)
@@ -31,8 +31,9 @@ cgroup_unified_set (const struct cgroup_dir *d, const char *key, const char *val
   if (forbidden (key))
     return asbx_error (err, EINVAL, "linux.resources.unified[\"%s\"]: not a cgroup file the config may set", key);
   if (!cgroup_dir_has (d, key))
-    return asbx_error (err, ENOENT, "linux.resources.unified[\"%s\"]: no such file in %s (controller not enabled or "
-                                    "unknown key)",
+    return asbx_error (err, ENOENT,
+                       "linux.resources.unified[\"%s\"]: no such file in %s (controller not enabled or "
+                       "unknown key)",
                        key, d->where);
   /* cgroup_dir_write names the field "linux.resources.unified..." through the key */
   return cgroup_dir_write (d, "unified", key, value, err);

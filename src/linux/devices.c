@@ -51,8 +51,7 @@ existing_ok (int parent, const char *base, const struct dev_node *d, asbx_err_t 
 
   if (fstatat (parent, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
     return errno == ENOENT ? 0 : asbx_error (err, errno, "stat");
-  if ((st.st_mode & S_IFMT) == node_type (d->type)
-      && (d->type == 'p' || st.st_rdev == makedev (d->major, d->minor)))
+  if ((st.st_mode & S_IFMT) == node_type (d->type) && (d->type == 'p' || st.st_rdev == makedev (d->major, d->minor)))
     return 1;
   if (unlinkat (parent, base, S_ISDIR (st.st_mode) ? AT_REMOVEDIR : 0) < 0)
     return asbx_error (err, errno, "remove the existing entry");

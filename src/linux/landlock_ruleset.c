@@ -87,7 +87,7 @@ static const struct
 };
 
 /* rights that apply to a non-directory file (the kernel refuses the others on a file) */
-#define LL_FS_FILE_RIGHTS                                                                                            \
+#define LL_FS_FILE_RIGHTS                                                                                              \
   (ASBX_LL_FS_EXECUTE | ASBX_LL_FS_WRITE_FILE | ASBX_LL_FS_READ_FILE | ASBX_LL_FS_TRUNCATE | ASBX_LL_FS_IOCTL_DEV)
 
 struct linux_landlock
@@ -163,7 +163,10 @@ filter_kind (enum linux_landlock_kind kind, uint64_t want, int abi, bool best_ef
     }
   if (want & ~known)
     return asbx_error (err, EINVAL, "landlock: unknown %s right bits %#llx",
-                       kind == LINUX_LL_FS ? "fs" : kind == LINUX_LL_NET ? "net" : kind == LINUX_LL_SCOPE ? "scope" : "log",
+                       kind == LINUX_LL_FS      ? "fs"
+                       : kind == LINUX_LL_NET   ? "net"
+                       : kind == LINUX_LL_SCOPE ? "scope"
+                                                : "log",
                        (unsigned long long) (want & ~known));
   return 0;
 }
@@ -196,8 +199,8 @@ linux_landlock_new (uint64_t fs, uint64_t net, uint64_t scope, uint32_t log_flag
   ll->fd = -1;
   ll->abi = abi;
   ll->best_effort = best_effort;
-  if (linux_landlock_check (fs, net, scope, log_flags, abi, best_effort, &ll->fs, &ll->net, &ll->scope,
-                            &ll->log_flags, &ll->dropped, err)
+  if (linux_landlock_check (fs, net, scope, log_flags, abi, best_effort, &ll->fs, &ll->net, &ll->scope, &ll->log_flags,
+                            &ll->dropped, err)
       < 0)
     {
       linux_landlock_free (ll);
@@ -211,8 +214,8 @@ linux_landlock_new (uint64_t fs, uint64_t net, uint64_t scope, uint32_t log_flag
   long r = syscall (SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
   if (r < 0)
     {
-      asbx_error (err, errno, "landlock: create ruleset (fs %#llx net %#llx scope %#llx)",
-                  (unsigned long long) ll->fs, (unsigned long long) ll->net, (unsigned long long) ll->scope);
+      asbx_error (err, errno, "landlock: create ruleset (fs %#llx net %#llx scope %#llx)", (unsigned long long) ll->fs,
+                  (unsigned long long) ll->net, (unsigned long long) ll->scope);
       linux_landlock_free (ll);
       return NULL;
     }
@@ -235,8 +238,7 @@ rule_rights (const struct linux_landlock *ll, enum linux_landlock_kind kind, uin
     want &= supported;
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (rights); i++)
     if (rights[i].kind == kind && (want & rights[i].bit) && !(handled & rights[i].bit))
-      return asbx_error (err, EINVAL, "landlock: rule for %s: %s is not handled by the ruleset", what,
-                         rights[i].name);
+      return asbx_error (err, EINVAL, "landlock: rule for %s: %s is not handled by the ruleset", what, rights[i].name);
   *out = want;
   return 0;
 }
@@ -268,8 +270,7 @@ linux_landlock_allow_fd (struct linux_landlock *ll, int fd, const char *what, ui
 }
 
 int
-linux_landlock_allow_path (struct linux_landlock *ll, int dirfd, const char *path, uint64_t rights_in,
-                           asbx_err_t *err)
+linux_landlock_allow_path (struct linux_landlock *ll, int dirfd, const char *path, uint64_t rights_in, asbx_err_t *err)
 {
   cleanup_close int fd = openat (dirfd, path, O_PATH | O_CLOEXEC);
   if (fd < 0)

@@ -29,16 +29,16 @@
 #define ASBX_LL_FS_MAKE_FIFO (1ULL << 10)
 #define ASBX_LL_FS_MAKE_BLOCK (1ULL << 11)
 #define ASBX_LL_FS_MAKE_SYM (1ULL << 12)
-#define ASBX_LL_FS_REFER (1ULL << 13)    /* ABI 2 */
-#define ASBX_LL_FS_TRUNCATE (1ULL << 14) /* ABI 3 */
-#define ASBX_LL_FS_IOCTL_DEV (1ULL << 15) /* ABI 5 */
-#define ASBX_LL_NET_BIND_TCP (1ULL << 0)    /* ABI 4 */
-#define ASBX_LL_NET_CONNECT_TCP (1ULL << 1) /* ABI 4 */
+#define ASBX_LL_FS_REFER (1ULL << 13)                  /* ABI 2 */
+#define ASBX_LL_FS_TRUNCATE (1ULL << 14)               /* ABI 3 */
+#define ASBX_LL_FS_IOCTL_DEV (1ULL << 15)              /* ABI 5 */
+#define ASBX_LL_NET_BIND_TCP (1ULL << 0)               /* ABI 4 */
+#define ASBX_LL_NET_CONNECT_TCP (1ULL << 1)            /* ABI 4 */
 #define ASBX_LL_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0) /* ABI 6 */
 #define ASBX_LL_SCOPE_SIGNAL (1ULL << 1)               /* ABI 6 */
-#define ASBX_LL_LOG_SAME_EXEC_OFF (1U << 0)  /* ABI 7, landlock_restrict_self flags */
-#define ASBX_LL_LOG_NEW_EXEC_ON (1U << 1)    /* ABI 7 */
-#define ASBX_LL_LOG_SUBDOMAINS_OFF (1U << 2) /* ABI 7 */
+#define ASBX_LL_LOG_SAME_EXEC_OFF (1U << 0)            /* ABI 7, landlock_restrict_self flags */
+#define ASBX_LL_LOG_NEW_EXEC_ON (1U << 1)              /* ABI 7 */
+#define ASBX_LL_LOG_SUBDOMAINS_OFF (1U << 2)           /* ABI 7 */
 
 enum linux_landlock_kind
 {
@@ -73,8 +73,8 @@ struct linux_landlock *linux_landlock_new (uint64_t fs, uint64_t net, uint64_t s
  * etc., and a heap list "fs.refer, net.bind_tcp" of dropped ones in *dropped (NULL when none).
  * 0 / -1 with *err in strict mode. */
 int linux_landlock_check (uint64_t fs, uint64_t net, uint64_t scope, uint32_t log_flags, int abi, bool best_effort,
-                          uint64_t *fs_out, uint64_t *net_out, uint64_t *scope_out, uint32_t *log_out,
-                          char **dropped, asbx_err_t *err);
+                          uint64_t *fs_out, uint64_t *net_out, uint64_t *scope_out, uint32_t *log_out, char **dropped,
+                          asbx_err_t *err);
 
 /* Allow `rights` (fs bits, within the handled set) beneath the file or directory `path`, opened
  * with O_PATH|O_CLOEXEC relative to `dirfd` (the caller resolves it inside the container's mount

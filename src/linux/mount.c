@@ -93,8 +93,7 @@ config_items (int fsfd, const char *type, const char *data, unsigned sb_flags, a
 }
 
 int
-mnt_new_fs (const char *type, const char *source, const char *data, unsigned sb_flags, uint64_t attrs,
-            asbx_err_t *err)
+mnt_new_fs (const char *type, const char *source, const char *data, unsigned sb_flags, uint64_t attrs, asbx_err_t *err)
 {
   cleanup_close int fsfd = -1;
   int mfd;

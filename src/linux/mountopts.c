@@ -105,12 +105,20 @@ static const struct opt_def opt_table[] = {
 };
 
 const char *const mount_opts_known[] = {
-  "async", "atime", "bind", "dev", "diratime", "dirsync", "exec", "idmap", "mand", "noatime", "nodev",
-  "nodiratime", "noexec", "nomand", "norelatime", "nostrictatime", "nosuid", "nosymfollow", "private",
-  "ratime", "rbind", "rdev", "rdiratime", "relatime", "remount", "rexec", "ridmap", "rnoatime", "rnodev",
-  "rnodiratime", "rnoexec", "rnorelatime", "rnostrictatime", "rnosuid", "rnosymfollow", "ro", "rprivate",
-  "rrelatime", "rro", "rrw", "rshared", "rslave", "rstrictatime", "rsuid", "rsymfollow", "runbindable", "rw",
-  "shared", "slave", "strictatime", "suid", "symfollow", "sync", "tmpcopyup", "unbindable", NULL,
+  "async",          "atime",       "bind",         "dev",
+  "diratime",       "dirsync",     "exec",         "idmap",
+  "mand",           "noatime",     "nodev",        "nodiratime",
+  "noexec",         "nomand",      "norelatime",   "nostrictatime",
+  "nosuid",         "nosymfollow", "private",      "ratime",
+  "rbind",          "rdev",        "rdiratime",    "relatime",
+  "remount",        "rexec",       "ridmap",       "rnoatime",
+  "rnodev",         "rnodiratime", "rnoexec",      "rnorelatime",
+  "rnostrictatime", "rnosuid",     "rnosymfollow", "ro",
+  "rprivate",       "rrelatime",   "rro",          "rrw",
+  "rshared",        "rslave",      "rstrictatime", "rsuid",
+  "rsymfollow",     "runbindable", "rw",           "shared",
+  "slave",          "strictatime", "suid",         "symfollow",
+  "sync",           "tmpcopyup",   "unbindable",   NULL,
 };
 
 static const struct opt_def *

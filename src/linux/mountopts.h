@@ -29,7 +29,7 @@ struct mount_opts
   bool remount;   /* "remount": change the mount already at the destination */
   bool idmap;     /* "idmap" / "ridmap" (runtime-spec 1.2): refused by the caller, not supported */
   bool ridmap;
-  bool tmpcopyup; /* crun extension: refused by the caller */
+  bool tmpcopyup;                /* crun extension: refused by the caller */
   uint64_t attr_set, attr_clr;   /* MOUNT_ATTR_* on the top mount */
   uint64_t rattr_set, rattr_clr; /* MOUNT_ATTR_* with AT_RECURSIVE */
   unsigned long propagation;     /* MS_PRIVATE | MS_SHARED | MS_SLAVE | MS_UNBINDABLE, 0 = unchanged */

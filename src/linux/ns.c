@@ -29,9 +29,8 @@ static const struct
   const char *type;
   int flag;
 } ns_types[] = {
-  { "user", CLONE_NEWUSER },     { "cgroup", CLONE_NEWCGROUP }, { "ipc", CLONE_NEWIPC },
-  { "uts", CLONE_NEWUTS },       { "network", CLONE_NEWNET },   { "pid", CLONE_NEWPID },
-  { "time", CLONE_NEWTIME },     { "mount", CLONE_NEWNS },
+  { "user", CLONE_NEWUSER },   { "cgroup", CLONE_NEWCGROUP }, { "ipc", CLONE_NEWIPC },   { "uts", CLONE_NEWUTS },
+  { "network", CLONE_NEWNET }, { "pid", CLONE_NEWPID },       { "time", CLONE_NEWTIME }, { "mount", CLONE_NEWNS },
 };
 
 int
@@ -75,8 +74,7 @@ ns_plan_build (const struct oci_linux *linux_, struct ns_plan *plan, asbx_err_t 
         return asbx_error (err, errno, "linux.namespaces[%zu] (%s): open `%s`", i, n->type, n->path);
       int t = ioctl (e->fd, NS_GET_NSTYPE);
       if (t < 0)
-        return asbx_error (err, errno, "linux.namespaces[%zu] (%s): `%s` is not a namespace file", i, n->type,
-                           n->path);
+        return asbx_error (err, errno, "linux.namespaces[%zu] (%s): `%s` is not a namespace file", i, n->type, n->path);
       if (t != flag)
         return asbx_error (err, 0, "linux.namespaces[%zu] (%s): `%s` is a namespace of another type", i, n->type,
                            n->path);
@@ -108,7 +106,7 @@ int
 ns_join_all (const struct ns_plan *plan, asbx_err_t *err)
 {
   /* user first, mount late (it changes our view of paths), everything else in between */
-  static const int order[] = { CLONE_NEWUSER, CLONE_NEWIPC,  CLONE_NEWUTS, CLONE_NEWNET,
+  static const int order[] = { CLONE_NEWUSER, CLONE_NEWIPC,  CLONE_NEWUTS,    CLONE_NEWNET,
                                CLONE_NEWPID,  CLONE_NEWTIME, CLONE_NEWCGROUP, CLONE_NEWNS };
   for (size_t o = 0; o < ASBX_ARRAY_SIZE (order); o++)
     for (size_t i = 0; i < plan->len; i++)

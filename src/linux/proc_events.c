@@ -90,8 +90,7 @@ parse_event (const struct proc_event *pe, struct proc_ev *ev)
       ev->parent_tgid = pe->event_data.exit.parent_tgid;
       ev->exit_code = (int) pe->event_data.exit.exit_code;
       return true;
-    default:
-      return false;
+    default: return false;
     }
 }
 

@@ -27,11 +27,11 @@ enum proc_ev_type
 struct proc_ev
 {
   enum proc_ev_type type;
-  pid_t pid;          /* thread id (fork: the child's) */
-  pid_t tgid;         /* process id (fork: the child's) */
-  pid_t parent_tgid;  /* fork: the parent process; exit: the parent at exit */
-  int exit_code;      /* exit: the wait(2) status word (WIFEXITED/WEXITSTATUS/WTERMSIG apply) */
-  uint64_t ts_ns;     /* CLOCK_BOOTTIME-like ns since boot */
+  pid_t pid;         /* thread id (fork: the child's) */
+  pid_t tgid;        /* process id (fork: the child's) */
+  pid_t parent_tgid; /* fork: the parent process; exit: the parent at exit */
+  int exit_code;     /* exit: the wait(2) status word (WIFEXITED/WEXITSTATUS/WTERMSIG apply) */
+  uint64_t ts_ns;    /* CLOCK_BOOTTIME-like ns since boot */
 };
 
 /* Called once per fork/exec/exit event; other event kinds are skipped. */

@@ -25,14 +25,14 @@ static const struct
   const char *name;
   int resource;
 } rlimit_names[] = {
-  { "RLIMIT_CPU", RLIMIT_CPU },         { "RLIMIT_FSIZE", RLIMIT_FSIZE },
-  { "RLIMIT_DATA", RLIMIT_DATA },       { "RLIMIT_STACK", RLIMIT_STACK },
-  { "RLIMIT_CORE", RLIMIT_CORE },       { "RLIMIT_RSS", RLIMIT_RSS },
-  { "RLIMIT_NPROC", RLIMIT_NPROC },     { "RLIMIT_NOFILE", RLIMIT_NOFILE },
-  { "RLIMIT_MEMLOCK", RLIMIT_MEMLOCK }, { "RLIMIT_AS", RLIMIT_AS },
-  { "RLIMIT_LOCKS", RLIMIT_LOCKS },     { "RLIMIT_SIGPENDING", RLIMIT_SIGPENDING },
+  { "RLIMIT_CPU", RLIMIT_CPU },           { "RLIMIT_FSIZE", RLIMIT_FSIZE },
+  { "RLIMIT_DATA", RLIMIT_DATA },         { "RLIMIT_STACK", RLIMIT_STACK },
+  { "RLIMIT_CORE", RLIMIT_CORE },         { "RLIMIT_RSS", RLIMIT_RSS },
+  { "RLIMIT_NPROC", RLIMIT_NPROC },       { "RLIMIT_NOFILE", RLIMIT_NOFILE },
+  { "RLIMIT_MEMLOCK", RLIMIT_MEMLOCK },   { "RLIMIT_AS", RLIMIT_AS },
+  { "RLIMIT_LOCKS", RLIMIT_LOCKS },       { "RLIMIT_SIGPENDING", RLIMIT_SIGPENDING },
   { "RLIMIT_MSGQUEUE", RLIMIT_MSGQUEUE }, { "RLIMIT_NICE", RLIMIT_NICE },
-  { "RLIMIT_RTPRIO", RLIMIT_RTPRIO },   { "RLIMIT_RTTIME", RLIMIT_RTTIME },
+  { "RLIMIT_RTPRIO", RLIMIT_RTPRIO },     { "RLIMIT_RTTIME", RLIMIT_RTTIME },
 };
 
 int
@@ -92,8 +92,9 @@ rlimit_check_one (const struct oci_rlimit *rl, size_t idx, bool can_raise, asbx_
   int res = linux_rlimit_from_name (rl->type);
 
   if (res < 0)
-    return asbx_error (err, EINVAL, "process.rlimits[%zu].type: unknown rlimit `%s` (expected RLIMIT_AS ... RLIMIT_STACK)",
-                       idx, rl->type ? rl->type : "(null)");
+    return asbx_error (err, EINVAL,
+                       "process.rlimits[%zu].type: unknown rlimit `%s` (expected RLIMIT_AS ... RLIMIT_STACK)", idx,
+                       rl->type ? rl->type : "(null)");
   if (rl->soft > rl->hard)
     return asbx_error (err, EINVAL, "process.rlimits[%zu]: %s soft limit %s is above the hard limit %s", idx, rl->type,
                        fmt_limit (rl->soft, b1, sizeof b1), fmt_limit (rl->hard, b2, sizeof b2));
@@ -145,8 +146,8 @@ linux_rlimits_apply (const struct oci_process *proc, asbx_err_t *err)
         return asbx_error (err, EINVAL, "process.rlimits[%zu].type: unknown rlimit `%s`", i,
                            rl->type ? rl->type : "(null)");
       if (setrlimit (res, &lim) < 0)
-        return asbx_error (err, errno, "process.rlimits[%zu]: setrlimit %s soft %" PRIu64 " hard %" PRIu64, i,
-                           rl->type, rl->soft, rl->hard);
+        return asbx_error (err, errno, "process.rlimits[%zu]: setrlimit %s soft %" PRIu64 " hard %" PRIu64, i, rl->type,
+                           rl->soft, rl->hard);
       log_debug ("rlimit %s set to %" PRIu64 "/%" PRIu64, rl->type, rl->soft, rl->hard);
     }
   return 0;

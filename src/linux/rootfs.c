@@ -70,8 +70,8 @@ open_dir_dest_nofollow (int rootfd, const char *dest, asbx_err_t *err)
 
 /* the mount to attach for one spec entry (detached), and whether its root is a directory */
 static int
-make_mount (const struct linux_rootfs_opts *opts, const struct oci_mount *m, const struct mount_opts *o,
-            bool bind, const char *source, uint64_t top_set, bool *is_dir, asbx_err_t *err)
+make_mount (const struct linux_rootfs_opts *opts, const struct oci_mount *m, const struct mount_opts *o, bool bind,
+            const char *source, uint64_t top_set, bool *is_dir, asbx_err_t *err)
 {
   const char *type = m->type;
   struct stat st;
@@ -281,7 +281,8 @@ linux_rootfs_prepare (const struct linux_rootfs_opts *opts, int *rootfd_out, asb
 
   for (size_t i = 0; i < spec->mounts_len; i++)
     if (mount_one (opts, rootfd, &spec->mounts[i], err) < 0)
-      return asbx_error_wrap (err, "mounts[%zu] (%s)", i, spec->mounts[i].destination ? spec->mounts[i].destination : "");
+      return asbx_error_wrap (err, "mounts[%zu] (%s)", i,
+                              spec->mounts[i].destination ? spec->mounts[i].destination : "");
 
   if (!dev_is_bind (spec, &devpts))
     {

@@ -24,10 +24,10 @@
 struct linux_rootfs_opts
 {
   const struct oci_spec *spec;
-  const char *rootfs;     /* absolute host path of root.path (resolved against the bundle) */
-  const char *bundle;     /* absolute bundle path (relative mount sources resolve against it) */
-  bool userns;            /* running inside a new user namespace: devices are bind-mounted */
-  bool new_cgroupns;      /* a `cgroup` mount may mount a fresh cgroup fs */
+  const char *rootfs;      /* absolute host path of root.path (resolved against the bundle) */
+  const char *bundle;      /* absolute bundle path (relative mount sources resolve against it) */
+  bool userns;             /* running inside a new user namespace: devices are bind-mounted */
+  bool new_cgroupns;       /* a `cgroup` mount may mount a fresh cgroup fs */
   const char *cgroup_path; /* the container's cgroup, relative to each hierarchy root (for cgroup mounts
                             without a cgroup namespace), may be NULL */
   bool readonly_recursive; /* agent policy: every submount of the rootfs tree (e.g. of an rbind'ed

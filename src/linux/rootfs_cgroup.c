@@ -103,8 +103,8 @@ hier_mount (const struct hier *h, const char *base, uint64_t attrs, bool cgroupn
   int mfd;
 
   if (cgroupns)
-    return mnt_new_fs (h->v2 ? "cgroup2" : "cgroup", h->v2 ? "cgroup2" : "cgroup", h->v2 ? NULL : h->data, 0,
-                       attrs, err);
+    return mnt_new_fs (h->v2 ? "cgroup2" : "cgroup", h->v2 ? "cgroup2" : "cgroup", h->v2 ? NULL : h->data, 0, attrs,
+                       err);
   if (cgroup_path == NULL)
     {
       own = own_cgroup (base, h->v2, err);

@@ -40,8 +40,8 @@
 const char linux_seccomp_build_stamp[] = __DATE__ " " __TIME__;
 
 const char *const linux_seccomp_action_names[] = {
-  "SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO", "SCMP_ACT_KILL", "SCMP_ACT_KILL_PROCESS", "SCMP_ACT_KILL_THREAD",
-  "SCMP_ACT_LOG",   "SCMP_ACT_NOTIFY", "SCMP_ACT_TRACE", "SCMP_ACT_TRAP", NULL,
+  "SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO",  "SCMP_ACT_KILL",  "SCMP_ACT_KILL_PROCESS", "SCMP_ACT_KILL_THREAD",
+  "SCMP_ACT_LOG",   "SCMP_ACT_NOTIFY", "SCMP_ACT_TRACE", "SCMP_ACT_TRAP",         NULL,
 };
 
 const char *const linux_seccomp_operator_names[] = {
@@ -52,7 +52,7 @@ const char *const linux_seccomp_operator_names[] = {
  * defines and libseccomp 2.5 knows. */
 const char *const linux_seccomp_arch_names[] = {
   "SCMP_ARCH_AARCH64", "SCMP_ARCH_ARM",      "SCMP_ARCH_MIPS",        "SCMP_ARCH_MIPS64",  "SCMP_ARCH_MIPS64N32",
-  "SCMP_ARCH_MIPSEL",  "SCMP_ARCH_MIPSEL64", "SCMP_ARCH_MIPSEL64N32", "SCMP_ARCH_PARISC", "SCMP_ARCH_PARISC64",
+  "SCMP_ARCH_MIPSEL",  "SCMP_ARCH_MIPSEL64", "SCMP_ARCH_MIPSEL64N32", "SCMP_ARCH_PARISC",  "SCMP_ARCH_PARISC64",
   "SCMP_ARCH_PPC",     "SCMP_ARCH_PPC64",    "SCMP_ARCH_PPC64LE",     "SCMP_ARCH_RISCV64", "SCMP_ARCH_S390",
   "SCMP_ARCH_S390X",   "SCMP_ARCH_X32",      "SCMP_ARCH_X86",         "SCMP_ARCH_X86_64",  NULL,
 };
@@ -143,8 +143,12 @@ parse_operator (const char *name, const char *path, enum scmp_compare *out, asbx
     const char *n;
     enum scmp_compare op;
   } ops[] = {
-    { "SCMP_CMP_NE", SCMP_CMP_NE }, { "SCMP_CMP_LT", SCMP_CMP_LT }, { "SCMP_CMP_LE", SCMP_CMP_LE },
-    { "SCMP_CMP_EQ", SCMP_CMP_EQ }, { "SCMP_CMP_GE", SCMP_CMP_GE }, { "SCMP_CMP_GT", SCMP_CMP_GT },
+    { "SCMP_CMP_NE", SCMP_CMP_NE },
+    { "SCMP_CMP_LT", SCMP_CMP_LT },
+    { "SCMP_CMP_LE", SCMP_CMP_LE },
+    { "SCMP_CMP_EQ", SCMP_CMP_EQ },
+    { "SCMP_CMP_GE", SCMP_CMP_GE },
+    { "SCMP_CMP_GT", SCMP_CMP_GT },
     { "SCMP_CMP_MASKED_EQ", SCMP_CMP_MASKED_EQ },
   };
   if (name == NULL)

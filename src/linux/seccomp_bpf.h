@@ -21,11 +21,11 @@
 /* A compiled filter: the BPF program and the seccomp(2) flags it is to be installed with. */
 struct linux_seccomp
 {
-  void *insns;        /* struct sock_filter[], heap */
-  unsigned short len; /* number of instructions */
-  unsigned int flags; /* SECCOMP_FILTER_FLAG_* from linux.seccomp.flags (NEW_LISTENER added at load) */
-  bool notify;        /* some rule uses SCMP_ACT_NOTIFY: load with SECCOMP_FILTER_FLAG_NEW_LISTENER */
-  unsigned int rules; /* rules added (after skipping unknown names and default-action duplicates) */
+  void *insns;                /* struct sock_filter[], heap */
+  unsigned short len;         /* number of instructions */
+  unsigned int flags;         /* SECCOMP_FILTER_FLAG_* from linux.seccomp.flags (NEW_LISTENER added at load) */
+  bool notify;                /* some rule uses SCMP_ACT_NOTIFY: load with SECCOMP_FILTER_FLAG_NEW_LISTENER */
+  unsigned int rules;         /* rules added (after skipping unknown names and default-action duplicates) */
   unsigned int skipped_names; /* syscall names the linked libseccomp does not know */
 };
 

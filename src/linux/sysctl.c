@@ -27,7 +27,7 @@
 #include "linux/process.h"
 
 static const char *const ipc_keys[] = {
-  "kernel.msgmax", "kernel.msgmnb", "kernel.msgmni",  "kernel.sem",
+  "kernel.msgmax", "kernel.msgmnb", "kernel.msgmni", "kernel.sem",
   "kernel.shmall", "kernel.shmmax", "kernel.shmmni", "kernel.shm_rmid_forced",
 };
 

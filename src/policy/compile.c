@@ -33,7 +33,7 @@ add_mount (struct policy_plan *p, enum policy_mount_kind kind, const struct pdoc
            bool noexec, bool writable_parent, const char *each_child)
 {
   p->mounts = xrealloc (p->mounts, (p->mounts_len + 1) * sizeof (*p->mounts));
-  p->mounts[p->mounts_len++] = (struct policy_mount) {
+  p->mounts[p->mounts_len++] = (struct policy_mount){
     .kind = kind,
     .path = xstrdup (path),
     .noexec = noexec,
@@ -132,7 +132,7 @@ add_rule (struct policy_plan *p, const struct pdoc_path *src, unsigned rights)
         return;
       }
   p->fs_rules = xrealloc (p->fs_rules, (p->fs_rules_len + 1) * sizeof (*p->fs_rules));
-  p->fs_rules[p->fs_rules_len++] = (struct policy_fs_rule) {
+  p->fs_rules[p->fs_rules_len++] = (struct policy_fs_rule){
     .path = xstrdup (src->path),
     .rights = rights,
     .optional = src->optional,
@@ -164,7 +164,8 @@ compile_landlock (struct policy_plan *p, const struct pdoc *e)
   for (size_t i = 0; i < p->fs_rules_len; i++)
     {
       for (size_t j = 0; j < e->fs[PDOC_DENY_WRITE].len; j++)
-        if (!e->fs[PDOC_DENY_WRITE].v[j].each_home && strcmp (e->fs[PDOC_DENY_WRITE].v[j].path, p->fs_rules[i].path) == 0)
+        if (!e->fs[PDOC_DENY_WRITE].v[j].each_home
+            && strcmp (e->fs[PDOC_DENY_WRITE].v[j].path, p->fs_rules[i].path) == 0)
           p->fs_rules[i].rights &= ~POLICY_FS_WRITE;
       for (size_t j = 0; j < e->fs[PDOC_DENY_READ].len; j++)
         if (!e->fs[PDOC_DENY_READ].v[j].each_home && strcmp (e->fs[PDOC_DENY_READ].v[j].path, p->fs_rules[i].path) == 0)

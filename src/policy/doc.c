@@ -13,21 +13,58 @@
 #include "policy/doc.h"
 #include "policy/plan.h"
 
-const char *const pdoc_fs_names[PDOC_FS_LISTS] = { "allowRead", "denyRead", "allowWrite",
+const char *const pdoc_fs_names[PDOC_FS_LISTS] = { "allowRead", "denyRead",  "allowWrite",
                                                    "denyWrite", "allowExec", "tmpfs" };
-const char *const pdoc_limit_names[PDOC_LIMITS] = { "memoryBytes", "pids", "openFiles", "fileSizeBytes",
+const char *const pdoc_limit_names[PDOC_LIMITS] = { "memoryBytes",      "pids",       "openFiles",  "fileSizeBytes",
                                                     "wallClockSeconds", "cpuSeconds", "failedExecs" };
 /* bit i of audit_events = 1u << i, the same values as POLICY_AUDIT_* in plan.h */
-const char *const pdoc_audit_names[8] = { "lifecycle", "policy", "exec", "network", "dns", "denial", "limit", "approval" };
+const char *const pdoc_audit_names[8] = {
+  "lifecycle", "policy", "exec", "network", "dns", "denial", "limit", "approval"
+};
 /* capability(7) names, index = number (linux/capability.h, up to CAP_CHECKPOINT_RESTORE = 40) */
 const char *const pdoc_caps[] = {
-  "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID",
-  "CAP_SETUID", "CAP_SETPCAP", "CAP_LINUX_IMMUTABLE", "CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST",
-  "CAP_NET_ADMIN", "CAP_NET_RAW", "CAP_IPC_LOCK", "CAP_IPC_OWNER", "CAP_SYS_MODULE", "CAP_SYS_RAWIO",
-  "CAP_SYS_CHROOT", "CAP_SYS_PTRACE", "CAP_SYS_PACCT", "CAP_SYS_ADMIN", "CAP_SYS_BOOT", "CAP_SYS_NICE",
-  "CAP_SYS_RESOURCE", "CAP_SYS_TIME", "CAP_SYS_TTY_CONFIG", "CAP_MKNOD", "CAP_LEASE", "CAP_AUDIT_WRITE",
-  "CAP_AUDIT_CONTROL", "CAP_SETFCAP", "CAP_MAC_OVERRIDE", "CAP_MAC_ADMIN", "CAP_SYSLOG", "CAP_WAKE_ALARM",
-  "CAP_BLOCK_SUSPEND", "CAP_AUDIT_READ", "CAP_PERFMON", "CAP_BPF", "CAP_CHECKPOINT_RESTORE", NULL,
+  "CAP_CHOWN",
+  "CAP_DAC_OVERRIDE",
+  "CAP_DAC_READ_SEARCH",
+  "CAP_FOWNER",
+  "CAP_FSETID",
+  "CAP_KILL",
+  "CAP_SETGID",
+  "CAP_SETUID",
+  "CAP_SETPCAP",
+  "CAP_LINUX_IMMUTABLE",
+  "CAP_NET_BIND_SERVICE",
+  "CAP_NET_BROADCAST",
+  "CAP_NET_ADMIN",
+  "CAP_NET_RAW",
+  "CAP_IPC_LOCK",
+  "CAP_IPC_OWNER",
+  "CAP_SYS_MODULE",
+  "CAP_SYS_RAWIO",
+  "CAP_SYS_CHROOT",
+  "CAP_SYS_PTRACE",
+  "CAP_SYS_PACCT",
+  "CAP_SYS_ADMIN",
+  "CAP_SYS_BOOT",
+  "CAP_SYS_NICE",
+  "CAP_SYS_RESOURCE",
+  "CAP_SYS_TIME",
+  "CAP_SYS_TTY_CONFIG",
+  "CAP_MKNOD",
+  "CAP_LEASE",
+  "CAP_AUDIT_WRITE",
+  "CAP_AUDIT_CONTROL",
+  "CAP_SETFCAP",
+  "CAP_MAC_OVERRIDE",
+  "CAP_MAC_ADMIN",
+  "CAP_SYSLOG",
+  "CAP_WAKE_ALARM",
+  "CAP_BLOCK_SUSPEND",
+  "CAP_AUDIT_READ",
+  "CAP_PERFMON",
+  "CAP_BPF",
+  "CAP_CHECKPOINT_RESTORE",
+  NULL,
 };
 const char *const pdoc_degrade_names[] = { "landlock", "seccomp", "nftables", "cgroup", NULL };
 

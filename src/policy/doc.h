@@ -73,7 +73,7 @@ struct pdoc
   struct pdoc_paths fs[PDOC_FS_LISTS];
 
   bool has_net;
-  int net_mode; /* -1 unset, else enum policy_net_mode */
+  int net_mode;            /* -1 unset, else enum policy_net_mode */
   int allow_local_binding; /* -1 unset, 0, 1 */
   struct pdoc_strs allowed_domains, denied_domains, allowed_cidrs;
   bool ports_set;
@@ -102,8 +102,8 @@ struct pdoc
 /* names as written in documents, indexed by the enums above */
 extern const char *const pdoc_fs_names[PDOC_FS_LISTS];
 extern const char *const pdoc_limit_names[PDOC_LIMITS];
-extern const char *const pdoc_audit_names[8]; /* bit i = 1u << i */
-extern const char *const pdoc_caps[];         /* NULL-terminated, index = capability number */
+extern const char *const pdoc_audit_names[8];  /* bit i = 1u << i */
+extern const char *const pdoc_caps[];          /* NULL-terminated, index = capability number */
 extern const char *const pdoc_degrade_names[]; /* NULL-terminated */
 
 /* Looks up a profile's text by name: built-in or site. Returns the JSON (heap, *len set) and a

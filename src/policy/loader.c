@@ -103,10 +103,12 @@ host_config_parse (struct host_config *h, const char *text, size_t len, const ch
       for (const char *const *k = keys; *k; k++)
         ok = ok || strcmp (*k, t->u.object.keys[i]) == 0;
       if (!ok)
-        r = oci_fail_key (&c, t->u.object.keys[i], "unknown key (expected defaultProfile, onWiden, auditDir, auditSyslog)");
+        r = oci_fail_key (&c, t->u.object.keys[i],
+                          "unknown key (expected defaultProfile, onWiden, auditDir, auditSyslog)");
     }
   if (r == 0)
-    r = oci_get_string (&c, t, "defaultProfile", &h->default_profile) < 0 || oci_get_string (&c, t, "onWiden", &on_widen) < 0
+    r = oci_get_string (&c, t, "defaultProfile", &h->default_profile) < 0
+                || oci_get_string (&c, t, "onWiden", &on_widen) < 0
                 || oci_get_string (&c, t, "auditDir", &h->audit_dir) < 0
                 || oci_get_bool (&c, t, "auditSyslog", &h->audit_syslog) < 0
             ? -1
@@ -294,7 +296,9 @@ policy_resolve (const struct policy_inputs *in, asbx_err_t *err)
     add_source (p, xasprintf ("request: %s", req.source));
   if (h.path)
     add_source (p, xasprintf ("host config: %s (onWiden %s)", h.path, h.clamp ? "clamp" : "refuse"));
-  p->audit_dir = xstrdup (in->audit_dir_flag ? in->audit_dir_flag : h.audit_dir ? h.audit_dir : POLICY_DEFAULT_AUDIT_DIR);
+  p->audit_dir = xstrdup (in->audit_dir_flag ? in->audit_dir_flag
+                          : h.audit_dir      ? h.audit_dir
+                                             : POLICY_DEFAULT_AUDIT_DIR);
   p->audit_syslog = h.audit_syslog;
 out:
   side_clear (&ceil);

@@ -306,11 +306,9 @@ intersect_rest (struct widen *w, const struct pdoc *c, const struct pdoc *r, str
       widen_report (w, "limits.cpus", num, 1, det);
       e->cpus = c->cpus;
     }
-  intersect_rank (w, "approvals.network", c->approvals_network, r->approvals_network, approvals,
-                  &e->approvals_network);
+  intersect_rank (w, "approvals.network", c->approvals_network, r->approvals_network, approvals, &e->approvals_network);
   intersect_u64 (w, "approvals.timeoutSeconds", c->approvals_timeout, r->approvals_timeout, &e->approvals_timeout);
-  intersect_rank (w, "approvals.onTimeout", c->on_timeout_allow, r->on_timeout_allow, on_timeout,
-                  &e->on_timeout_allow);
+  intersect_rank (w, "approvals.onTimeout", c->on_timeout_allow, r->on_timeout_allow, on_timeout, &e->on_timeout_allow);
   e->audit_set = c->audit_set || r->audit_set;
   e->audit_events = c->audit_events | r->audit_events;
   /* degrade: an unset ceiling accepts no degradation */

@@ -73,10 +73,11 @@ emit_sets (FILE *f)
   /* every DNS query, to any address, goes to the stub (nat runs before the filter chains) */
   /* TCP to an address+port a name opened goes to the monitor's SNI/Host check first; its own
    * upstream connections carry the mark and go out as they are */
-  fprintf (f, "\tchain dns {\n\t\ttype nat hook output priority -100; policy accept;\n"
-              "\t\tmeta l4proto { tcp, udp } th dport %d redirect to :%d\n"
-              "\t\tmeta mark != 0x%08x ip daddr . tcp dport @" POLICY_NFT_SET4 " redirect to :%d\n"
-              "\t\tmeta mark != 0x%08x ip6 daddr . tcp dport @" POLICY_NFT_SET6 " redirect to :%d\n\t}\n",
+  fprintf (f,
+           "\tchain dns {\n\t\ttype nat hook output priority -100; policy accept;\n"
+           "\t\tmeta l4proto { tcp, udp } th dport %d redirect to :%d\n"
+           "\t\tmeta mark != 0x%08x ip daddr . tcp dport @" POLICY_NFT_SET4 " redirect to :%d\n"
+           "\t\tmeta mark != 0x%08x ip6 daddr . tcp dport @" POLICY_NFT_SET6 " redirect to :%d\n\t}\n",
            POLICY_NFT_DNS_PORT, POLICY_NFT_DNS_PORT, POLICY_NFT_SPLICE_MARK, POLICY_NFT_SPLICE_PORT,
            POLICY_NFT_SPLICE_MARK, POLICY_NFT_SPLICE_PORT);
 }
@@ -101,9 +102,10 @@ emit_output (FILE *f, const struct policy_plan *plan, asbx_err_t *err)
   fprintf (f, "\tchain output {\n\t\ttype filter hook output priority 0; policy drop;\n");
   emit_rejects_over_lo (f, "oifname");
   if (filtered)
-    fprintf (f, "\t\tip daddr 127.0.0.1 meta l4proto { tcp, udp } th dport %d accept\n"
-                "\t\tip6 daddr ::1 meta l4proto { tcp, udp } th dport %d accept\n"
-                "\t\tip daddr 127.0.0.1 tcp dport %d accept\n\t\tip6 daddr ::1 tcp dport %d accept\n",
+    fprintf (f,
+             "\t\tip daddr 127.0.0.1 meta l4proto { tcp, udp } th dport %d accept\n"
+             "\t\tip6 daddr ::1 meta l4proto { tcp, udp } th dport %d accept\n"
+             "\t\tip daddr 127.0.0.1 tcp dport %d accept\n\t\tip6 daddr ::1 tcp dport %d accept\n",
              POLICY_NFT_DNS_PORT, POLICY_NFT_DNS_PORT, POLICY_NFT_SPLICE_PORT, POLICY_NFT_SPLICE_PORT);
   if (plan->allow_local_binding)
     fprintf (f, "\t\toifname \"lo\" accept\n");
@@ -147,8 +149,9 @@ emit_input (FILE *f, const struct policy_plan *plan)
   fprintf (f, "\tchain input {\n\t\ttype filter hook input priority 0; policy drop;\n");
   emit_rejects_over_lo (f, "iifname");
   if (filtered)
-    fprintf (f, "\t\tiifname \"lo\" meta l4proto { tcp, udp } th dport %d accept\n\t\tiifname \"lo\" tcp dport %d accept\n",
-             POLICY_NFT_DNS_PORT, POLICY_NFT_SPLICE_PORT);
+    fprintf (
+        f, "\t\tiifname \"lo\" meta l4proto { tcp, udp } th dport %d accept\n\t\tiifname \"lo\" tcp dport %d accept\n",
+        POLICY_NFT_DNS_PORT, POLICY_NFT_SPLICE_PORT);
   if (plan->allow_local_binding)
     fprintf (f, "\t\tiifname \"lo\" accept\n");
   if (filtered)

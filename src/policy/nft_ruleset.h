@@ -13,17 +13,17 @@
 #include "core/error.h"
 #include "policy/plan.h"
 
-#define POLICY_NFT_TABLE "agentsbx"  /* one `inet` table: IPv4 and IPv6 by the same rules */
-#define POLICY_NFT_SET4 "allow4"     /* ipv4_addr . inet_service, flags timeout */
-#define POLICY_NFT_SET6 "allow6"     /* ipv6_addr . inet_service, flags timeout */
-#define POLICY_NFT_DNS_PORT 53       /* the stub listens on 127.0.0.1:53 and [::1]:53 in the netns */
-#define POLICY_NFT_SPLICE_PORT 10053 /* the monitor's SNI/Host check listens here (runtime/splice.h) */
-#define POLICY_NFT_SPLICE_MARK 0x41534258u /* SO_MARK of the monitor's own upstream sockets: not redirected */
-#define POLICY_NFT_LOG_GROUP 7       /* NFLOG group of refused packets (per network namespace) */
+#define POLICY_NFT_TABLE "agentsbx"          /* one `inet` table: IPv4 and IPv6 by the same rules */
+#define POLICY_NFT_SET4 "allow4"             /* ipv4_addr . inet_service, flags timeout */
+#define POLICY_NFT_SET6 "allow6"             /* ipv6_addr . inet_service, flags timeout */
+#define POLICY_NFT_DNS_PORT 53               /* the stub listens on 127.0.0.1:53 and [::1]:53 in the netns */
+#define POLICY_NFT_SPLICE_PORT 10053         /* the monitor's SNI/Host check listens here (runtime/splice.h) */
+#define POLICY_NFT_SPLICE_MARK 0x41534258u   /* SO_MARK of the monitor's own upstream sockets: not redirected */
+#define POLICY_NFT_LOG_GROUP 7               /* NFLOG group of refused packets (per network namespace) */
 #define POLICY_NFT_LOG_PREFIX "default-deny" /* the `rule` of their `network` audit records */
 #define POLICY_NFT_LOG_RATE "50/second burst 100 packets" /* beyond: refused, not logged */
-#define POLICY_NFT_TTL_FLOOR 60      /* seconds: shorter DNS TTLs are raised to this */
-#define POLICY_NFT_TTL_CEIL 86400    /* seconds: longer DNS TTLs are lowered to this */
+#define POLICY_NFT_TTL_FLOOR 60                           /* seconds: shorter DNS TTLs are raised to this */
+#define POLICY_NFT_TTL_CEIL 86400                         /* seconds: longer DNS TTLs are lowered to this */
 
 /* The ruleset that replaces `table inet agentsbx` atomically (a leading add + delete, so loading
  * twice into one namespace - two containers of a pod - neither fails nor duplicates rules).

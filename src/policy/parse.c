@@ -197,8 +197,9 @@ get_enum (struct oci_ctx *c, yajl_val obj, const char *key, const char *const *n
 static int
 parse_net (struct oci_ctx *c, yajl_val net, struct pdoc *d)
 {
-  static const char *const keys[] = { "mode", "allowedDomains", "deniedDomains", "allowedCidrs", "ports",
-                                      "allowLocalBinding", NULL };
+  static const char *const keys[] = {
+    "mode", "allowedDomains", "deniedDomains", "allowedCidrs", "ports", "allowLocalBinding", NULL
+  };
   /* indexed by enum policy_net_mode */
   static const char *const modes[] = { "open", "none", "filtered", NULL };
   bool b;
@@ -307,7 +308,8 @@ parse_small_sections (struct oci_ctx *c, yajl_val top, struct pdoc *d)
   if (r > 0)
     {
       mark = oci_ctx_push_key (c, "capabilities");
-      r = check_keys (c, o, cap_keys) < 0 ? -1 : each_elem (c, o, "allow", elem_cap, &d->caps_allow, &d->caps_allow.set);
+      r = check_keys (c, o, cap_keys) < 0 ? -1
+                                          : each_elem (c, o, "allow", elem_cap, &d->caps_allow, &d->caps_allow.set);
       oci_ctx_pop (c, mark);
       OCI_TRY (r);
     }
@@ -371,8 +373,9 @@ get_quantity (struct oci_ctx *c, yajl_val obj, const char *key, enum vkind kind,
 static int
 parse_limits (struct oci_ctx *c, yajl_val lim, struct pdoc *d)
 {
-  static const char *const keys[] = { "memoryBytes", "pids", "openFiles", "fileSizeBytes", "wallClockSeconds",
-                                      "cpuSeconds", "failedExecs", "cpus", NULL };
+  static const char *const keys[] = {
+    "memoryBytes", "pids", "openFiles", "fileSizeBytes", "wallClockSeconds", "cpuSeconds", "failedExecs", "cpus", NULL
+  };
   static const enum vkind kinds[PDOC_LIMITS] = { V_SIZE, V_COUNT, V_COUNT, V_SIZE, V_DURATION, V_DURATION, V_COUNT };
   OCI_TRY (check_keys (c, lim, keys));
   for (int i = 0; i < PDOC_LIMITS; i++)
@@ -426,8 +429,8 @@ parse_section (struct oci_ctx *c, yajl_val top, const char *key, int (*fn) (stru
 static int
 parse_top (struct oci_ctx *c, yajl_val top, struct pdoc *d)
 {
-  static const char *const keys[] = { "version", "extends", "description", "filesystem", "network", "syscalls",
-                                      "capabilities", "limits", "approvals", "audit", "degrade", NULL };
+  static const char *const keys[] = { "version",      "extends", "description", "filesystem", "network", "syscalls",
+                                      "capabilities", "limits",  "approvals",   "audit",      "degrade", NULL };
   cleanup_free char *desc = NULL;
   uint32_t version = 0;
   OCI_TRY (check_keys (c, top, keys));
@@ -462,8 +465,8 @@ pdoc_profile_name_ok (const char *name)
 }
 
 struct pdoc *
-pdoc_load_chain (const char *json, size_t len, const char *source, pdoc_lookup_fn lookup, void *ud,
-                 const char **chain, size_t depth, asbx_err_t *err)
+pdoc_load_chain (const char *json, size_t len, const char *source, pdoc_lookup_fn lookup, void *ud, const char **chain,
+                 size_t depth, asbx_err_t *err)
 {
   struct oci_ctx c;
   struct pdoc *d = pdoc_new (source);
@@ -504,8 +507,7 @@ pdoc_load (const char *json, size_t len, const char *source, pdoc_lookup_fn look
 }
 
 struct pdoc *
-pdoc_load_profile (const char *name, pdoc_lookup_fn lookup, void *ud, const char **chain, size_t depth,
-                   asbx_err_t *err)
+pdoc_load_profile (const char *name, pdoc_lookup_fn lookup, void *ud, const char **chain, size_t depth, asbx_err_t *err)
 {
   const char *sub[PDOC_MAX_EXTENDS + 1];
   cleanup_free char *text = NULL, *where = NULL, *source = NULL;

@@ -16,10 +16,10 @@
 
 enum policy_mount_kind
 {
-  POLICY_MOUNT_BIND_RW,   /* allowWrite: rw bind of the path onto itself (nosuid, nodev, noexec unless exec granted) */
-  POLICY_MOUNT_BIND_RO,   /* denyWrite: ro bind of the path onto itself */
-  POLICY_MOUNT_MASK,      /* denyRead: empty ro tmpfs over a directory, /dev/null over a file */
-  POLICY_MOUNT_TMPFS,     /* a fresh tmpfs (e.g. the `locked` profile's /tmp) */
+  POLICY_MOUNT_BIND_RW, /* allowWrite: rw bind of the path onto itself (nosuid, nodev, noexec unless exec granted) */
+  POLICY_MOUNT_BIND_RO, /* denyWrite: ro bind of the path onto itself */
+  POLICY_MOUNT_MASK,    /* denyRead: empty ro tmpfs over a directory, /dev/null over a file */
+  POLICY_MOUNT_TMPFS,   /* a fresh tmpfs (e.g. the `locked` profile's /tmp) */
 };
 
 struct policy_mount
@@ -102,7 +102,7 @@ struct policy_plan
   bool rootfs_readonly;
   struct policy_mount *mounts;
   size_t mounts_len;
-  bool landlock;                /* apply a Landlock ruleset */
+  bool landlock; /* apply a Landlock ruleset */
   struct policy_fs_rule *fs_rules;
   size_t fs_rules_len;
 
@@ -143,7 +143,7 @@ struct policy_plan
 
   /* audit */
   unsigned audit_events;
-  char *audit_dir; /* host config auditDir / --audit-dir; default /var/log/agentsbx */
+  char *audit_dir;   /* host config auditDir / --audit-dir; default /var/log/agentsbx */
   bool audit_syslog; /* added: host config "auditSyslog": true = also send records to syslog */
 
   /* degradations the policy accepts ("landlock", ...) */

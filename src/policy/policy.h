@@ -21,12 +21,12 @@
 
 struct policy_inputs
 {
-  const char *profile_flag;   /* global --profile NAME: ceiling */
-  const char *policy_flag;    /* global --policy FILE: ceiling */
-  const char *config_path;    /* global --config FILE; NULL = /etc/agentsbx/config.json (absent file = no host config) */
-  const char *profiles_dir;   /* NULL = /etc/agentsbx/profiles */
-  const char *audit_dir_flag; /* global --audit-dir, NULL = from host config or /var/log/agentsbx */
-  const struct oci_map *annotations; /* io.agentsbx.policy (inline JSON), io.agentsbx.profile (name) = the request */
+  const char *profile_flag; /* global --profile NAME: ceiling */
+  const char *policy_flag;  /* global --policy FILE: ceiling */
+  const char *config_path;  /* global --config FILE; NULL = /etc/agentsbx/config.json (absent file = no host config) */
+  const char *profiles_dir; /* NULL = /etc/agentsbx/profiles */
+  const char *audit_dir_flag;          /* global --audit-dir, NULL = from host config or /var/log/agentsbx */
+  const struct oci_map *annotations;   /* io.agentsbx.policy (inline JSON), io.agentsbx.profile (name) = the request */
   const char *sandbox_default_profile; /* `agentsbx sandbox`: ceiling when neither ceiling nor request is given */
 };
 

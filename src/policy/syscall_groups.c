@@ -21,51 +21,72 @@
 #define TIOCLINUX 0x541C
 #endif
 
-#define ALWAYS(name, e) { name, -1, NULL, 0, 0, e }
-#define FLAG(name, argi, bit, e) { name, argi, "SCMP_CMP_MASKED_EQ", (bit), (bit), e }
-#define EQ32(name, argi, v, e) { name, argi, "SCMP_CMP_MASKED_EQ", 0xffffffffu, (v), e }
+#define ALWAYS(name, e)                                                                                                \
+  {                                                                                                                    \
+    name, -1, NULL, 0, 0, e                                                                                            \
+  }
+#define FLAG(name, argi, bit, e)                                                                                       \
+  {                                                                                                                    \
+    name, argi, "SCMP_CMP_MASKED_EQ", (bit), (bit), e                                                                  \
+  }
+#define EQ32(name, argi, v, e)                                                                                         \
+  {                                                                                                                    \
+    name, argi, "SCMP_CMP_MASKED_EQ", 0xffffffffu, (v), e                                                              \
+  }
 
 static const struct policy_syscall_rule io_uring_rules[] = {
-  ALWAYS ("io_uring_setup", EPERM), ALWAYS ("io_uring_enter", EPERM), ALWAYS ("io_uring_register", EPERM),
+  ALWAYS ("io_uring_setup", EPERM),
+  ALWAYS ("io_uring_enter", EPERM),
+  ALWAYS ("io_uring_register", EPERM),
 };
 
 /* a new namespace of any kind (the user namespace is what matters; the others need
  * CAP_SYS_ADMIN, which only a new user namespace would give) */
-#define NS_FLAGS(sc, argi)                                                                                       \
-  FLAG (sc, argi, CLONE_NEWUSER, EPERM), FLAG (sc, argi, CLONE_NEWNS, EPERM), FLAG (sc, argi, CLONE_NEWPID, EPERM), \
-      FLAG (sc, argi, CLONE_NEWNET, EPERM), FLAG (sc, argi, CLONE_NEWIPC, EPERM),                               \
-      FLAG (sc, argi, CLONE_NEWUTS, EPERM), FLAG (sc, argi, CLONE_NEWCGROUP, EPERM),                            \
+#define NS_FLAGS(sc, argi)                                                                                             \
+  FLAG (sc, argi, CLONE_NEWUSER, EPERM), FLAG (sc, argi, CLONE_NEWNS, EPERM), FLAG (sc, argi, CLONE_NEWPID, EPERM),    \
+      FLAG (sc, argi, CLONE_NEWNET, EPERM), FLAG (sc, argi, CLONE_NEWIPC, EPERM),                                      \
+      FLAG (sc, argi, CLONE_NEWUTS, EPERM), FLAG (sc, argi, CLONE_NEWCGROUP, EPERM),                                   \
       FLAG (sc, argi, CLONE_NEWTIME, EPERM)
 static const struct policy_syscall_rule userns_rules[] = {
-  NS_FLAGS ("unshare", 0), NS_FLAGS ("clone", 0), ALWAYS ("clone3", ENOSYS), FLAG ("setns", 1, CLONE_NEWUSER, EPERM),
+  NS_FLAGS ("unshare", 0),
+  NS_FLAGS ("clone", 0),
+  ALWAYS ("clone3", ENOSYS),
+  FLAG ("setns", 1, CLONE_NEWUSER, EPERM),
 };
 
 static const struct policy_syscall_rule bpf_rules[] = { ALWAYS ("bpf", EPERM) };
 
 static const struct policy_syscall_rule keyring_rules[] = {
-  ALWAYS ("add_key", EPERM), ALWAYS ("request_key", EPERM), ALWAYS ("keyctl", EPERM),
+  ALWAYS ("add_key", EPERM),
+  ALWAYS ("request_key", EPERM),
+  ALWAYS ("keyctl", EPERM),
 };
 
 static const struct policy_syscall_rule perf_rules[] = { ALWAYS ("perf_event_open", EPERM) };
 
 static const struct policy_syscall_rule ptrace_rules[] = {
-  ALWAYS ("ptrace", EPERM), ALWAYS ("process_vm_readv", EPERM), ALWAYS ("process_vm_writev", EPERM),
+  ALWAYS ("ptrace", EPERM),
+  ALWAYS ("process_vm_readv", EPERM),
+  ALWAYS ("process_vm_writev", EPERM),
   ALWAYS ("pidfd_getfd", EPERM),
 };
 
 static const struct policy_syscall_rule mount_rules[] = {
-  ALWAYS ("mount", EPERM),      ALWAYS ("umount2", EPERM),    ALWAYS ("pivot_root", EPERM),
-  ALWAYS ("fsopen", EPERM),     ALWAYS ("fsconfig", EPERM),   ALWAYS ("fsmount", EPERM),
-  ALWAYS ("fspick", EPERM),     ALWAYS ("move_mount", EPERM), ALWAYS ("open_tree", EPERM),
+  ALWAYS ("mount", EPERM),         ALWAYS ("umount2", EPERM),    ALWAYS ("pivot_root", EPERM),
+  ALWAYS ("fsopen", EPERM),        ALWAYS ("fsconfig", EPERM),   ALWAYS ("fsmount", EPERM),
+  ALWAYS ("fspick", EPERM),        ALWAYS ("move_mount", EPERM), ALWAYS ("open_tree", EPERM),
   ALWAYS ("mount_setattr", EPERM),
 };
 
 static const struct policy_syscall_rule kmod_rules[] = {
-  ALWAYS ("init_module", EPERM), ALWAYS ("finit_module", EPERM), ALWAYS ("delete_module", EPERM),
+  ALWAYS ("init_module", EPERM),
+  ALWAYS ("finit_module", EPERM),
+  ALWAYS ("delete_module", EPERM),
 };
 
 static const struct policy_syscall_rule tiocsti_rules[] = {
-  EQ32 ("ioctl", 1, TIOCSTI, EPERM), EQ32 ("ioctl", 1, TIOCLINUX, EPERM),
+  EQ32 ("ioctl", 1, TIOCSTI, EPERM),
+  EQ32 ("ioctl", 1, TIOCLINUX, EPERM),
 };
 
 static const struct policy_syscall_rule raw_socket_rules[] = {
@@ -73,7 +94,10 @@ static const struct policy_syscall_rule raw_socket_rules[] = {
   { "socket", 1, "SCMP_CMP_MASKED_EQ", 0xf, SOCK_RAW, EPERM }, /* the type's low bits; SOCK_CLOEXEC etc. above */
 };
 
-#define GROUP(n, b, r, d) { n, b, r, sizeof (r) / sizeof ((r)[0]), d }
+#define GROUP(n, b, r, d)                                                                                              \
+  {                                                                                                                    \
+    n, b, r, sizeof (r) / sizeof ((r)[0]), d                                                                           \
+  }
 const struct policy_sysgroup policy_syscall_groups[] = {
   GROUP ("io_uring", POLICY_SYS_IO_URING, io_uring_rules, "io_uring_setup, io_uring_enter, io_uring_register: EPERM"),
   GROUP ("userns", POLICY_SYS_USERNS, userns_rules,
@@ -87,7 +111,8 @@ const struct policy_sysgroup policy_syscall_groups[] = {
          "mount, umount2, pivot_root, fsopen, fsconfig, fsmount, fspick, move_mount, open_tree, mount_setattr: EPERM"),
   GROUP ("kmod", POLICY_SYS_KMOD, kmod_rules, "init_module, finit_module, delete_module: EPERM"),
   GROUP ("tiocsti", POLICY_SYS_TIOCSTI, tiocsti_rules, "ioctl TIOCSTI, TIOCLINUX: EPERM"),
-  GROUP ("raw-sockets", POLICY_SYS_RAW_SOCKETS, raw_socket_rules, "socket(AF_PACKET, ...), socket(..., SOCK_RAW, ...): EPERM"),
+  GROUP ("raw-sockets", POLICY_SYS_RAW_SOCKETS, raw_socket_rules,
+         "socket(AF_PACKET, ...), socket(..., SOCK_RAW, ...): EPERM"),
 };
 const size_t policy_syscall_groups_len = sizeof (policy_syscall_groups) / sizeof (policy_syscall_groups[0]);
 

@@ -21,11 +21,11 @@ struct policy_syscall_rule
 
 struct policy_sysgroup
 {
-  const char *name;  /* as written in syscalls.deny */
-  unsigned bit;      /* POLICY_SYS_* of plan.h */
+  const char *name; /* as written in syscalls.deny */
+  unsigned bit;     /* POLICY_SYS_* of plan.h */
   const struct policy_syscall_rule *rules;
   size_t rules_len;
-  const char *doc;   /* one line for docs/policy.md and `policy explain` */
+  const char *doc; /* one line for docs/policy.md and `policy explain` */
 };
 
 extern const struct policy_sysgroup policy_syscall_groups[];

@@ -19,8 +19,7 @@
 #include "core/util.h"
 #include "policy/doc.h"
 
-static int
-why_fail (char **why, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+static int why_fail (char **why, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
 
 static int
 why_fail (char **why, const char *fmt, ...)
@@ -48,7 +47,8 @@ parse_with_units (const char *s, const struct unit *units, uint64_t *out, char *
   while (s[n] >= '0' && s[n] <= '9')
     n++;
   if (n == 0)
-    return why_fail (why, "expected a %s: an integer or a string like %s", what, units[1].name[0] == 's' ? "\"90s\"" : "\"512MiB\"");
+    return why_fail (why, "expected a %s: an integer or a string like %s", what,
+                     units[1].name[0] == 's' ? "\"90s\"" : "\"512MiB\"");
   for (const struct unit *u = units; u->name; u++)
     if (strcmp (s + n, u->name) == 0)
       mult = u->mult;

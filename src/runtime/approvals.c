@@ -69,8 +69,7 @@ approvals_decision_name (enum approval_decision d)
 }
 
 static void
-audit_approval (struct approvals *a, const struct question *q, const char *action, const char *decision,
-                const char *by)
+audit_approval (struct approvals *a, const struct question *q, const char *action, const char *decision, const char *by)
 {
   asbx_err_t e = NULL;
   struct audit_rec *r;
@@ -450,15 +449,22 @@ approvals_fd (const struct approvals *a)
 }
 
 struct approvals *
-approvals_new (const char *id, int state_dirfd, const struct policy_plan *plan, int audit_fd,
-               approvals_decided_fn fn, void *data, asbx_err_t *err)
+approvals_new (const char *id, int state_dirfd, const struct policy_plan *plan, int audit_fd, approvals_decided_fn fn,
+               void *data, asbx_err_t *err)
 {
   struct approvals *a = xmalloc0 (sizeof *a);
   struct sockaddr_un sa = { .sun_family = AF_UNIX };
   struct epoll_event ev = { .events = EPOLLIN };
 
-  *a = (struct approvals){ .id = id, .plan = plan, .audit_fd = audit_fd, .dirfd = state_dirfd, .ep = -1, .lfd = -1,
-                           .tfd = -1, .fn = fn, .data = data };
+  *a = (struct approvals){ .id = id,
+                           .plan = plan,
+                           .audit_fd = audit_fd,
+                           .dirfd = state_dirfd,
+                           .ep = -1,
+                           .lfd = -1,
+                           .tfd = -1,
+                           .fn = fn,
+                           .data = data };
   for (size_t i = 0; i < CLIENTS_MAX; i++)
     a->cl[i].fd = -1;
   snprintf (sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/approvals.sock", state_dirfd);

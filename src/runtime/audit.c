@@ -39,8 +39,8 @@ audit_timestamp (char *buf, size_t len)
   struct tm tm;
   clock_gettime (CLOCK_REALTIME, &ts);
   gmtime_r (&ts.tv_sec, &tm);
-  snprintf (buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-            tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000);
+  snprintf (buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+            tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000);
 }
 
 /* Length of the valid UTF-8 sequence at s (RFC 3629: no overlong forms, no surrogates, at most

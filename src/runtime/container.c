@@ -71,7 +71,12 @@ state_json (const char *id, const char *status, pid_t pid, const char *bundle, c
             asbx_err_t *err)
 {
   struct oci_state st = {
-    .oci_version = OCI_VERSION, .id = id, .status = status, .pid = pid, .bundle = bundle, .annotations = ann,
+    .oci_version = OCI_VERSION,
+    .id = id,
+    .status = status,
+    .pid = pid,
+    .bundle = bundle,
+    .annotations = ann,
   };
   return oci_state_to_json (&st, false, err);
 }
@@ -335,12 +340,16 @@ create_record (const struct asbx_global *g, const struct asbx_create_opts *o, st
   if (plan && plan->active)
     {
       /* the effective policy, for exec (the same layers for every process) and `policy explain` */
-      cleanup_close int pfd
-          = openat (c->dirfd, "policy.json", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+      cleanup_close int pfd = openat (c->dirfd, "policy.json", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+                                      0600);
       if (pfd < 0 || write_all (pfd, plan->effective_json, strlen (plan->effective_json)) < 0)
         return asbx_error (err, errno, "save policy.json in the state directory");
-      struct monitor_opts mo = { .id = o->id, .init_pid = c->init_pid, .cgroup_path = c->cgroup_path,
-                                 .state_dirfd = c->dirfd, .audit_dir = g->audit_dir, .plan = plan,
+      struct monitor_opts mo = { .id = o->id,
+                                 .init_pid = c->init_pid,
+                                 .cgroup_path = c->cgroup_path,
+                                 .state_dirfd = c->dirfd,
+                                 .audit_dir = g->audit_dir,
+                                 .plan = plan,
                                  .new_netns = c->new_netns };
       pid_t mpid;
       if (monitor_start (&mo, &mpid, err) < 0)
@@ -359,8 +368,7 @@ create_record (const struct asbx_global *g, const struct asbx_create_opts *o, st
 }
 
 int
-asbx_container_create (const struct asbx_global *g, const struct asbx_create_opts *o, pid_t *init_pid,
-                       asbx_err_t *err)
+asbx_container_create (const struct asbx_global *g, const struct asbx_create_opts *o, pid_t *init_pid, asbx_err_t *err)
 {
   char bundle[PATH_MAX], rootfs[PATH_MAX];
   cleanup_free char *config_path = NULL, *raw = NULL, *rootfs_in = NULL;
@@ -386,8 +394,11 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   /* the agent policy: ceiling (runtime flags, host config) ∩ request (annotations); the spec is
    * narrowed before any check, so every later step sees only the effective configuration */
   struct policy_inputs pin = {
-    .profile_flag = g->profile, .policy_flag = g->policy_file, .config_path = g->config_path,
-    .audit_dir_flag = g->audit_dir, .annotations = &spec->annotations,
+    .profile_flag = g->profile,
+    .policy_flag = g->policy_file,
+    .config_path = g->config_path,
+    .audit_dir_flag = g->audit_dir,
+    .annotations = &spec->annotations,
     .sandbox_default_profile = o->default_profile,
   };
   plan = policy_resolve (&pin, err);
@@ -407,7 +418,10 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   if (spec->process->terminal && !o->console_socket && !o->tty_proxy_fd)
     {
       /* runc's wording: a detached container (create, run -d) cannot use our terminal */
-      asbx_error (err, 0, "%s: process.terminal is true: cannot allocate tty if agentsbx will detach without setting console socket", config_path);
+      asbx_error (
+          err, 0,
+          "%s: process.terminal is true: cannot allocate tty if agentsbx will detach without setting console socket",
+          config_path);
       goto out;
     }
   c.cgroup_path = cgroup_resolve_path (spec->linux_->cgroups_path, o->id, g->systemd_cgroup, err);
@@ -443,9 +457,18 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
       linux_seccomp_handover_set (spec->linux_->seccomp, &f);
     }
   struct init_args a = {
-    .spec = spec, .ns = &ns, .bundle = bundle, .rootfs = rootfs, .cgroup_path = c.cgroup_path,
-    .start_fd = startfd, .console_fd = console, .preserve_fds = preserve, .no_pivot = o->no_pivot,
-    .no_new_keyring = o->no_new_keyring, .close_fds = { rootfd, dirfd, -1, -1 }, .plan = plan,
+    .spec = spec,
+    .ns = &ns,
+    .bundle = bundle,
+    .rootfs = rootfs,
+    .cgroup_path = c.cgroup_path,
+    .start_fd = startfd,
+    .console_fd = console,
+    .preserve_fds = preserve,
+    .no_pivot = o->no_pivot,
+    .no_new_keyring = o->no_new_keyring,
+    .close_fds = { rootfd, dirfd, -1, -1 },
+    .plan = plan,
   };
   if (create_spawned (g, o, spec, &c, &a, bundle, err) < 0)
     goto undo;
@@ -580,7 +603,8 @@ kill_and_wait (const struct asbx_state *st)
   if (st->cgroup_path && cgroup_kill_all (st->cgroup_path, SIGKILL, &e) < 0)
     asbx_error_free (&e);
   /* a frozen task does not die until thawed (cgroup-v1 freezer): thaw after the SIGKILL */
-  if (st->cgroup_path && cgroup_is_frozen (st->cgroup_path, NULL) == 1 && cgroup_freeze (st->cgroup_path, false, 5000, &e) < 0)
+  if (st->cgroup_path && cgroup_is_frozen (st->cgroup_path, NULL) == 1
+      && cgroup_freeze (st->cgroup_path, false, 5000, &e) < 0)
     asbx_error_free (&e);
   if (pfd < 0)
     return;

@@ -59,8 +59,7 @@ asbx_resources_parse (const char *json, size_t len, const char *name, asbx_err_t
 }
 
 int
-asbx_container_update (const struct asbx_global *g, const char *id, const struct oci_resources *res,
-                       asbx_err_t *err)
+asbx_container_update (const struct asbx_global *g, const char *id, const struct oci_resources *res, asbx_err_t *err)
 {
   struct asbx_opened o;
   int ret = -1;
@@ -72,8 +71,7 @@ asbx_container_update (const struct asbx_global *g, const char *id, const struct
       asbx_error (err, 0, "cannot update container `%s`: it is stopped", id);
       goto out;
     }
-  if (cgroup_check_resources (res, err) < 0
-      || cgroup_apply_resources (o.st.cgroup_path, res, NULL, 0, true, err) < 0)
+  if (cgroup_check_resources (res, err) < 0 || cgroup_apply_resources (o.st.cgroup_path, res, NULL, 0, true, err) < 0)
     {
       asbx_error_wrap (err, "update container `%s`", id);
       goto out;

@@ -174,8 +174,13 @@ landlock_write (struct denials *d, const char *text)
     audit_rec_str (r, "path", path ? path : name);
   if (daddr || saddr || dport || sport)
     {
-      cleanup_free char *addr = xasprintf ("%s:%s", daddr ? daddr : saddr ? saddr : "?",
-                                           dport ? dport : sport ? sport : "?");
+      cleanup_free char *addr = xasprintf ("%s:%s",
+                                           daddr   ? daddr
+                                           : saddr ? saddr
+                                                   : "?",
+                                           dport   ? dport
+                                           : sport ? sport
+                                                   : "?");
       audit_rec_str (r, "addr", addr);
     }
   audit_rec_str (r, "access", blockers);

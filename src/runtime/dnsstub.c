@@ -96,8 +96,8 @@ struct dnsstub
   int cur_conn;
   uint32_t cur_gen;
   int up;
-  int nflog; /* `network` audit: refused packets from the table (runtime/nflog.h), else -1 */
-  int netns;  /* the container's network namespace (the splice makes upstream sockets there) */
+  int nflog;             /* `network` audit: refused packets from the table (runtime/nflog.h), else -1 */
+  int netns;             /* the container's network namespace (the splice makes upstream sockets there) */
   struct splice *splice; /* the SNI/Host check (runtime/splice.h) */
   struct sockaddr_storage up_addr;
   socklen_t up_len;
@@ -228,9 +228,11 @@ lo_up (void)
 static int
 bind_stub (int family, int type, bool required, asbx_err_t *err)
 {
-  struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_port = htons (POLICY_NFT_DNS_PORT),
+  struct sockaddr_in a4 = { .sin_family = AF_INET,
+                            .sin_port = htons (POLICY_NFT_DNS_PORT),
                             .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
-  struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons (POLICY_NFT_DNS_PORT),
+  struct sockaddr_in6 a6 = { .sin6_family = AF_INET6,
+                             .sin6_port = htons (POLICY_NFT_DNS_PORT),
                              .sin6_addr = IN6ADDR_LOOPBACK_INIT };
   int one = 1;
   cleanup_close int s = socket (family, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -391,8 +393,8 @@ match (char **list, size_t n, const char *name)
 }
 
 static void
-audit_dns (struct dnsstub *d, const char *name, unsigned qtype, const char *decision, const char *rule,
-           char **addrs, size_t naddrs, const char *error)
+audit_dns (struct dnsstub *d, const char *name, unsigned qtype, const char *decision, const char *rule, char **addrs,
+           size_t naddrs, const char *error)
 {
   asbx_err_t e = NULL;
   struct audit_rec *r;
@@ -503,8 +505,14 @@ hold (struct dnsstub *d, int fd, unsigned char *m, size_t n, size_t qend, const 
       refuse (d, fd, m, qend, from, flen, name, qtype, "approvals: too many pending questions");
       return;
     }
-  *h = (struct held){ .qid = qid, .stub_fd = fd, .conn = d->cur_conn, .gen = d->cur_gen, .client_len = flen, .len = n,
-                      .qend = qend, .qtype = qtype };
+  *h = (struct held){ .qid = qid,
+                      .stub_fd = fd,
+                      .conn = d->cur_conn,
+                      .gen = d->cur_gen,
+                      .client_len = flen,
+                      .len = n,
+                      .qend = qend,
+                      .qtype = qtype };
   memcpy (&h->client, from, flen);
   memcpy (h->msg, m, n);
   snprintf (h->name, sizeof h->name, "%s", name);

@@ -75,9 +75,10 @@ ns_flags_of (pid_t pid)
   {
     const char *n;
     int f;
-  } t[] = { { "user", CLONE_NEWUSER }, { "mnt", CLONE_NEWNS },     { "pid", CLONE_NEWPID },
-            { "net", CLONE_NEWNET },   { "ipc", CLONE_NEWIPC },    { "uts", CLONE_NEWUTS },
-            { "cgroup", CLONE_NEWCGROUP }, { "time", CLONE_NEWTIME } };
+  } t[] = {
+    { "user", CLONE_NEWUSER }, { "mnt", CLONE_NEWNS },  { "pid", CLONE_NEWPID },       { "net", CLONE_NEWNET },
+    { "ipc", CLONE_NEWIPC },   { "uts", CLONE_NEWUTS }, { "cgroup", CLONE_NEWCGROUP }, { "time", CLONE_NEWTIME }
+  };
   int flags = 0;
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (t); i++)
     {
@@ -232,8 +233,7 @@ struct exec_child
   const struct policy_plan *plan;      /* the container's effective policy, or NULL */
 };
 
-static void __attribute__ ((noreturn))
-exec_process_main (struct exec_child *c)
+static void __attribute__ ((noreturn)) exec_process_main (struct exec_child *c)
 {
   asbx_err_t err = NULL;
   cleanup_free char *exe = NULL;
@@ -273,8 +273,7 @@ exec_process_main (struct exec_child *c)
   _exit (127);
 }
 
-static void __attribute__ ((noreturn))
-exec_stage_main (struct exec_child *c)
+static void __attribute__ ((noreturn)) exec_stage_main (struct exec_child *c)
 {
   asbx_err_t err = NULL;
   struct sync_msg m;
@@ -384,8 +383,7 @@ write_pid_file (const char *path, pid_t pid, asbx_err_t *err)
 }
 
 int
-asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o, int *exit_status,
-                     asbx_err_t *err)
+asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o, int *exit_status, asbx_err_t *err)
 {
   cleanup_close int pidfd = -1, console = -1, listener = -1, tty = -1;
   struct asbx_opened oc = { .rootfd = -1, .dirfd = -1 };
@@ -412,8 +410,7 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
   const char *status = asbx_state_status (dirfd, &st);
   if (strcmp (status, "running") != 0 && !(strcmp (status, "paused") == 0 && o->ignore_paused))
     {
-      asbx_error (err, 0, "cannot exec in container `%s`: container is %s, not running", o->id,
-                  status);
+      asbx_error (err, 0, "cannot exec in container `%s`: container is %s, not running", o->id, status);
       goto out;
     }
   pidfd = (int) syscall (SYS_pidfd_open, st.pid, 0);
@@ -465,8 +462,12 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
     goto out;
   if (sc && filter.notify)
     {
-      struct oci_state ost = { .oci_version = "1.2.0", .id = o->id, .status = "running", .pid = st.pid,
-                               .bundle = st.bundle, .annotations = &st.annotations };
+      struct oci_state ost = { .oci_version = "1.2.0",
+                               .id = o->id,
+                               .status = "running",
+                               .pid = st.pid,
+                               .bundle = st.bundle,
+                               .annotations = &st.annotations };
       if ((listener = linux_seccomp_listener_connect (sc->listener_path, err)) < 0
           || !(state_json = oci_state_to_json (&ost, false, err))
           || !(process_state = linux_seccomp_process_state (state_json, sc->listener_metadata, err)))
@@ -477,9 +478,15 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
   close (oc.dirfd);
   oc.dirfd = -1;
   struct exec_child c = {
-    .proc = proc, .pidfd = pidfd, .ns_flags = ns_flags_of (st.pid), .console_fd = console,
-    .preserve_fds = o->preserve_fds, .seccomp = sc ? &filter : NULL, .listener = listener,
-    .process_state = process_state, .plan = plan,
+    .proc = proc,
+    .pidfd = pidfd,
+    .ns_flags = ns_flags_of (st.pid),
+    .console_fd = console,
+    .preserve_fds = o->preserve_fds,
+    .seccomp = sc ? &filter : NULL,
+    .listener = listener,
+    .process_state = process_state,
+    .plan = plan,
   };
   c.userns = c.ns_flags & CLONE_NEWUSER;
   if (exec_spawn (&c, st.cgroup_path, &pid, err) < 0)

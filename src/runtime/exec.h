@@ -19,10 +19,10 @@ struct asbx_exec_opts
   const char *cwd;
   char **env; /* --env KEY=VALUE, appended (overriding) to the container's env */
   size_t env_len;
-  const char *user;  /* uid[:gid] */
-  char **add_gids;   /* --additional-gids */
+  const char *user; /* uid[:gid] */
+  char **add_gids;  /* --additional-gids */
   size_t add_gids_len;
-  char **caps;       /* --cap: added to every capability set */
+  char **caps; /* --cap: added to every capability set */
   size_t caps_len;
   bool no_new_privs;
   const char *apparmor;

@@ -19,8 +19,7 @@
 
 #define HOOK_OUTPUT_MAX 4096
 
-static void __attribute__ ((noreturn))
-hook_child (const struct oci_hook *h, int in_fd, int out_fd)
+static void __attribute__ ((noreturn)) hook_child (const struct oci_hook *h, int in_fd, int out_fd)
 {
   static char *const empty_env[] = { NULL };
   char *default_argv[] = { h->path, NULL };

@@ -39,20 +39,18 @@
 /* Step 3c is left to the monitor (runtime/monitor.c network_table_load, before every pasta
  * start) when the table can change nothing until then: `filtered` in a network namespace we
  * made (only `lo`; a container holding CAP_NET_ADMIN could delete the table anyway), no OCI
- * hooks (a prestart/createRuntime/poststart hook could wire it, CNI style), loopback allowed (with allowLocalBinding false the table
- * filters `lo` from the start) and no allowed CIDRs (pasta would attach at create anyway).
- * Until pasta attaches, any other destination fails with ENETUNREACH at the route lookup,
- * before netfilter. Known difference: the table's nat rule sends port 53 of ANY address to the
- * stub; without it a resolver hard-coded to another loopback address (127.0.0.53) is refused
- * rather than redirected (the container's resolv.conf names 127.0.0.1: step 3d). */
+ * hooks (a prestart/createRuntime/poststart hook could wire it, CNI style), loopback allowed (with allowLocalBinding
+ * false the table filters `lo` from the start) and no allowed CIDRs (pasta would attach at create anyway). Until pasta
+ * attaches, any other destination fails with ENETUNREACH at the route lookup, before netfilter. Known difference: the
+ * table's nat rule sends port 53 of ANY address to the stub; without it a resolver hard-coded to another loopback
+ * address (127.0.0.53) is refused rather than redirected (the container's resolv.conf names 127.0.0.1: step 3d). */
 static bool
 network_table_deferred (const struct init_args *a)
 {
   const struct policy_plan *pl = a->plan;
   const struct oci_hooks *h = a->spec->hooks;
 
-  if (!pl || !pl->active || pl->net_mode != POLICY_NET_FILTERED || !pl->allow_local_binding
-      || pl->allowed_cidrs_len)
+  if (!pl || !pl->active || pl->net_mode != POLICY_NET_FILTERED || !pl->allow_local_binding || pl->allowed_cidrs_len)
     return false;
   if (!(a->ns->new_flags & CLONE_NEWNET))
     return false;
@@ -82,17 +80,12 @@ wait_for_start (int start_fd, asbx_err_t *err)
     }
 }
 
-static void __attribute__ ((noreturn))
-fail (struct init_args *a, asbx_err_t *err)
-{
-  sync_fail (a->sync_fd, err);
-}
+static void __attribute__ ((noreturn)) fail (struct init_args *a, asbx_err_t *err) { sync_fail (a->sync_fd, err); }
 
 /* After `start` connected: errors go to `start` over its connection. */
 static int start_conn = -1;
 
-static void __attribute__ ((noreturn))
-fail_after_start (asbx_err_t *err)
+static void __attribute__ ((noreturn)) fail_after_start (asbx_err_t *err)
 {
   const char *msg = err && *err ? (*err)->msg : "container init failed";
   if (start_conn < 0 || write_all (start_conn, msg, strlen (msg)) < 0)
@@ -222,8 +215,8 @@ init_main (struct init_args *a)
   close (a->start_fd);
   /* 12. startContainer hooks: container namespaces, before the user process (runtime.md) */
   if (spec->hooks
-      && hooks_run (spec->hooks->start_container, spec->hooks->start_container_len, "hooks.startContainer",
-                    state_json, &err)
+      && hooks_run (spec->hooks->start_container, spec->hooks->start_container_len, "hooks.startContainer", state_json,
+                    &err)
              < 0)
     fail_after_start (&err);
   /* 12b. LSM exec labels, applied by the kernel at execve; after the hooks, which would inherit a

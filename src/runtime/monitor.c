@@ -294,15 +294,17 @@ network_table_load (struct mon *m, int netns, asbx_err_t *err)
   if (fstat (netns, &ns) < 0 || stat ("/proc/self/ns/net", &self) < 0)
     return asbx_error (err, errno, "network.mode filtered: stat the network namespaces");
   if (ns.st_dev == self.st_dev && ns.st_ino == self.st_ino)
-    return asbx_error (err, EINVAL, "network.mode filtered: the container shares the runtime's network namespace; "
-                                    "refusing to load the nftables table there");
+    return asbx_error (err, EINVAL,
+                       "network.mode filtered: the container shares the runtime's network namespace; "
+                       "refusing to load the nftables table there");
   struct linux_nft *n = linux_nft_new (netns, err);
   if (!n)
     return asbx_error_wrap (err, "network.mode filtered: the nftables table");
   int r = linux_nft_run (n, ruleset, err);
   linux_nft_free (n);
   if (r < 0)
-    return asbx_error_wrap (err, "network.mode filtered: load the nftables table into the container's network namespace");
+    return asbx_error_wrap (err,
+                            "network.mode filtered: load the nftables table into the container's network namespace");
   return 0;
 }
 

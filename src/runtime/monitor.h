@@ -35,16 +35,16 @@
 
 struct monitor_opts
 {
-  const char *id;               /* container id (already validated) */
-  pid_t init_pid;               /* the container init; must be alive (the caller's child or pinned) */
-  const char *cgroup_path;      /* as cgroup_resolve_path() returned; NULL = no cgroup (then
-                                   cpuSeconds and failedExecs/exec audit cannot be enforced) */
-  int state_dirfd;              /* the container's state dir: monitor.pid and exit_reason go there */
-  const char *audit_dir;        /* NULL = plan->audit_dir, then AUDIT_DEFAULT_DIR */
+  const char *id;                 /* container id (already validated) */
+  pid_t init_pid;                 /* the container init; must be alive (the caller's child or pinned) */
+  const char *cgroup_path;        /* as cgroup_resolve_path() returned; NULL = no cgroup (then
+                                     cpuSeconds and failedExecs/exec audit cannot be enforced) */
+  int state_dirfd;                /* the container's state dir: monitor.pid and exit_reason go there */
+  const char *audit_dir;          /* NULL = plan->audit_dir, then AUDIT_DEFAULT_DIR */
   const struct policy_plan *plan; /* active plan; read by the monitor from its copy of memory */
-  bool new_netns;               /* the container's network namespace is fresh (created by this
-                                   create, nobody wires it): `filtered` then gets pasta
-                                   (runtime/pasta.h) as its way out */
+  bool new_netns;                 /* the container's network namespace is fresh (created by this
+                                     create, nobody wires it): `filtered` then gets pasta
+                                     (runtime/pasta.h) as its way out */
 };
 
 /* Fork the monitor (see above) and wait until it is ready: subscribed to process events, the

@@ -75,8 +75,12 @@ nflog_open (uint16_t group, asbx_err_t *err)
 static const char *
 proto_name (unsigned p)
 {
-  return p == IPPROTO_TCP ? "tcp" : p == IPPROTO_UDP ? "udp" : p == IPPROTO_ICMP ? "icmp"
-         : p == IPPROTO_ICMPV6 ? "icmpv6" : p == IPPROTO_SCTP ? "sctp" : NULL;
+  return p == IPPROTO_TCP      ? "tcp"
+         : p == IPPROTO_UDP    ? "udp"
+         : p == IPPROTO_ICMP   ? "icmp"
+         : p == IPPROTO_ICMPV6 ? "icmpv6"
+         : p == IPPROTO_SCTP   ? "sctp"
+                               : NULL;
 }
 
 /* one packet: its destination, protocol and port into a `network` record */

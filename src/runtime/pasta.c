@@ -53,14 +53,30 @@ find_pasta (void)
   return NULL;
 }
 
-static void __attribute__ ((noreturn))
-child (const char *bin, int netns_fd, int pid_wr, int log_fd, pid_t parent)
+static void __attribute__ ((noreturn)) child (const char *bin, int netns_fd, int pid_wr, int log_fd, pid_t parent)
 {
-  char *const argv[] = { (char *) "pasta", (char *) "--config-net", (char *) "--runas", (char *) "0",
-                         (char *) "--netns", (char *) "/proc/self/fd/3", (char *) "--netns-only",
-                         (char *) "--no-netns-quit", (char *) "-t", (char *) "none", (char *) "-u", (char *) "none",
-                         (char *) "-T", (char *) "none", (char *) "-U", (char *) "none", (char *) "--no-map-gw",
-                         (char *) "-f", (char *) "-q", (char *) "-P", (char *) "/proc/self/fd/4", NULL };
+  char *const argv[] = { (char *) "pasta",
+                         (char *) "--config-net",
+                         (char *) "--runas",
+                         (char *) "0",
+                         (char *) "--netns",
+                         (char *) "/proc/self/fd/3",
+                         (char *) "--netns-only",
+                         (char *) "--no-netns-quit",
+                         (char *) "-t",
+                         (char *) "none",
+                         (char *) "-u",
+                         (char *) "none",
+                         (char *) "-T",
+                         (char *) "none",
+                         (char *) "-U",
+                         (char *) "none",
+                         (char *) "--no-map-gw",
+                         (char *) "-f",
+                         (char *) "-q",
+                         (char *) "-P",
+                         (char *) "/proc/self/fd/4",
+                         NULL };
   char *const envp[] = { (char *) "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
 
   sigset_t none;
@@ -101,8 +117,9 @@ pasta_available (asbx_err_t *err)
 {
   if (find_pasta ())
     return 0;
-  return asbx_error (err, ENOENT, "network: pasta is not installed (Debian package passt): a network namespace "
-                                  "agentsbx creates has no other way out");
+  return asbx_error (err, ENOENT,
+                     "network: pasta is not installed (Debian package passt): a network namespace "
+                     "agentsbx creates has no other way out");
 }
 
 pid_t

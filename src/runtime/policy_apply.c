@@ -216,11 +216,13 @@ policy_apply_network (const struct policy_plan *plan, asbx_err_t *err)
   if (stat ("/proc/self/ns/net", &st) < 0)
     return asbx_error (err, errno, "policy network: stat /proc/self/ns/net");
   if (same_netns_as_runtime (&st))
-    return asbx_error (err, EINVAL, "policy network: the init is still in the runtime's own network namespace; "
-                                    "refusing to load the nftables table there");
+    return asbx_error (err, EINVAL,
+                       "policy network: the init is still in the runtime's own network namespace; "
+                       "refusing to load the nftables table there");
   if (linux_nft_load (ruleset, err) < 0)
-    return asbx_error_wrap (err, "policy network.mode %s: load the nftables table into the container's network "
-                                 "namespace",
+    return asbx_error_wrap (err,
+                            "policy network.mode %s: load the nftables table into the container's network "
+                            "namespace",
                             plan->net_mode == POLICY_NET_NONE ? "none" : "filtered");
   return 0;
 }
@@ -352,7 +354,8 @@ static int
 apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy_mount *m, asbx_err_t *err)
 {
   /* pinned before the path is opened: the deny must land on the pinned mount, not under it */
-  if ((m->kind == POLICY_MOUNT_BIND_RO || m->kind == POLICY_MOUNT_MASK) && pin_ancestors (rootfd, plan, m->path, err) < 0)
+  if ((m->kind == POLICY_MOUNT_BIND_RO || m->kind == POLICY_MOUNT_MASK)
+      && pin_ancestors (rootfd, plan, m->path, err) < 0)
     return asbx_error_wrap (err, "policy %s (%s)", m->origin, m->path);
   cleanup_close int fd = ps_openat2 (rootfd, m->path, O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
   if (fd < 0 && errno == ENOENT)
@@ -401,7 +404,8 @@ apply_each_child (int rootfd, const struct policy_plan *plan, const struct polic
   struct dirent *de;
 
   if (dfd < 0)
-    return errno == ENOENT || errno == ENOTDIR ? 0 : asbx_error (err, errno, "policy %s: open `%s`", m->origin, m->path);
+    return errno == ENOENT || errno == ENOTDIR ? 0
+                                               : asbx_error (err, errno, "policy %s: open `%s`", m->origin, m->path);
   d = fdopendir (dfd);
   if (!d)
     return asbx_error (err, errno, "policy %s: read `%s`", m->origin, m->path);
@@ -447,11 +451,11 @@ policy_apply_mounts (int rootfd, const struct policy_plan *plan, asbx_err_t *err
 /* ---- I/E: the process layers ---- */
 
 #define LL_READ (ASBX_LL_FS_READ_FILE | ASBX_LL_FS_READ_DIR)
-#define LL_WRITE                                                                                               \
-  (ASBX_LL_FS_WRITE_FILE | ASBX_LL_FS_REMOVE_DIR | ASBX_LL_FS_REMOVE_FILE | ASBX_LL_FS_MAKE_DIR                 \
-   | ASBX_LL_FS_MAKE_REG | ASBX_LL_FS_MAKE_SOCK | ASBX_LL_FS_MAKE_FIFO | ASBX_LL_FS_MAKE_SYM | ASBX_LL_FS_REFER \
-   | ASBX_LL_FS_TRUNCATE)
-#define LL_FILE_ONLY (ASBX_LL_FS_EXECUTE | ASBX_LL_FS_WRITE_FILE | ASBX_LL_FS_READ_FILE | ASBX_LL_FS_TRUNCATE | ASBX_LL_FS_IOCTL_DEV)
+#define LL_WRITE                                                                                                       \
+  (ASBX_LL_FS_WRITE_FILE | ASBX_LL_FS_REMOVE_DIR | ASBX_LL_FS_REMOVE_FILE | ASBX_LL_FS_MAKE_DIR | ASBX_LL_FS_MAKE_REG  \
+   | ASBX_LL_FS_MAKE_SOCK | ASBX_LL_FS_MAKE_FIFO | ASBX_LL_FS_MAKE_SYM | ASBX_LL_FS_REFER | ASBX_LL_FS_TRUNCATE)
+#define LL_FILE_ONLY                                                                                                   \
+  (ASBX_LL_FS_EXECUTE | ASBX_LL_FS_WRITE_FILE | ASBX_LL_FS_READ_FILE | ASBX_LL_FS_TRUNCATE | ASBX_LL_FS_IOCTL_DEV)
 
 /* What every process needs beyond the policy's grants: the standard character devices and the
  * terminal, readable and writable (never creatable: MAKE_CHAR/MAKE_BLOCK stay denied). */
@@ -480,8 +484,7 @@ degraded (const struct policy_plan *plan, const char *layer)
 }
 
 static int
-ll_allow (struct linux_landlock *ll, int rootfd, const char *path, uint64_t rights, bool quiet_missing,
-          asbx_err_t *err)
+ll_allow (struct linux_landlock *ll, int rootfd, const char *path, uint64_t rights, bool quiet_missing, asbx_err_t *err)
 {
   struct stat st;
   cleanup_close int fd = ps_openat2 (rootfd, path, O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
@@ -555,8 +558,11 @@ build_groups_filter (unsigned deny, struct linux_seccomp *out, asbx_err_t *err)
   /* SECCOMP_FILTER_FLAG_LOG: the errno answers of THIS filter are also logged to the kernel audit
    * stream (the answer stays the errno), for the monitor's `denial` records (runtime/denials.c) */
   static char *log_flag[] = { (char *) "SECCOMP_FILTER_FLAG_LOG", NULL };
-  struct oci_seccomp sc = { .default_action = (char *) "SCMP_ACT_ALLOW", .architectures = arches,
-                            .architectures_len = arches_len, .flags = log_flag, .flags_len = 1 };
+  struct oci_seccomp sc = { .default_action = (char *) "SCMP_ACT_ALLOW",
+                            .architectures = arches,
+                            .architectures_len = arches_len,
+                            .flags = log_flag,
+                            .flags_len = 1 };
   size_t n = 0;
   int r;
 

@@ -246,8 +246,7 @@ process_finalize_and_exec (const struct oci_process *proc, bool userns, int pres
   char **env = env_with_home (proc); /* before the user switch: /etc/passwd may be root-only */
 
   /* without no_new_privs, seccomp(2) needs CAP_SYS_ADMIN: install before capabilities go (runc) */
-  if (sc && !proc->no_new_privileges
-      && linux_seccomp_install (sc, seccomp_req.listener, seccomp_req.state, err) < 0)
+  if (sc && !proc->no_new_privileges && linux_seccomp_install (sc, seccomp_req.listener, seccomp_req.state, err) < 0)
     return -1;
   if (linux_caps_drop_bounding (proc->capabilities, err) < 0 || linux_caps_keep (err) < 0
       || linux_user_apply (&proc->user, userns, err) < 0 || linux_caps_apply (proc->capabilities, err) < 0

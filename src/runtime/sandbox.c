@@ -29,7 +29,7 @@
 #include "runtime/state.h"
 
 /* host directories exposed read-only (FHS system directories and homes) */
-static const char *const exposed_dirs[] = { "usr", "etc", "opt", "var", "home", "root", "srv",
+static const char *const exposed_dirs[] = { "usr", "etc",  "opt", "var",   "home",  "root",  "srv",
                                             "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
 
 #define G_STR(g, s) yajl_gen_string (g, (const unsigned char *) (s), strlen (s))
@@ -65,8 +65,9 @@ gen_process (yajl_gen g, const struct asbx_sandbox_opts *o)
   cleanup_free char *term_env = xasprintf ("TERM=%s", term ? term : "xterm");
   const char *env[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root",
                         "LANG=C.UTF-8", term_env };
-  static const char *const caps[] = { "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL",
-                                      "CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
+  static const char *const caps[] = { "CAP_CHOWN",      "CAP_DAC_OVERRIDE", "CAP_FOWNER",
+                                      "CAP_FSETID",     "CAP_KILL",         "CAP_SETGID",
+                                      "CAP_SETUID",     "CAP_SETPCAP",      "CAP_NET_BIND_SERVICE",
                                       "CAP_AUDIT_WRITE" };
   G_STR (g, "process");
   yajl_gen_map_open (g);
@@ -133,7 +134,7 @@ gen_mounts (yajl_gen g, const struct asbx_sandbox_opts *o, const char *workspace
 static char *
 sandbox_config (const struct asbx_sandbox_opts *o, const char *rootfs, const char *workspace, bool skeleton)
 {
-  static const char *const masked[] = { "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+  static const char *const masked[] = { "/proc/acpi",       "/proc/kcore",       "/proc/keys",    "/proc/latency_stats",
                                         "/proc/timer_list", "/proc/sched_debug", "/sys/firmware", "/proc/scsi" };
   static const char *const ro_paths[] = { "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger" };
   static const char *const ns[] = { "pid", "network", "ipc", "uts", "mount", "cgroup" };

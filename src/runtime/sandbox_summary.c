@@ -63,7 +63,7 @@ kind_add (struct kind_sum *k, const char *what)
         return;
       }
   if (k->n < TARGETS_N)
-    k->t[k->n++] = (struct target) { .what = xstrdup (what), .n = 1 };
+    k->t[k->n++] = (struct target){ .what = xstrdup (what), .n = 1 };
 }
 
 static void
@@ -175,7 +175,8 @@ sandbox_summary (const char *path, FILE *out)
       if (ev && strcmp (ev, "denial") == 0)
         add_denial (sums, ASBX_ARRAY_SIZE (sums), v, &suppressed);
       else if (ev && strcmp (ev, "limit") == 0 && get_str (v, "limit") && !limit)
-        limit = xasprintf ("%s %lld reached (used %lld)", get_str (v, "limit"), get_int (v, "value"), get_int (v, "used"));
+        limit = xasprintf ("%s %lld reached (used %lld)", get_str (v, "limit"), get_int (v, "value"),
+                           get_int (v, "used"));
       else if (ev && strcmp (ev, "lifecycle") == 0 && get_str (v, "exitReason"))
         {
           free (reason);

@@ -118,8 +118,9 @@ overlay_exe (int src)
     return -1;
   int fd = openat (mnt, base, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   /* the same file as the one running (the path may have been replaced since we started) */
-  if (fd >= 0 && (fstat (fd, &a) < 0 || fstat (src, &b) < 0 || a.st_size != b.st_size || a.st_mtim.tv_sec != b.st_mtim.tv_sec
-                  || a.st_mtim.tv_nsec != b.st_mtim.tv_nsec))
+  if (fd >= 0
+      && (fstat (fd, &a) < 0 || fstat (src, &b) < 0 || a.st_size != b.st_size || a.st_mtim.tv_sec != b.st_mtim.tv_sec
+          || a.st_mtim.tv_nsec != b.st_mtim.tv_nsec))
     {
       close (fd);
       return -1;
@@ -164,7 +165,6 @@ drop_section_table (int mfd)
   eh.e_shstrndx = SHN_UNDEF;
   return pwrite (mfd, &eh, sizeof eh, 0) == (ssize_t) sizeof eh ? 0 : -1;
 }
-
 
 /* ---- starting the cgroup migration's grace period early ----
  *
@@ -234,8 +234,7 @@ open_own_procs (void)
   return -1;
 }
 
-static void __attribute__ ((noreturn))
-prime_child (void)
+static void __attribute__ ((noreturn)) prime_child (void)
 {
   /* hold none of the caller's fds (pipes it waits on for EOF, --preserve-fds, sockets) */
   syscall (SYS_close_range, 0U, ~0U, 0U);
@@ -283,7 +282,7 @@ prime_keep (void)
   if (getenv ("AGENTSBX_NO_CGROUP_PRIME") || pthread_attr_init (&attr) != 0)
     return;
   /* glibc's default is an 8 MiB mapping; the loop needs a few hundred bytes */
-  (void) pthread_attr_setstacksize (&attr, 64 * 1024);
+  (void) pthread_attr_setstacksize (&attr, (size_t) 64 * 1024);
   (void) pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
   (void) pthread_create (&t, &attr, prime_thread, NULL);
   pthread_attr_destroy (&attr);

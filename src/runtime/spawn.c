@@ -31,8 +31,7 @@
 #endif
 
 /* Runs in S. Never returns. */
-static void __attribute__ ((noreturn))
-stage_main (struct init_args *a)
+static void __attribute__ ((noreturn)) stage_main (struct init_args *a)
 {
   asbx_err_t err = NULL;
   struct sync_msg m;
@@ -123,9 +122,9 @@ spawn_init (struct init_args *a, int psync, pid_t *init_pid, unsigned long *cgro
   if (prctl (PR_SET_CHILD_SUBREAPER, 1) < 0)
     return asbx_error (err, errno, "prctl(PR_SET_CHILD_SUBREAPER)");
   /* whether the LSMs of the requested labels are on, asked here in the host's view and cached
-   * for the init, which applies the labels after pivot_root (linux/apparmor.c) */
-  linux_lsm_probe (a->spec->process->apparmor_profile, a->spec->process->selinux_label,
-                   a->spec->linux_ ? a->spec->linux_->mount_label : NULL);
+   * for the init, which applies the labels after pivot_root (linux/apparmor.c); a spec without
+   * `linux` never gets here (create_check: a new mount namespace is required) */
+  linux_lsm_probe (a->spec->process->apparmor_profile, a->spec->process->selinux_label, a->spec->linux_->mount_label);
   stage = fork ();
   if (stage < 0)
     return asbx_error (err, errno, "fork");
@@ -143,7 +142,8 @@ spawn_init (struct init_args *a, int psync, pid_t *init_pid, unsigned long *cgro
   log_debug ("cgroup_enter: %ld us", (long) ((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000));
   /* limits before SYNC_GO: the stage child has not run any container code yet */
   if (cgroup_apply_resources (a->cgroup_path, a->spec->linux_->resources, a->spec->linux_->devices,
-                              a->spec->linux_->devices_len, false, err) < 0)
+                              a->spec->linux_->devices_len, false, err)
+      < 0)
     goto fail;
   if (sync_send (psync, SYNC_GO, 0, NULL, err) < 0)
     goto fail;

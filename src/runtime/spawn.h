@@ -17,13 +17,13 @@ struct init_args
 {
   const struct oci_spec *spec;
   const struct ns_plan *ns;
-  const char *bundle;       /* absolute */
-  const char *rootfs;       /* absolute, real path */
-  const char *cgroup_path;  /* relative to the hierarchy roots */
-  int sync_fd;              /* child end of the socketpair */
-  int start_fd;             /* listening socket start.sock: I accepts `start`'s connection on it */
-  int console_fd;           /* connected --console-socket, or -1 */
-  int preserve_fds;         /* fds 3 .. 3+preserve_fds-1 stay open in the container */
+  const char *bundle;      /* absolute */
+  const char *rootfs;      /* absolute, real path */
+  const char *cgroup_path; /* relative to the hierarchy roots */
+  int sync_fd;             /* child end of the socketpair */
+  int start_fd;            /* listening socket start.sock: I accepts `start`'s connection on it */
+  int console_fd;          /* connected --console-socket, or -1 */
+  int preserve_fds;        /* fds 3 .. 3+preserve_fds-1 stay open in the container */
   bool no_pivot;
   bool no_new_keyring;
   /* fds of the runtime the children must close at once: the state dir fd carries the
@@ -37,8 +37,7 @@ struct init_args
  * (in our pid namespace; I is our child because we are a subreaper) and *cgroup_mask what
  * cgroup_enter created. On failure everything spawned is killed and reaped; the cgroup is the
  * caller's to remove (mask set as far as known). 0 / -1 with *err. */
-int spawn_init (struct init_args *a, int parent_sync_fd, pid_t *init_pid, unsigned long *cgroup_mask,
-                asbx_err_t *err);
+int spawn_init (struct init_args *a, int parent_sync_fd, pid_t *init_pid, unsigned long *cgroup_mask, asbx_err_t *err);
 
 /* The container init's main: the ordered step list (runtime/init.c). Never returns. */
 void init_main (struct init_args *a) __attribute__ ((noreturn));

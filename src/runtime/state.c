@@ -290,8 +290,7 @@ asbx_pid_start_time (pid_t pid)
   if (!p)
     return 0;
   /* field 3 is state; start time is field 22 */
-  if (sscanf (p + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &state,
-              &start)
+  if (sscanf (p + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &state, &start)
       != 2)
     return 0;
   if (state == 'Z' || state == 'X')

@@ -9,7 +9,7 @@
 #include "core/util.h"
 #include "runtime/sync.h"
 
-static const char *const names[] = { "?", "GO", "USERNS_READY", "USERNS_MAPPED", "PID", "CREATE_RUNTIME",
+static const char *const names[] = { "?",          "GO",    "USERNS_READY", "USERNS_MAPPED", "PID", "CREATE_RUNTIME",
                                      "HOOKS_DONE", "READY", "ERROR" };
 
 int

@@ -40,8 +40,11 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 
   if (s)
     {
-      struct oci_state st = { .oci_version = s->oci_version, .id = s->hostname ? s->hostname : "x",
-                              .status = "created", .pid = 1, .bundle = s->oci_version,
+      struct oci_state st = { .oci_version = s->oci_version,
+                              .id = s->hostname ? s->hostname : "x",
+                              .status = "created",
+                              .pid = 1,
+                              .bundle = s->oci_version,
                               .annotations = &s->annotations };
       char *j;
       if (touch_spec (s) == (size_t) -1)

@@ -38,11 +38,16 @@ int
 main (int argc, char **argv)
 {
   static const struct option opts[] = {
-    { "id", required_argument, 0, 'i' },     { "state-dir", required_argument, 0, 's' },
-    { "audit-dir", required_argument, 0, 'a' }, { "cgroup", required_argument, 0, 'c' },
-    { "wall", required_argument, 0, 'w' },   { "cpu", required_argument, 0, 'u' },
-    { "failed", required_argument, 0, 'f' }, { "exec", no_argument, 0, 'e' },
-    { "wait", no_argument, 0, 'W' },         { "mask", required_argument, 0, 'm' },
+    { "id", required_argument, 0, 'i' },
+    { "state-dir", required_argument, 0, 's' },
+    { "audit-dir", required_argument, 0, 'a' },
+    { "cgroup", required_argument, 0, 'c' },
+    { "wall", required_argument, 0, 'w' },
+    { "cpu", required_argument, 0, 'u' },
+    { "failed", required_argument, 0, 'f' },
+    { "exec", no_argument, 0, 'e' },
+    { "wait", no_argument, 0, 'W' },
+    { "mask", required_argument, 0, 'm' },
     { 0, 0, 0, 0 },
   };
   const char *id = "ctr", *state_dir = NULL, *audit_dir = NULL, *cgroup = NULL;
@@ -128,7 +133,12 @@ main (int argc, char **argv)
       return die (&err);
     }
   struct monitor_opts mo = {
-    .id = id, .init_pid = child, .cgroup_path = cgroup, .state_dirfd = dirfd, .audit_dir = audit_dir, .plan = &plan,
+    .id = id,
+    .init_pid = child,
+    .cgroup_path = cgroup,
+    .state_dirfd = dirfd,
+    .audit_dir = audit_dir,
+    .plan = &plan,
   };
   pid_t mpid = 0;
   if (monitor_start (&mo, &mpid, &err) < 0)

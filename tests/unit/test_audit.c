@@ -224,7 +224,11 @@ test_concurrent_writers (void **state)
 {
   (void) state;
   cleanup_free char *tmp = mkdtemp_s ();
-  enum { WRITERS = 4, RECORDS = 300 };
+  enum
+  {
+    WRITERS = 4,
+    RECORDS = 300
+  };
   asbx_err_t err = NULL;
 
   for (int w = 0; w < WRITERS; w++)
@@ -342,9 +346,9 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_line_shape),         cmocka_unit_test (test_escaping),
+    cmocka_unit_test (test_line_shape),           cmocka_unit_test (test_escaping),
     cmocka_unit_test (test_one_write_per_record), cmocka_unit_test (test_open_modes_append),
-    cmocka_unit_test (test_concurrent_writers), cmocka_unit_test (test_proc_events_parse),
+    cmocka_unit_test (test_concurrent_writers),   cmocka_unit_test (test_proc_events_parse),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -22,31 +22,31 @@ static const char proc_cgroups_hybrid[] = "#subsys_name\thierarchy\tnum_cgroups\
                                           "hugetlb\t0\t1\t1\npids\t8\t1\t1\nrdma\t0\t1\t0\n";
 
 /* this CI machine: v1 controllers one per mount, name=systemd, cgroup2 at unified */
-static const char mountinfo_hybrid[]
-    = "22 1 0:21 / / rw,relatime - overlay overlay rw\n"
-      "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
-      "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
-      "33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct\n"
-      "34 31 0:31 / /sys/fs/cgroup/cpuset rw,relatime - cgroup cgroup rw,cpuset\n"
-      "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
-      "36 31 0:33 / /sys/fs/cgroup/devices rw,relatime - cgroup cgroup rw,devices\n"
-      "37 31 0:34 / /sys/fs/cgroup/freezer rw,relatime - cgroup cgroup rw,freezer\n"
-      "38 31 0:35 / /sys/fs/cgroup/blkio rw,relatime - cgroup cgroup rw,blkio\n"
-      "39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
-      "40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd\n"
-      "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+static const char mountinfo_hybrid[] =
+    "22 1 0:21 / / rw,relatime - overlay overlay rw\n"
+    "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+    "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+    "33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct\n"
+    "34 31 0:31 / /sys/fs/cgroup/cpuset rw,relatime - cgroup cgroup rw,cpuset\n"
+    "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+    "36 31 0:33 / /sys/fs/cgroup/devices rw,relatime - cgroup cgroup rw,devices\n"
+    "37 31 0:34 / /sys/fs/cgroup/freezer rw,relatime - cgroup cgroup rw,freezer\n"
+    "38 31 0:35 / /sys/fs/cgroup/blkio rw,relatime - cgroup cgroup rw,blkio\n"
+    "39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
+    "40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd\n"
+    "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
 
 static const char self_hybrid[] = "9:name=systemd:/\n8:pids:/\n7:blkio:/\n6:freezer:/\n5:devices:/\n"
                                   "4:memory:/process_api/7db4\n3:cpuset:/\n2:cpuacct:/\n1:cpu:/\n0::/\n";
 
 /* a classic systemd legacy host: co-mounted cpu,cpuacct with extra super options, a duplicate
  * bind mount of the memory hierarchy, and an escaped mountpoint */
-static const char mountinfo_legacy[]
-    = "25 24 0:22 / /sys/fs/cgroup/systemd rw - cgroup cgroup rw,xattr,release_agent=/x,name=systemd\n"
-      "26 24 0:23 / /sys/fs/cgroup/cpu,cpuacct rw shared:7 - cgroup cgroup rw,cpuacct,cpu\n"
-      "27 24 0:24 /sub /run/mem\\040bind rw - cgroup cgroup rw,memory\n"
-      "28 24 0:24 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
-      "29 24 0:25 / /sys/fs/cgroup/cpuset rw - cgroup cgroup rw,cpuset,clone_children\n";
+static const char mountinfo_legacy[] =
+    "25 24 0:22 / /sys/fs/cgroup/systemd rw - cgroup cgroup rw,xattr,release_agent=/x,name=systemd\n"
+    "26 24 0:23 / /sys/fs/cgroup/cpu,cpuacct rw shared:7 - cgroup cgroup rw,cpuacct,cpu\n"
+    "27 24 0:24 /sub /run/mem\\040bind rw - cgroup cgroup rw,memory\n"
+    "28 24 0:24 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
+    "29 24 0:25 / /sys/fs/cgroup/cpuset rw - cgroup cgroup rw,cpuset,clone_children\n";
 
 static const char mountinfo_unified[] = "30 23 0:26 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 "
                                         "rw,nsdelegate,memory_recursiveprot\n";
@@ -82,8 +82,8 @@ static void
 test_mountinfo_hybrid (void **state)
 {
   struct cgroup_layout_info info;
-  static const char *keys[]
-      = { "", "blkio", "cpu", "cpuacct", "cpuset", "devices", "freezer", "memory", "name=systemd", "pids" };
+  static const char *keys[] = { "",        "blkio",   "cpu",    "cpuacct",      "cpuset",
+                                "devices", "freezer", "memory", "name=systemd", "pids" };
   (void) state;
   load (mountinfo_hybrid, self_hybrid, &info);
   assert_int_equal (info.layout, CGROUP_LAYOUT_HYBRID);
@@ -249,7 +249,8 @@ test_resources_gate (void **state)
    * rules are refused before anything is created */
   struct oci_resources r = { 0 };
   struct oci_memory mem = { .has_limit = true, .limit = 1 << 20 };
-  struct oci_device_cgroup two[2] = { { .allow = false, .access = "rwm" }, { .allow = true, .type = "c", .access = "rwm" } };
+  struct oci_device_cgroup two[2] = { { .allow = false, .access = "rwm" },
+                                      { .allow = true, .type = "c", .access = "rwm" } };
   struct oci_device_cgroup bad = { .allow = true, .type = "c", .access = "rwx" };
   (void) state;
 

@@ -88,14 +88,26 @@ test_conversions (void **state)
 static void
 test_v2_memory_cpu_pids_io (void **state)
 {
-  static const char *const files[] = { "memory.max", "memory.low", "memory.swap.max", "memory.current", "cpu.weight",
-                                       "cpu.max", "cpu.max.burst", "cpu.idle", "pids.max", "io.weight", "io.max",
-                                       "cpuset.cpus", "hugetlb.2MB.max", NULL };
+  static const char *const files[] = { "memory.max",      "memory.low", "memory.swap.max", "memory.current",
+                                       "cpu.weight",      "cpu.max",    "cpu.max.burst",   "cpu.idle",
+                                       "pids.max",        "io.weight",  "io.max",          "cpuset.cpus",
+                                       "hugetlb.2MB.max", NULL };
   struct cgroup_dir d = fake (2, files);
-  struct oci_memory m = { .has_limit = true, .limit = 64 << 20, .has_swap = true, .swap = 96 << 20,
-                          .has_reservation = true, .reservation = 1 << 20 };
-  struct oci_cpu c = { .has_shares = true, .shares = 1024, .has_quota = true, .quota = 50000, .has_period = true,
-                       .period = 100000, .has_burst = true, .burst = 1000, .cpus = (char *) "0-1" };
+  struct oci_memory m = { .has_limit = true,
+                          .limit = 64 << 20,
+                          .has_swap = true,
+                          .swap = 96 << 20,
+                          .has_reservation = true,
+                          .reservation = 1 << 20 };
+  struct oci_cpu c = { .has_shares = true,
+                       .shares = 1024,
+                       .has_quota = true,
+                       .quota = 50000,
+                       .has_period = true,
+                       .period = 100000,
+                       .has_burst = true,
+                       .burst = 1000,
+                       .cpus = (char *) "0-1" };
   struct oci_block_io b = { .has_weight = true, .weight = 500 };
   struct oci_throttle_device t = { .major = 8, .minor = 0, .rate = 1048576 };
   struct oci_hugepage_limit h = { .page_size = (char *) "2MB", .limit = 4 << 20 };
@@ -166,9 +178,10 @@ static void
 test_v1_devices_rules (void **state)
 {
   static const char *const files[] = { "devices.allow", "devices.deny", NULL };
-  struct oci_device_cgroup cfg[] = { { .allow = true, .type = (char *) "c", .has_major = true, .major = 4,
-                                       .access = (char *) "rw" },
-                                     { .allow = true, .type = (char *) "x", .access = (char *) "r" } };
+  struct oci_device_cgroup cfg[] = {
+    { .allow = true, .type = (char *) "c", .has_major = true, .major = 4, .access = (char *) "rw" },
+    { .allow = true, .type = (char *) "x", .access = (char *) "r" }
+  };
   cleanup_free struct cgroup_dev_rule *r = NULL;
   struct cgroup_dir d = fake (1, files);
   asbx_err_t e = NULL;
@@ -194,9 +207,14 @@ static void
 test_bpf_program_in_kernel (void **state)
 {
   const char *mnt = access ("/sys/fs/cgroup/unified/cgroup.procs", F_OK) == 0 ? "/sys/fs/cgroup/unified"
-                                                                             : "/sys/fs/cgroup";
-  struct oci_device_cgroup cfg[] = { { .allow = false, .type = (char *) "c", .has_major = true, .major = 1,
-                                       .has_minor = true, .minor = 3, .access = (char *) "w" } };
+                                                                              : "/sys/fs/cgroup";
+  struct oci_device_cgroup cfg[] = { { .allow = false,
+                                       .type = (char *) "c",
+                                       .has_major = true,
+                                       .major = 1,
+                                       .has_minor = true,
+                                       .minor = 3,
+                                       .access = (char *) "w" } };
   cleanup_free struct cgroup_dev_rule *r = NULL;
   cleanup_free void *insns = NULL;
   char dir[256];
@@ -231,10 +249,10 @@ test_bpf_program_in_kernel (void **state)
       int c = open (p, O_WRONLY);
       if (c < 0 || write (c, b, (size_t) n2) < 0)
         _exit (10);
-      int a = open ("/dev/null", O_RDWR);      /* allowed rwm */
-      int z = open ("/dev/zero", O_RDONLY);    /* allowed r */
-      int zw = open ("/dev/zero", O_WRONLY);   /* w denied */
-      int f = open ("/dev/full", O_RDONLY);    /* not listed: denied */
+      int a = open ("/dev/null", O_RDWR);    /* allowed rwm */
+      int z = open ("/dev/zero", O_RDONLY);  /* allowed r */
+      int zw = open ("/dev/zero", O_WRONLY); /* w denied */
+      int f = open ("/dev/full", O_RDONLY);  /* not listed: denied */
       _exit ((a >= 0 ? 0 : 1) | (z >= 0 ? 0 : 2) | (zw < 0 && errno == EPERM ? 0 : 4) | (f < 0 ? 0 : 8));
     }
   waitpid (pid, &status, 0);

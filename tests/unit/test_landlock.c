@@ -79,8 +79,8 @@ test_check_per_abi (void **state)
                                               false, &fs, &net, &scope, &lg, &dropped, &err),
                         0);
       assert_null (dropped);
-      assert_int_equal (linux_landlock_check (cases[i].fs, cases[i].net, cases[i].scope, cases[i].log,
-                                              cases[i].abi - 1, false, &fs, &net, &scope, &lg, &dropped, &err),
+      assert_int_equal (linux_landlock_check (cases[i].fs, cases[i].net, cases[i].scope, cases[i].log, cases[i].abi - 1,
+                                              false, &fs, &net, &scope, &lg, &dropped, &err),
                         -1);
       char want[128];
       if (cases[i].abi - 1 == 0)
@@ -93,8 +93,8 @@ test_check_per_abi (void **state)
       asbx_error_free (&err);
     }
   /* best effort on ABI 3: keeps fs up to truncate, reports the rest */
-  assert_int_equal (linux_landlock_check (all_fs, ASBX_LL_NET_BIND_TCP, ASBX_LL_SCOPE_SIGNAL, ASBX_LL_LOG_NEW_EXEC_ON, 3,
-                                          true, &fs, &net, &scope, &lg, &dropped, &err),
+  assert_int_equal (linux_landlock_check (all_fs, ASBX_LL_NET_BIND_TCP, ASBX_LL_SCOPE_SIGNAL, ASBX_LL_LOG_NEW_EXEC_ON,
+                                          3, true, &fs, &net, &scope, &lg, &dropped, &err),
                     0);
   assert_int_equal (fs, all_fs & ~ASBX_LL_FS_IOCTL_DEV);
   assert_int_equal (net, 0);
@@ -210,8 +210,8 @@ static int
 body_net (void)
 {
   asbx_err_t err = NULL;
-  struct linux_landlock *ll
-      = linux_landlock_new (0, ASBX_LL_NET_BIND_TCP | ASBX_LL_NET_CONNECT_TCP, 0, 0, kabi, false, &err);
+  struct linux_landlock *ll = linux_landlock_new (0, ASBX_LL_NET_BIND_TCP | ASBX_LL_NET_CONNECT_TCP, 0, 0, kabi, false,
+                                                  &err);
   if (!ll || linux_landlock_allow_port (ll, 0, ASBX_LL_NET_BIND_TCP, &err) < 0
       || linux_landlock_allow_port (ll, (uint16_t) listen_port, ASBX_LL_NET_CONNECT_TCP, &err) < 0
       || linux_landlock_restrict_self (ll, &err) < 0)
@@ -250,9 +250,9 @@ static int
 body_scope (void)
 {
   asbx_err_t err = NULL;
-  struct linux_landlock *ll = linux_landlock_new (
-      0, 0, ASBX_LL_SCOPE_SIGNAL | ASBX_LL_SCOPE_ABSTRACT_UNIX_SOCKET,
-      kabi >= 7 ? ASBX_LL_LOG_NEW_EXEC_ON | ASBX_LL_LOG_SUBDOMAINS_OFF : 0, kabi, false, &err);
+  struct linux_landlock *ll = linux_landlock_new (0, 0, ASBX_LL_SCOPE_SIGNAL | ASBX_LL_SCOPE_ABSTRACT_UNIX_SOCKET,
+                                                  kabi >= 7 ? ASBX_LL_LOG_NEW_EXEC_ON | ASBX_LL_LOG_SUBDOMAINS_OFF : 0,
+                                                  kabi, false, &err);
   if (!ll || linux_landlock_restrict_self (ll, &err) < 0)
     return 1;
   linux_landlock_free (ll);
@@ -348,8 +348,8 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_names),         cmocka_unit_test (test_check_per_abi),
-    cmocka_unit_test (test_fs_enforced),   cmocka_unit_test (test_net_enforced),
+    cmocka_unit_test (test_names),          cmocka_unit_test (test_check_per_abi),
+    cmocka_unit_test (test_fs_enforced),    cmocka_unit_test (test_net_enforced),
     cmocka_unit_test (test_scope_enforced), cmocka_unit_test (test_best_effort_enforced),
   };
   return cmocka_run_group_tests (tests, setup, teardown);

@@ -99,7 +99,7 @@ test_real_proc_reaches_kernel (void **state)
     skip (); /* a real LSM would accept or judge the label: not this case */
   int r = linux_lsm_write_attr ("/proc", "exec", "bogus_label", 11, &err);
   if (r == 0)
-    return; /* some LSM accepted the write: the path works */
+    return;                           /* some LSM accepted the write: the path works */
   assert_true (err->errnum != EXDEV); /* passed the procfs checks, refused by the kernel */
   asbx_error_free (&err);
 }

@@ -20,10 +20,10 @@ parse_ok (char **opts, size_t n)
   return o;
 }
 
-#define PARSE(...)                                                                                                    \
-  ({                                                                                                                  \
-    char *_v[] = { __VA_ARGS__ };                                                                                     \
-    parse_ok (_v, ASBX_N (_v));                                                                                       \
+#define PARSE(...)                                                                                                     \
+  ({                                                                                                                   \
+    char *_v[] = { __VA_ARGS__ };                                                                                      \
+    parse_ok (_v, ASBX_N (_v));                                                                                        \
   })
 #define ASBX_N(a) (sizeof (a) / sizeof ((a)[0]))
 
@@ -166,10 +166,10 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_runc_default_dev),   cmocka_unit_test (test_devpts_data),
-    cmocka_unit_test (test_last_wins),          cmocka_unit_test (test_bind_and_propagation),
-    cmocka_unit_test (test_recursive_attrs),    cmocka_unit_test (test_sb_and_specials),
-    cmocka_unit_test (test_empty_and_errors),   cmocka_unit_test (test_known_list_sorted_and_complete),
+    cmocka_unit_test (test_runc_default_dev), cmocka_unit_test (test_devpts_data),
+    cmocka_unit_test (test_last_wins),        cmocka_unit_test (test_bind_and_propagation),
+    cmocka_unit_test (test_recursive_attrs),  cmocka_unit_test (test_sb_and_specials),
+    cmocka_unit_test (test_empty_and_errors), cmocka_unit_test (test_known_list_sorted_and_complete),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }

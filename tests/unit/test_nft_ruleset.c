@@ -27,8 +27,9 @@ static uint16_t default_ports[] = { 80, 443 };
 static struct policy_plan
 plan_of (enum policy_net_mode mode, bool local)
 {
-  return (struct policy_plan){ .active = true, .net_mode = mode, .allow_local_binding = local,
-                               .ports = default_ports, .ports_len = 2 };
+  return (struct policy_plan){
+    .active = true, .net_mode = mode, .allow_local_binding = local, .ports = default_ports, .ports_len = 2
+  };
 }
 
 /* As root: load the text into a fresh network namespace (a child unshares, so nothing of ours
@@ -163,9 +164,10 @@ test_allow_cmd (void **s)
   uint16_t ports[] = { 80, 443 };
   cleanup_free char *v4 = policy_nft_allow_cmd ("192.0.2.1", ports, 2, 5);
   cleanup_free char *v6 = policy_nft_allow_cmd ("2001:db8::1", ports, 1, 999999);
-  assert_string_equal (v4, "add element inet agentsbx allow4 { 192.0.2.1 . 80, 192.0.2.1 . 443 }\n"
-                           "delete element inet agentsbx allow4 { 192.0.2.1 . 80, 192.0.2.1 . 443 }\n"
-                           "add element inet agentsbx allow4 { 192.0.2.1 . 80 timeout 60s, 192.0.2.1 . 443 timeout 60s }\n");
+  assert_string_equal (
+      v4, "add element inet agentsbx allow4 { 192.0.2.1 . 80, 192.0.2.1 . 443 }\n"
+          "delete element inet agentsbx allow4 { 192.0.2.1 . 80, 192.0.2.1 . 443 }\n"
+          "add element inet agentsbx allow4 { 192.0.2.1 . 80 timeout 60s, 192.0.2.1 . 443 timeout 60s }\n");
   assert_string_equal (v6, "add element inet agentsbx allow6 { 2001:db8::1 . 80 }\n"
                            "delete element inet agentsbx allow6 { 2001:db8::1 . 80 }\n"
                            "add element inet agentsbx allow6 { 2001:db8::1 . 80 timeout 86400s }\n");
@@ -195,9 +197,10 @@ main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_none_local),      cmocka_unit_test (test_none_nolocal),
-    cmocka_unit_test (test_filtered_empty),  cmocka_unit_test (test_filtered_cidrs), cmocka_unit_test (test_filtered_log),
-    cmocka_unit_test (test_open_and_inactive), cmocka_unit_test (test_bad_cidr),
-    cmocka_unit_test (test_allow_cmd),       cmocka_unit_test (test_allow_cmd_loads),
+    cmocka_unit_test (test_filtered_empty),  cmocka_unit_test (test_filtered_cidrs),
+    cmocka_unit_test (test_filtered_log),    cmocka_unit_test (test_open_and_inactive),
+    cmocka_unit_test (test_bad_cidr),        cmocka_unit_test (test_allow_cmd),
+    cmocka_unit_test (test_allow_cmd_loads),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }

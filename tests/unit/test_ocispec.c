@@ -65,12 +65,12 @@ cfg (const char *body)
   return xasprintf ("{\"ociVersion\":\"1.2.0\"%s%s}", *body ? "," : "", body);
 }
 
-#define EXPECT(body, msg)                                                                                             \
-  do                                                                                                                  \
-    {                                                                                                                 \
-      cleanup_free char *_j = cfg (body);                                                                             \
-      expect_error (_j, msg);                                                                                         \
-    }                                                                                                                 \
+#define EXPECT(body, msg)                                                                                              \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      cleanup_free char *_j = cfg (body);                                                                              \
+      expect_error (_j, msg);                                                                                          \
+    }                                                                                                                  \
   while (0)
 
 static void
@@ -294,7 +294,8 @@ test_process_parse (void **state)
   assert_null (p);
   assert_string_equal (err->msg, "p.json: cwd: \"x\" is not an absolute path");
   asbx_error_free (&err);
-  p = oci_process_parse ("{\"cwd\":\"/\",\"user\":{\"uid\":1}}", strlen ("{\"cwd\":\"/\",\"user\":{\"uid\":1}}"), NULL, &err);
+  p = oci_process_parse ("{\"cwd\":\"/\",\"user\":{\"uid\":1}}", strlen ("{\"cwd\":\"/\",\"user\":{\"uid\":1}}"), NULL,
+                         &err);
   assert_null (p);
   assert_string_equal (err->msg, "process.json: user.gid: required field missing");
   asbx_error_free (&err);
@@ -346,9 +347,10 @@ test_types (void **state)
   EXPECT ("\"linux\":{\"sysctl\":{\"net.x\":1}}", "config.json: linux.sysctl[\"net.x\"]: expected string");
   EXPECT ("\"linux\":{\"rdma\":{}, \"resources\":{\"rdma\":{\"mlx\":{\"hcaHandles\":-1}}}}",
           "config.json: linux.resources.rdma.mlx.hcaHandles: expected unsigned integer");
-  EXPECT ("\"linux\":{\"seccomp\":{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"read\"],"
-          "\"action\":\"SCMP_ACT_ALLOW\",\"args\":[{\"index\":0,\"value\":1,\"op\":\"SCMP_CMP_EQ\",\"valueTwo\":-1}]}]}}",
-          "config.json: linux.seccomp.syscalls[0].args[0].valueTwo: expected unsigned integer");
+  EXPECT (
+      "\"linux\":{\"seccomp\":{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"read\"],"
+      "\"action\":\"SCMP_ACT_ALLOW\",\"args\":[{\"index\":0,\"value\":1,\"op\":\"SCMP_CMP_EQ\",\"valueTwo\":-1}]}]}}",
+      "config.json: linux.seccomp.syscalls[0].args[0].valueTwo: expected unsigned integer");
 }
 
 static void
@@ -377,7 +379,8 @@ test_required_and_enums (void **state)
   EXPECT ("\"linux\":{\"namespaces\":[{\"type\":\"foo\"}]}",
           "config.json: linux.namespaces[0].type: unknown namespace type \"foo\" (pid network mount ipc uts user "
           "cgroup time)");
-  EXPECT ("\"linux\":{\"namespaces\":[{\"path\":\"/x\"}]}", "config.json: linux.namespaces[0].type: required field missing");
+  EXPECT ("\"linux\":{\"namespaces\":[{\"path\":\"/x\"}]}",
+          "config.json: linux.namespaces[0].type: required field missing");
   EXPECT ("\"linux\":{\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"mount\"},{\"type\":\"pid\",\"path\":\"/p\"}]}",
           "config.json: linux.namespaces[2].type: duplicate namespace \"pid\"");
   EXPECT ("\"linux\":{\"devices\":[{\"type\":\"x\",\"path\":\"/dev/x\"}]}",
@@ -524,7 +527,8 @@ test_depth (void **state)
   assert_non_null (strstr (err->msg, "nesting deeper than 64 levels"));
   asbx_error_free (&err);
   /* brackets inside strings do not count, escaped quotes do not end strings */
-  cleanup_free char *str = cfg ("\"x\":\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\\\"[[\"");
+  cleanup_free char *str = cfg (
+      "\"x\":\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\\\"[[\"");
   oci_spec_free (parse_ok (str));
 }
 
@@ -647,8 +651,9 @@ test_state_json (void **state)
   asbx_err_t err = NULL;
   char *k[] = { "io.x", "b" }, *v[] = { "1", "q\"uote" };
   struct oci_map ann = { k, v, 2 };
-  struct oci_state st = { .oci_version = "1.2.0", .id = "c1", .status = "running", .pid = 42, .bundle = "/b",
-                          .annotations = &ann };
+  struct oci_state st = {
+    .oci_version = "1.2.0", .id = "c1", .status = "running", .pid = 42, .bundle = "/b", .annotations = &ann
+  };
   char *j = oci_state_to_json (&st, false, &err);
   assert_string_equal (j, "{\"ociVersion\":\"1.2.0\",\"id\":\"c1\",\"status\":\"running\",\"pid\":42,"
                           "\"bundle\":\"/b\",\"annotations\":{\"io.x\":\"1\",\"b\":\"q\\\"uote\"}}");
@@ -656,8 +661,13 @@ test_state_json (void **state)
 
   /* stopped: pid omitted; empty annotations omitted; runc extras */
   struct oci_map none = { 0 };
-  struct oci_state st2 = { .oci_version = "1.2.0", .id = "c1", .status = "stopped", .bundle = "/b",
-                           .annotations = &none, .rootfs = "/b/rootfs", .created = "2024-01-01T00:00:00Z",
+  struct oci_state st2 = { .oci_version = "1.2.0",
+                           .id = "c1",
+                           .status = "stopped",
+                           .bundle = "/b",
+                           .annotations = &none,
+                           .rootfs = "/b/rootfs",
+                           .created = "2024-01-01T00:00:00Z",
                            .owner = "" };
   j = oci_state_to_json (&st2, true, &err);
   assert_string_equal (j, "{\n  \"ociVersion\": \"1.2.0\",\n  \"id\": \"c1\",\n  \"status\": \"stopped\",\n"
@@ -683,10 +693,18 @@ test_features_json (void **state)
   static const char *const ns[] = { "pid", "user", NULL };
   char *k[] = { "org.opencontainers.runc.checkpoint.enabled" }, *v[] = { "false" };
   struct oci_map ann = { k, v, 1 };
-  struct oci_features_input in = { .oci_version_min = "1.0.0", .oci_version_max = "1.2.0", .hooks = hooks,
-                                   .mount_options = none, .namespaces = ns, .cgroup_v1 = true, .cgroup_v2 = true,
-                                   .seccomp_enabled = true, .seccomp_actions = hooks, .selinux_enabled = true,
-                                   .mount_extensions_idmap = true, .annotations = &ann };
+  struct oci_features_input in = { .oci_version_min = "1.0.0",
+                                   .oci_version_max = "1.2.0",
+                                   .hooks = hooks,
+                                   .mount_options = none,
+                                   .namespaces = ns,
+                                   .cgroup_v1 = true,
+                                   .cgroup_v2 = true,
+                                   .seccomp_enabled = true,
+                                   .seccomp_actions = hooks,
+                                   .selinux_enabled = true,
+                                   .mount_extensions_idmap = true,
+                                   .annotations = &ann };
   char *j = oci_features_to_json (&in, &err);
   assert_non_null (j);
   const char *want = "{\n"
@@ -723,12 +741,21 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_runc_spec), cmocka_unit_test (test_full),      cmocka_unit_test (test_process_parse),
-    cmocka_unit_test (test_types),     cmocka_unit_test (test_required_and_enums),
-    cmocka_unit_test (test_version),   cmocka_unit_test (test_nulls),     cmocka_unit_test (test_duplicates),
-    cmocka_unit_test (test_depth),     cmocka_unit_test (test_malformed), cmocka_unit_test (test_truncated),
-    cmocka_unit_test (test_file_errors), cmocka_unit_test (test_map_get),
-    cmocka_unit_test (test_state_json), cmocka_unit_test (test_features_json),
+    cmocka_unit_test (test_runc_spec),
+    cmocka_unit_test (test_full),
+    cmocka_unit_test (test_process_parse),
+    cmocka_unit_test (test_types),
+    cmocka_unit_test (test_required_and_enums),
+    cmocka_unit_test (test_version),
+    cmocka_unit_test (test_nulls),
+    cmocka_unit_test (test_duplicates),
+    cmocka_unit_test (test_depth),
+    cmocka_unit_test (test_malformed),
+    cmocka_unit_test (test_truncated),
+    cmocka_unit_test (test_file_errors),
+    cmocka_unit_test (test_map_get),
+    cmocka_unit_test (test_state_json),
+    cmocka_unit_test (test_features_json),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -16,10 +16,10 @@
 static void
 test_rlimit_names (void **state)
 {
-  static const char *names[] = { "RLIMIT_AS",      "RLIMIT_CORE",  "RLIMIT_CPU",        "RLIMIT_DATA",
-                                 "RLIMIT_FSIZE",   "RLIMIT_LOCKS", "RLIMIT_MEMLOCK",    "RLIMIT_MSGQUEUE",
-                                 "RLIMIT_NICE",    "RLIMIT_NOFILE", "RLIMIT_NPROC",     "RLIMIT_RSS",
-                                 "RLIMIT_RTPRIO",  "RLIMIT_RTTIME", "RLIMIT_SIGPENDING", "RLIMIT_STACK" };
+  static const char *names[] = { "RLIMIT_AS",     "RLIMIT_CORE",   "RLIMIT_CPU",        "RLIMIT_DATA",
+                                 "RLIMIT_FSIZE",  "RLIMIT_LOCKS",  "RLIMIT_MEMLOCK",    "RLIMIT_MSGQUEUE",
+                                 "RLIMIT_NICE",   "RLIMIT_NOFILE", "RLIMIT_NPROC",      "RLIMIT_RSS",
+                                 "RLIMIT_RTPRIO", "RLIMIT_RTTIME", "RLIMIT_SIGPENDING", "RLIMIT_STACK" };
   int seen = 0;
   (void) state;
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
@@ -216,9 +216,9 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_rlimit_names), cmocka_unit_test (test_rlimit_check),
+    cmocka_unit_test (test_rlimit_names),       cmocka_unit_test (test_rlimit_check),
     cmocka_unit_test (test_rlimit_check_raise), cmocka_unit_test (test_cap_names),
-    cmocka_unit_test (test_caps_check), cmocka_unit_test (test_sysctl_rules),
+    cmocka_unit_test (test_caps_check),         cmocka_unit_test (test_sysctl_rules),
     cmocka_unit_test (test_sysctl_map),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);

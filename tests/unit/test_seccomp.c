@@ -153,14 +153,25 @@ static void
 test_errno_and_args (void **state)
 {
   struct oci_seccomp_arg prio = { .index = 0, .value = PRIO_USER, .op = "SCMP_CMP_EQ" };
-  struct oci_seccomp_arg masked = { .index = 0, .value = 0xf0, .has_value_two = true, .value_two = 0x10,
-                                    .op = "SCMP_CMP_MASKED_EQ" };
+  struct oci_seccomp_arg masked = {
+    .index = 0, .value = 0xf0, .has_value_two = true, .value_two = 0x10, .op = "SCMP_CMP_MASKED_EQ"
+  };
   struct oci_seccomp_syscall sc[] = {
     { .names = names_getppid, .names_len = 1, .action = "SCMP_ACT_ERRNO", .has_errno_ret = true, .errno_ret = ENXIO },
-    { .names = names_prio, .names_len = 1, .action = "SCMP_ACT_ERRNO", .has_errno_ret = true, .errno_ret = E2BIG,
-      .args = &prio, .args_len = 1 },
-    { .names = names_dup, .names_len = 1, .action = "SCMP_ACT_ERRNO", .has_errno_ret = true, .errno_ret = 77,
-      .args = &masked, .args_len = 1 },
+    { .names = names_prio,
+      .names_len = 1,
+      .action = "SCMP_ACT_ERRNO",
+      .has_errno_ret = true,
+      .errno_ret = E2BIG,
+      .args = &prio,
+      .args_len = 1 },
+    { .names = names_dup,
+      .names_len = 1,
+      .action = "SCMP_ACT_ERRNO",
+      .has_errno_ret = true,
+      .errno_ret = 77,
+      .args = &masked,
+      .args_len = 1 },
     { .names = names_yield, .names_len = 1, .action = "SCMP_ACT_ERRNO" },
   };
   struct oci_seccomp s = { .default_action = "SCMP_ACT_ALLOW", .syscalls = sc, .syscalls_len = 4 };
@@ -188,8 +199,13 @@ test_or_args (void **state)
 {
   struct oci_seccomp_arg a[2] = { { .index = 0, .value = PRIO_USER, .op = "SCMP_CMP_EQ" },
                                   { .index = 0, .value = PRIO_PGRP, .op = "SCMP_CMP_EQ" } };
-  struct oci_seccomp_syscall sc = { .names = names_prio, .names_len = 1, .action = "SCMP_ACT_ERRNO",
-                                    .has_errno_ret = true, .errno_ret = EDOM, .args = a, .args_len = 2 };
+  struct oci_seccomp_syscall sc = { .names = names_prio,
+                                    .names_len = 1,
+                                    .action = "SCMP_ACT_ERRNO",
+                                    .has_errno_ret = true,
+                                    .errno_ret = EDOM,
+                                    .args = a,
+                                    .args_len = 2 };
   struct oci_seccomp s = { .default_action = "SCMP_ACT_ALLOW", .syscalls = &sc, .syscalls_len = 1 };
   (void) state;
   int st = run_filtered (&s, body_or_args);
@@ -244,9 +260,10 @@ test_process_state (void **state)
       "\"annotations\":{\"a\":\"b\"}}",
       "meta \"q\"", &err);
   assert_non_null (j);
-  assert_string_equal (j, "{\"ociVersion\":\"1.2.0\",\"fds\":[\"seccompFd\"],\"pid\":4242,\"metadata\":\"meta \\\"q\\\"\","
-                          "\"state\":{\"ociVersion\":\"1.2.0\",\"id\":\"c1\",\"status\":\"creating\",\"pid\":4242,"
-                          "\"bundle\":\"/b\",\"annotations\":{\"a\":\"b\"}}}");
+  assert_string_equal (j,
+                       "{\"ociVersion\":\"1.2.0\",\"fds\":[\"seccompFd\"],\"pid\":4242,\"metadata\":\"meta \\\"q\\\"\","
+                       "\"state\":{\"ociVersion\":\"1.2.0\",\"id\":\"c1\",\"status\":\"creating\",\"pid\":4242,"
+                       "\"bundle\":\"/b\",\"annotations\":{\"a\":\"b\"}}}");
   free (j);
   assert_null (linux_seccomp_process_state ("[1]", NULL, &err));
   asbx_error_free (&err);
@@ -261,8 +278,9 @@ static void
 test_notify (void **state)
 {
   struct oci_seccomp_syscall sc = { .names = names_getppid, .names_len = 1, .action = "SCMP_ACT_NOTIFY" };
-  struct oci_seccomp s = { .default_action = "SCMP_ACT_ALLOW", .syscalls = &sc, .syscalls_len = 1,
-                           .listener_path = "/unused" };
+  struct oci_seccomp s = {
+    .default_action = "SCMP_ACT_ALLOW", .syscalls = &sc, .syscalls_len = 1, .listener_path = "/unused"
+  };
   struct linux_seccomp f;
   asbx_err_t err = NULL;
   int sp[2], st;
@@ -332,10 +350,10 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_errors),       cmocka_unit_test (test_unknown_name_skipped),
+    cmocka_unit_test (test_errors),         cmocka_unit_test (test_unknown_name_skipped),
     cmocka_unit_test (test_errno_and_args), cmocka_unit_test (test_or_args),
-    cmocka_unit_test (test_actions),      cmocka_unit_test (test_process_state),
-    cmocka_unit_test (test_notify),       cmocka_unit_test (test_flags_and_tables),
+    cmocka_unit_test (test_actions),        cmocka_unit_test (test_process_state),
+    cmocka_unit_test (test_notify),         cmocka_unit_test (test_flags_and_tables),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }
