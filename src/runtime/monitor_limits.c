@@ -7,6 +7,7 @@
  * Ordering: the first reason that fires is the one recorded; processes our own kill ended are not
  * counted as failed execs (monitor_events.c reads m->reason). */
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -161,6 +162,15 @@ mon_finish (struct mon *m)
   uint64_t oom = 0;
 
   mon_drain_events (m);
+  /* the kernel signals the pidfd in exit_notify() and sends the connector's exit event only
+   * after it (do_exit): the event may still be on its way. Wait a little for it - the zombie's
+   * /proc/PID/stat below is gone once the init's parent reaped it. */
+  for (int i = 0; !m->have_status && m->conn >= 0 && i < 20; i++)
+    {
+      struct pollfd pfd = { .fd = m->conn, .events = POLLIN };
+      if (poll (&pfd, 1, 10) > 0)
+        mon_drain_events (m);
+    }
   denials_finish (m->den);
   if (!m->have_status)
     m->have_status = status_from_stat (m->o->init_pid, &m->status);
