@@ -116,25 +116,30 @@ AGENT_SCRIPT = ("touch /etc/x 2>/dev/null && echo etc=writable || echo etc=refus
                 "grep CapEff /proc/self/status")
 
 
-def test_profile_annotation_enforced(cri, engine_rt):
-    """A RuntimeClass user's only lever is the annotation: `io.agentsbx.profile: agent` on the
-    container must be enforced in it (asserted from inside through ExecSync) and audited. runc,
-    the control, ignores the annotation: the same script sees a writable /etc there."""
+def _agent_container(call, containerd, pod_id, pcfg, name, annotations):
+    ccfg = {"metadata": {"name": name, "attempt": 0}, "image": {"image": IMAGE_FULL},
+            "command": ["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 0.1; done"],
+            "annotations": annotations, "log_path": f"{name}.log",
+            "linux": {"security_context": {"namespace_options": {"network": "NODE", "pid": "CONTAINER",
+                                                                 "ipc": "POD"}}}}
+    return call("CreateContainer", {"pod_sandbox_id": pod_id, "config": ccfg, "sandbox_config": pcfg})["container_id"]
+
+
+def test_policy_annotation_enforced(cri, engine_rt):
+    """A RuntimeClass user's lever is the annotation. A host-network pod (all these test pods:
+    no CNI here) keeps the host's network, so the request keeps `network.mode: open`; the rest
+    of the agent profile must be enforced in the container (asserted from inside through
+    ExecSync) and audited. runc, the control, ignores the annotation: /etc is writable there."""
     containerd, leaks, call, root, pods = cri
     name = f"pol-{engine_rt}-{os.getpid()}-{os.urandom(2).hex()}"
     pcfg = pod_config(name, {})
+    pcfg["log_directory"] = os.path.join(containerd.dir, "logs", name)
+    os.makedirs(pcfg["log_directory"], exist_ok=True)
     pod_id = call("RunPodSandbox", {"config": pcfg, "runtime_handler": HANDLERS[engine_rt]})["pod_sandbox_id"]
     pods.append(pod_id)
     leaks.track(pod_id, root)
-    ccfg = {"metadata": {"name": "agent", "attempt": 0}, "image": {"image": IMAGE_FULL},
-            "command": ["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 0.1; done"],
-            "annotations": {"io.agentsbx.profile": "agent"},
-            "log_path": "agent.log",
-            "linux": {"security_context": {"namespace_options": {"network": "NODE", "pid": "CONTAINER",
-                                                                 "ipc": "POD"}}}}
-    pcfg["log_directory"] = os.path.join(containerd.dir, "logs", name)
-    os.makedirs(pcfg["log_directory"], exist_ok=True)
-    cid = call("CreateContainer", {"pod_sandbox_id": pod_id, "config": ccfg, "sandbox_config": pcfg})["container_id"]
+    policy = json.dumps({"version": 1, "extends": "agent", "network": {"mode": "open"}})
+    cid = _agent_container(call, containerd, pod_id, pcfg, "agent", {"io.agentsbx.policy": policy})
     leaks.track(cid, root)
     audit = os.path.join("/var/log/agentsbx", f"{cid}.jsonl")
     try:
@@ -149,7 +154,7 @@ def test_profile_annotation_enforced(cri, engine_rt):
             with open(audit) as f:
                 recs = [json.loads(x) for x in f.read().splitlines()]
             pol = [x for x in recs if x["event"] == "policy"]
-            assert pol and any("agent" in s for s in pol[-1]["sources"]), recs[:3]
+            assert pol and any("annotation" in s for s in pol[-1]["sources"]), recs[:3]
         else:
             assert "etc=writable" in out and "userns=" in out, out
             assert cap & (1 << 13), hex(cap)  # CAP_NET_RAW: the CRI default set, untouched
@@ -158,3 +163,29 @@ def test_profile_annotation_enforced(cri, engine_rt):
     finally:
         if os.path.exists(audit):
             os.unlink(audit)
+
+
+def test_host_network_pod_with_isolating_profile_refused(cri, engine_rt):
+    """`io.agentsbx.profile: agent` (network filtered) in a host-network pod: the container would
+    join the host's network namespace, where the drop-all table must never be loaded. The
+    container fails to start with the reason; the host keeps no table. (runc ignores it.)"""
+    if engine_rt != "agentsbx":
+        pytest.skip("runc ignores io.agentsbx.* annotations: nothing to refuse")
+    containerd, leaks, call, root, pods = cri
+    name = f"hostnet-{os.getpid()}-{os.urandom(2).hex()}"
+    pcfg = pod_config(name, {})
+    pcfg["log_directory"] = os.path.join(containerd.dir, "logs", name)
+    os.makedirs(pcfg["log_directory"], exist_ok=True)
+    pod_id = call("RunPodSandbox", {"config": pcfg, "runtime_handler": HANDLERS[engine_rt]})["pod_sandbox_id"]
+    pods.append(pod_id)
+    leaks.track(pod_id, root)
+    tables = sh(["nft", "list", "tables"]).stdout
+    cid = _agent_container(call, containerd, pod_id, pcfg, "agent", {"io.agentsbx.profile": "agent"})
+    leaks.track(cid, root)
+    r = call("StartContainer", {"container_id": cid}, check=False)
+    assert r.returncode != 0 and "runtime's own (host) network namespace" in r.stderr, r
+    assert sh(["nft", "list", "tables"]).stdout == tables
+    call("RemoveContainer", {"container_id": cid}, check=False)
+    audit = os.path.join("/var/log/agentsbx", f"{cid}.jsonl")
+    if os.path.exists(audit):
+        os.unlink(audit)
