@@ -32,6 +32,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <linux/magic.h>
 #include <sys/mount.h> /* the fsopen/fsmount constants (glibc >= 2.36); <linux/mount.h> is our src/linux/mount.h under -Isrc */
 #include <stdbool.h>
@@ -284,7 +285,16 @@ prime_keep (void)
   /* glibc's default is an 8 MiB mapping; the loop needs a few hundred bytes */
   (void) pthread_attr_setstacksize (&attr, (size_t) 64 * 1024);
   (void) pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
-  (void) pthread_create (&t, &attr, prime_thread, NULL);
+  /* the thread starts with every signal blocked (it inherits the creator's mask): a signal sent
+   * to the runtime must reach the main thread's handlers/signalfd (tty.c's SIGWINCH and signal
+   * proxy, run's forwarding) - in this thread it would take the default action instead */
+  sigset_t all, old;
+  sigfillset (&all);
+  if (pthread_sigmask (SIG_SETMASK, &all, &old) == 0)
+    {
+      (void) pthread_create (&t, &attr, prime_thread, NULL);
+      (void) pthread_sigmask (SIG_SETMASK, &old, NULL);
+    }
   pthread_attr_destroy (&attr);
 }
 
