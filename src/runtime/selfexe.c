@@ -33,6 +33,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <linux/magic.h>
 #include <sys/mount.h> /* the fsopen/fsmount constants (glibc >= 2.36); <linux/mount.h> is our src/linux/mount.h under -Isrc */
 #include <stdbool.h>
@@ -194,6 +195,17 @@ drop_section_table (int mfd)
  * rootless) only loses the head start. Source: kernel/rcu/sync.c (rcu_sync_enter/exit states),
  * kernel/cgroup/cgroup.c (cgroup_attach_lock, cgroup_procs_write). */
 #define PRIME_PERIOD_MS 3
+/* built with ASan/TSan (gcc says so with __SANITIZE_*__, clang with __has_feature) */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define ASBX_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define ASBX_SANITIZED 1
+#endif
+#endif
+#ifndef ASBX_SANITIZED
+#define ASBX_SANITIZED 0
+#endif
 #define PRIME_WINDOW_MS 100
 
 /* The cgroup2 mount point that shows the root of the hierarchy, from /proc/self/mountinfo
@@ -245,13 +257,14 @@ static void __attribute__ ((noreturn)) prime_child (void)
   _exit (0);
 }
 
+/* The keep thread: system calls only (no malloc, no stdio), so that it never holds a lock of
+ * the C library's while the main thread forks the processes that go on to run container code. */
 static void *
 prime_thread (void *arg)
 {
   struct timespec period = { 0, PRIME_PERIOD_MS * 1000000L };
-  int fd = open_own_procs ();
+  int fd = (int) (intptr_t) arg;
 
-  (void) arg;
   for (int i = 0; fd >= 0 && i * PRIME_PERIOD_MS < PRIME_WINDOW_MS; i++)
     {
       if (pwrite (fd, "0", 1, 0) != 1)
@@ -279,9 +292,24 @@ prime_keep (void)
 {
   pthread_attr_t attr;
   pthread_t t;
+  int fd;
 
-  if (getenv ("AGENTSBX_NO_CGROUP_PRIME") || pthread_attr_init (&attr) != 0)
+#if ASBX_SANITIZED
+  /* clang 14's sanitizer runtimes do not make their allocator safe across a fork() taken while
+   * another thread is inside it (seen: children hung in ASan's malloc); the sanitizer build is
+   * for finding bugs, not for speed: no keep thread there */
+  return;
+#endif
+  if (getenv ("AGENTSBX_NO_CGROUP_PRIME"))
     return;
+  fd = open_own_procs ();
+  if (fd < 0)
+    return;
+  if (pthread_attr_init (&attr) != 0)
+    {
+      close (fd);
+      return;
+    }
   /* glibc's default is an 8 MiB mapping; the loop needs a few hundred bytes */
   (void) pthread_attr_setstacksize (&attr, (size_t) 64 * 1024);
   (void) pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
@@ -292,9 +320,12 @@ prime_keep (void)
   sigfillset (&all);
   if (pthread_sigmask (SIG_SETMASK, &all, &old) == 0)
     {
-      (void) pthread_create (&t, &attr, prime_thread, NULL);
+      if (pthread_create (&t, &attr, prime_thread, (void *) (intptr_t) fd) != 0)
+        close (fd);
       (void) pthread_sigmask (SIG_SETMASK, &old, NULL);
     }
+  else
+    close (fd);
   pthread_attr_destroy (&attr);
 }
 
