@@ -101,7 +101,16 @@ cli_exec (struct asbx_global *g, int argc, char **argv)
   o.args_len = (size_t) (argc - optind);
   if (o.process_file && o.args_len)
     return cli_usage ("exec", "--process and a command cannot be used together");
-  int r = asbx_container_exec (g, &o, &status, &err) < 0 ? cli_fail (&err) : status;
+  /* a failed exec exits 255, as runc's "exec failed" does: an exec'd process's own status is
+   * 0-255 too, but engines match runc's 255 together with the message */
+  int r = status;
+  if (asbx_container_exec (g, &o, &status, &err) < 0)
+    {
+      (void) cli_fail (&err);
+      r = 255;
+    }
+  else
+    r = status;
   /* the option vectors: env and caps point into argv, the gids were split into copies */
   free (o.env);
   free (o.caps);

@@ -76,7 +76,7 @@ def test_exec_process_json(rt, bundle, running, tmp_path):
 
 def test_exec_missing_command_fails(rt, running):
     r = rt.cmd("exec", running, "/no/such/command")
-    assert r.rc != 0
+    assert r.rc == 255, r  # runc: "exec failed: ..." exits 255 (engines tell it from the process's own status)
     assert "no/such/command" in r.err
 
 
@@ -86,12 +86,12 @@ def test_exec_into_stopped_container_fails(rt, bundle):
     assert r.ok, r
     rt.wait_status(cid, "stopped")
     r = rt.cmd("exec", cid, "/probe", "exit", "0")
-    assert r.rc != 0 and r.err.strip()
+    assert r.rc == 255 and r.err.strip(), r
 
 
 def test_exec_unknown_container_fails(rt):
     r = rt.cmd("exec", "no-such-container-x", "/probe", "exit", "0")
-    assert r.rc != 0 and r.err.strip()
+    assert r.rc == 255 and r.err.strip(), r
 
 
 def test_exec_detach_pid_file(rt, running, tmp_path):
