@@ -730,6 +730,10 @@ asbx_container_state_json (const struct asbx_global *g, const char *id, asbx_err
     .status = status,
     .pid = strcmp (status, "stopped") == 0 ? 0 : o.st.pid,
     .bundle = o.st.bundle,
+    /* runc's extra fields, which tools read from `state` (not part of the hooks' state) */
+    .rootfs = o.st.rootfs,
+    .created = o.st.created,
+    .owner = "",
     .annotations = &o.st.annotations,
   };
   ret = oci_state_to_json (&st, true, err);

@@ -86,6 +86,10 @@ def test_state_json_shape(rt, bundle):
     assert os.path.isabs(st["bundle"])
     assert os.path.realpath(st["bundle"]) == os.path.realpath(bundle.path)
     assert st.get("annotations", {}).get("org.example.k") == "v"
+    # runc's extra fields, which tools read from `state`
+    assert os.path.realpath(st["rootfs"]) == os.path.realpath(os.path.join(bundle.path, "rootfs")), st
+    assert st["created"].endswith("Z") and st["created"][:4].isdigit(), st
+    assert st["owner"] == "", st
 
 
 def test_list_formats(rt, bundle):
