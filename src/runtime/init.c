@@ -153,6 +153,11 @@ init_main (struct init_args *a)
   /* 3d. filtered in a namespace nobody else wires: the resolver is the monitor's DNS stub */
   if (policy_apply_resolv (rootfd, a->plan, (a->ns->new_flags & CLONE_NEWNET) != 0, &err) < 0)
     fail (a, &err);
+  /* 3e. allowExec: memfds noexec in the container's pid namespace, while we hold CAP_SYS_ADMIN;
+   * before any of the container's code (hooks included) runs. The host's /proc is fine: the
+   * sysctl acts on the writer's pid namespace. */
+  if (policy_apply_memfd_noexec (a->plan, (a->ns->new_flags & CLONE_NEWPID) != 0, &err) < 0)
+    fail (a, &err);
   /* 4. prestart + createRuntime hooks run in the runtime's namespaces: P runs them */
   if (sync_send (a->sync_fd, SYNC_CREATE_RUNTIME, 0, NULL, &err) < 0
       || sync_recv (a->sync_fd, SYNC_HOOKS_DONE, &m, &err) < 0)

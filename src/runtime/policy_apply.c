@@ -12,7 +12,9 @@
 #include <dirent.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 
 #include "core/cleanup.h"
@@ -22,6 +24,7 @@
 #include "linux/mount.h"
 #include "linux/nft.h"
 #include "linux/pathsafe.h"
+#include "linux/process.h"
 #include "linux/seccomp_bpf.h"
 #include "policy/nft_ruleset.h"
 #include "policy/syscall_groups.h"
@@ -626,5 +629,62 @@ policy_prepare_process (const struct policy_plan *plan, asbx_err_t *err)
       return -1;
     }
   process_set_policy (plan->deny_groups ? &groups : NULL, ll);
+  return 0;
+}
+
+/* ---- I: memfd exec (vm.memfd_noexec) ---- */
+
+/* The exec allowlist is restricted when some Landlock rule grants access without EXECUTE: with
+ * allowExec unset the compiler gives every read/write rule EXEC ("exec anywhere readable"), so a
+ * rule without it exists exactly when allowExec is set (policy/compile.c compile_landlock). */
+static bool
+exec_restricted (const struct policy_plan *plan)
+{
+  if (!plan->landlock)
+    return false;
+  for (size_t i = 0; i < plan->fs_rules_len; i++)
+    if ((plan->fs_rules[i].rights & (POLICY_FS_READ | POLICY_FS_WRITE)) && !(plan->fs_rules[i].rights & POLICY_FS_EXEC))
+      return true;
+  return false;
+}
+
+int
+policy_apply_memfd_noexec (const struct policy_plan *plan, bool new_pidns, asbx_err_t *err)
+{
+  static const char *const why = "filesystem.allowExec: a memfd could be executed";
+  char buf[16] = "";
+  ssize_t n;
+
+  if (!plan || !plan->active || !exec_restricted (plan))
+    return 0;
+  /* a shared (host or engine-given) pid namespace: raising it there would change every other
+   * process in it, and lowering is impossible - refuse rather than leak the setting */
+  if (!new_pidns)
+    return asbx_error (err, EINVAL,
+                       "%s: vm.memfd_noexec needs a new pid namespace / kernel >= 6.3 (the container joins an "
+                       "existing pid namespace)",
+                       why);
+  cleanup_close int procfd = open ("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  struct statfs sfs;
+  if (procfd < 0 || fstatfs (procfd, &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC)
+    return asbx_error (err, procfd < 0 ? errno : EXDEV, "%s: /proc is not a procfs", why);
+  if (faccessat (procfd, "sys/vm/memfd_noexec", F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+    return asbx_error (err, errno,
+                       "%s: vm.memfd_noexec needs a new pid namespace / kernel >= 6.3 (no /proc/sys/vm/memfd_noexec)",
+                       why);
+  /* the sysctl handler acts on the WRITER's pid namespace (task_active_pid_ns(current)), not on
+   * the procfs instance's: the init is in the container's, so any procfs will do */
+  char *keys[] = { (char *) "vm.memfd_noexec" }, *vals[] = { (char *) "2" };
+  struct oci_map m = { .keys = keys, .values = vals, .len = 1 };
+  if (linux_sysctl_apply_at (procfd, &m, err) < 0)
+    return asbx_error_wrap (err, "%s: set vm.memfd_noexec=2 in the container's pid namespace (needs "
+                                 "CAP_SYS_ADMIN and a real-root writer: not possible in a user namespace)",
+                            why);
+  /* read back: a kernel that silently ignored the write must not pass */
+  cleanup_close int rfd = openat (procfd, "sys/vm/memfd_noexec", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (rfd < 0 || (n = read (rfd, buf, sizeof buf - 1)) <= 0 || buf[0] != '2')
+    return asbx_error (err, rfd < 0 ? errno : EIO, "%s: vm.memfd_noexec reads back `%.*s`, not 2", why,
+                       (int) strcspn (buf, "\n"), buf);
+  log_debug ("policy: vm.memfd_noexec=2 in the container's pid namespace");
   return 0;
 }
