@@ -281,6 +281,36 @@ creating_cleanup (int dirfd)
     }
 }
 
+/* After the exchange with S/I failed: a process the memory controller killed (SIGKILL) cannot
+ * send its error, so P only saw EOF. When the container's memory cgroup counted an OOM kill,
+ * say so, with the limit that caused it (runc refuses such a limit when writing it; here the
+ * cgroup is still empty then and the kernel takes the value). Best effort: no controller, no
+ * counter (v1 before 4.13) or no kill leaves *err as it is; so does a cgroup this create only
+ * joined (created mask 0), whose counter may hold kills from before. */
+static void
+explain_oom_kill (const struct create_ctx *c, const struct oci_spec *spec, asbx_err_t *err)
+{
+  const struct oci_resources *res = spec->linux_ ? spec->linux_->resources : NULL;
+  asbx_err_t e = NULL;
+  uint64_t kills = 0;
+
+  if (!c->cgroup_path || !c->cgroup_mask || !*err || cgroup_oom_count (c->cgroup_path, &kills, &e) < 0)
+    {
+      asbx_error_free (&e);
+      return;
+    }
+  if (kills == 0)
+    return;
+  if (res && res->memory && res->memory->has_limit && res->memory->limit >= 0)
+    asbx_error_wrap (err,
+                     "the container's init was killed by SIGKILL (OOM killer) during setup "
+                     "(linux.resources.memory.limit %lld bytes too small?)",
+                     (long long) res->memory->limit);
+  else
+    asbx_error_wrap (err, "the container's init was killed by SIGKILL (OOM killer) during setup (cgroup %s)",
+                     c->cgroup_path);
+}
+
 static int
 create_spawned (const struct asbx_global *g, const struct asbx_create_opts *o, struct oci_spec *spec,
                 struct create_ctx *c, struct init_args *a, const char *bundle, asbx_err_t *err)
@@ -296,7 +326,8 @@ create_spawned (const struct asbx_global *g, const struct asbx_create_opts *o, s
   psync = sp[0];
   a->sync_fd = sp[1];
   int r = spawn_init (a, psync, &c->init_pid, &c->cgroup_mask, err);
-  close (sp[1]);
+  if (a->sync_fd >= 0) /* spawn_init closes it once S is forked */
+    close (a->sync_fd);
   if (r < 0)
     return -1;
   creating_record (c);
@@ -470,10 +501,12 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
     .close_fds = { rootfd, dirfd, -1, -1 },
     .plan = plan,
   };
-  if (create_spawned (g, o, spec, &c, &a, bundle, err) < 0)
-    goto undo;
-  if (create_record (g, o, spec, &c, bundle, rootfs, raw, raw_len, plan, err) < 0)
-    goto undo;
+  if (create_spawned (g, o, spec, &c, &a, bundle, err) < 0
+      || create_record (g, o, spec, &c, bundle, rootfs, raw, raw_len, plan, err) < 0)
+    {
+      explain_oom_kill (&c, spec, err);
+      goto undo;
+    }
   *init_pid = c.init_pid;
   ret = 0;
   goto out;

@@ -133,6 +133,11 @@ spawn_init (struct init_args *a, int psync, pid_t *init_pid, unsigned long *cgro
       close (psync);
       stage_main (a);
     }
+  /* the child end now belongs to S and I alone: while P still held it, a stage child or init
+   * killed before it could report (SIGKILL from the OOM killer under a tiny memory limit) never
+   * gave P the EOF it waits for, and create hung in recv forever */
+  close (a->sync_fd);
+  a->sync_fd = -1;
   struct timespec t0, t1;
   clock_gettime (CLOCK_MONOTONIC, &t0);
   if (cgroup_enter (a->cgroup_path, stage, cgroup_mask, err) < 0)

@@ -136,3 +136,27 @@ def test_id_in_use_leaves_first_intact(rt, make_bundle):
     st = rt.state(cid).json()
     assert st["pid"] == pid and st["status"] == "created"
     assert os.path.realpath(st["bundle"]) == os.path.realpath(first.path)
+
+
+@pytest.mark.parametrize("verb", ["create", "run"])
+def test_tiny_memory_limit_fails_promptly(rt, bundle, verb):
+    """A memory limit far below what the init needs to set up: the kernel OOM-kills the init
+    during setup. The runtime must fail at once with a reason (runc: "unable to set memory limit
+    to 4096"), not wait forever on the sync socket, and leave nothing behind."""
+    cid = rt.new_id()
+    cg = f"/asbx-it-{cid}"
+    bundle.linux["cgroupsPath"] = cg
+    bundle.args("/probe", "sleep", "600")
+    bundle.linux.setdefault("resources", {})["memory"] = {"limit": 4096}
+    if verb == "create":
+        r, _ = rt.create(bundle, cid, timeout=30)
+    else:
+        r, _ = rt.run(bundle, cid, timeout=30)
+    assert r.rc != 0, r
+    assert "memory" in r.err, r
+    if not rt.is_runc:
+        assert "4096" in r.err, r
+    assert not rt.state(cid).ok
+    assert not os.path.exists(os.path.join(rt.root, cid)), "state dir left"
+    for h in cgroup_hierarchies():
+        assert not os.path.exists(os.path.join(h, cg.lstrip("/"))), f"cgroup {h}{cg} left"
