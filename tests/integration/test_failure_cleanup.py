@@ -160,3 +160,25 @@ def test_tiny_memory_limit_fails_promptly(rt, bundle, verb):
     assert not os.path.exists(os.path.join(rt.root, cid)), "state dir left"
     for h in cgroup_hierarchies():
         assert not os.path.exists(os.path.join(h, cg.lstrip("/"))), f"cgroup {h}{cg} left"
+
+
+@pytest.mark.agentsbx_only("agentsbx sandbox")
+def test_sandbox_tiny_memory_policy_fails_promptly(rt):
+    """The same through a policy (limits.memoryBytes 1, accepted by the policy checker today):
+    `sandbox` fails at once with the reason and leaves no state, sandbox dir or cgroup."""
+    import json
+    from conftest import leftover_cgroups
+    from policyutil import audit_dir
+    cid = rt.new_id()
+    ws = os.path.join(rt.workdir, "ws")
+    os.makedirs(ws)
+    pol = os.path.join(rt.workdir, "tiny-policy.json")
+    with open(pol, "w") as f:
+        json.dump({"version": 1, "extends": "agent", "limits": {"memoryBytes": 1}}, f)
+    r = rt.cmd("sandbox", "--id", cid, "--workspace", ws, "--", "/bin/true",
+               global_args=["--audit-dir", audit_dir(rt), "--policy", pol], timeout=30)
+    assert r.rc != 0, r
+    assert "OOM" in r.err or "memory" in r.err, r
+    assert not os.path.exists(os.path.join(rt.root, cid)), "state dir left"
+    assert not os.path.exists(os.path.join(rt.root, "sandbox", cid)), "sandbox dir left"
+    assert not leftover_cgroups(cid)
