@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from policyutil import last_json, policy_bundle, pcreate  # noqa: F401
+from policyutil import pcreate, policy_bundle
 from test_sandbox import sandbox
 
 pytestmark = pytest.mark.agentsbx_only("agent policy")
