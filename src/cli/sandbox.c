@@ -1,8 +1,12 @@
 /* sandbox.c - `agentsbx sandbox [--profile P] [--policy F] [--workspace DIR] [--rootfs DIR]
- * [--id ID] -- CMD ARG...`: the quick mode (POLICY.md §7). --profile/--policy here are the same
- * as the global flags (the ceiling). */
+ * [--id ID] [--stop-timeout S] -- CMD ARG...`: the quick mode (POLICY.md §7). --profile/--policy
+ * here are the same as the global flags (the ceiling). --stop-timeout is handed to the runtime
+ * as AGENTSBX_STOP_TIMEOUT (the variable a user may also set), so the options struct the engines'
+ * code shares stays as it is. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cli/cli.h"
 #include "runtime/sandbox.h"
@@ -16,14 +20,17 @@ cli_sandbox (struct asbx_global *g, int argc, char **argv)
     { "workspace", required_argument, 0, 'w' },
     { "rootfs", required_argument, 0, 'r' },
     { "id", required_argument, 0, 'i' },
+    { "stop-timeout", required_argument, 0, 't' },
     { "help", no_argument, 0, 'h' },
     { 0, 0, 0, 0 },
   };
   struct asbx_sandbox_opts o = { 0 };
   asbx_err_t err = NULL;
   int c, status = 0;
+  char *end;
+  long n;
 
-  while ((c = getopt_long (argc, argv, "+p:f:w:r:i:h", opts, NULL)) != -1)
+  while ((c = getopt_long (argc, argv, "+p:f:w:r:i:t:h", opts, NULL)) != -1)
     switch (c)
       {
       case 'p': g->profile = optarg; break;
@@ -31,12 +38,22 @@ cli_sandbox (struct asbx_global *g, int argc, char **argv)
       case 'w': o.workspace = optarg; break;
       case 'r': o.rootfs = optarg; break;
       case 'i': o.id = optarg; break;
+      case 't':
+        errno = 0;
+        n = strtol (optarg, &end, 10);
+        if (errno || end == optarg || *end || n < 0 || n > 86400)
+          return cli_usage ("sandbox", "--stop-timeout `%s`: expected whole seconds (0-86400)", optarg);
+        setenv ("AGENTSBX_STOP_TIMEOUT", optarg, 1);
+        break;
       case 'h':
         printf ("usage: agentsbx sandbox [--profile NAME] [--policy FILE] [--workspace DIR] [--rootfs DIR]\n"
-                "                        [--id ID] -- CMD [ARG...]\n\n"
+                "                        [--id ID] [--stop-timeout SECONDS] -- CMD [ARG...]\n\n"
                 "Run one command under an agent policy (default profile: agent), in the foreground.\n"
                 "The workspace (default: the current directory) is mounted at /workspace and is the\n"
-                "working directory; the host's system directories are the read-only root unless --rootfs.\n");
+                "working directory; the host's system directories are the read-only root unless --rootfs.\n"
+                "A workspace that is /, a system directory, /proc, /sys, /dev or a home directory is refused.\n"
+                "SIGTERM/SIGINT/SIGHUP/SIGQUIT are forwarded; a container still running --stop-timeout\n"
+                "seconds later (default 10, or $AGENTSBX_STOP_TIMEOUT) is killed, exit status 128+signal.\n");
         return 0;
       default: return cli_usage ("sandbox", "unknown option `%s`", argv[optind - 1]);
       }

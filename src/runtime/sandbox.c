@@ -4,7 +4,17 @@
  * per exposed host directory; config.json bind-mounts the host's system directories into it
  * read-only (recursively), so nothing is ever created on the host's own root filesystem and
  * directories outside the list (other users' work trees, /run, /mnt) are not visible at all.
- * /tmp and /run are fresh tmpfs, /workspace the only host directory that can be written. */
+ * /tmp and /run are fresh tmpfs, /workspace the only host directory that can be written.
+ *
+ * Threat model of the workspace: it is the one host directory bound read-write, so a workspace
+ * that is the host's root, a kernel filesystem (/proc, /sys, /dev), a system directory or a home
+ * directory (~/.ssh, shell rc files) would hand the sandboxed command the host: such a
+ * workspace is refused after realpath(3), before anything is created.
+ *
+ * Stopping: we are the foreground process timeout(1), systemd or a CI runner signals. A
+ * pid-namespace init ignores signals it has no handler for, so forwarding SIGTERM alone may never
+ * end it: after the stop timeout (10 s, as `docker stop`) the whole cgroup is SIGKILLed and we
+ * exit 128+the signal we received, as timeout(1) expects. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -12,8 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <signal.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <yajl/yajl_gen.h>
@@ -269,6 +282,217 @@ read_exit_reason (const struct asbx_global *g, const char *id)
   return monitor_exit_reason (dirfd);
 }
 
+/* exact paths that are refused as a workspace (with why); "/home/<name>" and $HOME are checked apart */
+static const struct
+{
+  const char *path;
+  const char *why;
+} refused_exact[] = {
+  { "/", "the host's root directory" },
+  { "/root", "a home directory (it holds credentials such as ~/.ssh)" },
+  { "/home", "the directory of every user's home" },
+  { "/etc", "a system directory (/etc/shadow, host configuration)" },
+  { "/usr", "a system directory" },
+  { "/bin", "a system directory" },
+  { "/sbin", "a system directory" },
+  { "/lib", "a system directory" },
+  { "/lib32", "a system directory" },
+  { "/lib64", "a system directory" },
+  { "/libx32", "a system directory" },
+  { "/boot", "a system directory (the kernel and boot loader)" },
+  { "/var", "a system directory (host state, logs, other containers)" },
+  { "/run", "a system directory (host sockets and runtime state)" },
+  { "/srv", "a system directory" },
+  { "/opt", "a system directory" },
+};
+
+/* true when path is dir or below it ("/procfoo" is not below "/proc") */
+static bool
+path_under (const char *path, const char *dir)
+{
+  size_t n = strlen (dir);
+  return strncmp (path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* Refuse a workspace that would bind the host read-write at /workspace (see the top of the
+ * file). ws: the realpath; arg: what the user gave (NULL = the current directory). */
+static int
+check_workspace (const char *arg, const char *ws, asbx_err_t *err)
+{
+  static const char *const kernel[] = { "/proc", "/sys", "/dev" };
+  const char *home = getenv ("HOME"), *why = NULL;
+  char home_real[PATH_MAX];
+  struct stat st;
+
+  if (stat (ws, &st) < 0)
+    return asbx_error (err, errno, "sandbox: workspace `%s`", ws);
+  if (!S_ISDIR (st.st_mode))
+    return asbx_error (err, 0, "sandbox: --workspace `%s`: expected a directory, not a file", arg ? arg : ws);
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (refused_exact) && !why; i++)
+    if (strcmp (ws, refused_exact[i].path) == 0)
+      why = refused_exact[i].why;
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (kernel) && !why; i++)
+    if (path_under (ws, kernel[i]))
+      why = "a kernel or device filesystem (writing it changes the host)";
+  if (!why && strncmp (ws, "/home/", 6) == 0 && ws[6] != '\0' && strchr (ws + 6, '/') == NULL)
+    why = "a home directory (it holds credentials such as ~/.ssh)";
+  if (!why && home && *home && realpath (home, home_real) != NULL && strcmp (ws, home_real) == 0)
+    why = "your home directory ($HOME: it holds credentials such as ~/.ssh)";
+  if (why)
+    return asbx_error (err, 0,
+                       "sandbox: refusing workspace `%s`%s: it is %s and would be writable at /workspace; "
+                       "give a project directory with --workspace DIR",
+                       ws, arg ? "" : " (the current directory)", why);
+  return 0;
+}
+
+/* The stop timeout in seconds: AGENTSBX_STOP_TIMEOUT (set by `sandbox --stop-timeout`), else 10
+ * as `docker stop`; an unparsable value falls back to the default. */
+static long
+stop_timeout_s (void)
+{
+  const char *v = getenv ("AGENTSBX_STOP_TIMEOUT");
+  char *end;
+  long n;
+
+  if (!v || !*v)
+    return 10;
+  errno = 0;
+  n = strtol (v, &end, 10);
+  if (errno || *end || n < 0 || n > 86400)
+    return 10;
+  return n;
+}
+
+static int64_t
+now_ms (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool
+is_stop_signal (int sig)
+{
+  return sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT;
+}
+
+/* Wait for the init (our child) as asbx_container_wait does, forwarding signals to it; the first
+ * stop signal (SIGTERM/SIGINT/SIGHUP/SIGQUIT) starts the stop timeout, after which every process
+ * of the container's cgroup is SIGKILLed (kill --all). *stop_sig: that signal, 0 if none came;
+ * *forced: whether we had to SIGKILL. Returns the init's status (exit code, or 128+N). */
+static int
+sandbox_wait (const struct asbx_global *g, const char *id, pid_t pid, int *stop_sig, bool *forced)
+{
+  static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD };
+  int64_t deadline = 0;
+  sigset_t set, old;
+  int status = 0;
+
+  *stop_sig = 0;
+  *forced = false;
+  sigemptyset (&set);
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (sigs); i++)
+    sigaddset (&set, sigs[i]);
+  sigprocmask (SIG_BLOCK, &set, &old);
+  for (;;)
+    {
+      pid_t r = waitpid (pid, &status, WNOHANG);
+      int sig;
+
+      if (r == pid)
+        break;
+      if (r < 0 && errno != EINTR)
+        {
+          status = 255 << 8;
+          break;
+        }
+      if (*stop_sig && !*forced)
+        {
+          int64_t left = deadline - now_ms ();
+          if (left <= 0)
+            {
+              asbx_err_t e = NULL;
+              log_debug ("sandbox %s: still running %ld s after signal %d: SIGKILL", id, stop_timeout_s (), *stop_sig);
+              if (asbx_container_kill (g, id, SIGKILL, true, &e) < 0)
+                {
+                  log_debug ("sandbox %s: kill --all: %s", id, e->msg);
+                  asbx_error_free (&e);
+                  kill (pid, SIGKILL); /* the init at least: its death ends the pid namespace */
+                }
+              *forced = true;
+              continue;
+            }
+          struct timespec ts = { .tv_sec = left / 1000, .tv_nsec = (left % 1000) * 1000000 };
+          sig = sigtimedwait (&set, NULL, &ts);
+        }
+      else
+        sig = sigwaitinfo (&set, NULL);
+      if (sig <= 0 || sig == SIGCHLD)
+        continue;
+      kill (pid, sig);
+      if (is_stop_signal (sig) && !*stop_sig)
+        {
+          *stop_sig = sig;
+          deadline = now_ms () + stop_timeout_s () * 1000;
+        }
+    }
+  sigprocmask (SIG_SETMASK, &old, NULL);
+  if (WIFSIGNALED (status))
+    return 128 + WTERMSIG (status);
+  return WEXITSTATUS (status);
+}
+
+/* Append to the audit log that the sandbox was stopped by a signal (the monitor's `exited`
+ * record says `killed` when we had to SIGKILL: this record says why). Best effort. */
+static void
+audit_stopped (const char *adir, const char *id, int sig, bool forced)
+{
+  asbx_err_t e = NULL;
+  cleanup_close int fd = audit_open (adir, id, &e);
+  struct audit_rec *r;
+
+  if (fd < 0)
+    {
+      asbx_error_free (&e);
+      return;
+    }
+  r = audit_rec_new (id, "lifecycle");
+  audit_rec_str (r, "state", "stopped");
+  audit_rec_str (r, "exitReason", "signal");
+  audit_rec_int (r, "signal", sig);
+  audit_rec_bool (r, "forcedKill", forced);
+  audit_rec_int (r, "stopTimeoutSec", stop_timeout_s ());
+  if (audit_rec_write (r, fd, &e) < 0)
+    asbx_error_free (&e);
+}
+
+/* sandbox_summary to stderr; when a signal stopped us its "stopped by the policy" line is left
+ * out (the policy did not stop it: our own warning says what did). 0 / -1 as sandbox_summary. */
+static int
+print_summary (const char *apath, bool stopped)
+{
+  static const char policy_line[] = "agentsbx sandbox: stopped by the policy: ";
+  char *buf = NULL, *line, *save = NULL;
+  size_t len = 0;
+  FILE *f;
+  int ret;
+
+  if (!stopped)
+    return sandbox_summary (apath, stderr);
+  f = open_memstream (&buf, &len);
+  if (!f)
+    return sandbox_summary (apath, stderr);
+  ret = sandbox_summary (apath, f);
+  fclose (f);
+  for (line = strtok_r (buf, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
+    if (strncmp (line, policy_line, sizeof policy_line - 1) != 0)
+      fprintf (stderr, "%s\n", line);
+  free (buf);
+  return ret;
+}
+
 static int
 sandbox_bundle (const struct asbx_global *g, const struct asbx_sandbox_opts *o, const char *id, char **bundle_out,
                 asbx_err_t *err)
@@ -282,6 +506,8 @@ sandbox_bundle (const struct asbx_global *g, const struct asbx_sandbox_opts *o, 
 
   if (realpath (o->workspace ? o->workspace : ".", ws) == NULL)
     return asbx_error (err, errno, "sandbox: --workspace `%s`", o->workspace ? o->workspace : ".");
+  if (check_workspace (o->workspace, ws, err) < 0)
+    return -1;
   if (o->rootfs && realpath (o->rootfs, rootfs_real) == NULL)
     return asbx_error (err, errno, "sandbox: --rootfs `%s`", o->rootfs);
   if (asbx_root_open (g->root, true, err) < 0)
@@ -308,7 +534,8 @@ asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o
   cleanup_free char *bundle = NULL, *reason = NULL, *apath = NULL, *adir = NULL;
   asbx_err_t e2 = NULL;
   pid_t pid;
-  int ret = -1;
+  int ret = -1, stop_sig = 0;
+  bool forced = false;
 
   if (o->argc == 0)
     return asbx_error (err, 0, "sandbox: no command given (agentsbx sandbox [options] -- CMD ARG...)");
@@ -325,17 +552,24 @@ asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o
       asbx_error_free (&e2);
       goto out;
     }
-  *exit_status = asbx_container_wait (pid);
+  *exit_status = sandbox_wait (g, id, pid, &stop_sig, &forced);
   reason = read_exit_reason (g, id);
   *exit_status = exit_code_for_reason (reason, *exit_status);
+  if (forced)
+    *exit_status = 128 + stop_sig; /* as timeout(1): the signal that asked us to stop */
   /* what was denied and why, from this run's audit log (the dir the monitor wrote to and
    * `agentsbx audit` reads: --audit-dir > host config auditDir > default) */
   adir = audit_dir_resolve (g->audit_dir, g->config_path, &e2);
   if (!adir)
     asbx_error_free (&e2); /* create read the same host config a moment ago: not expected */
   apath = adir ? audit_path (adir, id) : NULL;
-  if ((!apath || sandbox_summary (apath, stderr) < 0) && reason && strcmp (reason, "exited") != 0)
+  if (stop_sig && adir)
+    audit_stopped (adir, id, stop_sig, forced);
+  if ((!apath || print_summary (apath, stop_sig != 0) < 0) && !forced && reason && strcmp (reason, "exited") != 0)
     log_warning ("sandbox %s: stopped by the policy: %s", id, reason);
+  if (forced)
+    log_warning ("sandbox %s: stopped by signal %d: still running %ld s after it was forwarded, killed", id,
+                 stop_sig, stop_timeout_s ());
   if (asbx_container_delete (g, id, true, &e2) < 0)
     {
       log_warning ("sandbox: %s", e2->msg);

@@ -226,3 +226,142 @@ def test_nft_table_deferred_until_the_way_out(rt, ws):
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+# ---- stopping: SIGTERM from timeout(1) / systemd / CI ends the sandbox ---------------------------
+
+def test_sigterm_stops_a_shell_init_after_the_stop_timeout(rt, ws):
+    """A shell as the pid-namespace init ignores the forwarded SIGTERM: after --stop-timeout the
+    cgroup is SIGKILLed and the sandbox exits 143 (128+SIGTERM, as timeout(1) expects)."""
+    import signal
+    cid = f"sbx-stop-{os.getpid()}"
+    argv = [rt.binary, "--root", rt.root, "--audit-dir", audit_dir(rt), "sandbox", "--id", cid,
+            "--workspace", ws, "--stop-timeout", "1", "--",
+            "/bin/sh", "-c", "echo up > /workspace/up; while :; do sleep 0.1; done"]
+    err_path = os.path.join(rt.workdir, "stop.err")
+    with open(err_path, "wb") as err:
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        _wait_file(os.path.join(ws, "up"))
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(timeout=1 + 5)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert time.monotonic() - t0 < 1 + 5
+    with open(err_path) as f:
+        err_text = f.read()
+    assert rc == 143, err_text
+    assert "stopped by signal 15" in err_text, err_text
+    assert "stopped by the policy" not in err_text, err_text
+    recs = [json.loads(line) for line in read_log(audit_dir(rt), cid).splitlines()]
+    stopped = [r for r in recs if r.get("event") == "lifecycle" and r.get("state") == "stopped"]
+    assert stopped and stopped[-1]["exitReason"] == "signal" and stopped[-1]["signal"] == 15, recs
+    assert stopped[-1]["forcedKill"] is True, recs
+    # nothing left: no state dir, no bundle, no cgroup
+    assert not os.path.exists(os.path.join(rt.root, cid))
+    sb = os.path.join(rt.root, "sandbox")
+    assert not os.path.isdir(sb) or not os.listdir(sb)
+    r = rt.cmd("state", cid)
+    assert r.rc != 0
+
+
+def test_sigterm_handled_by_the_command_passes_its_status(rt, ws):
+    """A command that handles SIGTERM ends on its own within the timeout: its status is kept."""
+    import signal
+    cid = f"sbx-stop2-{os.getpid()}"
+    argv = [rt.binary, "--root", rt.root, "--audit-dir", audit_dir(rt), "sandbox", "--id", cid,
+            "--workspace", ws, "--stop-timeout", "20", "--",
+            "/bin/sh", "-c", "trap 'exit 3' TERM; echo up > /workspace/up; while :; do sleep 0.1; done"]
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        _wait_file(os.path.join(ws, "up"))
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(timeout=15)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert rc == 3
+    assert time.monotonic() - t0 < 10
+
+
+def test_stop_timeout_must_be_seconds(rt, ws):
+    r = sandbox(rt, "--workspace", ws, "--stop-timeout", "soon", "--", "/bin/true")
+    assert r.rc != 0 and "--stop-timeout" in r.err, r
+
+
+# ---- the workspace guard: the one read-write host directory must not be the host ----------------
+
+@pytest.mark.parametrize("path,why", [
+    ("/", "root directory"),
+    ("/proc", "kernel or device"),
+    ("/proc/sys/kernel", "kernel or device"),
+    ("/sys", "kernel or device"),
+    ("/dev", "kernel or device"),
+    ("/etc", "system directory"),
+    ("/usr", "system directory"),
+    ("/var", "system directory"),
+    ("/boot", "system directory"),
+    ("/home", "home"),
+    ("/root", "home directory"),
+])
+def test_dangerous_workspace_refused(rt, path, why):
+    if not os.path.isdir(path):
+        pytest.skip(f"{path} does not exist here")
+    r = sandbox(rt, "--workspace", path, "--", "/bin/true")
+    assert r.rc != 0, r
+    assert f"refusing workspace `{path}`" in r.err and why in r.err, r
+
+
+def test_symlink_to_a_dangerous_workspace_refused(rt):
+    link = os.path.join(rt.workdir, "etc-link")
+    os.symlink("/etc", link)
+    r = sandbox(rt, "--workspace", link, "--", "/bin/true")
+    assert r.rc != 0 and "refusing workspace `/etc`" in r.err, r
+
+
+def test_home_directories_refused_but_projects_in_them_allowed(rt):
+    name = f"asbx-ws-{os.getpid()}"
+    home = os.path.join("/home", name)
+    os.makedirs(os.path.join(home, "project"))
+    try:
+        r = sandbox(rt, "--workspace", home, "--", "/bin/true")
+        assert r.rc != 0 and "home directory" in r.err and home in r.err, r
+        r = sandbox(rt, "--workspace", os.path.join(home, "project"), "--", "/bin/true")
+        assert r.rc == 0, r
+    finally:
+        shutil.rmtree(home)
+
+
+def test_current_directory_that_is_home_refused(rt, ws):
+    """The default workspace (the current directory) is checked too, and $HOME counts."""
+    env = dict(os.environ, HOME=ws)
+    r = rt.cmd("sandbox", "--", "/bin/true", global_args=["--audit-dir", audit_dir(rt)], cwd=ws, env=env)
+    assert r.rc != 0 and "$HOME" in r.err and "current directory" in r.err, r
+    r = rt.cmd("sandbox", "--", "/bin/true", global_args=["--audit-dir", audit_dir(rt)], cwd="/")
+    assert r.rc != 0 and "refusing workspace `/`" in r.err, r
+
+
+def test_workspace_not_a_directory(rt, ws):
+    f = os.path.join(ws, "file")
+    open(f, "w").close()
+    r = sandbox(rt, "--workspace", f, "--", "/bin/true")
+    assert r.rc != 0 and "expected a directory" in r.err, r
+
+
+def test_demo_workspace_allowed(rt):
+    """The demo's workspace under /var/lib stays allowed (only /var itself is refused)."""
+    d = "/var/lib/agentsbx-demo/workspace"
+    made = [p for p in ("/var/lib/agentsbx-demo", d) if not os.path.exists(p)]
+    os.makedirs(d, exist_ok=True)
+    try:
+        r = sandbox(rt, "--workspace", d, "--", "/bin/sh", "-c", "pwd")
+        assert r.rc == 0 and r.out.strip() == "/workspace", r
+    finally:
+        for p in reversed(made):
+            os.rmdir(p)
