@@ -677,8 +677,9 @@ policy_apply_memfd_noexec (const struct policy_plan *plan, bool new_pidns, asbx_
   char *keys[] = { (char *) "vm.memfd_noexec" }, *vals[] = { (char *) "2" };
   struct oci_map m = { .keys = keys, .values = vals, .len = 1 };
   if (linux_sysctl_apply_at (procfd, &m, err) < 0)
-    return asbx_error_wrap (err, "%s: set vm.memfd_noexec=2 in the container's pid namespace (needs "
-                                 "CAP_SYS_ADMIN and a real-root writer: not possible in a user namespace)",
+    return asbx_error_wrap (err,
+                            "%s: set vm.memfd_noexec=2 in the container's pid namespace (needs "
+                            "CAP_SYS_ADMIN and a real-root writer: not possible in a user namespace)",
                             why);
   /* read back: a kernel that silently ignored the write must not pass */
   cleanup_close int rfd = openat (procfd, "sys/vm/memfd_noexec", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);

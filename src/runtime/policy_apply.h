@@ -51,12 +51,11 @@ int policy_apply_mounts (int rootfd, const struct policy_plan *plan, asbx_err_t 
  * the agent wrote cannot run through memfd_create + execveat/fexecve (a memfd is on no mount the
  * allowlist sees). Writes 2 to /proc/sys/vm/memfd_noexec (kernel >= 6.3,
  * Documentation/admin-guide/sysctl/vm.rst and memfd_create(2): per pid namespace, inherited and
- * only raisable below; 2 = MFD_EXEC is refused, every memfd is sealed noexec). The handler acts on the caller's pid namespace, so the
- * init calls this in the container's NEW pid namespace (new_pidns) with CAP_SYS_ADMIN, before
- * the capabilities go; exec'd processes join that namespace and are covered. Nothing without a
- * policy or when allowExec is unset. Fail closed: no new pid namespace, no sysctl (kernel < 6.3)
- * or a refused write (user namespace: /proc/sys is writable only by the host's root) is an
- * error naming filesystem.allowExec. 0 / -1 with *err. */
+ * only raisable below; 2 = MFD_EXEC is refused, every memfd is sealed noexec). The handler acts on the caller's pid
+ * namespace, so the init calls this in the container's NEW pid namespace (new_pidns) with CAP_SYS_ADMIN, before the
+ * capabilities go; exec'd processes join that namespace and are covered. Nothing without a policy or when allowExec is
+ * unset. Fail closed: no new pid namespace, no sysctl (kernel < 6.3) or a refused write (user namespace: /proc/sys is
+ * writable only by the host's root) is an error naming filesystem.allowExec. 0 / -1 with *err. */
 int policy_apply_memfd_noexec (const struct policy_plan *plan, bool new_pidns, asbx_err_t *err);
 
 /* Build the Landlock ruleset (paths opened in the current root) and compile the syscall-group

@@ -485,7 +485,7 @@ print_summary (const char *apath, bool stopped)
   if (!f)
     return sandbox_summary (apath, stderr);
   ret = sandbox_summary (apath, f);
-  fclose (f);
+  (void) fclose (f);
   for (line = strtok_r (buf, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
     if (strncmp (line, policy_line, sizeof policy_line - 1) != 0)
       fprintf (stderr, "%s\n", line);
@@ -568,8 +568,8 @@ asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o
   if ((!apath || print_summary (apath, stop_sig != 0) < 0) && !forced && reason && strcmp (reason, "exited") != 0)
     log_warning ("sandbox %s: stopped by the policy: %s", id, reason);
   if (forced)
-    log_warning ("sandbox %s: stopped by signal %d: still running %ld s after it was forwarded, killed", id,
-                 stop_sig, stop_timeout_s ());
+    log_warning ("sandbox %s: stopped by signal %d: still running %ld s after it was forwarded, killed", id, stop_sig,
+                 stop_timeout_s ());
   if (asbx_container_delete (g, id, true, &e2) < 0)
     {
       log_warning ("sandbox: %s", e2->msg);
