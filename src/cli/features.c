@@ -9,6 +9,7 @@
 #include "linux/cgroup.h"
 #include "linux/landlock_ruleset.h"
 #include "linux/seccomp_bpf.h"
+#include "policy/doc.h"
 
 int
 cli_features (struct asbx_global *g, int argc, char **argv)
@@ -44,48 +45,6 @@ cli_features (struct asbx_global *g, int argc, char **argv)
                                                "symfollow",   "sync",
                                                "unbindable",  NULL };
   static const char *const namespaces[] = { "cgroup", "ipc", "mount", "network", "pid", "time", "user", "uts", NULL };
-  static const char *const caps[] = { "CAP_CHOWN",
-                                      "CAP_DAC_OVERRIDE",
-                                      "CAP_DAC_READ_SEARCH",
-                                      "CAP_FOWNER",
-                                      "CAP_FSETID",
-                                      "CAP_KILL",
-                                      "CAP_SETGID",
-                                      "CAP_SETUID",
-                                      "CAP_SETPCAP",
-                                      "CAP_LINUX_IMMUTABLE",
-                                      "CAP_NET_BIND_SERVICE",
-                                      "CAP_NET_BROADCAST",
-                                      "CAP_NET_ADMIN",
-                                      "CAP_NET_RAW",
-                                      "CAP_IPC_LOCK",
-                                      "CAP_IPC_OWNER",
-                                      "CAP_SYS_MODULE",
-                                      "CAP_SYS_RAWIO",
-                                      "CAP_SYS_CHROOT",
-                                      "CAP_SYS_PTRACE",
-                                      "CAP_SYS_PACCT",
-                                      "CAP_SYS_ADMIN",
-                                      "CAP_SYS_BOOT",
-                                      "CAP_SYS_NICE",
-                                      "CAP_SYS_RESOURCE",
-                                      "CAP_SYS_TIME",
-                                      "CAP_SYS_TTY_CONFIG",
-                                      "CAP_MKNOD",
-                                      "CAP_LEASE",
-                                      "CAP_AUDIT_WRITE",
-                                      "CAP_AUDIT_CONTROL",
-                                      "CAP_SETFCAP",
-                                      "CAP_MAC_OVERRIDE",
-                                      "CAP_MAC_ADMIN",
-                                      "CAP_SYSLOG",
-                                      "CAP_WAKE_ALARM",
-                                      "CAP_BLOCK_SUSPEND",
-                                      "CAP_AUDIT_READ",
-                                      "CAP_PERFMON",
-                                      "CAP_BPF",
-                                      "CAP_CHECKPOINT_RESTORE",
-                                      NULL };
   asbx_err_t err = NULL;
   enum cgroup_layout layout = CGROUP_LAYOUT_LEGACY;
   bool have_layout = cgroup_layout_detect (&layout, &err) == 0;
@@ -112,7 +71,7 @@ cli_features (struct asbx_global *g, int argc, char **argv)
     .hooks = hooks,
     .mount_options = mount_options,
     .namespaces = namespaces,
-    .capabilities = caps,
+    .capabilities = pdoc_caps, /* the one capability table: policy/doc.c */
     .cgroup_v1 = true,
     .cgroup_v2 = true,
 #ifdef HAVE_LIBSYSTEMD
