@@ -131,8 +131,9 @@ def json_lines(text):
 
 
 def one_line_error(result):
-    """A clean failure: non-zero exit (not a signal), something on stderr."""
-    return result.rc > 0 and result.rc < 128 and result.err.strip() != ""
+    """A clean failure: non-zero exit (not a signal, not a shell's 128+N), something on stderr.
+    255 is allowed: runc's (and our) `exec` exit status when the process could not be started."""
+    return result.rc > 0 and (result.rc < 128 or result.rc == 255) and result.err.strip() != ""
 
 
 def profile_agent_reason(rt):
