@@ -5,6 +5,7 @@
  * rootfs fd, and mounts go onto the fd that was resolved, never onto a re-resolved string. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@
 #include "policy/nft_ruleset.h"
 #include "policy/syscall_groups.h"
 #include "runtime/policy_apply.h"
+#include "runtime/policy_homes.h"
 #include "runtime/process.h"
 
 /* ---- P: the spec ---- */
@@ -361,7 +363,8 @@ apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy
       && pin_ancestors (rootfd, plan, m->path, err) < 0)
     return asbx_error_wrap (err, "policy %s (%s)", m->origin, m->path);
   cleanup_close int fd = ps_openat2 (rootfd, m->path, O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
-  if (fd < 0 && errno == ENOENT)
+  /* ENOTDIR: a component is a file (~/.config a file, rule ~/.config/gh): the path is missing */
+  if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
     {
       if (m->optional || m->kind == POLICY_MOUNT_BIND_RW)
         {
@@ -396,38 +399,63 @@ apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy
   return r < 0 ? asbx_error_wrap (err, "policy %s (%s)", m->origin, m->path) : 0;
 }
 
-/* The `~/x` form: the rule applies to <path>/<entry>/<each_child> for every directory entry of
- * <path> (e.g. every home under /home) in the container's rootfs at create. */
+/* The `~/x` form: the rule applies to <home>/<each_child> for every home of the container's
+ * rootfs at create (runtime/policy_homes.h): each directory entry of <path> ("/home"), symlinked
+ * ones as the directory they name inside the rootfs, and every home of the rootfs's /etc/passwd
+ * (issue 13 §3: a service user's /var/lib/postgresql/.pgpass). A home without the credential
+ * holds the deny unless the home is writable; a missing file in a writable passwd home is not
+ * an error for a mask (what the agent writes there is its own), for a read-only bind it is. */
 static int
 apply_each_child (int rootfd, const struct policy_plan *plan, const struct policy_mount *m, asbx_err_t *err)
 {
-  cleanup_close int dfd = ps_openat2 (rootfd, m->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0,
-                                      RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
-  cleanup_closedir DIR *d = NULL;
-  struct dirent *de;
+  struct policy_home *homes = NULL;
+  int n = policy_homes_list (rootfd, m->path, &homes, err);
+  int r = 0;
 
-  if (dfd < 0)
-    return errno == ENOENT || errno == ENOTDIR ? 0
-                                               : asbx_error (err, errno, "policy %s: open `%s`", m->origin, m->path);
-  d = fdopendir (dfd);
-  if (!d)
-    return asbx_error (err, errno, "policy %s: read `%s`", m->origin, m->path);
-  dfd = -1; /* owned by d */
-  while ((de = readdir (d)))
+  if (n < 0)
+    return asbx_error_wrap (err, "policy %s", m->origin);
+  for (int i = 0; i < n && r == 0; i++)
     {
-      struct stat st;
-      if (de->d_name[0] == '.' && (de->d_name[1] == '\0' || (de->d_name[1] == '.' && de->d_name[2] == '\0')))
-        continue;
-      if (fstatat (dirfd (d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR (st.st_mode))
-        continue; /* a symlinked home is not followed: it cannot lead the rule elsewhere */
-      cleanup_free char *path = xasprintf ("%s/%s/%s", m->path, de->d_name, m->each_child);
+      cleanup_free char *path = xasprintf ("%s/%s", strcmp (homes[i].path, "/") ? homes[i].path : "", m->each_child);
       struct policy_mount one = *m;
       one.path = path;
       one.each_child = NULL;
-      /* a home without the credential file: the deny holds unless the home is writable */
-      one.optional = m->optional || !m->writable_parent;
-      if (apply_one_mount (rootfd, plan, &one, err) < 0)
-        return -1;
+      if (homes[i].from_passwd)
+        one.writable_parent = covering_grant (plan, path) != NULL;
+      one.optional = m->optional || !one.writable_parent || (homes[i].from_passwd && m->kind == POLICY_MOUNT_MASK);
+      r = apply_one_mount (rootfd, plan, &one, err);
+    }
+  policy_homes_free (homes, n > 0 ? (size_t) n : 0);
+  return r;
+}
+
+/* One host directory of plan->hidden_paths: masked where the container's view shows that same
+ * directory (device and inode) at its path (or at its real path), e.g. the audit directory
+ * through the sandbox's /var bind. A directory the container sees elsewhere under another name
+ * (an explicit bind of /var/log to /logs) is the bind's author's choice, see docs/security.md. */
+static int
+apply_hidden (int rootfd, const char *path, asbx_err_t *err)
+{
+  char real[PATH_MAX];
+  struct stat hst;
+
+  if (realpath (path, real) == NULL || stat (real, &hst) < 0)
+    return errno == ENOENT || errno == ENOTDIR ? 0 : asbx_error (err, errno, "policy: hide `%s`", path);
+  const char *cand[] = { real, path[0] == '/' && strcmp (path, real) ? path : NULL };
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (cand) && cand[i]; i++)
+    {
+      struct stat cst;
+      cleanup_close int fd = ps_openat2 (rootfd, cand[i], O_PATH | O_CLOEXEC, 0,
+                                         RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+      if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+        continue;
+      if (fd < 0 || fstat (fd, &cst) < 0)
+        return asbx_error (err, errno, "policy: hide `%s`", cand[i]);
+      if (cst.st_dev != hst.st_dev || cst.st_ino != hst.st_ino)
+        continue; /* the image's own directory of that name, not the host's */
+      if (mask (rootfd, fd, err) < 0)
+        return asbx_error_wrap (err, "policy: hide the host's `%s`", cand[i]);
+      log_debug ("policy: host directory `%s` hidden", cand[i]);
     }
   return 0;
 }
@@ -448,6 +476,10 @@ policy_apply_mounts (int rootfd, const struct policy_plan *plan, asbx_err_t *err
         if ((m->each_child ? apply_each_child (rootfd, plan, m, err) : apply_one_mount (rootfd, plan, m, err)) < 0)
           return -1;
       }
+  /* the runtime's own state and audit, last: over whatever grant shows them */
+  for (size_t i = 0; i < plan->hidden_paths_len; i++)
+    if (apply_hidden (rootfd, plan->hidden_paths[i], err) < 0)
+      return -1;
   return 0;
 }
 
