@@ -137,6 +137,8 @@ explain_rest (const struct policy_plan *p)
   for (size_t i = 0; i < policy_syscall_groups_len; i++)
     if (p->deny_groups & policy_syscall_groups[i].bit)
       printf ("  %-12s %s\n", policy_syscall_groups[i].name, policy_syscall_groups[i].doc);
+  printf ("write+exec memory: %s\n",
+          p->deny_write_exec_memory ? "refused (PR_SET_MDWE: no W+X mapping, none made executable later)" : "allowed");
   printf ("capabilities: %s\n", p->restrict_caps ? "each set ∩ allow list" : "as config.json");
   if (p->restrict_caps)
     print_list ("allow", p->caps_allow, p->caps_allow_len);

@@ -187,6 +187,7 @@ gen_rest (yajl_gen g, const struct policy_plan *p)
     if (p->deny_groups & policy_syscall_groups[i].bit)
       S (g, policy_syscall_groups[i].name);
   yajl_gen_array_close (g);
+  kv_bool (g, "denyWriteExecMemory", p->deny_write_exec_memory);
   kv_bool (g, "restrictCaps", p->restrict_caps);
   kv_strv (g, "capsAllow", p->caps_allow, p->caps_allow_len);
   gen_net (g, p);

@@ -108,6 +108,9 @@ struct policy_plan
 
   /* syscalls: groups to deny, stacked on the OCI filter */
   unsigned deny_groups;
+  /* syscalls.denyWriteExecMemory: prctl(PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN) for the
+   * container's processes (no W+X mapping, no mapping made executable later) */
+  bool deny_write_exec_memory;
 
   /* capabilities: when restrict_caps, every set becomes set ∩ caps_allow */
   bool restrict_caps;

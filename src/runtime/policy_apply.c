@@ -31,6 +31,7 @@
 #include "policy/syscall_groups.h"
 #include "runtime/policy_apply.h"
 #include "runtime/policy_homes.h"
+#include "runtime/policy_noexec.h"
 #include "runtime/process.h"
 
 /* ---- P: the spec ---- */
@@ -461,7 +462,7 @@ apply_hidden (int rootfd, const char *path, asbx_err_t *err)
 }
 
 int
-policy_apply_mounts (int rootfd, const struct policy_plan *plan, asbx_err_t *err)
+policy_apply_mounts (int rootfd, const struct policy_plan *plan, bool root_readonly, asbx_err_t *err)
 {
   if (!plan || !plan->active)
     return 0;
@@ -480,7 +481,8 @@ policy_apply_mounts (int rootfd, const struct policy_plan *plan, asbx_err_t *err
   for (size_t i = 0; i < plan->hidden_paths_len; i++)
     if (apply_hidden (rootfd, plan->hidden_paths[i], err) < 0)
       return -1;
-  return 0;
+  /* allowExec: no mount outside it executes, for mmap(PROT_EXEC) as for execve */
+  return policy_apply_noexec (rootfd, plan, root_readonly, err);
 }
 
 /* ---- I/E: the process layers ---- */
@@ -579,9 +581,33 @@ build_landlock (const struct policy_plan *plan, asbx_err_t *err)
   return ll;
 }
 
-/* the denied groups as an OCI seccomp object, compiled by the same code as linux.seccomp */
+/* one rule of a group (or of policy_exec_rules) as an OCI syscall entry; names/args: 2 slots */
+static void
+oci_rule (const struct policy_syscall_rule *rule, struct oci_seccomp_syscall *c, char **names,
+          struct oci_seccomp_arg *a)
+{
+  names[0] = (char *) rule->syscall;
+  c->names = names;
+  c->names_len = 1;
+  c->action = (char *) "SCMP_ACT_ERRNO";
+  c->has_errno_ret = true;
+  c->errno_ret = (uint32_t) rule->errno_ret;
+  if (rule->arg >= 0)
+    {
+      a->index = (uint32_t) rule->arg;
+      a->op = (char *) rule->op;
+      a->value = rule->value;
+      a->value_two = rule->value_two;
+      a->has_value_two = true;
+      c->args = a;
+      c->args_len = 1;
+    }
+}
+
+/* The denied groups, plus policy_exec_rules when allowExec is set (exec), as an OCI seccomp
+ * object compiled by the same code as linux.seccomp */
 static int
-build_groups_filter (unsigned deny, struct linux_seccomp *out, asbx_err_t *err)
+build_groups_filter (unsigned deny, bool exec, struct linux_seccomp *out, asbx_err_t *err)
 {
 #ifdef __x86_64__
   static char *arches[] = { "SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32", NULL };
@@ -598,7 +624,7 @@ build_groups_filter (unsigned deny, struct linux_seccomp *out, asbx_err_t *err)
                             .architectures_len = arches_len,
                             .flags = log_flag,
                             .flags_len = 1 };
-  size_t n = 0;
+  size_t n = exec ? policy_exec_rules_len : 0;
   int r;
 
   for (size_t g = 0; g < policy_syscall_groups_len; g++)
@@ -612,30 +638,11 @@ build_groups_filter (unsigned deny, struct linux_seccomp *out, asbx_err_t *err)
       const struct policy_sysgroup *grp = &policy_syscall_groups[g];
       if (!(deny & grp->bit))
         continue;
-      for (size_t i = 0; i < grp->rules_len; i++)
-        {
-          const struct policy_syscall_rule *rule = &grp->rules[i];
-          size_t k = sc.syscalls_len++;
-          struct oci_seccomp_syscall *c = &calls[k];
-          names[2 * k] = (char *) rule->syscall;
-          c->names = &names[2 * k];
-          c->names_len = 1;
-          c->action = (char *) "SCMP_ACT_ERRNO";
-          c->has_errno_ret = true;
-          c->errno_ret = (uint32_t) rule->errno_ret;
-          if (rule->arg >= 0)
-            {
-              struct oci_seccomp_arg *a = &args[2 * k];
-              a->index = (uint32_t) rule->arg;
-              a->op = (char *) rule->op;
-              a->value = rule->value;
-              a->value_two = rule->value_two;
-              a->has_value_two = true;
-              c->args = a;
-              c->args_len = 1;
-            }
-        }
+      for (size_t i = 0; i < grp->rules_len; i++, sc.syscalls_len++)
+        oci_rule (&grp->rules[i], &calls[sc.syscalls_len], &names[2 * sc.syscalls_len], &args[2 * sc.syscalls_len]);
     }
+  for (size_t i = 0; exec && i < policy_exec_rules_len; i++, sc.syscalls_len++)
+    oci_rule (&policy_exec_rules[i], &calls[sc.syscalls_len], &names[2 * sc.syscalls_len], &args[2 * sc.syscalls_len]);
   sc.syscalls = calls;
   r = linux_seccomp_compile (&sc, out, err);
   return r < 0 ? asbx_error_wrap (err, "policy syscalls.deny") : 0;
@@ -655,30 +662,17 @@ policy_prepare_process (const struct policy_plan *plan, asbx_err_t *err)
       if (!ll)
         return -1;
     }
-  if (plan->deny_groups && build_groups_filter (plan->deny_groups, &groups, err) < 0)
+  bool exec = policy_exec_restricted (plan), filter = plan->deny_groups || exec;
+  if (filter && build_groups_filter (plan->deny_groups, exec, &groups, err) < 0)
     {
       linux_landlock_free (ll);
       return -1;
     }
-  process_set_policy (plan->deny_groups ? &groups : NULL, ll);
+  process_set_policy (filter ? &groups : NULL, ll, plan->deny_write_exec_memory);
   return 0;
 }
 
 /* ---- I: memfd exec (vm.memfd_noexec) ---- */
-
-/* The exec allowlist is restricted when some Landlock rule grants access without EXECUTE: with
- * allowExec unset the compiler gives every read/write rule EXEC ("exec anywhere readable"), so a
- * rule without it exists exactly when allowExec is set (policy/compile.c compile_landlock). */
-static bool
-exec_restricted (const struct policy_plan *plan)
-{
-  if (!plan->landlock)
-    return false;
-  for (size_t i = 0; i < plan->fs_rules_len; i++)
-    if ((plan->fs_rules[i].rights & (POLICY_FS_READ | POLICY_FS_WRITE)) && !(plan->fs_rules[i].rights & POLICY_FS_EXEC))
-      return true;
-  return false;
-}
 
 int
 policy_apply_memfd_noexec (const struct policy_plan *plan, bool new_pidns, asbx_err_t *err)
@@ -687,7 +681,7 @@ policy_apply_memfd_noexec (const struct policy_plan *plan, bool new_pidns, asbx_
   char buf[16] = "";
   ssize_t n;
 
-  if (!plan || !plan->active || !exec_restricted (plan))
+  if (!plan || !plan->active || !policy_exec_restricted (plan))
     return 0;
   /* a shared (host or engine-given) pid namespace: raising it there would change every other
    * process in it, and lowering is impossible - refuse rather than leak the setting */
