@@ -21,6 +21,7 @@ import os
 import platform
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -211,3 +212,31 @@ def test_control_routes_run_without_an_exec_allowlist(rt, ws):
     routes = [x for x in FILE_ROUTES + ANON_ROUTES if x != "dlopen-devshm"]
     res, r = run_routes(rt, ws, "open", routes)
     assert all(res.values()), ({k: v for k, v in res.items() if not v}, r.out)
+
+
+def test_exec_into_locked_container_is_covered(rt, ws):
+    """`agentsbx exec` processes get the same layers: MDWE on (PR_GET_MDWE), memfd_create refused,
+    the anonymous-memory routine refused."""
+    cid = f"native-{os.getpid()}-{os.urandom(2).hex()}"
+    argv = [rt.binary, "--root", rt.root, "--audit-dir", audit_dir(rt), "--profile", "locked", "sandbox",
+            "--id", cid, "--workspace", ws, "--", "/bin/sleep", "60"]
+    sb = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            if rt.cmd("state", cid).rc == 0:
+                break
+            assert sb.poll() is None, "the sandbox ended before it could be exec'd into"
+            time.sleep(0.1)
+        probe = ("import ctypes, os\n"
+                 "print('mdwe', ctypes.CDLL(None).prctl(66, 0, 0, 0, 0))\n"
+                 "try:\n os.memfd_create('x'); print('memfd ok')\n"
+                 "except OSError as e: print('memfd', e.errno)\n")
+        r = rt.cmd("exec", cid, "/usr/bin/python3", "-c", probe)
+        assert r.rc == 0, r
+        assert "mdwe 1" in r.out and "memfd 38" in r.out, r
+        r = rt.cmd("exec", cid, "/usr/bin/python3", "/workspace/driver.py", "/workspace", ws, "anon-rwx")
+        assert "M-anon-rwx" not in r.out.replace("route", ""), r
+        assert "route refused" in r.out, r
+    finally:
+        rt.cmd("kill", cid, "KILL")
+        sb.wait(timeout=30)
