@@ -406,16 +406,46 @@ apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy
  * (issue 13 §3: a service user's /var/lib/postgresql/.pgpass). A home without the credential
  * holds the deny unless the home is writable; a missing file in a writable passwd home is not
  * an error for a mask (what the agent writes there is its own), for a read-only bind it is. */
-static int
-apply_each_child (int rootfd, const struct policy_plan *plan, const struct policy_mount *m, asbx_err_t *err)
+struct homes_cache
 {
-  struct policy_home *homes = NULL;
-  int n = policy_homes_list (rootfd, m->path, &homes, err);
+  char *dir; /* the each_child rules' path ("/home"); NULL = not listed yet */
+  struct policy_home *v;
+  int n;
+};
+
+static void
+homes_cache_clear (struct homes_cache *c)
+{
+  policy_homes_free (c->v, c->n > 0 ? (size_t) c->n : 0);
+  free (c->dir);
+  *c = (struct homes_cache){ 0 };
+}
+
+/* the homes for `dir`, listed once per create: before any deny mount (a denyRead of /etc/passwd
+ * must not hide the homes it names) and not again for each of the ~60 `~/` rules */
+static int
+homes_cache_fill (struct homes_cache *c, int rootfd, const char *dir, asbx_err_t *err)
+{
+  if (c->dir && strcmp (c->dir, dir) == 0)
+    return 0;
+  homes_cache_clear (c);
+  c->n = policy_homes_list (rootfd, dir, &c->v, err);
+  if (c->n < 0)
+    return -1;
+  c->dir = xstrdup (dir);
+  return 0;
+}
+
+static int
+apply_each_child (int rootfd, const struct policy_plan *plan, const struct policy_mount *m, struct homes_cache *hc,
+                  asbx_err_t *err)
+{
   int r = 0;
 
-  if (n < 0)
+  if (homes_cache_fill (hc, rootfd, m->path, err) < 0)
     return asbx_error_wrap (err, "policy %s", m->origin);
-  for (int i = 0; i < n && r == 0; i++)
+  const struct policy_home *homes = hc->v;
+  for (int i = 0; i < hc->n && r == 0; i++)
     {
       cleanup_free char *path = xasprintf ("%s/%s", strcmp (homes[i].path, "/") ? homes[i].path : "", m->each_child);
       struct policy_mount one = *m;
@@ -426,7 +456,6 @@ apply_each_child (int rootfd, const struct policy_plan *plan, const struct polic
       one.optional = m->optional || !one.writable_parent || (homes[i].from_passwd && m->kind == POLICY_MOUNT_MASK);
       r = apply_one_mount (rootfd, plan, &one, err);
     }
-  policy_homes_free (homes, n > 0 ? (size_t) n : 0);
   return r;
 }
 
@@ -464,19 +493,28 @@ apply_hidden (int rootfd, const char *path, asbx_err_t *err)
 int
 policy_apply_mounts (int rootfd, const struct policy_plan *plan, bool root_readonly, asbx_err_t *err)
 {
+  struct homes_cache hc = { 0 };
+  int r = 0;
+
   if (!plan || !plan->active)
     return 0;
   /* grants first, then denies on top: deny wins over allow (POLICY.md §2) */
-  for (int pass = 0; pass < 2; pass++)
-    for (size_t i = 0; i < plan->mounts_len; i++)
+  for (int pass = 0; pass < 2 && r == 0; pass++)
+    for (size_t i = 0; i < plan->mounts_len && r == 0; i++)
       {
         const struct policy_mount *m = &plan->mounts[i];
         bool grant = m->kind == POLICY_MOUNT_BIND_RW || m->kind == POLICY_MOUNT_TMPFS;
-        if ((pass == 0) != grant)
+        if (pass == 1 && i == 0)
+          for (size_t j = 0; j < plan->mounts_len && r == 0; j++)
+            if (plan->mounts[j].each_child)
+              r = homes_cache_fill (&hc, rootfd, plan->mounts[j].path, err);
+        if ((pass == 0) != grant || r < 0)
           continue;
-        if ((m->each_child ? apply_each_child (rootfd, plan, m, err) : apply_one_mount (rootfd, plan, m, err)) < 0)
-          return -1;
+        r = m->each_child ? apply_each_child (rootfd, plan, m, &hc, err) : apply_one_mount (rootfd, plan, m, err);
       }
+  homes_cache_clear (&hc);
+  if (r < 0)
+    return -1;
   /* the runtime's own state and audit, last: over whatever grant shows them */
   for (size_t i = 0; i < plan->hidden_paths_len; i++)
     if (apply_hidden (rootfd, plan->hidden_paths[i], err) < 0)
