@@ -11,8 +11,9 @@ marker exists on the host and its path was not printed: outside evidence only.
 The workspace lies under /var/tmp, so the sandbox also sees it read-only at its host path through
 its /var bind (route dlopen-alias: the same file through a second, read-only path).
 
-Matrix: every file/memfd/SysV route is blocked under agent, build and locked; the anonymous-memory
-routes (mmap RWX, mprotect RW->RX) are blocked under locked only (syscalls.denyWriteExecMemory)
+Matrix: every file/memfd/SysV route is blocked under agent, build and locked; the process-memory
+routes (anonymous mmap RWX, mprotect RW->RX, a private RWX mapping of a system library) are
+blocked under locked only (syscalls.denyWriteExecMemory)
 and, as documented, run under agent/build (control: the routine works). Control: with the `open`
 profile every route that needs no /dev/shm runs.
 """
@@ -137,6 +138,12 @@ def run():
         a = libc.mmap(None, 4096, PR | PW | PX, MAP_PRIVATE | MAP_ANON, -1, 0)
         if a in (None, ctypes.c_void_p(-1).value): raise OSError(ctypes.get_errno(), "mmap")
         ctypes.memmove(a, code(), len(code())); call(a)
+    if route == "private-lib-rwx":
+        # a copy-on-write mapping of a system library (on an exec mount) made writable too
+        fd = os.open("/lib/x86_64-linux-gnu/libc.so.6", os.O_RDONLY)
+        a = libc.mmap(None, 4096, PR | PW | PX, MAP_PRIVATE, fd, 0)
+        if a in (None, ctypes.c_void_p(-1).value): raise OSError(ctypes.get_errno(), "mmap")
+        ctypes.memmove(a, code(), len(code())); call(a)
     if route == "anon-mprotect":
         a = libc.mmap(None, 4096, PR | PW, MAP_PRIVATE | MAP_ANON, -1, 0)
         ctypes.memmove(a, code(), len(code()))
@@ -153,7 +160,7 @@ except OSError as e:
 FILE_ROUTES = ["execve-ws", "execve-tmp", "execveat-ws", "ldso-ws", "ldso-tmp", "shebang-ws", "shebang-tmp",
                "dlopen-ws", "dlopen-alias", "dlopen-tmp", "dlopen-devshm", "dlopen-tmpfile", "dlopen-memfd",
                "dlopen-memfd-sealed", "execveat-memfd", "mmap-ws", "memfd-double-map", "shm-double-attach"]
-ANON_ROUTES = ["anon-rwx", "anon-mprotect"]
+ANON_ROUTES = ["anon-rwx", "anon-mprotect", "private-lib-rwx"]
 
 
 @pytest.fixture(scope="module")
