@@ -16,6 +16,7 @@
 #include "policy/nft_ruleset.h"
 #include "policy/policy.h"
 #include "policy/syscall_groups.h"
+#include "runtime/policy_noexec.h"
 
 static int
 policy_usage (FILE *f)
@@ -137,6 +138,11 @@ explain_rest (const struct policy_plan *p)
   for (size_t i = 0; i < policy_syscall_groups_len; i++)
     if (p->deny_groups & policy_syscall_groups[i].bit)
       printf ("  %-12s %s\n", policy_syscall_groups[i].name, policy_syscall_groups[i].doc);
+  if (policy_exec_restricted (p))
+    printf ("native code: only from allowExec paths (every other mount noexec); memfd_create, memfd_secret: "
+            "ENOSYS; shmat SHM_EXEC: EPERM\n");
+  printf ("write+exec memory: %s\n",
+          p->deny_write_exec_memory ? "refused (PR_SET_MDWE: no W+X mapping, none made executable later)" : "allowed");
   printf ("capabilities: %s\n", p->restrict_caps ? "each set ∩ allow list" : "as config.json");
   if (p->restrict_caps)
     print_list ("allow", p->caps_allow, p->caps_allow_len);

@@ -89,6 +89,23 @@ ps_open_in_root (int rootfd, const char *path, int flags, asbx_err_t *err)
   return fd;
 }
 
+int
+ps_open_cover_target (int rootfd, const char *path)
+{
+  for (int attempt = 0; attempt < 16; attempt++)
+    {
+      int fd = ps_openat2 (rootfd, path, O_PATH, 0, PS_RESOLVE);
+      if (fd >= 0 || (errno != ENOENT && errno != ENOTDIR))
+        return fd;
+      fd = ps_openat2 (rootfd, path, O_PATH, 0, PS_RESOLVE | RESOLVE_NO_SYMLINKS);
+      if (fd < 0)
+        return -1; /* ENOENT/ENOTDIR: missing; ELOOP: through a symlink; else an error */
+      close (fd);  /* there now: it changed between the lookups */
+    }
+  errno = EAGAIN;
+  return -1;
+}
+
 char *
 ps_clean (const char *path)
 {

@@ -35,6 +35,17 @@ int ps_openat2_fallback (int dirfd, const char *path, uint64_t flags, uint64_t m
  * with errno (ENOENT, ENOTDIR, ELOOP for a magic link, EXDEV...) and *err naming the path. */
 int ps_open_in_root (int rootfd, const char *path, int flags, asbx_err_t *err);
 
+/* Open (O_PATH, beneath rootfd, RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS) the object a mount must
+ * cover: linux.maskedPaths / linux.readonlyPaths entries. A missing path may be skipped
+ * (config-linux.md), a path that is missing only because a symlink on the way dangles may not:
+ * a concurrent RENAME_EXCHANGE of the path with a dangling symlink would otherwise turn "cover
+ * this directory" into "skip it" (issue 13 §5). So after ENOENT/ENOTDIR the path is looked up
+ * again with RESOLVE_NO_SYMLINKS: missing again = really missing (-1, errno ENOENT/ENOTDIR);
+ * ELOOP = a symlink is on the way (-1, errno ELOOP: the caller refuses); found = it changed
+ * between the lookups: start again (16 times at most, then -1 with EAGAIN).
+ * Returns the fd (caller owns) or -1 with errno. */
+int ps_open_cover_target (int rootfd, const char *path);
+
 /* Lexically clean `path` ("//a/./b/../c" -> "/a/c", ".." never leaves "/"); always absolute.
  * Returns a heap string. */
 char *ps_clean (const char *path);

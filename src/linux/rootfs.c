@@ -326,16 +326,38 @@ linux_rootfs_pivot (int rootfd, bool no_pivot, asbx_err_t *err)
 }
 
 /* a masked path: directory -> read-only empty tmpfs; anything else -> the container's /dev/null */
+/* the object a masked or read-only path names (pathsafe.h ps_open_cover_target): the fd, -2 when
+ * it is really missing (config-linux.md: a missing path is not an error), else -1 with *err */
+static int
+open_cover_target (int rootfd, const char *path, asbx_err_t *err)
+{
+  int fd = ps_open_cover_target (rootfd, path);
+  if (fd >= 0)
+    return fd;
+  if (errno == ENOENT || errno == ENOTDIR)
+    return -2;
+  if (errno == ELOOP)
+    return asbx_error (err, ELOOP,
+                       "`%s` is missing through a symlink (dangling, or swapped during setup): not "
+                       "masked, refused",
+                       path);
+  if (errno == EAGAIN)
+    return asbx_error (err, EAGAIN, "`%s` kept changing during setup: refused", path);
+  return asbx_error (err, errno, "open");
+}
+
 static int
 mask_path (int rootfd, const char *path, asbx_err_t *err)
 {
-  cleanup_close int fd = ps_openat2 (rootfd, path, O_PATH, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+  cleanup_close int fd = open_cover_target (rootfd, path, err);
   cleanup_close int mfd = -1;
   struct stat st;
 
-  if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+  if (fd == -2)
     return 0; /* config-linux.md: a missing path is not an error */
-  if (fd < 0 || fstat (fd, &st) < 0)
+  if (fd < 0)
+    return -1;
+  if (fstat (fd, &st) < 0)
     return asbx_error (err, errno, "open");
   if (S_ISDIR (st.st_mode))
     mfd = mnt_new_fs ("tmpfs", "tmpfs", "size=0,mode=755", 0, MOUNT_ATTR_RDONLY, err);
@@ -357,13 +379,13 @@ mask_path (int rootfd, const char *path, asbx_err_t *err)
 static int
 readonly_path (int rootfd, const char *path, asbx_err_t *err)
 {
-  cleanup_close int fd = ps_openat2 (rootfd, path, O_PATH, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+  cleanup_close int fd = open_cover_target (rootfd, path, err);
   cleanup_close int mfd = -1;
 
-  if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+  if (fd == -2)
     return 0;
   if (fd < 0)
-    return asbx_error (err, errno, "open");
+    return -1;
   mfd = mnt_clone (fd, "", true, err);
   if (mfd < 0 || mnt_attach (mfd, fd, err) < 0)
     return -1;

@@ -243,6 +243,7 @@ policy_compile (const struct pdoc *e)
       compile_landlock (p, e);
     }
   p->deny_groups = e->deny_groups;
+  p->deny_write_exec_memory = e->deny_wx_memory == 1;
   compile_caps (p, e);
   compile_net (p, e);
   p->memory_bytes = e->limits[PDOC_MEMORY_BYTES].v;

@@ -75,6 +75,7 @@ pdoc_new (const char *source)
   d->source = xstrdup (source);
   d->net_mode = -1;
   d->allow_local_binding = -1;
+  d->deny_wx_memory = -1;
   d->approvals_network = -1;
   d->on_timeout_allow = -1;
   return d;
@@ -218,6 +219,8 @@ pdoc_inherit (struct pdoc *d, const struct pdoc *b)
 
   d->deny_groups_set = d->deny_groups_set || b->deny_groups_set;
   d->deny_groups |= b->deny_groups;
+  if (d->deny_wx_memory < 0)
+    d->deny_wx_memory = b->deny_wx_memory;
   inherit_strs (&d->caps_allow, &b->caps_allow, false);
   for (int i = 0; i < PDOC_LIMITS; i++)
     if (!d->limits[i].set)

@@ -82,6 +82,7 @@ struct pdoc
 
   bool deny_groups_set;
   unsigned deny_groups;
+  int deny_wx_memory; /* syscalls.denyWriteExecMemory: -1 unset, 0, 1 */
 
   struct pdoc_strs caps_allow;
 

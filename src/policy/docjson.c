@@ -124,16 +124,24 @@ gen_approvals (yajl_gen g, const struct pdoc *d)
 static void
 gen_small (yajl_gen g, const struct pdoc *d)
 {
-  if (d->deny_groups_set)
+  if (d->deny_groups_set || d->deny_wx_memory >= 0)
     {
       S (g, "syscalls");
       yajl_gen_map_open (g);
-      S (g, "deny");
-      yajl_gen_array_open (g);
-      for (size_t i = 0; i < policy_syscall_groups_len; i++)
-        if (d->deny_groups & policy_syscall_groups[i].bit)
-          S (g, policy_syscall_groups[i].name);
-      yajl_gen_array_close (g);
+      if (d->deny_groups_set)
+        {
+          S (g, "deny");
+          yajl_gen_array_open (g);
+          for (size_t i = 0; i < policy_syscall_groups_len; i++)
+            if (d->deny_groups & policy_syscall_groups[i].bit)
+              S (g, policy_syscall_groups[i].name);
+          yajl_gen_array_close (g);
+        }
+      if (d->deny_wx_memory >= 0)
+        {
+          S (g, "denyWriteExecMemory");
+          yajl_gen_bool (g, d->deny_wx_memory);
+        }
       yajl_gen_map_close (g);
     }
   if (d->caps_allow.set)

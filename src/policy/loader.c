@@ -276,6 +276,20 @@ merge_sides (struct side *ceil, struct side *req, const struct host_config *h, a
   return p;
 }
 
+/* one host directory hidden from the container (plan.h hidden_paths), once */
+static void
+add_hidden (struct policy_plan *p, const char *path)
+{
+  if (path == NULL)
+    return;
+  for (size_t i = 0; i < p->hidden_paths_len; i++)
+    if (strcmp (p->hidden_paths[i], path) == 0)
+      return;
+  p->hidden_paths = xrealloc (p->hidden_paths, (p->hidden_paths_len + 2) * sizeof (char *));
+  p->hidden_paths[p->hidden_paths_len++] = xstrdup (path);
+  p->hidden_paths[p->hidden_paths_len] = NULL;
+}
+
 struct policy_plan *
 policy_resolve (const struct policy_inputs *in, asbx_err_t *err)
 {
@@ -300,6 +314,12 @@ policy_resolve (const struct policy_inputs *in, asbx_err_t *err)
                           : h.audit_dir      ? h.audit_dir
                                              : POLICY_DEFAULT_AUDIT_DIR);
   p->audit_syslog = h.audit_syslog;
+  if (p->active)
+    {
+      const char *hide[] = { p->audit_dir, POLICY_DEFAULT_AUDIT_DIR, in->state_root, POLICY_DEFAULT_STATE_ROOT };
+      for (size_t i = 0; i < ASBX_ARRAY_SIZE (hide); i++)
+        add_hidden (p, hide[i]);
+    }
 out:
   side_clear (&ceil);
   side_clear (&req);

@@ -290,6 +290,13 @@ intersect_rest (struct widen *w, const struct pdoc *c, const struct pdoc *r, str
   static const char *const on_timeout[] = { "deny", "allow" };
   e->deny_groups_set = c->deny_groups_set || r->deny_groups_set;
   e->deny_groups = c->deny_groups | r->deny_groups;
+  /* true is the narrower: a request may turn it on, never off */
+  e->deny_wx_memory = r->deny_wx_memory >= 0 ? r->deny_wx_memory : c->deny_wx_memory;
+  if (r->deny_wx_memory == 0 && c->deny_wx_memory == 1)
+    {
+      widen_report (w, "syscalls.denyWriteExecMemory", "false", 1, "true");
+      e->deny_wx_memory = 1;
+    }
   intersect_strs (w, "capabilities.allow", &c->caps_allow, &r->caps_allow, NULL, &e->caps_allow);
   for (int i = 0; i < PDOC_LIMITS; i++)
     {

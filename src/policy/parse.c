@@ -289,7 +289,7 @@ elem_degrade (struct oci_ctx *c, yajl_val v, void *ud)
 static int
 parse_small_sections (struct oci_ctx *c, yajl_val top, struct pdoc *d)
 {
-  static const char *const sys_keys[] = { "deny", NULL };
+  static const char *const sys_keys[] = { "deny", "denyWriteExecMemory", NULL };
   static const char *const cap_keys[] = { "allow", NULL };
   static const char *const audit_keys[] = { "events", NULL };
   yajl_val o = NULL;
@@ -301,6 +301,13 @@ parse_small_sections (struct oci_ctx *c, yajl_val top, struct pdoc *d)
     {
       mark = oci_ctx_push_key (c, "syscalls");
       r = check_keys (c, o, sys_keys) < 0 ? -1 : each_elem (c, o, "deny", elem_group, d, &d->deny_groups_set);
+      if (r >= 0)
+        {
+          bool b;
+          r = oci_get_bool (c, o, "denyWriteExecMemory", &b);
+          if (r > 0)
+            d->deny_wx_memory = b;
+        }
       oci_ctx_pop (c, mark);
       OCI_TRY (r);
     }

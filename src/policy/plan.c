@@ -48,6 +48,7 @@ policy_plan_free (struct policy_plan *p)
   strv_free_n (p->allowed_cidrs, p->allowed_cidrs_len);
   free (p->ports);
   free (p->audit_dir);
+  strv_free_n (p->hidden_paths, p->hidden_paths_len);
   strv_free_n (p->degrade, p->degrade_len);
   strv_free_n (p->clamps, p->clamps_len);
   free (p);
@@ -186,6 +187,7 @@ gen_rest (yajl_gen g, const struct policy_plan *p)
     if (p->deny_groups & policy_syscall_groups[i].bit)
       S (g, policy_syscall_groups[i].name);
   yajl_gen_array_close (g);
+  kv_bool (g, "denyWriteExecMemory", p->deny_write_exec_memory);
   kv_bool (g, "restrictCaps", p->restrict_caps);
   kv_strv (g, "capsAllow", p->caps_allow, p->caps_allow_len);
   gen_net (g, p);
@@ -203,6 +205,7 @@ gen_rest (yajl_gen g, const struct policy_plan *p)
       S (g, pdoc_audit_names[i]);
   yajl_gen_array_close (g);
   kv_str (g, "auditDir", p->audit_dir);
+  kv_strv (g, "hiddenPaths", p->hidden_paths, p->hidden_paths_len);
   kv_strv (g, "degrade", p->degrade, p->degrade_len);
   kv_strv (g, "clamps", p->clamps, p->clamps_len);
 }

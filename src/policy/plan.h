@@ -108,6 +108,9 @@ struct policy_plan
 
   /* syscalls: groups to deny, stacked on the OCI filter */
   unsigned deny_groups;
+  /* syscalls.denyWriteExecMemory: prctl(PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN) for the
+   * container's processes (no W+X mapping, no mapping made executable later) */
+  bool deny_write_exec_memory;
 
   /* capabilities: when restrict_caps, every set becomes set ∩ caps_allow */
   bool restrict_caps;
@@ -143,7 +146,14 @@ struct policy_plan
 
   /* audit */
   unsigned audit_events;
-  char *audit_dir;   /* host config auditDir / --audit-dir; default /var/log/agentsbx */
+  char *audit_dir; /* host config auditDir / --audit-dir; default /var/log/agentsbx */
+  /* Host directories no policy container may see (issue 13 §3): the audit directory (the one in
+   * use and the default), the state root (the one in use and the default: it holds every
+   * container's state and approvals.sock). Wherever the container's view shows the same
+   * directory (device and inode) at that path, e.g. through the sandbox's /var bind, it is
+   * masked like a denyRead. Set by policy_resolve for an active plan. */
+  char **hidden_paths;
+  size_t hidden_paths_len;
   bool audit_syslog; /* added: host config "auditSyslog": true = also send records to syslog */
 
   /* degradations the policy accepts ("landlock", ...) */

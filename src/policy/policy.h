@@ -16,6 +16,7 @@
 #define POLICY_DEFAULT_CONFIG "/etc/agentsbx/config.json"
 #define POLICY_DEFAULT_PROFILES_DIR "/etc/agentsbx/profiles"
 #define POLICY_DEFAULT_AUDIT_DIR "/var/log/agentsbx"
+#define POLICY_DEFAULT_STATE_ROOT "/run/agentsbx"
 #define POLICY_ANNOTATION_POLICY "io.agentsbx.policy"
 #define POLICY_ANNOTATION_PROFILE "io.agentsbx.profile"
 
@@ -26,6 +27,7 @@ struct policy_inputs
   const char *config_path;  /* global --config FILE; NULL = /etc/agentsbx/config.json (absent file = no host config) */
   const char *profiles_dir; /* NULL = /etc/agentsbx/profiles */
   const char *audit_dir_flag;          /* global --audit-dir, NULL = from host config or /var/log/agentsbx */
+  const char *state_root;              /* global --root, NULL = /run/agentsbx (hidden from the container) */
   const struct oci_map *annotations;   /* io.agentsbx.policy (inline JSON), io.agentsbx.profile (name) = the request */
   const char *sandbox_default_profile; /* `agentsbx sandbox`: ceiling when neither ceiling nor request is given */
 };

@@ -116,6 +116,23 @@ const struct policy_sysgroup policy_syscall_groups[] = {
 };
 const size_t policy_syscall_groups_len = sizeof (policy_syscall_groups) / sizeof (policy_syscall_groups[0]);
 
+#ifndef SHM_EXEC
+#define SHM_EXEC 0100000
+#endif
+/* filesystem.allowExec (issue 13 §2): memory the agent fills that the kernel would map
+ * executable with no mount to carry noexec. A memfd (even MFD_NOEXEC_SEAL, even under
+ * vm.memfd_noexec=2: those cover execve only, checked on 6.18) and a memfd_secret area can be
+ * mapped PROT_EXEC through their fd (dlopen("/proc/self/fd/N")), or mapped twice, writable and
+ * executable; a SysV segment can be attached twice, the second time with SHM_EXEC. ENOSYS for
+ * memfd_create/memfd_secret: what callers check to fall back (glib, systemd, JVM ZGC use a tmpfs
+ * file then, which is on a noexec mount). */
+const struct policy_syscall_rule policy_exec_rules[] = {
+  ALWAYS ("memfd_create", ENOSYS),
+  ALWAYS ("memfd_secret", ENOSYS),
+  FLAG ("shmat", 2, SHM_EXEC, EPERM),
+};
+const size_t policy_exec_rules_len = sizeof (policy_exec_rules) / sizeof (policy_exec_rules[0]);
+
 const struct policy_sysgroup *
 policy_syscall_group_by_name (const char *name)
 {

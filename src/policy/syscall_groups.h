@@ -31,6 +31,11 @@ struct policy_sysgroup
 extern const struct policy_sysgroup policy_syscall_groups[];
 extern const size_t policy_syscall_groups_len;
 
+/* Refused whenever filesystem.allowExec is set, whatever syscalls.deny says (docs/policy.md
+ * "Native code under allowExec"): memfd_create, memfd_secret (ENOSYS), shmat with SHM_EXEC. */
+extern const struct policy_syscall_rule policy_exec_rules[];
+extern const size_t policy_exec_rules_len;
+
 /* The group named `name`, or NULL. */
 const struct policy_sysgroup *policy_syscall_group_by_name (const char *name);
 

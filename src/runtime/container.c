@@ -429,6 +429,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
     .policy_flag = g->policy_file,
     .config_path = g->config_path,
     .audit_dir_flag = g->audit_dir,
+    .state_root = g->root,
     .annotations = &spec->annotations,
     .sandbox_default_profile = o->default_profile,
   };

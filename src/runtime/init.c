@@ -141,7 +141,7 @@ init_main (struct init_args *a)
   if (linux_rootfs_prepare (&ro, &rootfd, &err) < 0)
     fail (a, &err);
   /* 3b. the policy's mounts: grants (rw binds) then denies (ro binds, masks) on top */
-  if (policy_apply_mounts (rootfd, a->plan, &err) < 0)
+  if (policy_apply_mounts (rootfd, a->plan, spec->root && spec->root->readonly, &err) < 0)
     fail (a, &err);
   /* 3c. the network policy's nftables table, while we hold CAP_NET_ADMIN (the container never
    * does) and before pivot_root, so libnftables reads only the host's files; in an engine-given

@@ -5,6 +5,7 @@
  * rootfs fd, and mounts go onto the fd that was resolved, never onto a re-resolved string. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,8 @@
 #include "policy/nft_ruleset.h"
 #include "policy/syscall_groups.h"
 #include "runtime/policy_apply.h"
+#include "runtime/policy_homes.h"
+#include "runtime/policy_noexec.h"
 #include "runtime/process.h"
 
 /* ---- P: the spec ---- */
@@ -361,7 +364,8 @@ apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy
       && pin_ancestors (rootfd, plan, m->path, err) < 0)
     return asbx_error_wrap (err, "policy %s (%s)", m->origin, m->path);
   cleanup_close int fd = ps_openat2 (rootfd, m->path, O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
-  if (fd < 0 && errno == ENOENT)
+  /* ENOTDIR: a component is a file (~/.config a file, rule ~/.config/gh): the path is missing */
+  if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
     {
       if (m->optional || m->kind == POLICY_MOUNT_BIND_RW)
         {
@@ -396,59 +400,127 @@ apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy
   return r < 0 ? asbx_error_wrap (err, "policy %s (%s)", m->origin, m->path) : 0;
 }
 
-/* The `~/x` form: the rule applies to <path>/<entry>/<each_child> for every directory entry of
- * <path> (e.g. every home under /home) in the container's rootfs at create. */
-static int
-apply_each_child (int rootfd, const struct policy_plan *plan, const struct policy_mount *m, asbx_err_t *err)
+/* The `~/x` form: the rule applies to <home>/<each_child> for every home of the container's
+ * rootfs at create (runtime/policy_homes.h): each directory entry of <path> ("/home"), symlinked
+ * ones as the directory they name inside the rootfs, and every home of the rootfs's /etc/passwd
+ * (issue 13 §3: a service user's /var/lib/postgresql/.pgpass). A home without the credential
+ * holds the deny unless the home is writable; a missing file in a writable passwd home is not
+ * an error for a mask (what the agent writes there is its own), for a read-only bind it is. */
+struct homes_cache
 {
-  cleanup_close int dfd = ps_openat2 (rootfd, m->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0,
-                                      RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
-  cleanup_closedir DIR *d = NULL;
-  struct dirent *de;
+  char *dir; /* the each_child rules' path ("/home"); NULL = not listed yet */
+  struct policy_home *v;
+  int n;
+};
 
-  if (dfd < 0)
-    return errno == ENOENT || errno == ENOTDIR ? 0
-                                               : asbx_error (err, errno, "policy %s: open `%s`", m->origin, m->path);
-  d = fdopendir (dfd);
-  if (!d)
-    return asbx_error (err, errno, "policy %s: read `%s`", m->origin, m->path);
-  dfd = -1; /* owned by d */
-  while ((de = readdir (d)))
+static void
+homes_cache_clear (struct homes_cache *c)
+{
+  policy_homes_free (c->v, c->n > 0 ? (size_t) c->n : 0);
+  free (c->dir);
+  *c = (struct homes_cache){ 0 };
+}
+
+/* the homes for `dir`, listed once per create: before any deny mount (a denyRead of /etc/passwd
+ * must not hide the homes it names) and not again for each of the ~60 `~/` rules */
+static int
+homes_cache_fill (struct homes_cache *c, int rootfd, const char *dir, asbx_err_t *err)
+{
+  if (c->dir && strcmp (c->dir, dir) == 0)
+    return 0;
+  homes_cache_clear (c);
+  c->n = policy_homes_list (rootfd, dir, &c->v, err);
+  if (c->n < 0)
+    return -1;
+  c->dir = xstrdup (dir);
+  return 0;
+}
+
+static int
+apply_each_child (int rootfd, const struct policy_plan *plan, const struct policy_mount *m, struct homes_cache *hc,
+                  asbx_err_t *err)
+{
+  int r = 0;
+
+  if (homes_cache_fill (hc, rootfd, m->path, err) < 0)
+    return asbx_error_wrap (err, "policy %s", m->origin);
+  const struct policy_home *homes = hc->v;
+  for (int i = 0; i < hc->n && r == 0; i++)
     {
-      struct stat st;
-      if (de->d_name[0] == '.' && (de->d_name[1] == '\0' || (de->d_name[1] == '.' && de->d_name[2] == '\0')))
-        continue;
-      if (fstatat (dirfd (d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR (st.st_mode))
-        continue; /* a symlinked home is not followed: it cannot lead the rule elsewhere */
-      cleanup_free char *path = xasprintf ("%s/%s/%s", m->path, de->d_name, m->each_child);
+      cleanup_free char *path = xasprintf ("%s/%s", strcmp (homes[i].path, "/") ? homes[i].path : "", m->each_child);
       struct policy_mount one = *m;
       one.path = path;
       one.each_child = NULL;
-      /* a home without the credential file: the deny holds unless the home is writable */
-      one.optional = m->optional || !m->writable_parent;
-      if (apply_one_mount (rootfd, plan, &one, err) < 0)
-        return -1;
+      if (homes[i].from_passwd)
+        one.writable_parent = covering_grant (plan, path) != NULL;
+      one.optional = m->optional || !one.writable_parent || (homes[i].from_passwd && m->kind == POLICY_MOUNT_MASK);
+      r = apply_one_mount (rootfd, plan, &one, err);
+    }
+  return r;
+}
+
+/* One host directory of plan->hidden_paths: masked where the container's view shows that same
+ * directory (device and inode) at its path (or at its real path), e.g. the audit directory
+ * through the sandbox's /var bind. A directory the container sees elsewhere under another name
+ * (an explicit bind of /var/log to /logs) is the bind's author's choice, see docs/security.md. */
+static int
+apply_hidden (int rootfd, const char *path, asbx_err_t *err)
+{
+  char real[PATH_MAX];
+  struct stat hst;
+
+  if (realpath (path, real) == NULL || stat (real, &hst) < 0)
+    return errno == ENOENT || errno == ENOTDIR ? 0 : asbx_error (err, errno, "policy: hide `%s`", path);
+  const char *cand[] = { real, path[0] == '/' && strcmp (path, real) ? path : NULL };
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (cand) && cand[i]; i++)
+    {
+      struct stat cst;
+      cleanup_close int fd = ps_openat2 (rootfd, cand[i], O_PATH | O_CLOEXEC, 0,
+                                         RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+      if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+        continue;
+      if (fd < 0 || fstat (fd, &cst) < 0)
+        return asbx_error (err, errno, "policy: hide `%s`", cand[i]);
+      if (cst.st_dev != hst.st_dev || cst.st_ino != hst.st_ino)
+        continue; /* the image's own directory of that name, not the host's */
+      if (mask (rootfd, fd, err) < 0)
+        return asbx_error_wrap (err, "policy: hide the host's `%s`", cand[i]);
+      log_debug ("policy: host directory `%s` hidden", cand[i]);
     }
   return 0;
 }
 
 int
-policy_apply_mounts (int rootfd, const struct policy_plan *plan, asbx_err_t *err)
+policy_apply_mounts (int rootfd, const struct policy_plan *plan, bool root_readonly, asbx_err_t *err)
 {
+  struct homes_cache hc = { 0 };
+  int r = 0;
+
   if (!plan || !plan->active)
     return 0;
   /* grants first, then denies on top: deny wins over allow (POLICY.md §2) */
-  for (int pass = 0; pass < 2; pass++)
-    for (size_t i = 0; i < plan->mounts_len; i++)
+  for (int pass = 0; pass < 2 && r == 0; pass++)
+    for (size_t i = 0; i < plan->mounts_len && r == 0; i++)
       {
         const struct policy_mount *m = &plan->mounts[i];
         bool grant = m->kind == POLICY_MOUNT_BIND_RW || m->kind == POLICY_MOUNT_TMPFS;
-        if ((pass == 0) != grant)
+        if (pass == 1 && i == 0)
+          for (size_t j = 0; j < plan->mounts_len && r == 0; j++)
+            if (plan->mounts[j].each_child)
+              r = homes_cache_fill (&hc, rootfd, plan->mounts[j].path, err);
+        if ((pass == 0) != grant || r < 0)
           continue;
-        if ((m->each_child ? apply_each_child (rootfd, plan, m, err) : apply_one_mount (rootfd, plan, m, err)) < 0)
-          return -1;
+        r = m->each_child ? apply_each_child (rootfd, plan, m, &hc, err) : apply_one_mount (rootfd, plan, m, err);
       }
-  return 0;
+  homes_cache_clear (&hc);
+  if (r < 0)
+    return -1;
+  /* the runtime's own state and audit, last: over whatever grant shows them */
+  for (size_t i = 0; i < plan->hidden_paths_len; i++)
+    if (apply_hidden (rootfd, plan->hidden_paths[i], err) < 0)
+      return -1;
+  /* allowExec: no mount outside it executes, for mmap(PROT_EXEC) as for execve */
+  return policy_apply_noexec (rootfd, plan, root_readonly, err);
 }
 
 /* ---- I/E: the process layers ---- */
@@ -547,9 +619,33 @@ build_landlock (const struct policy_plan *plan, asbx_err_t *err)
   return ll;
 }
 
-/* the denied groups as an OCI seccomp object, compiled by the same code as linux.seccomp */
+/* one rule of a group (or of policy_exec_rules) as an OCI syscall entry; names/args: 2 slots */
+static void
+oci_rule (const struct policy_syscall_rule *rule, struct oci_seccomp_syscall *c, char **names,
+          struct oci_seccomp_arg *a)
+{
+  names[0] = (char *) rule->syscall;
+  c->names = names;
+  c->names_len = 1;
+  c->action = (char *) "SCMP_ACT_ERRNO";
+  c->has_errno_ret = true;
+  c->errno_ret = (uint32_t) rule->errno_ret;
+  if (rule->arg >= 0)
+    {
+      a->index = (uint32_t) rule->arg;
+      a->op = (char *) rule->op;
+      a->value = rule->value;
+      a->value_two = rule->value_two;
+      a->has_value_two = true;
+      c->args = a;
+      c->args_len = 1;
+    }
+}
+
+/* The denied groups, plus policy_exec_rules when allowExec is set (exec), as an OCI seccomp
+ * object compiled by the same code as linux.seccomp */
 static int
-build_groups_filter (unsigned deny, struct linux_seccomp *out, asbx_err_t *err)
+build_groups_filter (unsigned deny, bool exec, struct linux_seccomp *out, asbx_err_t *err)
 {
 #ifdef __x86_64__
   static char *arches[] = { "SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32", NULL };
@@ -566,7 +662,7 @@ build_groups_filter (unsigned deny, struct linux_seccomp *out, asbx_err_t *err)
                             .architectures_len = arches_len,
                             .flags = log_flag,
                             .flags_len = 1 };
-  size_t n = 0;
+  size_t n = exec ? policy_exec_rules_len : 0;
   int r;
 
   for (size_t g = 0; g < policy_syscall_groups_len; g++)
@@ -580,30 +676,11 @@ build_groups_filter (unsigned deny, struct linux_seccomp *out, asbx_err_t *err)
       const struct policy_sysgroup *grp = &policy_syscall_groups[g];
       if (!(deny & grp->bit))
         continue;
-      for (size_t i = 0; i < grp->rules_len; i++)
-        {
-          const struct policy_syscall_rule *rule = &grp->rules[i];
-          size_t k = sc.syscalls_len++;
-          struct oci_seccomp_syscall *c = &calls[k];
-          names[2 * k] = (char *) rule->syscall;
-          c->names = &names[2 * k];
-          c->names_len = 1;
-          c->action = (char *) "SCMP_ACT_ERRNO";
-          c->has_errno_ret = true;
-          c->errno_ret = (uint32_t) rule->errno_ret;
-          if (rule->arg >= 0)
-            {
-              struct oci_seccomp_arg *a = &args[2 * k];
-              a->index = (uint32_t) rule->arg;
-              a->op = (char *) rule->op;
-              a->value = rule->value;
-              a->value_two = rule->value_two;
-              a->has_value_two = true;
-              c->args = a;
-              c->args_len = 1;
-            }
-        }
+      for (size_t i = 0; i < grp->rules_len; i++, sc.syscalls_len++)
+        oci_rule (&grp->rules[i], &calls[sc.syscalls_len], &names[2 * sc.syscalls_len], &args[2 * sc.syscalls_len]);
     }
+  for (size_t i = 0; exec && i < policy_exec_rules_len; i++, sc.syscalls_len++)
+    oci_rule (&policy_exec_rules[i], &calls[sc.syscalls_len], &names[2 * sc.syscalls_len], &args[2 * sc.syscalls_len]);
   sc.syscalls = calls;
   r = linux_seccomp_compile (&sc, out, err);
   return r < 0 ? asbx_error_wrap (err, "policy syscalls.deny") : 0;
@@ -623,30 +700,17 @@ policy_prepare_process (const struct policy_plan *plan, asbx_err_t *err)
       if (!ll)
         return -1;
     }
-  if (plan->deny_groups && build_groups_filter (plan->deny_groups, &groups, err) < 0)
+  bool exec = policy_exec_restricted (plan), filter = plan->deny_groups || exec;
+  if (filter && build_groups_filter (plan->deny_groups, exec, &groups, err) < 0)
     {
       linux_landlock_free (ll);
       return -1;
     }
-  process_set_policy (plan->deny_groups ? &groups : NULL, ll);
+  process_set_policy (filter ? &groups : NULL, ll, plan->deny_write_exec_memory);
   return 0;
 }
 
 /* ---- I: memfd exec (vm.memfd_noexec) ---- */
-
-/* The exec allowlist is restricted when some Landlock rule grants access without EXECUTE: with
- * allowExec unset the compiler gives every read/write rule EXEC ("exec anywhere readable"), so a
- * rule without it exists exactly when allowExec is set (policy/compile.c compile_landlock). */
-static bool
-exec_restricted (const struct policy_plan *plan)
-{
-  if (!plan->landlock)
-    return false;
-  for (size_t i = 0; i < plan->fs_rules_len; i++)
-    if ((plan->fs_rules[i].rights & (POLICY_FS_READ | POLICY_FS_WRITE)) && !(plan->fs_rules[i].rights & POLICY_FS_EXEC))
-      return true;
-  return false;
-}
 
 int
 policy_apply_memfd_noexec (const struct policy_plan *plan, bool new_pidns, asbx_err_t *err)
@@ -655,7 +719,7 @@ policy_apply_memfd_noexec (const struct policy_plan *plan, bool new_pidns, asbx_
   char buf[16] = "";
   ssize_t n;
 
-  if (!plan || !plan->active || !exec_restricted (plan))
+  if (!plan || !plan->active || !policy_exec_restricted (plan))
     return 0;
   /* a shared (host or engine-given) pid namespace: raising it there would change every other
    * process in it, and lowering is impossible - refuse rather than leak the setting */

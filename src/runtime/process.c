@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/stat.h>
@@ -161,18 +162,27 @@ process_set_seccomp (const struct linux_seccomp *filter, int listener, const cha
   seccomp_req.state = process_state;
 }
 
+#ifndef PR_SET_MDWE
+#define PR_SET_MDWE 65
+#endif
+#ifndef PR_MDWE_REFUSE_EXEC_GAIN
+#define PR_MDWE_REFUSE_EXEC_GAIN 1UL
+#endif
+
 /* the agent policy's layers (runtime/policy_apply.c), applied after the OCI ones */
 static struct
 {
   const struct linux_seccomp *groups;
   struct linux_landlock *landlock;
-} policy_req = { NULL, NULL };
+  bool deny_wx;
+} policy_req = { NULL, NULL, false };
 
 void
-process_set_policy (const struct linux_seccomp *groups_filter, struct linux_landlock *landlock)
+process_set_policy (const struct linux_seccomp *groups_filter, struct linux_landlock *landlock, bool deny_wx)
 {
   policy_req.groups = groups_filter;
   policy_req.landlock = landlock;
+  policy_req.deny_wx = deny_wx;
 }
 
 /* HOME for process.env when the spec sets none, as runc does: the home directory of
@@ -259,6 +269,10 @@ process_finalize_and_exec (const struct oci_process *proc, bool userns, int pres
     fcntl (fd, F_SETFD, 0);
   if (syscall (SYS_close_range, (unsigned) (3 + preserve_fds), ~0U, CLOSE_RANGE_CLOEXEC) < 0)
     return asbx_error (err, errno, "close_range");
+  /* syscalls.denyWriteExecMemory: no mapping writable and executable, none made executable
+   * later (prctl(2) PR_SET_MDWE, Linux 6.3); before the filters, which need not allow prctl */
+  if (policy_req.deny_wx && prctl (PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN, 0L, 0L, 0L) < 0)
+    return asbx_error (err, errno, "policy syscalls.denyWriteExecMemory: prctl(PR_SET_MDWE) (needs Linux >= 6.3)");
   /* the policy's Landlock ruleset (needs no_new_privs, which a policy always sets) */
   if (policy_req.landlock && linux_landlock_restrict_self (policy_req.landlock, err) < 0)
     return asbx_error_wrap (err, "policy filesystem (Landlock)");

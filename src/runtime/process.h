@@ -31,10 +31,13 @@ struct linux_seccomp;
 void process_set_seccomp (const struct linux_seccomp *filter, int listener, const char *process_state);
 
 /* Register the agent policy's layers for process_finalize_and_exec: a Landlock ruleset
- * (restricted after no_new_privs) and the syscall-group filter (installed after the OCI
- * filter). Either may be NULL. Pointers are borrowed until exec. */
+ * (restricted after no_new_privs), the syscall-group filter (installed after the OCI filter)
+ * and, when deny_wx (syscalls.denyWriteExecMemory), prctl(PR_SET_MDWE,
+ * PR_MDWE_REFUSE_EXEC_GAIN) (kernel >= 6.3; inherited by children and kept across execve, so
+ * the whole container is covered; a kernel without it fails the exec with EINVAL, naming the
+ * field). Either pointer may be NULL. Pointers are borrowed until exec. */
 struct linux_landlock;
-void process_set_policy (const struct linux_seccomp *groups_filter, struct linux_landlock *landlock);
+void process_set_policy (const struct linux_seccomp *groups_filter, struct linux_landlock *landlock, bool deny_wx);
 
 /* Identity (bounding set, uid/gid/groups, capability sets, no_new_privs, umask), fd hygiene
  * (only stdio and fds 3..3+preserve_fds-1 survive) and execve(exe, args, env).

@@ -137,8 +137,9 @@ def test_deny_write_inside_workspace_survives_renames(rt, pb):
 
 def test_exec_allowlist_landlock_and_noexec(rt, pb):
     """A binary or script written to the workspace or /tmp cannot be executed (noexec on the
-    writable mounts); /probe on the read-only, exec-capable root mount cannot either (Landlock
-    EXECUTE only on allowExec) -- each layer shown on its own."""
+    writable mounts); /probe on the read-only root mount cannot either (Landlock EXECUTE only on
+    allowExec, and since issue 13 §2 every mount outside allowExec is noexec too, so that
+    mmap(PROT_EXEC) is refused as well: tests/integration/test_policy_native.py)."""
     with open(os.path.join(pb.rootfs, "workspace", "s.sh"), "w") as f:
         f.write("#!/bin/sh\necho ran\n")
     os.chmod(os.path.join(pb.rootfs, "workspace", "s.sh"), 0o755)
@@ -148,7 +149,7 @@ def test_exec_allowlist_landlock_and_noexec(rt, pb):
         [PROBE, "exec", "/workspace/s.sh"],
         "cp /usr/bin/probe /tmp/p && chmod 755 /tmp/p",
         [PROBE, "exec", "/tmp/p", "exit", "0"],
-        [PROBE, "exec", "/probe", "exit", "0"],          # root mount: not noexec, Landlock only
+        [PROBE, "exec", "/probe", "exit", "0"],          # root mount: noexec and Landlock
         [PROBE, "exec", "/usr/bin/probe", "exit", "0"],  # control: allowed path
         [PROBE, "report"],
     ])
@@ -159,7 +160,9 @@ def test_exec_allowlist_landlock_and_noexec(rt, pb):
     mi = mountinfo_by_point(res[7][1])
     for mp in ("/workspace", "/tmp"):
         assert "noexec" in mi[mp]["options"] or "noexec" in str(mi[mp]), mi[mp]
-    assert "noexec" not in mi["/"]["options"], mi["/"]
+    assert "noexec" in mi["/"]["options"], mi["/"]         # outside allowExec
+    assert "noexec" not in mi["/usr"]["options"], mi["/usr"]  # the exec bind of allowExec /usr
+    assert "ro" in mi["/usr"]["options"].split(","), mi["/usr"]
 
 
 def test_exec_allowed_where_explicitly_writable_and_exec(rt, pb):

@@ -1,0 +1,140 @@
+/* policy_homes.c - the home directories of a container's rootfs, for the `~/x` policy rules
+ * (issue 13 §3: a credential of a service user whose home is outside /home, e.g.
+ * /var/lib/postgresql/.pgpass, must be hidden as well as those under /home).
+ *
+ * Threat model: the rootfs (its /etc/passwd, its symlinks) is the container's. A home is only
+ * ever a place to put a deny mount on, so a hostile passwd line can at most hide more; every
+ * path is resolved beneath the rootfs fd and never outside it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <linux/openat2.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "core/util.h"
+#include "linux/pathsafe.h"
+#include "runtime/policy_homes.h"
+
+struct homes
+{
+  struct policy_home *v;
+  size_t n;
+  struct stat *ids; /* the directory each v[i] resolved to, for dedup */
+  struct stat root; /* /root's identity (st_ino 0 when missing) */
+};
+
+static bool
+same_dir (const struct stat *a, const struct stat *b)
+{
+  return a->st_ino != 0 && a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* add `path` when it resolves (in the root) to a directory not seen yet */
+static void
+homes_add (struct homes *h, int rootfd, const char *path, bool from_passwd)
+{
+  struct stat st;
+  cleanup_close int fd = ps_openat2 (rootfd, path, O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
+                                     RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+  if (fd < 0 || fstat (fd, &st) < 0 || same_dir (&h->root, &st))
+    return;
+  for (size_t i = 0; i < h->n; i++)
+    if (same_dir (&h->ids[i], &st))
+      return;
+  h->v = xrealloc (h->v, (h->n + 1) * sizeof (*h->v));
+  h->ids = xrealloc (h->ids, (h->n + 1) * sizeof (*h->ids));
+  h->v[h->n] = (struct policy_home){ .path = xstrdup (path), .from_passwd = from_passwd };
+  h->ids[h->n++] = st;
+}
+
+static int
+add_dir_entries (struct homes *h, int rootfd, const char *home_dir, asbx_err_t *err)
+{
+  cleanup_close int dfd = ps_openat2 (rootfd, home_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0,
+                                      RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+  cleanup_closedir DIR *d = NULL;
+  struct dirent *de;
+
+  if (dfd < 0)
+    return errno == ENOENT || errno == ENOTDIR ? 0 : asbx_error (err, errno, "open `%s`", home_dir);
+  d = fdopendir (dfd);
+  if (!d)
+    return asbx_error (err, errno, "read `%s`", home_dir);
+  dfd = -1; /* owned by d */
+  while ((errno = 0, de = readdir (d)))
+    {
+      if (de->d_name[0] == '.' && (de->d_name[1] == '\0' || (de->d_name[1] == '.' && de->d_name[2] == '\0')))
+        continue;
+      cleanup_free char *path = xasprintf ("%s/%s", home_dir, de->d_name);
+      homes_add (h, rootfd, path, false);
+    }
+  return errno ? asbx_error (err, errno, "read `%s`", home_dir) : 0;
+}
+
+/* the 6th field of each passwd(5) line; lines that are not passwd entries are ignored */
+static int
+add_passwd (struct homes *h, int rootfd, asbx_err_t *err)
+{
+  /* O_NONBLOCK: a FIFO planted as /etc/passwd must not hang create (it is not read) */
+  cleanup_close int fd = ps_openat2 (rootfd, "/etc/passwd", O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0,
+                                     RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+  cleanup_free char *text = NULL;
+  size_t len = 0;
+  struct stat st;
+
+  if (fd < 0)
+    return errno == ENOENT || errno == ENOTDIR ? 0 : asbx_error (err, errno, "open /etc/passwd in the rootfs");
+  if (fstat (fd, &st) < 0)
+    return asbx_error (err, errno, "stat /etc/passwd in the rootfs");
+  if (!S_ISREG (st.st_mode))
+    return 0; /* no passwd database: no homes from it */
+  if (read_all_fd (fd, 16 << 20, &text, &len) < 0)
+    return asbx_error (err, errno, "read /etc/passwd in the rootfs");
+  for (char *line = text, *next; line && *line; line = next)
+    {
+      char *field = line;
+      next = strchr (line, '\n');
+      if (next)
+        *next++ = '\0';
+      for (int i = 0; i < 5 && field; i++)
+        field = strchr (field, ':') ? strchr (field, ':') + 1 : NULL;
+      if (!field || field[0] != '/')
+        continue;
+      char *end = strchr (field, ':');
+      if (end)
+        *end = '\0';
+      homes_add (h, rootfd, field, true);
+    }
+  return 0;
+}
+
+int
+policy_homes_list (int rootfd, const char *home_dir, struct policy_home **out, asbx_err_t *err)
+{
+  struct homes h = { 0 };
+  cleanup_close int root = ps_openat2 (rootfd, "/root", O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
+                                       RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+  if (root < 0 || fstat (root, &h.root) < 0)
+    h.root.st_ino = 0;
+  if (add_dir_entries (&h, rootfd, home_dir, err) < 0 || add_passwd (&h, rootfd, err) < 0)
+    {
+      policy_homes_free (h.v, h.n);
+      free (h.ids);
+      return -1;
+    }
+  free (h.ids);
+  *out = h.v;
+  return (int) h.n;
+}
+
+void
+policy_homes_free (struct policy_home *v, size_t n)
+{
+  for (size_t i = 0; v && i < n; i++)
+    free (v[i].path);
+  free (v);
+}

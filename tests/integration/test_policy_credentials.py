@@ -1,0 +1,163 @@
+"""Agent policy, credentials hidden in every home (issue 13 §3; docs/policy.md "Credentials").
+
+A fake of every credential store the built-in profiles list is planted in four homes of the
+test rootfs: /root, /home/user, a symlinked home /home/linked -> /srv/linked, and the home of a
+service user that only /etc/passwd names (postgres: /var/lib/postgresql). The sandboxed command
+`cat`s each of them; the test passes only when no planted content is printed (a mask reads as
+an empty file or an empty directory). The quick-mode test plants a fake other sandbox's audit
+log and approvals socket in a configured audit directory and state root under /var (visible
+through the sandbox's /var bind) and reads nothing back, connects nowhere.
+"""
+
+import os
+import socket
+
+import pytest
+
+from policyutil import policy_bundle, prun
+
+pytestmark = pytest.mark.agentsbx_only("agent policy")
+
+# (path under the home, a file inside it when the rule is a directory)
+CREDENTIALS = [
+    (".ssh", "id_ed25519"), (".gnupg", "private-keys-v1.d/k.key"), (".netrc", None),
+    (".git-credentials", None), (".config/git/credentials", None),
+    (".aws", "credentials"), (".azure", "msal_token_cache.json"), (".config/gcloud", "credentials.db"),
+    (".oci", "config"), (".config/doctl", "config.yaml"), (".bluemix", "config.json"),
+    (".aliyun", "config.json"), (".config/hcloud", "cli.toml"), (".s3cfg", None), (".boto", None),
+    (".config/rclone", "rclone.conf"), (".terraform.d/credentials.tfrc.json", None), (".terraformrc", None),
+    (".kube", "config"), (".vault-token", None), (".config/gh", "hosts.yml"), (".config/hub", None),
+    (".config/glab-cli", "config.yml"),
+    (".npmrc", None), (".yarnrc.yml", None), (".pypirc", None), (".config/pip/pip.conf", None),
+    (".pip/pip.conf", None), (".config/pypoetry/auth.toml", None), (".cargo/credentials", None),
+    (".cargo/credentials.toml", None), (".gem/credentials", None), (".config/composer/auth.json", None),
+    (".composer/auth.json", None), (".m2/settings.xml", None), (".m2/settings-security.xml", None),
+    (".gradle/gradle.properties", None), (".nuget/NuGet/NuGet.Config", None),
+    (".config/NuGet/NuGet.Config", None),
+    (".docker", "config.json"), (".docker", "contexts/meta/x/meta.json"),
+    (".config/containers/auth.json", None),
+    (".pgpass", None), (".my.cnf", None), (".mylogin.cnf", None), (".mongoshrc.js", None),
+    (".mongorc.js", None),
+    (".claude/.credentials.json", None), (".claude.json", None), (".codex", "auth.json"),
+    (".gemini", "oauth_creds.json"), (".config/github-copilot", "hosts.json"), (".aider.conf.yml", None),
+    (".env", None), (".password-store", "x.gpg"), (".local/share/keyrings", "login.keyring"),
+    (".mozilla", "firefox/p/cookies.sqlite"), (".config/google-chrome", "Default/Cookies"),
+    (".config/chromium", "Default/Cookies"),
+    (".bash_history", None), (".zsh_history", None), (".psql_history", None), (".mysql_history", None),
+]
+
+HOMES = ["/root", "/home/user", "/home/linked", "/var/lib/postgresql"]
+
+# host secrets outside any home (the file, or a file inside the masked directory)
+HOST_SECRETS = [
+    "/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/security/opasswd",
+    "/var/backups/shadow.bak", "/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key",
+    "/etc/ssh/ssh_host_ed25519_key", "/etc/ssh/ssh_host_dsa_key", "/etc/ssl/private/server.key",
+    "/etc/letsencrypt/live/x/privkey.pem", "/etc/krb5.keytab", "/etc/NetworkManager/system-connections/wifi",
+    "/etc/wireguard/wg0.conf", "/etc/ipsec.secrets", "/etc/kubernetes/admin.conf",
+    "/etc/rancher/k3s/k3s.yaml", "/var/lib/kubelet/pki/kubelet-client.key", "/etc/gitlab-runner/config.toml",
+]
+
+
+def plant(rootfs):
+    """Returns {marker: path in the container}."""
+    os.makedirs(os.path.join(rootfs, "srv/linked"), exist_ok=True)
+    os.makedirs(os.path.join(rootfs, "home"), exist_ok=True)
+    os.symlink("/srv/linked", os.path.join(rootfs, "home/linked"))
+    with open(os.path.join(rootfs, "etc/passwd"), "a") as f:
+        f.write("postgres:x:105:105:PostgreSQL:/var/lib/postgresql:/bin/sh\n")
+    planted = {}
+    for h, home in enumerate(HOMES):
+        real = "/srv/linked" if home == "/home/linked" else home
+        for i, (rel, inner) in enumerate(CREDENTIALS):
+            path = os.path.join(home, rel, inner) if inner else os.path.join(home, rel)
+            host = os.path.join(rootfs, real.lstrip("/"), rel, inner or "")
+            host = host.rstrip("/")
+            os.makedirs(os.path.dirname(host), exist_ok=True)
+            marker = f"PLANTED-{h}-{i}-{len(planted)}"
+            with open(host, "w") as f:
+                f.write(marker + "\n")
+            planted[marker] = path
+    for i, path in enumerate(HOST_SECRETS):
+        host = os.path.join(rootfs, path.lstrip("/"))
+        os.makedirs(os.path.dirname(host), exist_ok=True)
+        marker = f"PLANTED-host-{i}"
+        with open(host, "w") as f:
+            f.write(marker + "\n")
+        planted[marker] = path
+    return planted
+
+
+def test_every_credential_in_every_home_hidden(rt, make_bundle):
+    b = policy_bundle(make_bundle)
+    planted = plant(b.rootfs)
+    # one cat for all files (it goes on past unreadable ones; each process exiting non-zero counts
+    # for limits.failedExecs); the control line proves that cat ran and printed what it could read
+    with open(os.path.join(b.rootfs, "workspace/control"), "w") as f:
+        f.write("CONTROL-READABLE\n")
+    paths = " ".join(sorted(set(planted.values())))
+    r, _ = prun(rt, b, ["/bin/sh", "-c", f"/bin/cat /workspace/control {paths} 2>/dev/null; true"],
+                profile="agent")
+    assert r.rc == 0, r
+    assert "CONTROL-READABLE" in r.out, r
+    leaked = sorted(planted[m] for m in planted if m in r.out)
+    assert not leaked, f"{len(leaked)} of {len(planted)} planted credentials readable: {leaked}"
+
+
+def test_locked_hides_the_same(rt, make_bundle):
+    b = policy_bundle(make_bundle)
+    planted = plant(b.rootfs)
+    paths = " ".join(sorted(set(planted.values())))
+    r, _ = prun(rt, b, ["/bin/sh", "-c", f"/bin/cat {paths} 2>/dev/null; echo done"],
+                profile="locked")
+    assert r.rc == 0 and "done" in r.out, r
+    leaked = sorted(planted[m] for m in planted if m in r.out)
+    assert not leaked, f"{len(leaked)} of {len(planted)} planted credentials readable: {leaked}"
+
+
+@pytest.fixture
+def var_dirs(rt):
+    """An audit directory and a state root under /var/tmp (the sandbox binds the host's /var)."""
+    base = os.path.join("/var/tmp", f"asbx-hide-{os.getpid()}-{os.urandom(3).hex()}")
+    audit, root = os.path.join(base, "audit"), os.path.join(base, "root")
+    os.makedirs(os.path.join(root, "other-container"))
+    os.makedirs(audit)
+    with open(os.path.join(audit, "other-sandbox.jsonl"), "w") as f:
+        f.write('{"event":"exec","argv":["AUDIT-SECRET-ARGV"]}\n')
+    with open(os.path.join(root, "other-container", "state.json"), "w") as f:
+        f.write('{"id":"STATE-SECRET"}\n')
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(os.path.join(root, "other-container", "approvals.sock"))
+    srv.listen(4)
+    srv.setblocking(False)
+    yield base, audit, root, srv
+    srv.close()
+    import shutil
+    shutil.rmtree(base, ignore_errors=True)
+
+
+PY_CONNECT = ("import socket,sys\n"
+              "s=socket.socket(socket.AF_UNIX)\n"
+              "try:\n s.connect(sys.argv[1]); print('CONNECTED')\n"
+              "except OSError as e: print('refused', e.errno)\n")
+
+
+def test_audit_dir_and_state_root_hidden_from_sandbox(rt, var_dirs, tmp_path):
+    base, audit, root, srv = var_dirs
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    ws.chmod(0o777)
+    sock = os.path.join(root, "other-container", "approvals.sock")
+    script = (f"cat {audit}/other-sandbox.jsonl {root}/other-container/state.json; ls -la {audit} {root}; "
+              f"python3 -c \"$1\" {sock}; echo done")
+    r = rt.cmd("sandbox", "--workspace", str(ws), "--", "/bin/sh", "-c", script, "sh", PY_CONNECT,
+               root=False, global_args=["--root", root, "--audit-dir", audit], timeout=60)
+    assert r.rc == 0 and "done" in r.out, r
+    for secret in ("AUDIT-SECRET-ARGV", "STATE-SECRET", "other-sandbox", "other-container", "CONNECTED"):
+        assert secret not in r.out, (secret, r)
+    try:
+        conn, _ = srv.accept()
+        conn.close()
+        pytest.fail("the sandbox connected to another container's approvals socket")
+    except BlockingIOError:
+        pass
