@@ -42,7 +42,7 @@
 #include "runtime/tty.h"
 #include "spec/validate.h"
 
-#define OCI_VERSION "1.2.0"
+#define OCI_VERSION "1.3.0"
 
 /* Crash-safety test hook (tests/escape/test_crash_safety.py): AGENTSBX_TEST_STOP_AT=<step>
  * makes the runtime die by SIGKILL at the named step (`<step>:stop` raises SIGSTOP instead), so

@@ -462,7 +462,7 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
     goto out;
   if (sc && filter.notify)
     {
-      struct oci_state ost = { .oci_version = "1.2.0",
+      struct oci_state ost = { .oci_version = "1.3.0",
                                .id = o->id,
                                .status = "running",
                                .pid = st.pid,

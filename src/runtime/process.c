@@ -4,7 +4,10 @@
  * Ordering (capabilities(7), prctl(2), seccomp(2)): the bounding set is dropped while
  * CAP_SETPCAP is held; PR_SET_KEEPCAPS keeps the permitted set across setresuid(); the final
  * sets are applied after the uid change; no_new_privs next; seccomp (when present) last, right
- * before execve, so the filter needs to allow nothing but the execve itself. */
+ * before execve, so the filter needs to allow nothing but the execve itself. Without
+ * no_new_privs the OCI filter goes in before the capabilities are dropped (it needs
+ * CAP_SYS_ADMIN then), so it must allow the identity steps; the runtime fds are marked
+ * close-on-exec before any filter, so a profile lacking close_range still works. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -245,6 +248,15 @@ process_finalize_and_exec (const struct oci_process *proc, bool userns, int pres
   const struct linux_seccomp *sc = seccomp_req.filter;
   char **env = env_with_home (proc); /* before the user switch: /etc/passwd may be root-only */
 
+  /* no runtime fd may survive into the container (CVE-2024-21626 class): only stdio and the
+   * preserved fds; everything else becomes close-on-exec. First, before any seccomp filter: a
+   * profile need not allow close_range or fcntl (runc's order). Needs no privilege, and what
+   * the steps below open is O_CLOEXEC or closed again (landlock and listener fds, /proc files). */
+  for (int fd = 3; fd < 3 + preserve_fds; fd++)
+    if (fcntl (fd, F_SETFD, 0) < 0 && errno != EBADF)
+      return asbx_error (err, errno, "--preserve-fds: clear close-on-exec of fd %d", fd);
+  if (syscall (SYS_close_range, (unsigned) (3 + preserve_fds), ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+    return asbx_error (err, errno, "close_range");
   /* without no_new_privs, seccomp(2) needs CAP_SYS_ADMIN: install before capabilities go (runc) */
   if (sc && !proc->no_new_privileges && linux_seccomp_install (sc, seccomp_req.listener, seccomp_req.state, err) < 0)
     return -1;
@@ -253,12 +265,6 @@ process_finalize_and_exec (const struct oci_process *proc, bool userns, int pres
       || linux_nnp_apply (proc, err) < 0)
     return -1;
   linux_umask_apply (&proc->user);
-  /* no runtime fd may survive into the container (CVE-2024-21626 class): only stdio and the
-   * preserved fds; everything else becomes close-on-exec */
-  for (int fd = 3; fd < 3 + preserve_fds; fd++)
-    fcntl (fd, F_SETFD, 0);
-  if (syscall (SYS_close_range, (unsigned) (3 + preserve_fds), ~0U, CLOSE_RANGE_CLOEXEC) < 0)
-    return asbx_error (err, errno, "close_range");
   /* the policy's Landlock ruleset (needs no_new_privs, which a policy always sets) */
   if (policy_req.landlock && linux_landlock_restrict_self (policy_req.landlock, err) < 0)
     return asbx_error_wrap (err, "policy filesystem (Landlock)");
