@@ -195,13 +195,16 @@ init_main (struct init_args *a)
   /* 8. namespace-scoped settings, while /proc/sys is still writable */
   if (linux_uts_apply (spec, &err) < 0 || (spec->linux_ && linux_sysctl_apply (&spec->linux_->sysctl, &err) < 0))
     fail (a, &err);
+  /* 8b. a missing process.cwd is created (runc does), while the root is still writable */
+  if (process_chdir (proc->cwd, true, &err) < 0)
+    fail (a, &err);
   /* 9. masked and read-only paths (/proc/sys among them), read-only root */
   if (linux_rootfs_finalize (spec, &err) < 0)
     fail (a, &err);
   /* 10. per-process limits before anything of the user's runs */
   if (linux_rlimits_apply (proc, &err) < 0 || linux_oom_score_adj_apply (proc, 0, &err) < 0)
     fail (a, &err);
-  if (process_chdir (proc->cwd, &err) < 0)
+  if (process_chdir (proc->cwd, false, &err) < 0)
     fail (a, &err);
   exe = process_lookup_executable (proc, &err);
   if (!exe)

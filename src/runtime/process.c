@@ -122,7 +122,7 @@ process_lookup_executable (const struct oci_process *p, asbx_err_t *err)
 }
 
 int
-process_chdir (const char *cwd, asbx_err_t *err)
+process_chdir (const char *cwd, bool create, asbx_err_t *err)
 {
   /* After pivot_root (init) or setns (exec) "/" is the container's root. The cwd is resolved
    * from it with RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS and entered with fchdir: a plain chdir
@@ -136,6 +136,8 @@ process_chdir (const char *cwd, asbx_err_t *err)
   if (root < 0)
     return asbx_error (err, errno, "process.cwd: open /");
   fd = ps_openat2 (root, cwd, O_PATH | O_DIRECTORY, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+  if (fd < 0 && errno == ENOENT && !create)
+    return asbx_error (err, ENOENT, "process.cwd: `%s` does not exist in the container", cwd);
   if (fd < 0 && errno == ENOENT)
     {
       fd = ps_mkdir_p (root, cwd, 0755, err);

@@ -11,6 +11,7 @@ program-level failure: non-zero exit, no TAP result, hang). KIND is one of
     host         a limitation of this machine kind (kernel, cgroup layout, bounding set)
     deviation    agentsbx deliberately differs from the spec text (docs/engines.md says why)
     flaky        the upstream test races; it may pass or fail on any run
+    pending      a feature being built elsewhere; its entry goes when the feature lands
 Exit status: 0 when every failure is expected and no expected failure passed; 1 when a failure
 is not listed (a regression), when a program hung, or changed a host /dev node; 2 on bad input.
 An expected failure that passes (XPASS) also fails (exit 1), except for `flaky` entries: the
@@ -20,7 +21,7 @@ import json
 import re
 import sys
 
-KINDS = ("test-bug", "host", "deviation", "flaky")
+KINDS = ("test-bug", "host", "deviation", "flaky", "pending")
 
 
 def load_expectations(path):

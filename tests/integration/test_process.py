@@ -5,6 +5,7 @@ rlimits, oomScoreAdj, hostname, domainname, sysctl.
 runc is the reference behaviour.
 """
 
+import os
 import resource
 
 import pytest
@@ -35,6 +36,18 @@ def test_cwd(rt, bundle):
     bundle.process["cwd"] = "/home/user"
     rep = probe_report(rt, bundle)
     assert rep["cwd"] == "/home/user"
+
+
+def test_cwd_created_if_missing_on_readonly_root(rt, bundle):
+    """runc creates a missing cwd before the rootfs turns read-only: root.readonly true and a cwd
+    absent from the image still start, in that directory, and the root stays read-only."""
+    bundle.config["root"]["readonly"] = True
+    bundle.process["cwd"] = "/new/work/dir"
+    rep = probe_report(rt, bundle)
+    assert rep["cwd"] == "/new/work/dir"
+    assert os.path.isdir(os.path.join(bundle.rootfs, "new/work/dir"))
+    root = [m for m in rep["mounts"] if m["mountpoint"] == "/"][-1]
+    assert "ro" in root["options"].split(","), root
 
 
 def test_cwd_created_if_missing(rt, bundle):
