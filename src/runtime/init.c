@@ -143,6 +143,9 @@ init_main (struct init_args *a)
   /* 3b. the policy's mounts: grants (rw binds) then denies (ro binds, masks) on top */
   if (policy_apply_mounts (rootfd, a->plan, &err) < 0)
     fail (a, &err);
+  /* 3b'. a network namespace made here has `lo` up, policy or not (runc does) */
+  if ((a->ns->new_flags & CLONE_NEWNET) && linux_netns_loopback_up (&err) < 0)
+    fail (a, &err);
   /* 3c. the network policy's nftables table, while we hold CAP_NET_ADMIN (the container never
    * does) and before pivot_root, so libnftables reads only the host's files; in an engine-given
    * namespace as in a fresh one. Before the hooks: nothing of the container's runs unfiltered.

@@ -164,3 +164,25 @@ def test_duplicate_namespace_refused(rt, bundle):
     bundle.linux["namespaces"] = bundle.linux["namespaces"] + [{"type": "ipc"}, {"type": "ipc"}]
     r = probe_report(rt, bundle, check=False)
     assert r.rc != 0
+
+
+def lo_flags(r):
+    assert r.ok, r
+    return int(r.out.strip().splitlines()[-1], 16)
+
+
+def test_new_network_namespace_has_lo_up(rt, bundle):
+    """A network namespace the runtime creates has `lo` up (IFF_UP), as seen through the
+    container's own sysfs; runc does this for every new network namespace."""
+    assert any(n["type"] == "network" for n in bundle.linux["namespaces"])
+    r = run(rt, bundle, ["/bin/cat", "/sys/class/net/lo/flags"])
+    assert lo_flags(r) & 0x1, r
+
+
+@pytest.mark.agentsbx_only("agent policies are agentsbx's")
+def test_new_network_namespace_lo_up_under_policy_none(rt, make_bundle):
+    from policyutil import policy_bundle, prun
+    pb = policy_bundle(make_bundle)
+    r, _ = prun(rt, pb, ["/bin/cat", "/sys/class/net/lo/flags"], profile=None,
+                policy={"version": 1, "network": {"mode": "none"}})
+    assert lo_flags(r) & 0x1, r
