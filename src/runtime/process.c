@@ -243,6 +243,26 @@ env_with_home (const struct oci_process *proc)
   return env;
 }
 
+/* stdio that is a regular file, a pipe or a socket is given to the container's user (runc's
+ * fixStdioPermissions), so a non-root process can reopen /dev/stdout or /proc/self/fd/1.
+ * Never a character or block device: /dev/null and a host tty keep their owner. A chown the
+ * kernel refuses (EINVAL: unmapped id in a user namespace, EPERM, EROFS) leaves it, as runc. */
+static int
+stdio_chown (const struct oci_user *user, asbx_err_t *err)
+{
+  for (int fd = 0; fd < 3; fd++)
+    {
+      struct stat st;
+      if (fstat (fd, &st) < 0)
+        continue; /* closed */
+      if (S_ISCHR (st.st_mode) || S_ISBLK (st.st_mode) || (st.st_uid == user->uid && st.st_gid == user->gid))
+        continue;
+      if (fchown (fd, user->uid, user->gid) < 0 && errno != EINVAL && errno != EPERM && errno != EROFS)
+        return asbx_error (err, errno, "chown stdio fd %d to %u:%u", fd, user->uid, user->gid);
+    }
+  return 0;
+}
+
 int
 process_finalize_and_exec (const struct oci_process *proc, bool userns, int preserve_fds, const char *exe,
                            asbx_err_t *err)
@@ -259,6 +279,8 @@ process_finalize_and_exec (const struct oci_process *proc, bool userns, int pres
       return asbx_error (err, errno, "--preserve-fds: clear close-on-exec of fd %d", fd);
   if (syscall (SYS_close_range, (unsigned) (3 + preserve_fds), ~0U, CLOSE_RANGE_CLOEXEC) < 0)
     return asbx_error (err, errno, "close_range");
+  if (stdio_chown (&proc->user, err) < 0)
+    return -1;
   /* without no_new_privs, seccomp(2) needs CAP_SYS_ADMIN: install before capabilities go (runc) */
   if (sc && !proc->no_new_privileges && linux_seccomp_install (sc, seccomp_req.listener, seccomp_req.state, err) < 0)
     return -1;

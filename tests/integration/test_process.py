@@ -260,3 +260,19 @@ def test_path_lookup(rt, bundle):
     bundle.process["env"] = ["PATH=/bin"]
     r = run(rt, bundle, ["true"])
     assert r.ok, r
+
+
+def test_stdio_files_chowned_to_container_user(rt, bundle):
+    """stdout redirected to a regular file is given to the container's uid and gid (runc), so a
+    non-root process can reopen /dev/stdout; /dev/null on stdin keeps its owner and mode."""
+    bundle.process["user"] = {"uid": 1000, "gid": 1001}
+    out = os.path.join(rt.workdir, "stdout.file")
+    bundle.args("/bin/sh", "-c", "echo reopened >> /dev/stdout")
+    r, _ = rt.run(bundle, None, stdout_path=out)
+    assert r.ok, r
+    assert r.out.strip() == "reopened", r
+    st = os.stat(out)
+    if not rt.is_runc:  # runc's foreground run copies through pipes of its own (chowned)
+        assert (st.st_uid, st.st_gid) == (1000, 1001)
+    null = os.stat("/dev/null")
+    assert (null.st_uid, null.st_gid, null.st_mode & 0o777) == (0, 0, 0o666)
