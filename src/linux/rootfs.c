@@ -81,10 +81,18 @@ make_mount (const struct linux_rootfs_opts *opts, const struct oci_mount *m, con
   if (bind)
     {
       cleanup_free char *src = NULL;
+      size_t idx = (size_t) (m - opts->spec->mounts);
       if (source == NULL)
         return asbx_error (err, EINVAL, "bind mount without a source");
       src = source[0] == '/' ? xstrdup (source) : xasprintf ("%s/%s", opts->bundle, source);
-      mfd = mnt_clone (AT_FDCWD, src, o->recursive, err);
+      if (opts->bind_fds && idx < opts->spec->mounts_len && opts->bind_fds[idx] >= 0 && source == m->source)
+        {
+          mfd = fcntl (opts->bind_fds[idx], F_DUPFD_CLOEXEC, 3); /* opened by the runtime, as host root */
+          if (mfd < 0)
+            return asbx_error (err, errno, "bind `%s`: dup the runtime's clone", src);
+        }
+      else
+        mfd = mnt_clone (AT_FDCWD, src, o->recursive, err);
       if (mfd < 0)
         return -1;
       if (fstat (mfd, &st) < 0)
@@ -275,6 +283,42 @@ dev_is_bind (const struct oci_spec *spec, bool *devpts)
         *devpts = true;
     }
   return bind;
+}
+
+int *
+linux_rootfs_open_bind_sources (const struct oci_spec *spec, const char *bundle)
+{
+  int *fds;
+
+  if (spec->mounts_len == 0)
+    return NULL;
+  fds = xmalloc (spec->mounts_len * sizeof (*fds));
+  for (size_t i = 0; i < spec->mounts_len; i++)
+    {
+      const struct oci_mount *m = &spec->mounts[i];
+      struct mount_opts o;
+      cleanup_free char *src = NULL;
+
+      fds[i] = -1;
+      if (m->source == NULL || mount_opts_parse (m->options, m->options_len, &o, NULL) < 0)
+        continue;
+      if ((o.bind || streq (m->type, "bind")) && !o.remount && !o.idmap && !o.ridmap)
+        {
+          src = m->source[0] == '/' ? xstrdup (m->source) : xasprintf ("%s/%s", bundle, m->source);
+          fds[i] = mnt_clone (AT_FDCWD, src, o.recursive, NULL);
+        }
+      mount_opts_free (&o);
+    }
+  return fds;
+}
+
+void
+linux_rootfs_close_bind_sources (int *fds, size_t n)
+{
+  for (size_t i = 0; fds && i < n; i++)
+    if (fds[i] >= 0)
+      close (fds[i]);
+  free (fds);
 }
 
 int

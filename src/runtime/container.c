@@ -30,6 +30,7 @@
 #include "linux/ns.h"
 #include "linux/process.h"
 #include "linux/seccomp_cache.h"
+#include "linux/rootfs.h"
 #include "runtime/container.h"
 #include "runtime/hooks.h"
 #include "policy/policy.h"
@@ -325,7 +326,13 @@ create_spawned (const struct asbx_global *g, const struct asbx_create_opts *o, s
     return asbx_error (err, errno, "socketpair");
   psync = sp[0];
   a->sync_fd = sp[1];
+  /* in a new user namespace the bind sources are opened here, as the host's root: the init's
+   * mapped root may not reach them (runc does the same) */
+  int *bind_fds = (a->ns->new_flags & CLONE_NEWUSER) ? linux_rootfs_open_bind_sources (spec, bundle) : NULL;
+  a->bind_fds = bind_fds;
   int r = spawn_init (a, psync, &c->init_pid, &c->cgroup_mask, err);
+  linux_rootfs_close_bind_sources (bind_fds, spec->mounts_len);
+  a->bind_fds = NULL;
   if (a->sync_fd >= 0) /* spawn_init closes it once S is forked */
     close (a->sync_fd);
   if (r < 0)
