@@ -27,40 +27,43 @@ span_digits (const char *s)
   return n;
 }
 
-/* semver MAJOR.MINOR.PATCH[-pre][+build]; supported: 1.0.x .. 1.2.x, including their
- * pre-releases ("1.0.0-rc5", "1.0.2-dev") and builds ("1.1.0+dev"), as engines emit those. */
+/* semver MAJOR.MINOR.PATCH[-pre][+build]; supported: every 1.y.z, including pre-releases
+ * ("1.0.0-rc5", "1.0.2-dev") and builds ("1.1.0+dev"), as engines emit those. Minor versions of
+ * the runtime spec are backward compatible (semver), so a config a newer engine wrote with a
+ * newer minor version is accepted; fields this build does not know are ignored as before, and
+ * the fields it knows are validated. Other majors are refused. */
 static int
 check_version (struct oci_ctx *c, const char *v)
 {
   const char *p = v;
   size_t n;
-  unsigned long major, minor;
+  unsigned long major;
   cleanup_free char *q = oci_quote (v);
 
   n = span_digits (p);
   if (n == 0 || n > 9 || p[n] != '.')
-    return oci_fail_key (c, "ociVersion", "%s is not a version (1.0.0 to 1.2.x)", q);
+    return oci_fail_key (c, "ociVersion", "%s is not a version (1.y.z)", q);
   major = strtoul (p, NULL, 10);
   p += n + 1;
   n = span_digits (p);
   if (n == 0 || n > 9 || p[n] != '.')
-    return oci_fail_key (c, "ociVersion", "%s is not a version (1.0.0 to 1.2.x)", q);
-  minor = strtoul (p, NULL, 10);
+    return oci_fail_key (c, "ociVersion", "%s is not a version (1.y.z)", q);
   p += n + 1;
   n = span_digits (p);
   if (n == 0)
-    return oci_fail_key (c, "ociVersion", "%s is not a version (1.0.0 to 1.2.x)", q);
+    return oci_fail_key (c, "ociVersion", "%s is not a version (1.y.z)", q);
   p += n;
   if (*p == '-' || *p == '+')
     {
       const char *s = p + 1;
       if (*s == '\0' || s[strspn (s, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-+")] != '\0')
-        return oci_fail_key (c, "ociVersion", "%s is not a version (1.0.0 to 1.2.x)", q);
+        return oci_fail_key (c, "ociVersion", "%s is not a version (1.y.z)", q);
     }
   else if (*p != '\0')
-    return oci_fail_key (c, "ociVersion", "%s is not a version (1.0.0 to 1.2.x)", q);
-  if (major != 1 || minor > 2)
-    return oci_fail_key (c, "ociVersion", "%s not supported (1.0.0 to 1.2.x)", v);
+    return oci_fail_key (c, "ociVersion", "%s is not a version (1.y.z)", q);
+  /* any minor: minor versions are backward compatible, a newer engine's 1.4.0 is fine */
+  if (major != 1)
+    return oci_fail_key (c, "ociVersion", "%s not supported (major version 1: 1.y.z)", v);
   return 0;
 }
 

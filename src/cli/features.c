@@ -67,7 +67,7 @@ cli_features (struct asbx_global *g, int argc, char **argv)
   struct oci_map annotations = { .keys = ann_keys, .values = ann_values, .len = 2 };
   struct oci_features_input in = {
     .oci_version_min = "1.0.0",
-    .oci_version_max = "1.2.0",
+    .oci_version_max = "1.3.0",
     .hooks = hooks,
     .mount_options = mount_options,
     .namespaces = namespaces,

@@ -71,7 +71,7 @@ static void
 version (void)
 {
   const struct scmp_version *v = seccomp_version ();
-  printf ("agentsbx version %s\nspec: 1.2.0\nlibseccomp: %u.%u.%u\n", PACKAGE_VERSION, v->major, v->minor, v->micro);
+  printf ("agentsbx version %s\nspec: 1.3.0\nlibseccomp: %u.%u.%u\n", PACKAGE_VERSION, v->major, v->minor, v->micro);
 }
 
 int

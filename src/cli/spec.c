@@ -15,7 +15,7 @@
 
 static const char spec_head[] =
     "{\n"
-    "\t\"ociVersion\": \"1.2.0\",\n"
+    "\t\"ociVersion\": \"1.3.0\",\n"
     "\t\"process\": {\n"
     "\t\t\"terminal\": true,\n"
     "\t\t\"user\": {\n\t\t\t\"uid\": 0,\n\t\t\t\"gid\": 0\n\t\t},\n"

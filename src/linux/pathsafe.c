@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <linux/openat2.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -148,8 +149,70 @@ ps_clean (const char *path)
 }
 
 /* create one missing component under parent_fd and open it without following any symlink */
+/* symlinks followed while creating a path whose last components are dangling links (the
+ * kernel's own limit for one lookup) */
+#define PS_LINKS_MAX 40
+
+static char *
+fd_readlink (int fd)
+{
+  char proc[64], buf[4096];
+  ssize_t n;
+
+  snprintf (proc, sizeof proc, "/proc/self/fd/%d", fd);
+  n = readlink (proc, buf, sizeof buf - 1);
+  if (n < 0)
+    return NULL;
+  buf[n] = '\0';
+  return xstrdup (buf);
+}
+
+/* The path in the root an fd refers to ("/" for the root itself), from /proc/self/fd; NULL when
+ * fd lies outside rootfd's tree. */
+static char *
+path_in_root (int rootfd, int fd)
+{
+  cleanup_free char *r = NULL;
+  cleanup_free char *f = NULL;
+  size_t n;
+
+  r = fd_readlink (rootfd);
+  f = fd_readlink (fd);
+  if (!r || !f)
+    return NULL;
+  n = strcmp (r, "/") == 0 ? 0 : strlen (r);
+  if (strncmp (f, r, n) != 0 || (f[n] != '/' && f[n] != '\0'))
+    return NULL;
+  return xstrdup (f[n] ? f + n : "/");
+}
+
+/* parent_fd/name is an existing entry that did not resolve (ENOENT through it): when it is a
+ * symlink, the path in the root it points to (its target, to be created in the root, as runc's
+ * securejoin does for a dangling symlink); NULL otherwise (errno set). */
+static char *
+dangling_target (int rootfd, int parent_fd, const char *name)
+{
+  char target[4096];
+  cleanup_free char *dir = NULL;
+  cleanup_free char *joined = NULL;
+  ssize_t n = readlinkat (parent_fd, name, target, sizeof target - 1);
+
+  if (n < 0)
+    return NULL;
+  target[n] = '\0';
+  if (target[0] == '/')
+    return ps_clean (target);
+  dir = path_in_root (rootfd, parent_fd);
+  if (!dir)
+    return errno = EXDEV, NULL;
+  joined = xasprintf ("%s/%s", dir, target);
+  return ps_clean (joined);
+}
+
+static int mkdir_p_links (int rootfd, const char *path, mode_t mode, int links, asbx_err_t *err);
+
 static int
-mkdir_component (int parent_fd, const char *name, mode_t mode, const char *full, asbx_err_t *err)
+mkdir_component (int rootfd, int parent_fd, const char *name, mode_t mode, const char *full, int links, asbx_err_t *err)
 {
   int fd;
 
@@ -157,6 +220,15 @@ mkdir_component (int parent_fd, const char *name, mode_t mode, const char *full,
     return asbx_error (err, errno, "mkdir `%s` in the container root", full);
   fd = ps_openat2 (parent_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0,
                    RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+  if (fd < 0 && (errno == ELOOP || errno == ENOTDIR) && links < PS_LINKS_MAX)
+    {
+      /* a dangling symlink: create what it points to, inside the root */
+      int e = errno;
+      cleanup_free char *target = dangling_target (rootfd, parent_fd, name);
+      if (target)
+        return mkdir_p_links (rootfd, target, mode, links + 1, err);
+      errno = e;
+    }
   if (fd < 0)
     return asbx_error (err, errno, "open new directory `%s` in the container root", full);
   return fd;
@@ -164,6 +236,12 @@ mkdir_component (int parent_fd, const char *name, mode_t mode, const char *full,
 
 int
 ps_mkdir_p (int rootfd, const char *path, mode_t mode, asbx_err_t *err)
+{
+  return mkdir_p_links (rootfd, path, mode, 0, err);
+}
+
+static int
+mkdir_p_links (int rootfd, const char *path, mode_t mode, int links, asbx_err_t *err)
 {
   cleanup_free char *clean = ps_clean (path);
   cleanup_close int cur = -1;
@@ -189,7 +267,7 @@ ps_mkdir_p (int rootfd, const char *path, mode_t mode, asbx_err_t *err)
       *slash = '\0';
       next = ps_openat2 (rootfd, clean, O_PATH | O_DIRECTORY, 0, PS_RESOLVE);
       if (next < 0 && errno == ENOENT)
-        next = mkdir_component (cur, p, mode, clean, err);
+        next = mkdir_component (rootfd, cur, p, mode, clean, links, err);
       else if (next < 0)
         asbx_error (err, errno, "open `%s` in the container root", clean);
       *slash = saved;
@@ -226,8 +304,8 @@ ps_open_parent (int rootfd, const char *path, mode_t dir_mode, int *parent_fd, c
   return 0;
 }
 
-int
-ps_create_file (int rootfd, const char *path, mode_t mode, asbx_err_t *err)
+static int
+create_file_links (int rootfd, const char *path, mode_t mode, int links, asbx_err_t *err)
 {
   cleanup_close int parent = -1;
   cleanup_free char *buf = NULL;
@@ -242,6 +320,13 @@ ps_create_file (int rootfd, const char *path, mode_t mode, asbx_err_t *err)
   fd = openat (parent, base, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0 && errno != EEXIST)
     return asbx_error (err, errno, "create `%s` in the container root", buf);
+  if (fd < 0 && links < PS_LINKS_MAX)
+    {
+      /* it exists but did not resolve: a dangling symlink; create its target in the root */
+      cleanup_free char *target = dangling_target (rootfd, parent, base);
+      if (target)
+        return create_file_links (rootfd, target, mode, links + 1, err);
+    }
   if (fd >= 0)
     close (fd);
   /* re-open from the parent fd: never through a symlink planted in between */
@@ -249,6 +334,12 @@ ps_create_file (int rootfd, const char *path, mode_t mode, asbx_err_t *err)
   if (fd < 0)
     return asbx_error (err, errno, "open `%s` in the container root", buf);
   return fd;
+}
+
+int
+ps_create_file (int rootfd, const char *path, mode_t mode, asbx_err_t *err)
+{
+  return create_file_links (rootfd, path, mode, 0, err);
 }
 
 int

@@ -64,6 +64,11 @@ int linux_sysctl_apply (const struct oci_map *sysctl, asbx_err_t *err);
 /* sethostname/setdomainname when given (needs a new uts namespace; checked earlier). 0 / -1. */
 int linux_uts_apply (const struct oci_spec *spec, asbx_err_t *err);
 
+/* Bring the loopback device `lo` of the current network namespace up (a no-op when it is up),
+ * as runc does in every network namespace it creates. Needs CAP_NET_ADMIN in the namespace.
+ * 0 / -1 with *err (errno of the socket or ioctl). Call only for a namespace the runtime made. */
+int linux_netns_loopback_up (asbx_err_t *err);
+
 /* --- helpers exposed for tests and for the features document --- */
 
 /* RLIMIT_* name -> resource number (setrlimit(2)); -1 when unknown. All 16 resources. */

@@ -81,10 +81,18 @@ make_mount (const struct linux_rootfs_opts *opts, const struct oci_mount *m, con
   if (bind)
     {
       cleanup_free char *src = NULL;
+      size_t idx = (size_t) (m - opts->spec->mounts);
       if (source == NULL)
         return asbx_error (err, EINVAL, "bind mount without a source");
       src = source[0] == '/' ? xstrdup (source) : xasprintf ("%s/%s", opts->bundle, source);
-      mfd = mnt_clone (AT_FDCWD, src, o->recursive, err);
+      if (opts->bind_fds && idx < opts->spec->mounts_len && opts->bind_fds[idx] >= 0 && source == m->source)
+        {
+          mfd = fcntl (opts->bind_fds[idx], F_DUPFD_CLOEXEC, 3); /* opened by the runtime, as host root */
+          if (mfd < 0)
+            return asbx_error (err, errno, "bind `%s`: dup the runtime's clone", src);
+        }
+      else
+        mfd = mnt_clone (AT_FDCWD, src, o->recursive, err);
       if (mfd < 0)
         return -1;
       if (fstat (mfd, &st) < 0)
@@ -141,6 +149,27 @@ remount (int rootfd, const char *dest, const struct mount_opts *o, asbx_err_t *e
   return mnt_setattr (fd, true, o->rattr_set, o->rattr_clr, 0, err);
 }
 
+/* A tmpfs without mode= gets the mode of the directory it is mounted on (runc does this), not
+ * tmpfs's default 1777: a 0700 mount point stays 0700. Nothing when the destination is missing
+ * (ps_mkdir_p creates it 0755 then, and tmpfs keeps its default, as runc). */
+static void
+tmpfs_keep_mode (int rootfd, const char *dest, struct mount_opts *o)
+{
+  cleanup_close int fd = -1;
+  struct stat st;
+  char *data;
+
+  if (o->data && (strncmp (o->data, "mode=", 5) == 0 || strstr (o->data, ",mode=")))
+    return;
+  fd = ps_openat2 (rootfd, dest, O_PATH | O_DIRECTORY, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+  if (fd < 0 || fstat (fd, &st) < 0 || !S_ISDIR (st.st_mode))
+    return;
+  data = o->data ? xasprintf ("%s,mode=%o", o->data, (unsigned) (st.st_mode & 07777))
+                 : xasprintf ("mode=%o", (unsigned) (st.st_mode & 07777));
+  free (o->data);
+  o->data = data;
+}
+
 static int
 mount_one (const struct linux_rootfs_opts *opts, int rootfd, const struct oci_mount *m, asbx_err_t *err)
 {
@@ -157,8 +186,14 @@ mount_one (const struct linux_rootfs_opts *opts, int rootfd, const struct oci_mo
     return asbx_error (err, EINVAL, "destination is required");
   if (mount_opts_parse (m->options, m->options_len, &o, err) < 0)
     return -1;
+  /* runc takes a relative destination as rooted, with a warning (runtime-spec: it MUST be
+   * absolute); so do we, so that configs runc accepts keep working */
+  if (m->destination[0] != '/')
+    log_warning ("mounts: destination `%s` is not absolute: taken as `/%s` (as runc)", m->destination, m->destination);
   dest = ps_clean (m->destination);
   bind = o.bind || streq (m->type, "bind");
+  if (!bind && streq (m->type, "tmpfs"))
+    tmpfs_keep_mode (rootfd, dest, &o);
   if (!bind && streq (m->type, "sysfs") && opts->userns && !has_new_ns (opts->spec, "network"))
     {
       /* a user namespace that does not own the network namespace may not mount sysfs (runc
@@ -248,6 +283,42 @@ dev_is_bind (const struct oci_spec *spec, bool *devpts)
         *devpts = true;
     }
   return bind;
+}
+
+int *
+linux_rootfs_open_bind_sources (const struct oci_spec *spec, const char *bundle)
+{
+  int *fds;
+
+  if (spec->mounts_len == 0)
+    return NULL;
+  fds = xmalloc (spec->mounts_len * sizeof (*fds));
+  for (size_t i = 0; i < spec->mounts_len; i++)
+    {
+      const struct oci_mount *m = &spec->mounts[i];
+      struct mount_opts o;
+      cleanup_free char *src = NULL;
+
+      fds[i] = -1;
+      if (m->source == NULL || mount_opts_parse (m->options, m->options_len, &o, NULL) < 0)
+        continue;
+      if ((o.bind || streq (m->type, "bind")) && !o.remount && !o.idmap && !o.ridmap)
+        {
+          src = m->source[0] == '/' ? xstrdup (m->source) : xasprintf ("%s/%s", bundle, m->source);
+          fds[i] = mnt_clone (AT_FDCWD, src, o.recursive, NULL);
+        }
+      mount_opts_free (&o);
+    }
+  return fds;
+}
+
+void
+linux_rootfs_close_bind_sources (int *fds, size_t n)
+{
+  for (size_t i = 0; fds && i < n; i++)
+    if (fds[i] >= 0)
+      close (fds[i]);
+  free (fds);
 }
 
 int

@@ -33,7 +33,19 @@ struct linux_rootfs_opts
   bool readonly_recursive; /* agent policy: every submount of the rootfs tree (e.g. of an rbind'ed
                               host "/") read-only before the spec mounts; the top mount itself
                               becomes read-only in finalize (root.readonly) */
+  const int *bind_fds;     /* NULL, or per spec->mounts index a detached clone of that bind's
+                              source made by the runtime (linux_rootfs_open_bind_sources), -1: none */
 };
+
+/* For a container in a new user namespace, called by the runtime (host root, before the user
+ * namespace exists): a detached clone (open_tree OPEN_TREE_CLONE, AT_RECURSIVE for rbind) of
+ * every bind mount's source, so that a source only the host's root may reach is still bound;
+ * the container's mapped root would get EACCES (runc 1.2 opens its sources the same way). A
+ * heap array of spec->mounts_len fds, -1 for entries that are not binds and for sources that
+ * cannot be opened here (the init reports those as before); NULL when there are no mounts.
+ * Free with linux_rootfs_close_bind_sources. Never fails. */
+int *linux_rootfs_open_bind_sources (const struct oci_spec *spec, const char *bundle);
+void linux_rootfs_close_bind_sources (int *fds, size_t n);
 
 /* Make the mount tree private (or linux.rootfsPropagation), bind-mount the rootfs onto itself,
  * perform every spec mount in order (options: bind, rbind, ro/rw, nosuid/suid, nodev/dev,

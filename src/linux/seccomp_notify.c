@@ -105,7 +105,7 @@ linux_seccomp_process_state (const char *state_json, const char *metadata, asbx_
   yajl_gen g = yajl_gen_alloc (NULL);
   yajl_gen_map_open (g);
   gen_key (g, "ociVersion");
-  gen_key (g, ver ? ver->u.string : "1.2.0");
+  gen_key (g, ver ? ver->u.string : "1.3.0");
   gen_key (g, "fds");
   yajl_gen_array_open (g);
   gen_key (g, "seccompFd");

@@ -30,6 +30,7 @@
 #include "linux/ns.h"
 #include "linux/process.h"
 #include "linux/seccomp_cache.h"
+#include "linux/rootfs.h"
 #include "runtime/container.h"
 #include "runtime/hooks.h"
 #include "policy/policy.h"
@@ -42,7 +43,7 @@
 #include "runtime/tty.h"
 #include "spec/validate.h"
 
-#define OCI_VERSION "1.2.0"
+#define OCI_VERSION "1.3.0"
 
 /* Crash-safety test hook (tests/escape/test_crash_safety.py): AGENTSBX_TEST_STOP_AT=<step>
  * makes the runtime die by SIGKILL at the named step (`<step>:stop` raises SIGSTOP instead), so
@@ -325,7 +326,13 @@ create_spawned (const struct asbx_global *g, const struct asbx_create_opts *o, s
     return asbx_error (err, errno, "socketpair");
   psync = sp[0];
   a->sync_fd = sp[1];
+  /* in a new user namespace the bind sources are opened here, as the host's root: the init's
+   * mapped root may not reach them (runc does the same) */
+  int *bind_fds = (a->ns->new_flags & CLONE_NEWUSER) ? linux_rootfs_open_bind_sources (spec, bundle) : NULL;
+  a->bind_fds = bind_fds;
   int r = spawn_init (a, psync, &c->init_pid, &c->cgroup_mask, err);
+  linux_rootfs_close_bind_sources (bind_fds, spec->mounts_len);
+  a->bind_fds = NULL;
   if (a->sync_fd >= 0) /* spawn_init closes it once S is forked */
     close (a->sync_fd);
   if (r < 0)
@@ -334,7 +341,9 @@ create_spawned (const struct asbx_global *g, const struct asbx_create_opts *o, s
   test_stop_at ("create:spawned");
   if (sync_recv (psync, SYNC_CREATE_RUNTIME, m, err) < 0)
     return -1;
-  json = state_json (o->id, "creating", c->init_pid, bundle, &spec->annotations, err);
+  /* runtime.md / runtime-tools hooks_stdin: the state on a prestart/createRuntime (and
+   * createContainer/startContainer) hook's stdin says "created", as runc's does */
+  json = state_json (o->id, "created", c->init_pid, bundle, &spec->annotations, err);
   if (!json || create_runtime_hooks (spec, json, err) < 0)
     return -1;
   test_stop_at ("create:hooks");
@@ -578,16 +587,11 @@ asbx_container_start (const struct asbx_global *g, const char *id, asbx_err_t *e
     goto out;
   if (spec->hooks && spec->hooks->poststart_len)
     {
-      asbx_err_t herr = NULL;
       json = state_json (id, "running", o.st.pid, o.st.bundle, &o.st.annotations, err);
       if (!json)
         goto out;
       /* runtime.md: a failing poststart hook is a warning; the lifecycle continues */
-      if (hooks_run (spec->hooks->poststart, spec->hooks->poststart_len, "hooks.poststart", json, &herr) < 0)
-        {
-          log_warning ("%s", herr->msg);
-          asbx_error_free (&herr);
-        }
+      hooks_run_all_warn (spec->hooks->poststart, spec->hooks->poststart_len, "hooks.poststart", json);
     }
   ret = 0;
 out:
@@ -667,12 +671,14 @@ run_poststop (int dirfd, const struct asbx_state *st)
   if (!spec->hooks || spec->hooks->poststop_len == 0)
     return;
   json = state_json (st->id, "stopped", 0, st->bundle, &st->annotations, &e);
-  if (!json || hooks_run (spec->hooks->poststop, spec->hooks->poststop_len, "hooks.poststop", json, &e) < 0)
+  if (!json)
     {
-      /* runtime.md: a failing poststop hook is a warning; delete continues */
       log_warning ("%s", e->msg);
       asbx_error_free (&e);
+      return;
     }
+  /* runtime.md: a failing poststop hook is a warning; the others still run, delete continues */
+  hooks_run_all_warn (spec->hooks->poststop, spec->hooks->poststop_len, "hooks.poststop", json);
 }
 
 int

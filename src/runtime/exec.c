@@ -239,18 +239,20 @@ static void __attribute__ ((noreturn)) exec_process_main (struct exec_child *c)
   cleanup_free char *exe = NULL;
   int master = -1;
 
+  /* a session (and process group) of its own, tty or not, as runc's nsexec does: inherited from
+   * the runtime, the group would not exist in the container's pid namespace (getpgrp() 0) */
+  if (setsid () < 0)
+    {
+      asbx_error (&err, errno, "setsid");
+      sync_fail (c->sync_fd, &err);
+    }
   if (c->proc->terminal)
     {
-      if (setsid () < 0)
-        {
-          asbx_error (&err, errno, "setsid");
-          sync_fail (c->sync_fd, &err);
-        }
       if (linux_pty_setup (c->proc, &master, &err) < 0 || process_send_fd (c->console_fd, master, &err) < 0)
         sync_fail (c->sync_fd, &err);
       close (master);
     }
-  if (linux_rlimits_apply (c->proc, &err) < 0 || process_chdir (c->proc->cwd, &err) < 0)
+  if (linux_rlimits_apply (c->proc, &err) < 0 || process_chdir (c->proc->cwd, false, &err) < 0)
     sync_fail (c->sync_fd, &err);
   exe = process_lookup_executable (c->proc, &err);
   if (!exe)
@@ -462,7 +464,7 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
     goto out;
   if (sc && filter.notify)
     {
-      struct oci_state ost = { .oci_version = "1.2.0",
+      struct oci_state ost = { .oci_version = "1.3.0",
                                .id = o->id,
                                .status = "running",
                                .pid = st.pid,

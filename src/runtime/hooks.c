@@ -21,7 +21,7 @@
 
 static void __attribute__ ((noreturn)) hook_child (const struct oci_hook *h, int in_fd, int out_fd)
 {
-  static char *const empty_env[] = { NULL };
+  extern char **environ;
   char *default_argv[] = { h->path, NULL };
   char **argv = h->args_len ? h->args : default_argv;
 
@@ -29,7 +29,9 @@ static void __attribute__ ((noreturn)) hook_child (const struct oci_hook *h, int
     _exit (127);
   syscall (SYS_close_range, 3U, ~0U, 0U);
   signal (SIGPIPE, SIG_DFL);
-  execve (h->path, argv, h->env_len ? h->env : empty_env);
+  /* a hook without `env` gets the runtime's environment (runc: exec.Cmd with a nil Env); an
+   * explicit list, even an empty one, is used as given */
+  execve (h->path, argv, h->env ? h->env : environ);
   dprintf (2, "exec `%s`: %s", h->path, strerror (errno));
   _exit (127);
 }
@@ -142,4 +144,22 @@ hooks_run (const struct oci_hook *hooks, size_t n, const char *kind, const char 
     if (run_one (&hooks[i], kind, i, state_json, err) < 0)
       return -1;
   return 0;
+}
+
+int
+hooks_run_all_warn (const struct oci_hook *hooks, size_t n, const char *kind, const char *state_json)
+{
+  int failed = 0;
+
+  for (size_t i = 0; i < n; i++)
+    {
+      asbx_err_t e = NULL;
+      if (run_one (&hooks[i], kind, i, state_json, &e) < 0)
+        {
+          log_warning ("%s", e->msg);
+          asbx_error_free (&e);
+          failed++;
+        }
+    }
+  return failed;
 }

@@ -137,11 +137,15 @@ init_main (struct init_args *a)
     .new_cgroupns = a->ns->new_flags & CLONE_NEWCGROUP,
     .cgroup_path = a->cgroup_path,
     .readonly_recursive = a->plan && a->plan->active && a->plan->rootfs_readonly,
+    .bind_fds = a->bind_fds,
   };
   if (linux_rootfs_prepare (&ro, &rootfd, &err) < 0)
     fail (a, &err);
   /* 3b. the policy's mounts: grants (rw binds) then denies (ro binds, masks) on top */
   if (policy_apply_mounts (rootfd, a->plan, spec->root && spec->root->readonly, &err) < 0)
+    fail (a, &err);
+  /* 3b'. a network namespace made here has `lo` up, policy or not (runc does) */
+  if ((a->ns->new_flags & CLONE_NEWNET) && linux_netns_loopback_up (&err) < 0)
     fail (a, &err);
   /* 3c. the network policy's nftables table, while we hold CAP_NET_ADMIN (the container never
    * does) and before pivot_root, so libnftables reads only the host's files; in an engine-given
@@ -195,13 +199,16 @@ init_main (struct init_args *a)
   /* 8. namespace-scoped settings, while /proc/sys is still writable */
   if (linux_uts_apply (spec, &err) < 0 || (spec->linux_ && linux_sysctl_apply (&spec->linux_->sysctl, &err) < 0))
     fail (a, &err);
+  /* 8b. a missing process.cwd is created (runc does), while the root is still writable */
+  if (process_chdir (proc->cwd, true, &err) < 0)
+    fail (a, &err);
   /* 9. masked and read-only paths (/proc/sys among them), read-only root */
   if (linux_rootfs_finalize (spec, &err) < 0)
     fail (a, &err);
   /* 10. per-process limits before anything of the user's runs */
   if (linux_rlimits_apply (proc, &err) < 0 || linux_oom_score_adj_apply (proc, 0, &err) < 0)
     fail (a, &err);
-  if (process_chdir (proc->cwd, &err) < 0)
+  if (process_chdir (proc->cwd, false, &err) < 0)
     fail (a, &err);
   exe = process_lookup_executable (proc, &err);
   if (!exe)

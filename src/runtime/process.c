@@ -4,7 +4,10 @@
  * Ordering (capabilities(7), prctl(2), seccomp(2)): the bounding set is dropped while
  * CAP_SETPCAP is held; PR_SET_KEEPCAPS keeps the permitted set across setresuid(); the final
  * sets are applied after the uid change; no_new_privs next; seccomp (when present) last, right
- * before execve, so the filter needs to allow nothing but the execve itself. */
+ * before execve, so the filter needs to allow nothing but the execve itself. Without
+ * no_new_privs the OCI filter goes in before the capabilities are dropped (it needs
+ * CAP_SYS_ADMIN then), so it must allow the identity steps; the runtime fds are marked
+ * close-on-exec before any filter, so a profile lacking close_range still works. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -120,7 +123,7 @@ process_lookup_executable (const struct oci_process *p, asbx_err_t *err)
 }
 
 int
-process_chdir (const char *cwd, asbx_err_t *err)
+process_chdir (const char *cwd, bool create, asbx_err_t *err)
 {
   /* After pivot_root (init) or setns (exec) "/" is the container's root. The cwd is resolved
    * from it with RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS and entered with fchdir: a plain chdir
@@ -134,6 +137,8 @@ process_chdir (const char *cwd, asbx_err_t *err)
   if (root < 0)
     return asbx_error (err, errno, "process.cwd: open /");
   fd = ps_openat2 (root, cwd, O_PATH | O_DIRECTORY, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+  if (fd < 0 && errno == ENOENT && !create)
+    return asbx_error (err, ENOENT, "process.cwd: `%s` does not exist in the container", cwd);
   if (fd < 0 && errno == ENOENT)
     {
       fd = ps_mkdir_p (root, cwd, 0755, err);
@@ -248,6 +253,26 @@ env_with_home (const struct oci_process *proc)
   return env;
 }
 
+/* stdio that is a regular file, a pipe or a socket is given to the container's user (runc's
+ * fixStdioPermissions), so a non-root process can reopen /dev/stdout or /proc/self/fd/1.
+ * Never a character or block device: /dev/null and a host tty keep their owner. A chown the
+ * kernel refuses (EINVAL: unmapped id in a user namespace, EPERM, EROFS) leaves it, as runc. */
+static int
+stdio_chown (const struct oci_user *user, asbx_err_t *err)
+{
+  for (int fd = 0; fd < 3; fd++)
+    {
+      struct stat st;
+      if (fstat (fd, &st) < 0)
+        continue; /* closed */
+      if (S_ISCHR (st.st_mode) || S_ISBLK (st.st_mode) || (st.st_uid == user->uid && st.st_gid == user->gid))
+        continue;
+      if (fchown (fd, user->uid, user->gid) < 0 && errno != EINVAL && errno != EPERM && errno != EROFS)
+        return asbx_error (err, errno, "chown stdio fd %d to %u:%u", fd, user->uid, user->gid);
+    }
+  return 0;
+}
+
 int
 process_finalize_and_exec (const struct oci_process *proc, bool userns, int preserve_fds, const char *exe,
                            asbx_err_t *err)
@@ -255,6 +280,17 @@ process_finalize_and_exec (const struct oci_process *proc, bool userns, int pres
   const struct linux_seccomp *sc = seccomp_req.filter;
   char **env = env_with_home (proc); /* before the user switch: /etc/passwd may be root-only */
 
+  /* no runtime fd may survive into the container (CVE-2024-21626 class): only stdio and the
+   * preserved fds; everything else becomes close-on-exec. First, before any seccomp filter: a
+   * profile need not allow close_range or fcntl (runc's order). Needs no privilege, and what
+   * the steps below open is O_CLOEXEC or closed again (landlock and listener fds, /proc files). */
+  for (int fd = 3; fd < 3 + preserve_fds; fd++)
+    if (fcntl (fd, F_SETFD, 0) < 0 && errno != EBADF)
+      return asbx_error (err, errno, "--preserve-fds: clear close-on-exec of fd %d", fd);
+  if (syscall (SYS_close_range, (unsigned) (3 + preserve_fds), ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+    return asbx_error (err, errno, "close_range");
+  if (stdio_chown (&proc->user, err) < 0)
+    return -1;
   /* without no_new_privs, seccomp(2) needs CAP_SYS_ADMIN: install before capabilities go (runc) */
   if (sc && !proc->no_new_privileges && linux_seccomp_install (sc, seccomp_req.listener, seccomp_req.state, err) < 0)
     return -1;
@@ -263,14 +299,9 @@ process_finalize_and_exec (const struct oci_process *proc, bool userns, int pres
       || linux_nnp_apply (proc, err) < 0)
     return -1;
   linux_umask_apply (&proc->user);
-  /* no runtime fd may survive into the container (CVE-2024-21626 class): only stdio and the
-   * preserved fds; everything else becomes close-on-exec */
-  for (int fd = 3; fd < 3 + preserve_fds; fd++)
-    fcntl (fd, F_SETFD, 0);
-  if (syscall (SYS_close_range, (unsigned) (3 + preserve_fds), ~0U, CLOSE_RANGE_CLOEXEC) < 0)
-    return asbx_error (err, errno, "close_range");
   /* syscalls.denyWriteExecMemory: no mapping writable and executable, none made executable
-   * later (prctl(2) PR_SET_MDWE, Linux 6.3); before the filters, which need not allow prctl */
+   * later (prctl(2) PR_SET_MDWE, Linux 6.3); before the filters, which need not allow prctl
+   * (a policy always sets no_new_privs, so the OCI filter comes after this too) */
   if (policy_req.deny_wx && prctl (PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN, 0L, 0L, 0L) < 0)
     return asbx_error (err, errno, "policy syscalls.denyWriteExecMemory: prctl(PR_SET_MDWE) (needs Linux >= 6.3)");
   /* the policy's Landlock ruleset (needs no_new_privs, which a policy always sets) */

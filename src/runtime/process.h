@@ -19,8 +19,10 @@ int process_send_fd (int sock, int fd, asbx_err_t *err);
  * Heap string, or NULL with *err "exec: `x`: executable file not found in $PATH". */
 char *process_lookup_executable (const struct oci_process *p, asbx_err_t *err);
 
-/* chdir to process.cwd in the current root, creating it when missing (as runc). 0 / -1. */
-int process_chdir (const char *cwd, asbx_err_t *err);
+/* chdir to process.cwd in the current root (resolved in it, CVE-2024-21626 class). create:
+ * make it when missing (the init, as runc, before the rootfs turns read-only); false (exec, as
+ * runc's setns path): a missing cwd is an error naming it, nothing is created. 0 / -1. */
+int process_chdir (const char *cwd, bool create, asbx_err_t *err);
 
 struct linux_seccomp;
 /* Register the compiled linux.seccomp filter for process_finalize_and_exec (NULL: none), with the

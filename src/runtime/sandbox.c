@@ -158,7 +158,7 @@ sandbox_config (const struct asbx_sandbox_opts *o, const char *rootfs, const cha
 
   yajl_gen_map_open (g);
   G_STR (g, "ociVersion");
-  G_STR (g, "1.2.0");
+  G_STR (g, "1.3.0");
   gen_process (g, o);
   G_STR (g, "root");
   yajl_gen_map_open (g);

@@ -30,6 +30,8 @@ struct init_args
    * container's flock, which a child would otherwise hold until exec */
   int close_fds[4];
   const struct policy_plan *plan; /* the agent policy (inactive plan or NULL: plain OCI) */
+  const int *bind_fds;            /* new user namespace: the bind sources the runtime opened
+                                     (linux_rootfs_open_bind_sources), else NULL */
 };
 
 /* Fork S and, through it, I. Places S in the cgroup first (so I and a new cgroup namespace are

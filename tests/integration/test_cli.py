@@ -230,3 +230,28 @@ def test_bundle_short_flag_and_cwd_default(rt, bundle):
     rt.created.append(cid2)
     r = rt.cmd("run", cid2, cwd=bundle.path)  # bundle defaults to the current directory
     assert r.ok, r
+
+
+@pytest.mark.parametrize("version", ["1.0.0", "1.2.1", "1.3.0", "1.4.0-rc.1", "1.17.2"])
+def test_oci_version_every_1x_runs(rt, bundle, version):
+    """Minor versions of the runtime spec are backward compatible: a config written by a newer
+    engine with a newer 1.y is run, not refused (runtime-tools writes 1.3.0)."""
+    bundle.config["ociVersion"] = version
+    r, _ = rt.run(bundle.args("/probe", "exit", "0"))
+    assert r.ok, r
+
+
+@pytest.mark.agentsbx_only("runc 1.1.5 does not check ociVersion at all")
+@pytest.mark.parametrize("version", ["2.0.0", "0.6.0"])
+def test_oci_version_other_major_refused(rt, bundle, version):
+    bundle.config["ociVersion"] = version
+    r, _ = rt.run(bundle.args("/probe", "exit", "0"))
+    assert r.rc != 0 and "ociVersion" in r.err and version in r.err, r
+
+
+def test_features_version_max_is_1_3(rt):
+    f = rt.cmd("features", root=False).json()
+    if rt.is_runc:
+        assert f["ociVersionMax"].startswith("1."), f
+    else:
+        assert f["ociVersionMax"] == "1.3.0" and f["ociVersionMin"] == "1.0.0", f

@@ -136,3 +136,23 @@ def test_exec_applies_container_seccomp(rt, bundle):
     r = rt.cmd("exec", cid, "/probe", "syscall", "getppid")
     assert r.out.strip(), r
     assert probe_json(r)["result"] == "EPERM", r.out
+
+
+def test_exec_process_group_exists_in_container(rt, running):
+    """The exec'd process leads a process group (and session) of its own, one that exists in the
+    container's pid namespace: getpgrp() is its own pid, not 0 (a group left in the host's)."""
+    r = rt.cmd("exec", running, "/probe", "report")
+    assert r.ok, r
+    rep = probe_json(r)
+    assert rep["pgrp"] != 0 and rep["pgrp"] == rep["pid"], rep
+    assert rep["sid"] == rep["pid"], rep
+
+
+def test_exec_cwd_missing_fails_cleanly(rt, bundle, running):
+    """exec --cwd to a directory that does not exist fails (runc: chdir ... no such file), names
+    the directory, and creates nothing in the rootfs."""
+    r = rt.cmd("exec", "--cwd", "/no/such/dir", running, "/probe", "report")
+    assert r.rc != 0, r
+    assert "/no/such/dir" in r.err, r
+    assert not os.path.exists(os.path.join(bundle.rootfs, "no")), "exec created the cwd"
+    assert rt.state(running).json()["status"] == "running"

@@ -195,3 +195,78 @@ def test_missing_hook_binary_fails_create(rt, bundle):
     r, cid = rt.create(bundle)
     assert r.rc != 0
     assert not os.path.exists(os.path.join(rt.root, cid))
+
+
+def named_hook(rt, name, outdir, exit_code=0):
+    """A host /bin/sh hook NAME that records its stdin and env under outdir and exits exit_code."""
+    os.makedirs(outdir, exist_ok=True)
+    path = os.path.join(rt.workdir, f"hook-{name}.sh")
+    with open(path, "w") as f:
+        f.write(f"#!/bin/sh\ncat > {outdir}/{name}.state\nenv > {outdir}/{name}.env\n"
+                f"echo {name} >> {outdir}/order\nexit {exit_code}\n")
+    os.chmod(path, 0o755)
+    return path
+
+
+def read_order(outdir):
+    with open(os.path.join(outdir, "order")) as f:
+        return f.read().split()
+
+
+@pytest.mark.agentsbx_only("runc 1.1.5 stops at a failing poststart hook and kills the container")
+def test_failing_poststart_hook_later_hooks_still_run(rt, bundle):
+    """runtime.md: a failing poststart hook is logged; the remaining hooks and the lifecycle go on."""
+    out = os.path.join(rt.workdir, "hooks")
+    bundle.hook("poststart", named_hook(rt, "ps1", out, exit_code=1))
+    bundle.hook("poststart", named_hook(rt, "ps2", out))
+    bundle.args("/probe", "sleep", "600")
+    r, cid = rt.create(bundle)
+    assert r.ok, r
+    s = rt.start(cid)
+    assert s.ok, s
+    assert "ps1" in s.err, "the failing hook must be reported (a warning)"
+    assert read_order(out) == ["ps1", "ps2"]
+    assert rt.state(cid).json()["status"] == "running"
+    assert rt.kill(cid, "KILL").ok
+    rt.wait_status(cid, "stopped")
+    assert rt.delete(cid).ok
+
+
+@pytest.mark.agentsbx_only("runc 1.1.5 stops running poststop hooks at the first failing one")
+def test_failing_poststop_hook_later_hooks_still_run(rt, bundle):
+    out = os.path.join(rt.workdir, "hooks")
+    bundle.hook("poststop", named_hook(rt, "pst1", out, exit_code=1))
+    bundle.hook("poststop", named_hook(rt, "pst2", out))
+    bundle.args("/probe", "exit", "0")
+    r, cid = rt.run(bundle, None, "--keep")
+    assert r.ok, r
+    rt.delete(cid)
+    assert not rt.state(cid).ok
+    assert read_order(out) == ["pst1", "pst2"]
+
+
+@pytest.mark.parametrize("kind", ["prestart", "createRuntime", "poststart", "poststop"])
+def test_hook_without_env_gets_runtime_environment(rt, bundle, kind):
+    """A hook with no `env` runs with the runtime's own environment (runc: exec.Cmd, nil Env)."""
+    out = os.path.join(rt.workdir, "hooks")
+    bundle.hook(kind, named_hook(rt, kind, out))
+    env = dict(os.environ, AGENTSBX_TEST_HOOKENV="from-the-runtime")
+    r, _ = rt.run(bundle.args("/probe", "exit", "0"), None, env=env)
+    assert r.ok, r
+    with open(os.path.join(out, f"{kind}.env")) as f:
+        lines = f.read().splitlines()
+    assert "AGENTSBX_TEST_HOOKENV=from-the-runtime" in lines, lines
+
+
+@pytest.mark.agentsbx_only("runc 1.1.5 passes status `creating` to prestart/createRuntime hooks")
+def test_create_hooks_state_says_created(rt, bundle):
+    """runtime-tools hooks_stdin: the state on a prestart/createRuntime hook's stdin has status
+    `created` (the container exists), poststart `running`, poststop `stopped`."""
+    out = os.path.join(rt.workdir, "hooks")
+    for kind in ("prestart", "createRuntime", "poststart", "poststop"):
+        bundle.hook(kind, named_hook(rt, kind, out))
+    r, _ = rt.run(bundle.args("/probe", "exit", "0"))
+    assert r.ok, r
+    got = {k: read_state(out, k)["status"] for k in ("prestart", "createRuntime", "poststart", "poststop")}
+    assert got == {"prestart": "created", "createRuntime": "created", "poststart": "running",
+                   "poststop": "stopped"}, got

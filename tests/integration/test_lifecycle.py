@@ -286,3 +286,46 @@ def test_console_socket_terminal(rt, bundle, tmp_path):
         assert rep["tty"][k]["isatty"], rep["tty"]
         assert rep["tty"][k]["ttyname"].startswith("/dev/pts/"), rep["tty"]
     rt.wait_status(cid, "stopped")
+
+
+def cgroup_dirs_of(pid):
+    """The host directories of pid's cgroups, one per mounted hierarchy."""
+    dirs = []
+    with open(f"/proc/{pid}/cgroup") as f:
+        for ln in f:
+            _, ctls, path = ln.rstrip("\n").split(":", 2)
+            if ctls == "":
+                base = "/sys/fs/cgroup/unified" if os.path.isdir("/sys/fs/cgroup/unified") else "/sys/fs/cgroup"
+            else:
+                name = ctls.replace("name=", "")
+                base = os.path.join("/sys/fs/cgroup", name)
+                if not os.path.isdir(base):
+                    continue
+            dirs.append(os.path.join(base, path.lstrip("/")))
+    return [d for d in dirs if os.path.isdir(d)]
+
+
+def test_delete_force_of_frozen_container(rt, bundle):
+    """delete --force of a paused (frozen) container thaws, kills and removes it: no process and
+    no cgroup directory is left in any hierarchy."""
+    bundle.args("/bin/sh", "-c", "/probe sleep 600 & /probe sleep 600")
+    r, cid = rt.run(bundle, None, "--detach")
+    assert r.ok, r
+    rt.wait_status(cid, "running")
+    pid = rt.state(cid).json()["pid"]
+    dirs = [d for d in cgroup_dirs_of(pid) if cid in d]
+    assert dirs, "no cgroup of the container found"
+    with open(os.path.join(dirs[0], "cgroup.procs")) as f:
+        procs = [int(x) for x in f.read().split()]
+    assert len(procs) >= 2, procs
+    assert rt.cmd("pause", cid).ok
+    assert rt.state(cid).json()["status"] == "paused"
+    d = rt.delete(cid, force=True)
+    assert d.ok, d
+    for p in procs:
+        alive = os.path.exists(f"/proc/{p}") and \
+            open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+        assert not alive, f"process {p} survived delete --force"
+    left = [x for x in dirs if os.path.exists(x)]
+    assert not left, f"cgroups left: {left}"
+    assert not rt.state(cid).ok

@@ -249,3 +249,63 @@ def test_no_host_devices_leak(rt, bundle):
     # Nothing of the host's /dev beyond the default set (e.g. no block devices).
     for host_only in ("vda", "sda", "kmsg", "mem", "kvm"):
         assert host_only not in entries, entries
+
+
+def test_tmpfs_without_mode_keeps_mount_point_mode(rt, bundle):
+    """A tmpfs without mode= takes the mode of the directory it is mounted on (runc), not
+    tmpfs's 1777; with mode= the option wins."""
+    os.makedirs(os.path.join(bundle.rootfs, "private"), mode=0o700, exist_ok=True)
+    os.chmod(os.path.join(bundle.rootfs, "private"), 0o700)
+    os.makedirs(os.path.join(bundle.rootfs, "given"), exist_ok=True)
+    os.chmod(os.path.join(bundle.rootfs, "given"), 0o700)
+    bundle.add_mount("/private", "tmpfs", "tmpfs", ["nosuid", "size=1m"])
+    bundle.add_mount("/given", "tmpfs", "tmpfs", ["mode=750"])
+    r = run(rt, bundle, ["/bin/sh", "-c", "/probe stat /private; /probe stat /given; "
+                         "grep -c ' /private .* tmpfs' /proc/self/mountinfo"])
+    assert r.ok, r
+    js = [json.loads(ln) for ln in r.out.splitlines() if ln.startswith("{")]
+    assert js[0]["mode"] == 0o700, js
+    if not rt.is_runc:  # runc 1.1.5 lets the mount point's mode override an explicit mode=
+        assert js[1]["mode"] == 0o750, js
+    assert r.out.splitlines()[-1] == "1", "the tmpfs is not mounted on /private"
+
+
+@pytest.mark.parametrize("link", ["/target/in/root", "rel/target"])
+def test_dangling_symlink_destination_created_in_rootfs(rt, bundle, link):
+    """A destination that is a dangling symlink resolves inside the rootfs: the target is created
+    there (absolute targets taken from the rootfs, relative ones from the link's directory), the
+    mount lands on it, and nothing is created on the host."""
+    host_target = os.path.join("/", link.lstrip("/").split("/")[0])
+    assert not os.path.exists(host_target) or link.startswith("rel")
+    os.makedirs(os.path.join(bundle.rootfs, "links"), exist_ok=True)
+    os.symlink(link, os.path.join(bundle.rootfs, "links", "dl"))
+    src = host_dir(rt, "dlsrc", {"marker": "here"})
+    bundle.add_mount("/links/dl", "bind", src, ["rbind", "ro"])
+    inside = link if link.startswith("/") else "/links/" + link
+    r = run(rt, bundle, ["/probe", "catfile", inside + "/marker"])
+    assert r.ok and r.out == "here", r
+    assert os.path.isdir(os.path.join(bundle.rootfs, inside.lstrip("/")))
+    if link.startswith("/"):
+        assert not os.path.exists(host_target), "created on the host"
+
+
+def test_dangling_symlink_file_destination(rt, bundle):
+    """A file bind onto a dangling symlink: the target file is created inside the rootfs."""
+    os.symlink("/etc/made-by-runtime", os.path.join(bundle.rootfs, "etc", "dlfile"))
+    src = os.path.join(rt.workdir, "srcfile")
+    with open(src, "w") as f:
+        f.write("filedata")
+    bundle.add_mount("/etc/dlfile", "bind", src, ["bind", "ro"])
+    r = run(rt, bundle, ["/probe", "catfile", "/etc/made-by-runtime"])
+    assert r.ok and r.out == "filedata", r
+    assert os.path.isfile(os.path.join(bundle.rootfs, "etc", "made-by-runtime"))
+    assert not os.path.exists("/etc/made-by-runtime")
+
+
+def test_relative_destination_taken_as_rooted(rt, bundle):
+    """runc takes a relative destination as rooted (with a warning); so do we."""
+    bundle.add_mount("reltmp/sub", "tmpfs", "tmpfs", ["size=1m"])
+    r = run(rt, bundle, ["/bin/sh", "-c", "grep -c ' /reltmp/sub .* tmpfs' /proc/self/mountinfo"])
+    assert r.ok and r.out.strip() == "1", r
+    if not rt.is_runc:
+        assert "reltmp/sub" in r.err and "not absolute" in r.err, r

@@ -164,3 +164,46 @@ def test_duplicate_namespace_refused(rt, bundle):
     bundle.linux["namespaces"] = bundle.linux["namespaces"] + [{"type": "ipc"}, {"type": "ipc"}]
     r = probe_report(rt, bundle, check=False)
     assert r.rc != 0
+
+
+def lo_flags(r):
+    assert r.ok, r
+    return int(r.out.strip().splitlines()[-1], 16)
+
+
+def test_new_network_namespace_has_lo_up(rt, bundle):
+    """A network namespace the runtime creates has `lo` up (IFF_UP), as seen through the
+    container's own sysfs; runc does this for every new network namespace."""
+    assert any(n["type"] == "network" for n in bundle.linux["namespaces"])
+    r = run(rt, bundle, ["/bin/cat", "/sys/class/net/lo/flags"])
+    assert lo_flags(r) & 0x1, r
+
+
+@pytest.mark.agentsbx_only("agent policies are agentsbx's")
+def test_new_network_namespace_lo_up_under_policy_none(rt, make_bundle):
+    from policyutil import policy_bundle, prun
+    pb = policy_bundle(make_bundle)
+    r, _ = prun(rt, pb, ["/bin/cat", "/sys/class/net/lo/flags"], profile=None,
+                policy={"version": 1, "network": {"mode": "none"}})
+    assert lo_flags(r) & 0x1, r
+
+
+@pytest.mark.parametrize("opt", ["bind", "rbind"])
+def test_user_namespace_bind_source_opened_as_host_root(rt, bundle, opt):
+    """In a user namespace, bind sources are opened by the runtime as the host's root: a source
+    below a root-only (0700) directory, which the container's mapped root cannot traverse, is
+    still bound and readable through the mount (the file is world-readable)."""
+    bundle.set_namespace("user")
+    bundle.linux["uidMappings"] = [{"containerID": 0, "hostID": 200000, "size": 65536}]
+    bundle.linux["gidMappings"] = [{"containerID": 0, "hostID": 200000, "size": 65536}]
+    locked = os.path.join(rt.workdir, "locked")
+    src = os.path.join(locked, "data")
+    os.makedirs(src)
+    os.chmod(locked, 0o700)
+    with open(os.path.join(src, "f"), "w") as f:
+        f.write("host-only-path")
+    os.chmod(os.path.join(src, "f"), 0o644)
+    os.chmod(src, 0o755)
+    bundle.add_mount("/tmp/locked", "bind", src, [opt, "ro"])  # /tmp: 1777, creatable
+    r = run(rt, bundle, ["/probe", "catfile", "/tmp/locked/f"])
+    assert r.ok and r.out == "host-only-path", r

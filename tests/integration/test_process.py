@@ -5,6 +5,7 @@ rlimits, oomScoreAdj, hostname, domainname, sysctl.
 runc is the reference behaviour.
 """
 
+import os
 import resource
 
 import pytest
@@ -35,6 +36,18 @@ def test_cwd(rt, bundle):
     bundle.process["cwd"] = "/home/user"
     rep = probe_report(rt, bundle)
     assert rep["cwd"] == "/home/user"
+
+
+def test_cwd_created_if_missing_on_readonly_root(rt, bundle):
+    """runc creates a missing cwd before the rootfs turns read-only: root.readonly true and a cwd
+    absent from the image still start, in that directory, and the root stays read-only."""
+    bundle.config["root"]["readonly"] = True
+    bundle.process["cwd"] = "/new/work/dir"
+    rep = probe_report(rt, bundle)
+    assert rep["cwd"] == "/new/work/dir"
+    assert os.path.isdir(os.path.join(bundle.rootfs, "new/work/dir"))
+    root = [m for m in rep["mounts"] if m["mountpoint"] == "/"][-1]
+    assert "ro" in root["options"].split(","), root
 
 
 def test_cwd_created_if_missing(rt, bundle):
@@ -247,3 +260,19 @@ def test_path_lookup(rt, bundle):
     bundle.process["env"] = ["PATH=/bin"]
     r = run(rt, bundle, ["true"])
     assert r.ok, r
+
+
+def test_stdio_files_chowned_to_container_user(rt, bundle):
+    """stdout redirected to a regular file is given to the container's uid and gid (runc), so a
+    non-root process can reopen /dev/stdout; /dev/null on stdin keeps its owner and mode."""
+    bundle.process["user"] = {"uid": 1000, "gid": 1001}
+    out = os.path.join(rt.workdir, "stdout.file")
+    bundle.args("/bin/sh", "-c", "echo reopened >> /dev/stdout")
+    r, _ = rt.run(bundle, None, stdout_path=out)
+    assert r.ok, r
+    assert r.out.strip() == "reopened", r
+    st = os.stat(out)
+    if not rt.is_runc:  # runc's foreground run copies through pipes of its own (chowned)
+        assert (st.st_uid, st.st_gid) == (1000, 1001)
+    null = os.stat("/dev/null")
+    assert (null.st_uid, null.st_gid, null.st_mode & 0o777) == (0, 0, 0o666)

@@ -445,6 +445,8 @@ cmd_report (void)
   kstr ("domainname", u.domainname);
   kint ("pid", getpid ());
   kint ("ppid", getppid ());
+  kint ("pgrp", getpgrp ());
+  kint ("sid", getsid (0));
   report_namespaces ();
   report_mounts ();
   report_rlimits ();

@@ -420,7 +420,8 @@ static void
 test_version (void **state)
 {
   (void) state;
-  const char *good[] = { "1.0.0", "1.0.2-dev", "1.1.0+dev", "1.0.0-rc5", "1.2.0", "1.2.99", "1.0.1-rc.1+build.5" };
+  const char *good[] = { "1.0.0",  "1.0.2-dev", "1.1.0+dev",  "1.0.0-rc5", "1.2.0",
+                         "1.2.99", "1.3.0",     "1.4.0-rc.1", "1.99.7",    "1.0.1-rc.1+build.5" };
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (good); i++)
     {
       cleanup_free char *j = xasprintf ("{\"ociVersion\":\"%s\"}", good[i]);
@@ -428,13 +429,12 @@ test_version (void **state)
       assert_string_equal (s->oci_version, good[i]);
       oci_spec_free (s);
     }
-  expect_error ("{\"ociVersion\":\"1.3.0\"}", "config.json: ociVersion: 1.3.0 not supported (1.0.0 to 1.2.x)");
-  expect_error ("{\"ociVersion\":\"2.0.0\"}", "config.json: ociVersion: 2.0.0 not supported (1.0.0 to 1.2.x)");
-  expect_error ("{\"ociVersion\":\"0.6.0\"}", "config.json: ociVersion: 0.6.0 not supported (1.0.0 to 1.2.x)");
-  expect_error ("{\"ociVersion\":\"1.0\"}", "config.json: ociVersion: \"1.0\" is not a version (1.0.0 to 1.2.x)");
-  expect_error ("{\"ociVersion\":\"1.0.0-\"}", "config.json: ociVersion: \"1.0.0-\" is not a version (1.0.0 to 1.2.x)");
-  expect_error ("{\"ociVersion\":\"1.0.0 \"}", "config.json: ociVersion: \"1.0.0 \" is not a version (1.0.0 to 1.2.x)");
-  expect_error ("{\"ociVersion\":\"\"}", "config.json: ociVersion: \"\" is not a version (1.0.0 to 1.2.x)");
+  expect_error ("{\"ociVersion\":\"2.0.0\"}", "config.json: ociVersion: 2.0.0 not supported (major version 1: 1.y.z)");
+  expect_error ("{\"ociVersion\":\"0.6.0\"}", "config.json: ociVersion: 0.6.0 not supported (major version 1: 1.y.z)");
+  expect_error ("{\"ociVersion\":\"1.0\"}", "config.json: ociVersion: \"1.0\" is not a version (1.y.z)");
+  expect_error ("{\"ociVersion\":\"1.0.0-\"}", "config.json: ociVersion: \"1.0.0-\" is not a version (1.y.z)");
+  expect_error ("{\"ociVersion\":\"1.0.0 \"}", "config.json: ociVersion: \"1.0.0 \" is not a version (1.y.z)");
+  expect_error ("{\"ociVersion\":\"\"}", "config.json: ociVersion: \"\" is not a version (1.y.z)");
   expect_error ("{\"ociVersion\":1.2}", "config.json: ociVersion: expected string");
 }
 
@@ -629,7 +629,7 @@ test_file_errors (void **state)
   assert_int_equal (write_all (fd, "{\"ociVersion\":\"9.0.0\"}", 22), 0);
   close (fd);
   assert_null (oci_spec_parse_file (tmpl, &err));
-  cleanup_free char *want = xasprintf ("%s: ociVersion: 9.0.0 not supported (1.0.0 to 1.2.x)", tmpl);
+  cleanup_free char *want = xasprintf ("%s: ociVersion: 9.0.0 not supported (major version 1: 1.y.z)", tmpl);
   assert_string_equal (err->msg, want);
   asbx_error_free (&err);
   unlink (tmpl);
