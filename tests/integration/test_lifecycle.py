@@ -10,6 +10,7 @@ import os
 import select
 import socket
 import threading
+import time
 
 import pytest
 
@@ -66,9 +67,27 @@ def test_kill_signal_forms(rt, bundle, sig, num):
     r, cid = rt.create(bundle)
     assert r.ok, r
     assert rt.start(cid).ok
+    # pid 1 of a pid namespace ignores a signal it has no handler for: wait until the kernel
+    # shows the probe's handler (SigCgt), or a signal sent right after start is simply lost
+    pid = rt.state(cid).json()["pid"]
+    deadline = time.monotonic() + 30
+    while not _catches(pid, num) and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert rt.kill(cid, sig).ok
     rt.wait_status(cid, "stopped")
     assert f"probe: signal {num}" in bundle.container_output()
+
+
+def _catches(pid, num):
+    """True when /proc/PID/status says the process has a handler for signal `num`."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("SigCgt:"):
+                    return bool(int(line.split()[1], 16) & (1 << (num - 1)))
+    except OSError:
+        pass
+    return False
 
 
 def test_start_twice_fails(rt, bundle):
