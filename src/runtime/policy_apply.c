@@ -29,6 +29,7 @@
 #include "policy/nft_ruleset.h"
 #include "policy/syscall_groups.h"
 #include "runtime/policy_apply.h"
+#include "runtime/policy_hostfiles.h"
 #include "runtime/process.h"
 
 /* ---- P: the spec ---- */
@@ -187,6 +188,7 @@ policy_apply_spec (struct oci_spec *spec, const struct policy_plan *plan, asbx_e
   if (plan->rootfs_readonly)
     spec->root->readonly = true;
   policy_apply_process (spec->process, plan);
+  policy_hostfiles_narrow (spec->process, plan, spec->linux_);
   resources_narrow (spec->linux_, plan);
   if (plan->net_mode != POLICY_NET_OPEN)
     {
@@ -572,17 +574,24 @@ build_groups_filter (unsigned deny, struct linux_seccomp *out, asbx_err_t *err)
   for (size_t g = 0; g < policy_syscall_groups_len; g++)
     if (deny & policy_syscall_groups[g].bit)
       n += policy_syscall_groups[g].rules_len;
+  n += policy_hostfile_rules_len;
   cleanup_free struct oci_seccomp_syscall *calls = xmalloc0 (sizeof (*calls) * (n + 1));
   cleanup_free struct oci_seccomp_arg *args = xmalloc0 (sizeof (*args) * 2 * (n + 1));
   cleanup_free char **names = xmalloc0 (sizeof (char *) * 2 * (n + 1));
-  for (size_t g = 0; g < policy_syscall_groups_len; g++)
+  /* the groups' rules, then the host-file rules (runtime/policy_hostfiles.h) of every policy
+   * container; their io_uring rules are the io_uring group's, added once */
+  for (size_t g = 0; g <= policy_syscall_groups_len; g++)
     {
-      const struct policy_sysgroup *grp = &policy_syscall_groups[g];
-      if (!(deny & grp->bit))
+      const struct policy_sysgroup *grp = g < policy_syscall_groups_len ? &policy_syscall_groups[g] : NULL;
+      const struct policy_syscall_rule *rules = grp ? grp->rules : policy_hostfile_rules;
+      size_t rules_len = grp ? grp->rules_len : policy_hostfile_rules_len;
+      if (grp && !(deny & grp->bit))
         continue;
-      for (size_t i = 0; i < grp->rules_len; i++)
+      for (size_t i = 0; i < rules_len; i++)
         {
-          const struct policy_syscall_rule *rule = &grp->rules[i];
+          const struct policy_syscall_rule *rule = &rules[i];
+          if (!grp && (deny & POLICY_SYS_IO_URING) && strncmp (rule->syscall, "io_uring_", 9) == 0)
+            continue;
           size_t k = sc.syscalls_len++;
           struct oci_seccomp_syscall *c = &calls[k];
           names[2 * k] = (char *) rule->syscall;
@@ -606,7 +615,18 @@ build_groups_filter (unsigned deny, struct linux_seccomp *out, asbx_err_t *err)
     }
   sc.syscalls = calls;
   r = linux_seccomp_compile (&sc, out, err);
-  return r < 0 ? asbx_error_wrap (err, "policy syscalls.deny") : 0;
+  if (r < 0)
+    return asbx_error_wrap (err, "policy syscalls.deny");
+  /* fail closed: a rule name this libseccomp does not know would be a silently missing rule */
+  if (out->skipped_names)
+    {
+      linux_seccomp_release (out);
+      return asbx_error (err, ENOSYS,
+                         "policy: %u syscall name(s) of the policy filter are unknown to the linked libseccomp "
+                         "(run with --debug to see which)",
+                         out->skipped_names);
+    }
+  return 0;
 }
 
 int
@@ -623,12 +643,14 @@ policy_prepare_process (const struct policy_plan *plan, asbx_err_t *err)
       if (!ll)
         return -1;
     }
-  if (plan->deny_groups && build_groups_filter (plan->deny_groups, &groups, err) < 0)
+  /* always a filter: the host-file rules hold under every policy, groups denied or not */
+  linux_seccomp_release (&groups);
+  if (build_groups_filter (plan->deny_groups, &groups, err) < 0)
     {
       linux_landlock_free (ll);
       return -1;
     }
-  process_set_policy (plan->deny_groups ? &groups : NULL, ll);
+  process_set_policy (&groups, ll);
   return 0;
 }
 

@@ -1,0 +1,117 @@
+/* hostfile_attack.c - the syscall-level attempts of tests/escape/test_workspace_privilege.py:
+ * make a file on a host-visible path setuid/setgid, a device, or give it file capabilities,
+ * each by one system call (no libc wrapper in between that could refuse first). Built static by
+ * the test, run inside the container: `hostfile_attack OP PATH [SRC]`; with SRC
+ * the created file is filled with SRC's bytes (a copy of `id`, so the host can run it as another
+ * user) - after the attempt, or before it for fchmod/fchmodat2/setcap, whose write would clear
+ * what they set. Prints "OP ok" or "OP errno N" and exits 0 either way: the verdict is the host's. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452
+#endif
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+
+struct how
+{
+  uint64_t flags, mode, resolve;
+};
+
+/* VFS_CAP_REVISION_2 (linux/capability.h): cap_setuid (7) permitted, effective flag set */
+static const uint32_t fcaps[5] = { 0x02000001u, 1u << 7, 0, 0, 0 };
+
+static void
+fill (const char *path, const char *src)
+{
+  char buf[65536];
+  ssize_t n;
+  int in, out;
+
+  if (!src || (in = open (src, O_RDONLY)) < 0)
+    return;
+  out = open (path, O_WRONLY | O_TRUNC);
+  while (out >= 0 && (n = read (in, buf, sizeof buf)) > 0)
+    if (write (out, buf, (size_t) n) != n)
+      break;
+  close (in);
+  if (out >= 0)
+    close (out);
+}
+
+static long
+attempt (const char *op, const char *path, const char *src)
+{
+  struct how h = { O_CREAT | O_WRONLY, 04755, 0 };
+  long r = -1;
+
+  if (strcmp (op, "openat") == 0)
+    r = openat (AT_FDCWD, path, O_CREAT | O_WRONLY, 04755);
+  else if (strcmp (op, "open") == 0)
+    r = syscall (SYS_open, path, O_CREAT | O_WRONLY, 04755);
+  else if (strcmp (op, "creat") == 0)
+    r = syscall (SYS_creat, path, 04755);
+  else if (strcmp (op, "openat2") == 0)
+    r = syscall (SYS_openat2, AT_FDCWD, path, &h, sizeof h);
+  else if (strcmp (op, "mknod-reg") == 0)
+    r = mknod (path, S_IFREG | 04755, 0);
+  else if (strcmp (op, "mknod-chr") == 0)
+    r = mknod (path, S_IFCHR | 0666, makedev (1, 3));
+  else if (strcmp (op, "mkfifo") == 0)
+    r = mknod (path, S_IFIFO | 06666, 0);
+  else if (strcmp (op, "mkdir-sgid") == 0)
+    r = mkdir (path, 02777) < 0 ? -1 : chmod (path, 02777);
+  else if (strcmp (op, "fchmodat2") == 0 || strcmp (op, "fchmod") == 0 || strcmp (op, "setcap") == 0)
+    {
+      int fd = open (path, O_CREAT | O_WRONLY, 0755);
+      if (fd < 0)
+        return -1;
+      fill (path, src); /* before: a write drops security.capability (and S_ISUID without CAP_FSETID) */
+      if (strcmp (op, "fchmodat2") == 0)
+        r = syscall (SYS_fchmodat2, AT_FDCWD, path, 04755, 0);
+      else if (strcmp (op, "fchmod") == 0)
+        r = fchmod (fd, 06755);
+      else
+        r = fsetxattr (fd, "security.capability", fcaps, sizeof fcaps, 0);
+      close (fd);
+    }
+  else
+    {
+      fprintf (stderr, "unknown op %s\n", op);
+      _exit (2);
+    }
+  if (r >= 0 && strncmp (op, "open", 4) == 0)
+    close ((int) r);
+  if (r >= 0 && strcmp (op, "creat") == 0)
+    close ((int) r);
+  return r;
+}
+
+int
+main (int argc, char **argv)
+{
+  if (argc < 3)
+    return 2;
+  const char *src = argc > 3 ? argv[3] : NULL;
+  bool filled = strncmp (argv[1], "fchmod", 6) == 0 || strcmp (argv[1], "setcap") == 0;
+
+  if (attempt (argv[1], argv[2], src) < 0)
+    printf ("%s errno %d\n", argv[1], errno);
+  else
+    printf ("%s ok\n", argv[1]);
+  if (!filled)
+    fill (argv[2], src);
+  return 0;
+}

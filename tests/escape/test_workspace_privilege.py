@@ -1,0 +1,224 @@
+"""Host privilege through the workspace (issue 13 §1): nothing a policy container writes on a
+host-visible path may give a host user privilege - no setuid/setgid file or directory, no file
+capability, no device node, no file given to another owner than the one the container's users
+map to.
+
+Every attempt runs inside the container; the verdict is the HOST's: lstat of what the attempt
+left (mode bits, type, st_uid/st_gid), the security.capability xattr, and the written file run
+as uid 65534 with setpriv(1) - `id` prints `euid=` only when the effective uid differs.
+
+Two paths (src/runtime/policy_hostfiles.c): quick mode (`agentsbx sandbox --profile agent`, the
+workspace bound at /workspace) and OCI mode (a bundle under `--profile agent` with Docker's
+default capabilities, a host directory bind-mounted like a volume at /workspace, and a site
+policy that lists CAP_MKNOD and CAP_SETFCAP in capabilities.allow: capabilities.allow cannot
+grant them back).
+
+"Owner the policy maps to": the owner of a plain file the container creates (`ref`), which is
+what the host sees for container root; pre-existing host files keep their owner.
+"""
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
+from policyutil import audit_dir, gflags, policy_bundle  # noqa: E402
+
+pytestmark = pytest.mark.agentsbx_only("agent policy (quick mode and --profile)")
+
+OTHER = 12345  # a host uid/gid that is nobody's here
+SRC_C = os.path.join(os.path.dirname(__file__), "hostfile_attack.c")
+
+
+def sandbox(rt, *args, timeout=60):
+    return rt.cmd("sandbox", *args, global_args=["--audit-dir", audit_dir(rt)], timeout=timeout)
+
+
+def have_setpriv():
+    return shutil.which("setpriv") is not None
+
+
+def run_as_nobody(path):
+    """Run `path` (a copy of id) as uid/gid 65534 on the host; its output."""
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", path],
+                       capture_output=True, text=True, timeout=30)
+    return r.stdout + r.stderr
+
+
+def fcaps(path):
+    try:
+        return os.getxattr(path, "security.capability", follow_symlinks=False)
+    except OSError:
+        return None
+
+
+def judge(path, owner):
+    """The host's verdict on one path the container created or changed: a list of problems."""
+    if not os.path.lexists(path):
+        return []
+    st = os.lstat(path)
+    bad = []
+    if st.st_mode & (stat.S_ISUID | stat.S_ISGID):
+        bad.append(f"{path}: mode {oct(st.st_mode)} has S_ISUID/S_ISGID")
+    if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+        bad.append(f"{path}: a device node {os.major(st.st_rdev)}:{os.minor(st.st_rdev)}")
+    if (st.st_uid, st.st_gid) != owner:
+        bad.append(f"{path}: owned by {st.st_uid}:{st.st_gid}, expected {owner[0]}:{owner[1]}")
+    if fcaps(path) is not None:
+        bad.append(f"{path}: carries security.capability")
+    if stat.S_ISREG(st.st_mode) and st.st_size > 0 and st.st_mode & 0o001 and have_setpriv():
+        out = run_as_nobody(path)
+        if "euid=" in out or "egid=" in out:
+            bad.append(f"{path} run as 65534 on the host: {out.strip()}")
+    return bad
+
+
+def plant(ws):
+    """Host files the attempts start from: a 12345-owned setuid copy of id (for cp -a, tar -p),
+    a 12345-owned victim and a 12345-owned setuid file (for chown/chmod/overwrite)."""
+    os.makedirs(os.path.join(ws, "src"))
+    for name, mode in (("src/id-suid", 0o4755), ("victim", 0o755), ("suidvictim", 0o4755)):
+        p = os.path.join(ws, name)
+        shutil.copy("/usr/bin/id", p)
+        os.chown(p, OTHER, OTHER)
+        os.chmod(p, mode)
+
+
+# (case, shell command run in /workspace, [(path, whose owner: "ref" | "host")])
+QUICK = [
+    ("chmod-4755", "cp /usr/bin/id f; chmod 4755 f", [("f", "ref")]),
+    ("chmod-2755", "cp /usr/bin/id f; chmod 2755 f", [("f", "ref")]),
+    ("chmod-gs-dir", "mkdir d; chmod g+s d", [("d", "ref")]),
+    ("chmod-host-owned", "chmod 4755 victim", [("victim", "host")]),
+    ("chown-to-0", "chown 0:0 victim", [("victim", "host")]),
+    ("chown-to-other", f"touch f; chown {OTHER}:{OTHER} f", [("f", "ref")]),
+    ("chgrp-to-other", f"touch f; chgrp {OTHER} f", [("f", "ref")]),
+    ("cp-a-setuid", "cp -a src/id-suid f", [("f", "ref")]),
+    ("tar-p-setuid", "tar -C src -cf - id-suid | tar -xpf - -C .; mv id-suid f", [("f", "ref")]),
+    ("install-m-4755", "install -m 4755 /usr/bin/id f", [("f", "ref")]),
+    ("overwrite-setuid", "cat /usr/bin/id > suidvictim", [("suidvictim", "host")]),
+    ("mkfifo-6666", "python3 -c \"import os; os.mkfifo('f', 0o6666)\"", [("f", "ref")]),
+    ("openat-creat-04755", "python3 -c \"import os,shutil; fd=os.open('f', os.O_CREAT|os.O_WRONLY, 0o4755); "
+     "os.write(fd, open('/usr/bin/id','rb').read())\"", [("f", "ref")]),
+    ("fchmodat2", "cp /usr/bin/id f; python3 -c \"import ctypes; "
+     "ctypes.CDLL(None, use_errno=True).syscall(452, -100, b'f', 0o4755, 0)\"", [("f", "ref")]),
+]
+
+
+@pytest.fixture
+def ws(rt):
+    d = os.path.join(rt.workdir, f"ws-priv-{os.urandom(3).hex()}")
+    os.makedirs(d)
+    os.chmod(d, 0o777)
+    plant(d)
+    return d
+
+
+def owners(ws, rt, profile):
+    """The owner of a plain file the container created (container root, as the host sees it)."""
+    r = sandbox(rt, "--profile", profile, "--workspace", ws, "--", "/bin/sh", "-c", "touch /workspace/ref")
+    assert r.rc == 0, r
+    st = os.lstat(os.path.join(ws, "ref"))
+    return {"ref": (st.st_uid, st.st_gid), "host": (OTHER, OTHER)}
+
+
+@pytest.mark.parametrize("profile", ["agent", "build"])
+@pytest.mark.parametrize("case,script,paths", QUICK, ids=[c[0] for c in QUICK])
+def test_quick_mode(rt, ws, profile, case, script, paths):
+    own = owners(ws, rt, profile)
+    r = sandbox(rt, "--profile", profile, "--workspace", ws, "--", "/bin/sh", "-c",
+                f"cd /workspace && {{ {script}; }}; echo done")
+    assert "done" in r.out, r
+    bad = [b for p, who in paths for b in judge(os.path.join(ws, p), own[who])]
+    assert not bad, f"{case} under {profile}: {bad}\n{r}"
+
+
+# OCI mode: hostfile_attack OP PATH [SRC] (one syscall each), /id-src = the host's id
+OCI = ["openat", "open", "creat", "openat2", "mknod-reg", "mknod-chr", "mkfifo", "mkdir-sgid", "fchmodat2",
+       "fchmod", "setcap"]
+DOCKER_CAPS = ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW", "CAP_SETGID",
+               "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL",
+               "CAP_AUDIT_WRITE"]
+SITE_POLICY = {"version": 1, "extends": "agent",
+               "capabilities": {"allow": DOCKER_CAPS}}
+
+
+@pytest.fixture(scope="module")
+def attack_bin(tmp_path_factory):
+    if not shutil.which("gcc"):
+        pytest.skip("gcc needed for the static helper")
+    out = str(tmp_path_factory.mktemp("hfa") / "hostfile_attack")
+    cc = subprocess.run(["gcc", "-static", "-O", "-o", out, SRC_C], capture_output=True, text=True)
+    if cc.returncode != 0:
+        pytest.skip(f"no static libc: {cc.stderr[-200:]}")
+    return out
+
+
+def oci_bundle(rt, make_bundle, attack_bin, vol, args):
+    b = policy_bundle(make_bundle, args=args)
+    shutil.copy2(attack_bin, os.path.join(b.rootfs, "usr", "bin", "hostfile_attack"))
+    shutil.copy2("/usr/bin/id", os.path.join(b.rootfs, "id-src"))
+    b.process["capabilities"] = {k: list(DOCKER_CAPS) for k in ("bounding", "effective", "permitted")}
+    b.process["user"] = {"uid": 0, "gid": 0}
+    b.add_mount("/workspace", "bind", vol, ["rbind", "rw"])
+    return b
+
+
+def oci_run(rt, b, policy):
+    b.save()
+    cid = rt.new_id()
+    rt.created.append(cid)
+    return rt.cmd("run", "--bundle", b.path, cid, timeout=60, global_args=gflags(rt, policy=policy))
+
+
+@pytest.mark.parametrize("op", OCI)
+def test_oci_volume(rt, make_bundle, attack_bin, ws, op):
+    b = oci_bundle(rt, make_bundle, attack_bin, ws, ["/bin/sh", "-c", "touch /workspace/ref; "
+                                                     f"/usr/bin/hostfile_attack {op} /workspace/f /id-src"])
+    r = oci_run(rt, b, SITE_POLICY)
+    assert r.rc == 0 and f"{op} " in r.out, r
+    st = os.lstat(os.path.join(ws, "ref"))
+    bad = judge(os.path.join(ws, "f"), (st.st_uid, st.st_gid))
+    assert not bad, f"{op}: {bad}\n{r}"
+
+
+
+def test_oci_controls_without_policy(rt, make_bundle, attack_bin, ws):
+    """Control: without a policy the same helper does make a setuid file and a device node on the
+    volume (so the tests above can fail), as runc would."""
+    b = oci_bundle(rt, make_bundle, attack_bin, ws, ["/bin/sh", "-c",
+                                                     "/usr/bin/hostfile_attack openat /workspace/f /id-src; "
+                                                     "/usr/bin/hostfile_attack mknod-chr /workspace/c"])
+    b.save()
+    r, _ = rt.run(b)
+    assert r.rc == 0, r
+    assert os.stat(os.path.join(ws, "f")).st_mode & stat.S_ISUID, r
+    assert stat.S_ISCHR(os.lstat(os.path.join(ws, "c")).st_mode), r
+
+
+def test_oci_user_namespace(rt, make_bundle, attack_bin, ws):
+    """With an isolating user namespace (container 0 = host 200000) the kernel keeps ownership
+    inside the mapping, so CAP_CHOWN stays; setuid bits and file capabilities (a v3
+    security.capability for rootid 200000, which CAP_SETFCAP in the namespace could write) are
+    still refused. The policy has no allowExec (vm.memfd_noexec cannot be set from a user
+    namespace)."""
+    b = oci_bundle(rt, make_bundle, attack_bin, ws, ["/bin/sh", "-c",
+                                                     "touch /workspace/ref; "
+                                                     "hostfile_attack openat /workspace/f /id-src; "
+                                                     "hostfile_attack setcap /workspace/g /id-src; "
+                                                     "chown 1:1 /workspace/ref && echo chown-ok; "
+                                                     "grep CapEff /proc/self/status"])
+    b.set_namespace("user")
+    b.linux["uidMappings"] = [{"containerID": 0, "hostID": 200000, "size": 65536}]
+    b.linux["gidMappings"] = [{"containerID": 0, "hostID": 200000, "size": 65536}]
+    pol = {"version": 1, "network": {"mode": "none"}, "capabilities": {"allow": DOCKER_CAPS}}
+    r = oci_run(rt, b, pol)
+    assert r.rc == 0, r
+    assert "chown-ok" in r.out, r  # CAP_CHOWN kept: the kernel maps ids, host 200001 is in the range
+    assert os.lstat(os.path.join(ws, "ref")).st_uid == 200001, r
+    bad = judge(os.path.join(ws, "f"), (200000, 200000)) + judge(os.path.join(ws, "g"), (200000, 200000))
+    assert not bad, f"{bad}\n{r}"
