@@ -13,6 +13,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/wait.h>
 #include <sys/sysmacros.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
@@ -355,9 +356,24 @@ pin_ancestors (int rootfd, const struct policy_plan *plan, const char *path, asb
   return 0;
 }
 
+/* A deny rule's path the init cannot even reach (EACCES: a user namespace's root has no
+ * capability over host-owned inodes, e.g. /root/.aws under a 0700 /root): no process of the
+ * container, with the same uid and fewer capabilities, can reach it either - nothing to mask. */
+static bool
+unreachable (int rootfd, const char *path)
+{
+  cleanup_close int fd = ps_openat2 (rootfd, path, O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+  return fd < 0 && errno == EACCES;
+}
+
 static int
 apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy_mount *m, asbx_err_t *err)
 {
+  if ((m->kind == POLICY_MOUNT_BIND_RO || m->kind == POLICY_MOUNT_MASK) && unreachable (rootfd, m->path))
+    {
+      log_debug ("policy %s (%s): not reachable by the container's root (EACCES): nothing to mask", m->origin, m->path);
+      return 0;
+    }
   /* pinned before the path is opened: the deny must land on the pinned mount, not under it */
   if ((m->kind == POLICY_MOUNT_BIND_RO || m->kind == POLICY_MOUNT_MASK)
       && pin_ancestors (rootfd, plan, m->path, err) < 0)
@@ -710,4 +726,72 @@ policy_apply_memfd_noexec (const struct policy_plan *plan, bool new_pidns, asbx_
                        (int) strcspn (buf, "\n"), buf);
   log_debug ("policy: vm.memfd_noexec=2 in the container's pid namespace");
   return 0;
+}
+
+/* Read /proc/sys/vm/memfd_noexec as the caller's pid namespace sees it: 0 when it is 2. */
+static int
+memfd_noexec_is_2 (const char *why, asbx_err_t *err)
+{
+  char buf[16] = "";
+  ssize_t n = -1;
+  cleanup_close int fd = open ("/proc/sys/vm/memfd_noexec", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+  if (fd < 0 || (n = read (fd, buf, sizeof buf - 1)) <= 0 || buf[0] != '2')
+    return asbx_error (err, fd < 0 ? errno : EIO,
+                       "%s: vm.memfd_noexec reads `%.*s` in the container's pid namespace, not 2", why,
+                       n > 0 ? (int) strcspn (buf, "\n") : 0, buf);
+  return 0;
+}
+
+int
+policy_apply_memfd_noexec_from_parent (const struct policy_plan *plan, pid_t init_pid, bool new_pidns, asbx_err_t *err)
+{
+  static const char *const why = "filesystem.allowExec: a memfd could be executed";
+  int status = 0;
+  pid_t c;
+
+  if (!plan || !plan->active || !exec_restricted (plan))
+    return 0;
+  if (!new_pidns)
+    return policy_apply_memfd_noexec (plan, false, err); /* the same refusal as without a user namespace */
+  cleanup_free char *path = xasprintf ("/proc/%d/ns/pid", (int) init_pid);
+  cleanup_close int nsfd = open (path, O_RDONLY | O_CLOEXEC);
+  if (nsfd < 0)
+    return asbx_error (err, errno, "%s: open %s", why, path);
+  c = fork ();
+  if (c < 0)
+    return asbx_error (err, errno, "%s: fork", why);
+  if (c == 0)
+    {
+      /* setns(CLONE_NEWPID) places our children, not us, in the container's pid namespace */
+      asbx_err_t e = NULL;
+      pid_t w;
+      int st = 0;
+      if (setns (nsfd, CLONE_NEWPID) < 0)
+        _exit (10);
+      w = fork ();
+      if (w == 0)
+        _exit (policy_apply_memfd_noexec (plan, true, &e) < 0 ? 11 : 0);
+      if (w < 0 || waitpid (w, &st, 0) < 0)
+        _exit (12);
+      _exit (WIFEXITED (st) ? WEXITSTATUS (st) : 13);
+    }
+  while (waitpid (c, &status, 0) < 0)
+    if (errno != EINTR)
+      return asbx_error (err, errno, "%s: wait for the sysctl writer", why);
+  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+    return asbx_error (err, EPERM,
+                       "%s: setting vm.memfd_noexec=2 in the container's pid namespace from the runtime failed "
+                       "(status %d: %s)",
+                       why, WIFEXITED (status) ? WEXITSTATUS (status) : -1,
+                       WIFEXITED (status) && WEXITSTATUS (status) == 10 ? "setns" : "write or read back");
+  return 0;
+}
+
+int
+policy_verify_memfd_noexec (const struct policy_plan *plan, asbx_err_t *err)
+{
+  if (!plan || !plan->active || !exec_restricted (plan))
+    return 0;
+  return memfd_noexec_is_2 ("filesystem.allowExec: a memfd could be executed", err);
 }

@@ -56,9 +56,19 @@ def fcaps(path):
         return None
 
 
-def judge(path, owner):
-    """The host's verdict on one path the container created or changed: a list of problems."""
+def snap(path):
+    """(mode, uid, gid, content) of a host file, to tell whether an attempt changed it."""
+    st = os.lstat(path)
+    with open(path, "rb") as f:
+        return (st.st_mode, st.st_uid, st.st_gid, f.read())
+
+
+def judge(path, owner, before=None):
+    """The host's verdict on one path the container created or changed: a list of problems.
+    `before`: the snap() of a planted host file - left unchanged, it is no finding."""
     if not os.path.lexists(path):
+        return []
+    if before is not None and os.path.isfile(path) and snap(path) == before:
         return []
     st = os.lstat(path)
     bad = []
@@ -109,13 +119,26 @@ QUICK = [
 ]
 
 
-@pytest.fixture
-def ws(rt):
+WS_OWNER = 23456  # a non-root workspace owner: quick mode maps container root to it
+
+
+def make_ws(rt, owner=None):
     d = os.path.join(rt.workdir, f"ws-priv-{os.urandom(3).hex()}")
     os.makedirs(d)
-    os.chmod(d, 0o777)
     plant(d)
+    if owner is None:
+        os.chmod(d, 0o777)
+    else:
+        # the owner must reach its workspace by itself (the test's own dir is 0700)
+        os.chmod(rt.workdir, 0o711)
+        os.chown(d, owner, owner)
+        os.chmod(d, 0o755)
     return d
+
+
+@pytest.fixture
+def ws(rt):
+    return make_ws(rt)
 
 
 def owners(ws, rt, profile):
@@ -126,14 +149,21 @@ def owners(ws, rt, profile):
     return {"ref": (st.st_uid, st.st_gid), "host": (OTHER, OTHER)}
 
 
+@pytest.mark.parametrize("owner", ["root-owned", "user-owned"])
 @pytest.mark.parametrize("profile", ["agent", "build"])
 @pytest.mark.parametrize("case,script,paths", QUICK, ids=[c[0] for c in QUICK])
-def test_quick_mode(rt, ws, profile, case, script, paths):
+def test_quick_mode(rt, profile, owner, case, script, paths):
+    """root-owned workspace: no user namespace, the host-file layer holds (container root is
+    host root); user-owned: container root is the workspace's owner (a user namespace)."""
+    ws = make_ws(rt, None if owner == "root-owned" else WS_OWNER)
     own = owners(ws, rt, profile)
+    if owner == "user-owned":
+        assert own["ref"] == (WS_OWNER, WS_OWNER), own
+    before = {p: snap(os.path.join(ws, p)) for p, who in paths if who == "host"}
     r = sandbox(rt, "--profile", profile, "--workspace", ws, "--", "/bin/sh", "-c",
                 f"cd /workspace && {{ {script}; }}; echo done")
     assert "done" in r.out, r
-    bad = [b for p, who in paths for b in judge(os.path.join(ws, p), own[who])]
+    bad = [b for p, who in paths for b in judge(os.path.join(ws, p), own[who], before.get(p))]
     assert not bad, f"{case} under {profile}: {bad}\n{r}"
 
 
@@ -222,3 +252,26 @@ def test_oci_user_namespace(rt, make_bundle, attack_bin, ws):
     assert os.lstat(os.path.join(ws, "ref")).st_uid == 200001, r
     bad = judge(os.path.join(ws, "f"), (200000, 200000)) + judge(os.path.join(ws, "g"), (200000, 200000))
     assert not bad, f"{bad}\n{r}"
+
+
+def test_quick_mode_user_namespace_keeps_memfd_noexec(rt):
+    """In the user namespace the init cannot write /proc/sys, so the runtime sets
+    vm.memfd_noexec=2 from outside (setns into the container's pid namespace): a memfd written by
+    the agent still cannot be executed, the host's value is unchanged, the skeleton is gone."""
+    if not os.path.exists("/proc/sys/vm/memfd_noexec"):
+        pytest.skip("kernel < 6.3: no vm.memfd_noexec")
+    from test_policy_memfd import PY
+    ws = make_ws(rt, WS_OWNER)
+    with open("/proc/sys/vm/memfd_noexec") as f:
+        host_before = f.read()
+    cid = f"sbx-userns-{os.getpid()}-{os.urandom(2).hex()}"
+    r = rt.cmd("sandbox", "--id", cid, "--profile", "agent", "--workspace", ws, "--", "/bin/sh", "-c",
+               f"cat /proc/self/uid_map; /usr/bin/python3 -c '{PY}' /workspace",
+               global_args=["--audit-dir", audit_dir(rt)], timeout=60)
+    assert r.rc == 0, r
+    lines = r.out.split("\n")
+    assert lines[0].split() == ["0", str(WS_OWNER), "1"], r  # the user namespace is in force
+    assert "exec 13" in lines and "exec status 3" in lines, r  # EACCES: the memfd is noexec
+    with open("/proc/sys/vm/memfd_noexec") as f:
+        assert f.read() == host_before
+    assert not os.path.exists(f"/run/agentsbx-sandbox/{cid}")
