@@ -56,7 +56,8 @@ int policy_apply_mounts (int rootfd, const struct policy_plan *plan, asbx_err_t 
  * namespace, so the init calls this in the container's NEW pid namespace (new_pidns) with CAP_SYS_ADMIN, before the
  * capabilities go; exec'd processes join that namespace and are covered. Nothing without a policy or when allowExec is
  * unset. Fail closed: no new pid namespace, no sysctl (kernel < 6.3) or a refused write (user namespace: /proc/sys is
- * writable only by the host's root) is an error naming filesystem.allowExec. 0 / -1 with *err. */
+ * writable only by the host's root) is an error naming filesystem.allowExec. In a user namespace the init does not
+ * call it: the runtime does, through policy_apply_memfd_noexec_from_parent. 0 / -1 with *err. */
 int policy_apply_memfd_noexec (const struct policy_plan *plan, bool new_pidns, asbx_err_t *err);
 
 /* The same for a container in a user namespace, whose init cannot write /proc/sys (its uid is

@@ -89,11 +89,12 @@ def judge(path, owner, before=None):
 
 def plant(ws):
     """Host files the attempts start from: a 12345-owned setuid copy of id (for cp -a, tar -p),
-    a 12345-owned victim and a 12345-owned setuid file (for chown/chmod/overwrite)."""
+    a 12345-owned victim (for chown/chmod) and a 12345-owned setuid `true` (overwritten with id)."""
     os.makedirs(os.path.join(ws, "src"))
-    for name, mode in (("src/id-suid", 0o4755), ("victim", 0o755), ("suidvictim", 0o4755)):
+    for name, mode, src in (("src/id-suid", 0o4755, "/usr/bin/id"), ("victim", 0o755, "/usr/bin/id"),
+                            ("suidvictim", 0o4755, "/usr/bin/true")):
         p = os.path.join(ws, name)
-        shutil.copy("/usr/bin/id", p)
+        shutil.copy(src, p)
         os.chown(p, OTHER, OTHER)
         os.chmod(p, mode)
 
