@@ -26,7 +26,7 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-from policyutil import audit_dir, gflags, policy_bundle  # noqa: E402
+from policyutil import audit_dir, gflags, pcreate, policy_bundle  # noqa: E402
 
 pytestmark = pytest.mark.agentsbx_only("agent policy (quick mode and --profile)")
 
@@ -170,7 +170,7 @@ def test_quick_mode(rt, profile, owner, case, script, paths):
 
 # OCI mode: hostfile_attack OP PATH [SRC] (one syscall each), /id-src = the host's id
 OCI = ["openat", "open", "creat", "openat2", "mknod-reg", "mknod-chr", "mkfifo", "mkdir-sgid", "fchmodat2",
-       "fchmod", "setcap"]
+       "fchmod", "setcap", "chmod-int80"]
 DOCKER_CAPS = ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW", "CAP_SETGID",
                "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL",
                "CAP_AUDIT_WRITE"]
@@ -276,3 +276,38 @@ def test_quick_mode_user_namespace_keeps_memfd_noexec(rt):
     with open("/proc/sys/vm/memfd_noexec") as f:
         assert f.read() == host_before
     assert not os.path.exists(f"/run/agentsbx-sandbox/{cid}")
+
+
+# a policy that denies no syscall group and grants every Docker capability: the host-file rules
+# are not a group, they hold anyway (io_uring included, though the io_uring group is not denied)
+BARE_POLICY = {"version": 1, "network": {"mode": "open"}, "capabilities": {"allow": DOCKER_CAPS}}
+
+
+def test_oci_bare_policy(rt, make_bundle, attack_bin, ws):
+    steps = ["touch /workspace/ref"] + [f"hostfile_attack {op} /workspace/{op} /id-src"
+                                        for op in ("openat", "fchmodat2", "mknod-chr", "setcap")]
+    b = oci_bundle(rt, make_bundle, attack_bin, ws, ["/bin/sh", "-c", "; ".join(steps + [
+        "hostfile_attack io_uring /workspace/u"])])
+    r = oci_run(rt, b, BARE_POLICY)
+    assert r.rc == 0, r
+    st = os.lstat(os.path.join(ws, "ref"))
+    bad = [x for op in ("openat", "fchmodat2", "mknod-chr", "setcap")
+           for x in judge(os.path.join(ws, op), (st.st_uid, st.st_gid))]
+    assert not bad, f"{bad}\n{r}"
+    assert "io_uring errno 1" in r.out.split("\n"), r  # EPERM, seen by the helper inside
+
+
+def test_oci_exec_process(rt, make_bundle, attack_bin, ws):
+    """`agentsbx exec` into a policy container: the exec'd process gets the same rules."""
+    b = oci_bundle(rt, make_bundle, attack_bin, ws, ["/bin/sleep", "30"])
+    r, cid = pcreate(rt, b, profile=None, policy=SITE_POLICY)
+    assert r.rc == 0, r
+    assert rt.start(cid).rc == 0
+    r = rt.cmd("exec", cid, "/usr/bin/hostfile_attack", "openat", "/workspace/f", "/id-src", timeout=60)
+    assert r.rc == 0 and "openat " in r.out, r
+    r2 = rt.cmd("exec", cid, "/bin/touch", "/workspace/ref", timeout=60)
+    assert r2.rc == 0, r2
+    st = os.lstat(os.path.join(ws, "ref"))
+    bad = judge(os.path.join(ws, "f"), (st.st_uid, st.st_gid))
+    rt.kill(cid, 9)
+    assert not bad, f"{bad}\n{r}"
