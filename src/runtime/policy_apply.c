@@ -356,14 +356,36 @@ pin_ancestors (int rootfd, const struct policy_plan *plan, const char *path, asb
   return 0;
 }
 
+/* The caller is in a user namespace that maps exactly one uid and one gid (quick mode's): every
+ * process of the container then has the init's ids (nothing else can be switched to). */
+static bool
+single_id_userns (void)
+{
+  static const char *const maps[] = { "/proc/self/uid_map", "/proc/self/gid_map" };
+  for (size_t i = 0; i < 2; i++)
+    {
+      cleanup_fclose FILE *f = fopen (maps[i], "re");
+      unsigned long long in, out, count;
+      int lines = 0;
+      while (f && fscanf (f, "%llu %llu %llu", &in, &out, &count) == 3)
+        if (++lines > 1 || count != 1)
+          return false;
+      if (lines != 1)
+        return false;
+    }
+  return true;
+}
+
 /* A deny rule's path the init cannot even reach (EACCES: a user namespace's root has no
- * capability over host-owned inodes, e.g. /root/.aws under a 0700 /root): no process of the
- * container, with the same uid and fewer capabilities, can reach it either - nothing to mask. */
+ * capability over host-owned inodes, e.g. /root/.aws under a 0700 /root). In a single-id user
+ * namespace no process of the container, with the init's uid and gid and fewer capabilities, can
+ * reach it either: nothing to mask. Elsewhere (another uid could pass where root cannot, e.g.
+ * NFS root_squash) EACCES stays an error. */
 static bool
 unreachable (int rootfd, const char *path)
 {
   cleanup_close int fd = ps_openat2 (rootfd, path, O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
-  return fd < 0 && errno == EACCES;
+  return fd < 0 && errno == EACCES && single_id_userns ();
 }
 
 static int
