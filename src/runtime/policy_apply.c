@@ -617,7 +617,7 @@ build_groups_filter (unsigned deny, struct linux_seccomp *out, asbx_err_t *err)
   cleanup_free struct oci_seccomp_arg *args = xmalloc0 (sizeof (*args) * 2 * (n + 1));
   cleanup_free char **names = xmalloc0 (sizeof (char *) * 2 * (n + 1));
   /* the groups' rules, then the host-file rules (runtime/policy_hostfiles.h) of every policy
-   * container; their io_uring rules are the io_uring group's, added once */
+   * container; their io_uring and user-namespace rules are (within) the groups', added once */
   for (size_t g = 0; g <= policy_syscall_groups_len; g++)
     {
       const struct policy_sysgroup *grp = g < policy_syscall_groups_len ? &policy_syscall_groups[g] : NULL;
@@ -629,6 +629,9 @@ build_groups_filter (unsigned deny, struct linux_seccomp *out, asbx_err_t *err)
         {
           const struct policy_syscall_rule *rule = &rules[i];
           if (!grp && (deny & POLICY_SYS_IO_URING) && strncmp (rule->syscall, "io_uring_", 9) == 0)
+            continue;
+          if (!grp && (deny & POLICY_SYS_USERNS)
+              && (strcmp (rule->syscall, "unshare") == 0 || strncmp (rule->syscall, "clone", 5) == 0))
             continue;
           size_t k = sc.syscalls_len++;
           struct oci_seccomp_syscall *c = &calls[k];

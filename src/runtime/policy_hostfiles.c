@@ -13,6 +13,7 @@
  * Hard links and renames of the host's own setuid files cannot reach the workspace: it is its
  * own mount in the container, and link(2)/rename(2) across mounts fail with EXDEV. */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,12 @@ const struct policy_syscall_rule policy_hostfile_rules[] = {
   MODE_RULES ("mknod", 1),
   MODE_RULES ("mknodat", 2),
   { "openat2", -1, NULL, 0, 0, ENOSYS },
+  /* a nested user namespace gives every capability back over the inodes its ids map: with
+   * CAP_SETFCAP there a file capability (v3, for its root) could be written; the kernel already
+   * refuses to map host uid 0 without CAP_SETFCAP (user_namespaces(7)) */
+  { "unshare", 0, "SCMP_CMP_MASKED_EQ", CLONE_NEWUSER, CLONE_NEWUSER, EPERM },
+  { "clone", 0, "SCMP_CMP_MASKED_EQ", CLONE_NEWUSER, CLONE_NEWUSER, EPERM },
+  { "clone3", -1, NULL, 0, 0, ENOSYS }, /* its flags are in memory; libc falls back to clone */
   { "io_uring_setup", -1, NULL, 0, 0, EPERM },
   { "io_uring_enter", -1, NULL, 0, 0, EPERM },
   { "io_uring_register", -1, NULL, 0, 0, EPERM },

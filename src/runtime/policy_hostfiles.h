@@ -13,7 +13,9 @@
  *                 mkdir, mkdirat, mknod, mknodat with S_ISUID or S_ISGID set is refused with
  *                 EPERM; openat2 (its mode lies in memory seccomp cannot read) answers ENOSYS so
  *                 libc falls back to openat; io_uring (IORING_OP_OPENAT/MKDIRAT take a mode)
- *                 answers EPERM. The rules join the policy's syscall-group filter.
+ *                 answers EPERM; unshare/clone with CLONE_NEWUSER EPERM and clone3 ENOSYS (a
+ *                 nested user namespace has CAP_SETFCAP again). The rules join the policy's
+ *                 syscall-group filter.
  * docs/security.md "Host privilege through the workspace" and docs/policy.md describe both. */
 #ifndef ASBX_RUNTIME_POLICY_HOSTFILES_H
 #define ASBX_RUNTIME_POLICY_HOSTFILES_H

@@ -8,12 +8,14 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -49,6 +51,65 @@ fill (const char *path, const char *src)
   close (in);
   if (out >= 0)
     close (out);
+}
+
+static int
+put (const char *file, const char *text)
+{
+  int fd = open (file, O_WRONLY);
+  ssize_t n = fd < 0 ? -1 : write (fd, text, strlen (text));
+  if (fd >= 0)
+    close (fd);
+  return n < 0 ? -1 : 0;
+}
+
+/* A nested user namespace whose root is host uid/gid 12345, mapped from outside with our
+ * CAP_SETUID/CAP_SETGID: its root creates `path` (owned by 12345 on the host) and writes a file
+ * capability (v3, rootid 12345) on it. -1 with errno when a step is refused. */
+static long
+userns_other (const char *path, const char *src)
+{
+  int go[2], ready[2], st = 0, e = 0;
+  char proc[64], c = 0;
+  pid_t pid;
+
+  if (pipe (go) < 0 || pipe (ready) < 0)
+    return -1;
+  pid = fork ();
+  if (pid == 0)
+    {
+      int fd;
+      if (unshare (CLONE_NEWUSER) < 0)
+        e = errno;
+      if (write (ready[1], &e, sizeof e) != sizeof e || read (go[0], &c, 1) != 1 || e)
+        _exit (e ? e : 100);
+      if (setresgid (0, 0, 0) < 0 || setresuid (0, 0, 0) < 0)
+        _exit (errno);
+      fd = open (path, O_CREAT | O_WRONLY, 0755);
+      if (fd < 0)
+        _exit (errno);
+      fill (path, src);
+      _exit (fsetxattr (fd, "security.capability", fcaps, sizeof fcaps, 0) < 0 ? errno : 0);
+    }
+  if (pid < 0 || read (ready[0], &e, sizeof e) != sizeof e)
+    return -1;
+  if (!e)
+    {
+      snprintf (proc, sizeof proc, "/proc/%d/uid_map", (int) pid);
+      if (put (proc, "0 12345 1\n") < 0)
+        e = errno;
+      snprintf (proc, sizeof proc, "/proc/%d/gid_map", (int) pid);
+      if (!e && put (proc, "0 12345 1\n") < 0)
+        e = errno;
+    }
+  if (write (go[1], "x", 1) != 1 || waitpid (pid, &st, 0) < 0)
+    return -1;
+  if (e || !WIFEXITED (st) || WEXITSTATUS (st))
+    {
+      errno = e ? e : WIFEXITED (st) ? WEXITSTATUS (st) : EINTR;
+      return -1;
+    }
+  return 0;
 }
 
 static long
@@ -96,6 +157,26 @@ attempt (const char *op, const char *path, const char *src)
         r = 0;
     }
 #endif
+  else if (strcmp (op, "userns-setcap") == 0)
+    {
+      /* a nested user namespace gives every capability back (over inodes its ids map):
+       * CAP_SETFCAP there writes a file capability the host honours when its root is ours */
+      char uid_map[64], gid_map[64];
+      int fd;
+      snprintf (uid_map, sizeof uid_map, "0 %d 1\n", (int) geteuid ());
+      snprintf (gid_map, sizeof gid_map, "0 %d 1\n", (int) getegid ());
+      if (unshare (CLONE_NEWUSER) < 0 || put ("/proc/self/uid_map", uid_map) < 0
+          || put ("/proc/self/setgroups", "deny") < 0 || put ("/proc/self/gid_map", gid_map) < 0)
+        return -1;
+      fd = open (path, O_CREAT | O_WRONLY, 0755);
+      if (fd < 0)
+        return -1;
+      fill (path, src);
+      r = fsetxattr (fd, "security.capability", fcaps, sizeof fcaps, 0);
+      close (fd);
+    }
+  else if (strcmp (op, "userns-other") == 0)
+    r = userns_other (path, src);
   else if (strcmp (op, "mkdir-sgid") == 0)
     r = mkdir (path, 02777) < 0 ? -1 : chmod (path, 02777);
   else if (strcmp (op, "fchmodat2") == 0 || strcmp (op, "fchmod") == 0 || strcmp (op, "setcap") == 0)
@@ -130,7 +211,7 @@ main (int argc, char **argv)
   if (argc < 3)
     return 2;
   const char *src = argc > 3 ? argv[3] : NULL;
-  bool filled = strncmp (argv[1], "fchmod", 6) == 0 || strcmp (argv[1], "setcap") == 0;
+  bool filled = strncmp (argv[1], "fchmod", 6) == 0 || strstr (argv[1], "setcap") != NULL;
 
   if (attempt (argv[1], argv[2], src) < 0)
     printf ("%s errno %d\n", argv[1], errno);

@@ -283,18 +283,20 @@ def test_quick_mode_user_namespace_keeps_memfd_noexec(rt):
 BARE_POLICY = {"version": 1, "network": {"mode": "open"}, "capabilities": {"allow": DOCKER_CAPS}}
 
 
+BARE_OPS = ("openat", "fchmodat2", "mknod-chr", "setcap", "userns-setcap", "userns-other")
+
+
 def test_oci_bare_policy(rt, make_bundle, attack_bin, ws):
-    steps = ["touch /workspace/ref"] + [f"hostfile_attack {op} /workspace/{op} /id-src"
-                                        for op in ("openat", "fchmodat2", "mknod-chr", "setcap")]
+    steps = ["touch /workspace/ref"] + [f"hostfile_attack {op} /workspace/{op} /id-src" for op in BARE_OPS]
     b = oci_bundle(rt, make_bundle, attack_bin, ws, ["/bin/sh", "-c", "; ".join(steps + [
         "hostfile_attack io_uring /workspace/u"])])
     r = oci_run(rt, b, BARE_POLICY)
     assert r.rc == 0, r
     st = os.lstat(os.path.join(ws, "ref"))
-    bad = [x for op in ("openat", "fchmodat2", "mknod-chr", "setcap")
-           for x in judge(os.path.join(ws, op), (st.st_uid, st.st_gid))]
+    bad = [x for op in BARE_OPS for x in judge(os.path.join(ws, op), (st.st_uid, st.st_gid))]
     assert not bad, f"{bad}\n{r}"
     assert "io_uring errno 1" in r.out.split("\n"), r  # EPERM, seen by the helper inside
+
 
 
 def test_oci_exec_process(rt, make_bundle, attack_bin, ws):
