@@ -313,3 +313,19 @@ def test_oci_exec_process(rt, make_bundle, attack_bin, ws):
     bad = judge(os.path.join(ws, "f"), (st.st_uid, st.st_gid))
     rt.kill(cid, 9)
     assert not bad, f"{bad}\n{r}"
+
+
+def test_oci_user_namespace_mapping_host_root(rt, make_bundle, attack_bin, ws):
+    """A user namespace whose mapping covers host uid 0 is no isolation: container root is host
+    root, so CAP_CHOWN goes as without one (a file cannot be given to 12345)."""
+    b = oci_bundle(rt, make_bundle, attack_bin, ws, ["/bin/sh", "-c",
+                                                     "touch /workspace/ref; chown 12345:12345 /workspace/ref; "
+                                                     "hostfile_attack openat /workspace/f /id-src"])
+    b.set_namespace("user")
+    b.linux["uidMappings"] = [{"containerID": 0, "hostID": 0, "size": 65536}]
+    b.linux["gidMappings"] = [{"containerID": 0, "hostID": 0, "size": 65536}]
+    pol = {"version": 1, "network": {"mode": "none"}, "capabilities": {"allow": DOCKER_CAPS}}
+    r = oci_run(rt, b, pol)
+    assert r.rc == 0, r
+    bad = judge(os.path.join(ws, "ref"), (0, 0)) + judge(os.path.join(ws, "f"), (0, 0))
+    assert not bad, f"{bad}\n{r}"
