@@ -590,7 +590,9 @@ sandbox_userns_ids (const char *ws, const char *rootfs, struct sandbox_ids *ids)
   ids->uid = st.st_uid, ids->gid = st.st_gid;
   if (!searchable_by (ws, ids->uid, ids->gid) || (rootfs && !searchable_by (rootfs, ids->uid, ids->gid)))
     return false;
-  if (!rootfs && (stat (USERNS_SKELETONS, &st) == 0 ? !S_ISDIR (st.st_mode) || st.st_uid != 0 : false))
+  /* our own directory, unless someone else made it first: then no user namespace */
+  if (!rootfs && lstat (USERNS_SKELETONS, &st) == 0
+      && (!S_ISDIR (st.st_mode) || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))))
     return false;
   return searchable_by ("/run", ids->uid, ids->gid);
 }
