@@ -146,6 +146,10 @@ explain_rest (const struct policy_plan *p)
   printf ("capabilities: %s\n", p->restrict_caps ? "each set ∩ allow list" : "as config.json");
   if (p->restrict_caps)
     print_list ("allow", p->caps_allow, p->caps_allow_len);
+  /* runtime/policy_hostfiles.h: every policy, not a field (docs/policy.md §2.4a) */
+  printf ("host-visible files (every policy): S_ISUID/S_ISGID refused in every mode argument, openat2 ENOSYS,\n"
+          "  io_uring EPERM (seccomp); never CAP_SETFCAP, CAP_MKNOD; without an isolating user namespace\n"
+          "  also not CAP_CHOWN, CAP_FSETID\n");
   printf ("network: %s%s\n", modes[p->net_mode], p->allow_local_binding ? " (local binding allowed)" : "");
   if (p->net_mode == POLICY_NET_FILTERED)
     {

@@ -341,6 +341,10 @@ create_spawned (const struct asbx_global *g, const struct asbx_create_opts *o, s
   test_stop_at ("create:spawned");
   if (sync_recv (psync, SYNC_CREATE_RUNTIME, m, err) < 0)
     return -1;
+  /* an init in a user namespace cannot write /proc/sys: the memfd sysctl is ours to set */
+  if (((a->ns->new_flags | a->ns->join_flags) & CLONE_NEWUSER)
+      && policy_apply_memfd_noexec_from_parent (a->plan, c->init_pid, (a->ns->new_flags & CLONE_NEWPID) != 0, err) < 0)
+    return -1;
   /* runtime.md / runtime-tools hooks_stdin: the state on a prestart/createRuntime (and
    * createContainer/startContainer) hook's stdin says "created", as runc's does */
   json = state_json (o->id, "created", c->init_pid, bundle, &spec->annotations, err);

@@ -35,6 +35,7 @@
 #include "policy/policy.h"
 #include "runtime/exec.h"
 #include "runtime/policy_apply.h"
+#include "runtime/policy_hostfiles.h"
 #include "runtime/process.h"
 #include "runtime/state.h"
 #include "runtime/sync.h"
@@ -459,6 +460,7 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
   if (load_policy (dirfd, &plan, err) < 0)
     goto out;
   policy_apply_process (proc, plan);
+  policy_hostfiles_narrow (proc, plan, spec->linux_);
   const struct oci_seccomp *sc = spec->linux_ ? spec->linux_->seccomp : NULL;
   if (sc && linux_seccomp_cache_compile (oc.rootfd, sc, &filter, NULL, err) < 0)
     goto out;

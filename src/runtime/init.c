@@ -160,11 +160,15 @@ init_main (struct init_args *a)
   /* 3e. allowExec: memfds noexec in the container's pid namespace, while we hold CAP_SYS_ADMIN;
    * before any of the container's code (hooks included) runs. The host's /proc is fine: the
    * sysctl acts on the writer's pid namespace. */
-  if (policy_apply_memfd_noexec (a->plan, (a->ns->new_flags & CLONE_NEWPID) != 0, &err) < 0)
+  bool userns = (a->ns->new_flags | a->ns->join_flags) & CLONE_NEWUSER;
+  if (!userns && policy_apply_memfd_noexec (a->plan, (a->ns->new_flags & CLONE_NEWPID) != 0, &err) < 0)
     fail (a, &err);
   /* 4. prestart + createRuntime hooks run in the runtime's namespaces: P runs them */
   if (sync_send (a->sync_fd, SYNC_CREATE_RUNTIME, 0, NULL, &err) < 0
       || sync_recv (a->sync_fd, SYNC_HOOKS_DONE, &m, &err) < 0)
+    fail (a, &err);
+  /* 4a. in a user namespace P wrote vm.memfd_noexec for us (policy_apply.h): check it did */
+  if (userns && policy_verify_memfd_noexec (a->plan, &err) < 0)
     fail (a, &err);
   /* P sends the state JSON (with our pid as the runtime sees it) for the in-container hooks */
   state_json = xstrdup (m.text);

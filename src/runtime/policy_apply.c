@@ -14,6 +14,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/wait.h>
 #include <sys/sysmacros.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
@@ -31,6 +32,7 @@
 #include "policy/syscall_groups.h"
 #include "runtime/policy_apply.h"
 #include "runtime/policy_homes.h"
+#include "runtime/policy_hostfiles.h"
 #include "runtime/policy_noexec.h"
 #include "runtime/process.h"
 
@@ -190,6 +192,7 @@ policy_apply_spec (struct oci_spec *spec, const struct policy_plan *plan, asbx_e
   if (plan->rootfs_readonly)
     spec->root->readonly = true;
   policy_apply_process (spec->process, plan);
+  policy_hostfiles_narrow (spec->process, plan, spec->linux_);
   resources_narrow (spec->linux_, plan);
   if (plan->net_mode != POLICY_NET_OPEN)
     {
@@ -356,9 +359,46 @@ pin_ancestors (int rootfd, const struct policy_plan *plan, const char *path, asb
   return 0;
 }
 
+/* The caller is in a user namespace that maps exactly one uid and one gid (quick mode's): every
+ * process of the container then has the init's ids (nothing else can be switched to). */
+static bool
+single_id_userns (void)
+{
+  static const char *const maps[] = { "/proc/self/uid_map", "/proc/self/gid_map" };
+  for (size_t i = 0; i < 2; i++)
+    {
+      cleanup_fclose FILE *f = fopen (maps[i], "re");
+      unsigned long long in, out, count;
+      int lines = 0;
+      while (f && fscanf (f, "%llu %llu %llu", &in, &out, &count) == 3)
+        if (++lines > 1 || count != 1)
+          return false;
+      if (lines != 1)
+        return false;
+    }
+  return true;
+}
+
+/* A deny rule's path the init cannot even reach (EACCES: a user namespace's root has no
+ * capability over host-owned inodes, e.g. /root/.aws under a 0700 /root). In a single-id user
+ * namespace no process of the container, with the init's uid and gid and fewer capabilities, can
+ * reach it either: nothing to mask. Elsewhere (another uid could pass where root cannot, e.g.
+ * NFS root_squash) EACCES stays an error. */
+static bool
+unreachable (int rootfd, const char *path)
+{
+  cleanup_close int fd = ps_openat2 (rootfd, path, O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+  return fd < 0 && errno == EACCES && single_id_userns ();
+}
+
 static int
 apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy_mount *m, asbx_err_t *err)
 {
+  if ((m->kind == POLICY_MOUNT_BIND_RO || m->kind == POLICY_MOUNT_MASK) && unreachable (rootfd, m->path))
+    {
+      log_debug ("policy %s (%s): not reachable by the container's root (EACCES): nothing to mask", m->origin, m->path);
+      return 0;
+    }
   /* pinned before the path is opened: the deny must land on the pinned mount, not under it */
   if ((m->kind == POLICY_MOUNT_BIND_RO || m->kind == POLICY_MOUNT_MASK)
       && pin_ancestors (rootfd, plan, m->path, err) < 0)
@@ -668,22 +708,47 @@ build_groups_filter (unsigned deny, bool exec, struct linux_seccomp *out, asbx_e
   for (size_t g = 0; g < policy_syscall_groups_len; g++)
     if (deny & policy_syscall_groups[g].bit)
       n += policy_syscall_groups[g].rules_len;
+  n += policy_hostfile_rules_len;
   cleanup_free struct oci_seccomp_syscall *calls = xmalloc0 (sizeof (*calls) * (n + 1));
   cleanup_free struct oci_seccomp_arg *args = xmalloc0 (sizeof (*args) * 2 * (n + 1));
   cleanup_free char **names = xmalloc0 (sizeof (char *) * 2 * (n + 1));
-  for (size_t g = 0; g < policy_syscall_groups_len; g++)
+  /* the groups' rules, then the host-file rules (runtime/policy_hostfiles.h) of every policy
+   * container; their io_uring and user-namespace rules are (within) the groups', added once */
+  for (size_t g = 0; g <= policy_syscall_groups_len; g++)
     {
-      const struct policy_sysgroup *grp = &policy_syscall_groups[g];
-      if (!(deny & grp->bit))
+      const struct policy_sysgroup *grp = g < policy_syscall_groups_len ? &policy_syscall_groups[g] : NULL;
+      const struct policy_syscall_rule *rules = grp ? grp->rules : policy_hostfile_rules;
+      size_t rules_len = grp ? grp->rules_len : policy_hostfile_rules_len;
+      if (grp && !(deny & grp->bit))
         continue;
-      for (size_t i = 0; i < grp->rules_len; i++, sc.syscalls_len++)
-        oci_rule (&grp->rules[i], &calls[sc.syscalls_len], &names[2 * sc.syscalls_len], &args[2 * sc.syscalls_len]);
+      for (size_t i = 0; i < rules_len; i++)
+        {
+          const struct policy_syscall_rule *rule = &rules[i];
+          if (!grp && (deny & POLICY_SYS_IO_URING) && strncmp (rule->syscall, "io_uring_", 9) == 0)
+            continue;
+          if (!grp && (deny & POLICY_SYS_USERNS)
+              && (strcmp (rule->syscall, "unshare") == 0 || strncmp (rule->syscall, "clone", 5) == 0))
+            continue;
+          oci_rule (rule, &calls[sc.syscalls_len], &names[2 * sc.syscalls_len], &args[2 * sc.syscalls_len]);
+          sc.syscalls_len++;
+        }
     }
   for (size_t i = 0; exec && i < policy_exec_rules_len; i++, sc.syscalls_len++)
     oci_rule (&policy_exec_rules[i], &calls[sc.syscalls_len], &names[2 * sc.syscalls_len], &args[2 * sc.syscalls_len]);
   sc.syscalls = calls;
   r = linux_seccomp_compile (&sc, out, err);
-  return r < 0 ? asbx_error_wrap (err, "policy syscalls.deny") : 0;
+  if (r < 0)
+    return asbx_error_wrap (err, "policy syscalls.deny");
+  /* fail closed: a rule name this libseccomp does not know would be a silently missing rule */
+  if (out->skipped_names)
+    {
+      linux_seccomp_release (out);
+      return asbx_error (err, ENOSYS,
+                         "policy: %u syscall name(s) of the policy filter are unknown to the linked libseccomp "
+                         "(run with --debug to see which)",
+                         out->skipped_names);
+    }
+  return 0;
 }
 
 int
@@ -700,13 +765,15 @@ policy_prepare_process (const struct policy_plan *plan, asbx_err_t *err)
       if (!ll)
         return -1;
     }
-  bool exec = policy_exec_restricted (plan), filter = plan->deny_groups || exec;
-  if (filter && build_groups_filter (plan->deny_groups, exec, &groups, err) < 0)
+  /* always a filter: the host-file rules hold under every policy, groups denied or not */
+  bool exec = policy_exec_restricted (plan);
+  linux_seccomp_release (&groups);
+  if (build_groups_filter (plan->deny_groups, exec, &groups, err) < 0)
     {
       linux_landlock_free (ll);
       return -1;
     }
-  process_set_policy (filter ? &groups : NULL, ll, plan->deny_write_exec_memory);
+  process_set_policy (&groups, ll, plan->deny_write_exec_memory);
   return 0;
 }
 
@@ -752,4 +819,72 @@ policy_apply_memfd_noexec (const struct policy_plan *plan, bool new_pidns, asbx_
                        (int) strcspn (buf, "\n"), buf);
   log_debug ("policy: vm.memfd_noexec=2 in the container's pid namespace");
   return 0;
+}
+
+/* Read /proc/sys/vm/memfd_noexec as the caller's pid namespace sees it: 0 when it is 2. */
+static int
+memfd_noexec_is_2 (const char *why, asbx_err_t *err)
+{
+  char buf[16] = "";
+  ssize_t n = -1;
+  cleanup_close int fd = open ("/proc/sys/vm/memfd_noexec", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+  if (fd < 0 || (n = read (fd, buf, sizeof buf - 1)) <= 0 || buf[0] != '2')
+    return asbx_error (err, fd < 0 ? errno : EIO,
+                       "%s: vm.memfd_noexec reads `%.*s` in the container's pid namespace, not 2", why,
+                       n > 0 ? (int) strcspn (buf, "\n") : 0, buf);
+  return 0;
+}
+
+int
+policy_apply_memfd_noexec_from_parent (const struct policy_plan *plan, pid_t init_pid, bool new_pidns, asbx_err_t *err)
+{
+  static const char *const why = "filesystem.allowExec: a memfd could be executed";
+  int status = 0;
+  pid_t c;
+
+  if (!plan || !plan->active || !policy_exec_restricted (plan))
+    return 0;
+  if (!new_pidns)
+    return policy_apply_memfd_noexec (plan, false, err); /* the same refusal as without a user namespace */
+  cleanup_free char *path = xasprintf ("/proc/%d/ns/pid", (int) init_pid);
+  cleanup_close int nsfd = open (path, O_RDONLY | O_CLOEXEC);
+  if (nsfd < 0)
+    return asbx_error (err, errno, "%s: open %s", why, path);
+  c = fork ();
+  if (c < 0)
+    return asbx_error (err, errno, "%s: fork", why);
+  if (c == 0)
+    {
+      /* setns(CLONE_NEWPID) places our children, not us, in the container's pid namespace */
+      asbx_err_t e = NULL;
+      pid_t w;
+      int st = 0;
+      if (setns (nsfd, CLONE_NEWPID) < 0)
+        _exit (10);
+      w = fork ();
+      if (w == 0)
+        _exit (policy_apply_memfd_noexec (plan, true, &e) < 0 ? 11 : 0);
+      if (w < 0 || waitpid (w, &st, 0) < 0)
+        _exit (12);
+      _exit (WIFEXITED (st) ? WEXITSTATUS (st) : 13);
+    }
+  while (waitpid (c, &status, 0) < 0)
+    if (errno != EINTR)
+      return asbx_error (err, errno, "%s: wait for the sysctl writer", why);
+  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+    return asbx_error (err, EPERM,
+                       "%s: setting vm.memfd_noexec=2 in the container's pid namespace from the runtime failed "
+                       "(status %d: %s)",
+                       why, WIFEXITED (status) ? WEXITSTATUS (status) : -1,
+                       WIFEXITED (status) && WEXITSTATUS (status) == 10 ? "setns" : "write or read back");
+  return 0;
+}
+
+int
+policy_verify_memfd_noexec (const struct policy_plan *plan, asbx_err_t *err)
+{
+  if (!plan || !plan->active || !policy_exec_restricted (plan))
+    return 0;
+  return memfd_noexec_is_2 ("filesystem.allowExec: a memfd could be executed", err);
 }

@@ -14,6 +14,7 @@
 #define ASBX_RUNTIME_POLICY_APPLY_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "core/error.h"
 #include "libocispec/oci_spec.h"
@@ -58,8 +59,22 @@ int policy_apply_mounts (int rootfd, const struct policy_plan *plan, bool root_r
  * namespace, so the init calls this in the container's NEW pid namespace (new_pidns) with CAP_SYS_ADMIN, before the
  * capabilities go; exec'd processes join that namespace and are covered. Nothing without a policy or when allowExec is
  * unset. Fail closed: no new pid namespace, no sysctl (kernel < 6.3) or a refused write (user namespace: /proc/sys is
- * writable only by the host's root) is an error naming filesystem.allowExec. 0 / -1 with *err. */
+ * writable only by the host's root) is an error naming filesystem.allowExec. In a user namespace the init does not
+ * call it: the runtime does, through policy_apply_memfd_noexec_from_parent. 0 / -1 with *err. */
 int policy_apply_memfd_noexec (const struct policy_plan *plan, bool new_pidns, asbx_err_t *err);
+
+/* The same for a container in a user namespace, whose init cannot write /proc/sys (its uid is
+ * not host root): called by the runtime (P, host root) after the init exists and before its
+ * hooks and process run (on SYNC_CREATE_RUNTIME). A helper joins the init's pid namespace with
+ * setns(CLONE_NEWPID) and forks a writer inside it, which does policy_apply_memfd_noexec and the
+ * read-back; the helper and the writer exit at once. Nothing without allowExec; no new pid
+ * namespace is the same error as above. 0 / -1 with *err. */
+int policy_apply_memfd_noexec_from_parent (const struct policy_plan *plan, pid_t init_pid, bool new_pidns,
+                                           asbx_err_t *err);
+
+/* The init's check that the parent's write took effect in its pid namespace (reads 2). Nothing
+ * without allowExec. 0 / -1 with *err. */
+int policy_verify_memfd_noexec (const struct policy_plan *plan, asbx_err_t *err);
 
 /* Build the Landlock ruleset (paths opened in the current root) and compile the syscall-group
  * filter, and register both with process_set_policy(). The objects live until exec.

@@ -45,6 +45,15 @@
 static const char *const exposed_dirs[] = { "usr", "etc",  "opt", "var",   "home",  "root",  "srv",
                                             "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
 
+/* quick mode with a user namespace: the skeleton rootfs of sandbox <id> is USERNS_SKELETONS/<id> */
+#define USERNS_SKELETONS "/run/agentsbx-sandbox"
+
+struct sandbox_ids
+{
+  uid_t uid;
+  gid_t gid;
+};
+
 #define G_STR(g, s) yajl_gen_string (g, (const unsigned char *) (s), strlen (s))
 
 static void
@@ -144,8 +153,34 @@ gen_mounts (yajl_gen g, const struct asbx_sandbox_opts *o, const char *workspace
   (void) o;
 }
 
+/* linux.uidMappings/gidMappings: container root (0) is ids->uid/gid on the host, nobody else is
+ * mapped (one id each) */
+static void
+gen_id_map (yajl_gen g, const char *key, unsigned id)
+{
+  G_STR (g, key);
+  yajl_gen_array_open (g);
+  yajl_gen_map_open (g);
+  G_STR (g, "containerID");
+  yajl_gen_integer (g, 0);
+  G_STR (g, "hostID");
+  yajl_gen_integer (g, id);
+  G_STR (g, "size");
+  yajl_gen_integer (g, 1);
+  yajl_gen_map_close (g);
+  yajl_gen_array_close (g);
+}
+
+static void
+gen_user_ns (yajl_gen g, const struct sandbox_ids *ids)
+{
+  gen_id_map (g, "uidMappings", ids->uid);
+  gen_id_map (g, "gidMappings", ids->gid);
+}
+
 static char *
-sandbox_config (const struct asbx_sandbox_opts *o, const char *rootfs, const char *workspace, bool skeleton)
+sandbox_config (const struct asbx_sandbox_opts *o, const char *rootfs, const char *workspace, bool skeleton,
+                const struct sandbox_ids *ids)
 {
   static const char *const masked[] = { "/proc/acpi",       "/proc/kcore",       "/proc/keys",    "/proc/latency_stats",
                                         "/proc/timer_list", "/proc/sched_debug", "/sys/firmware", "/proc/scsi" };
@@ -181,7 +216,18 @@ sandbox_config (const struct asbx_sandbox_opts *o, const char *rootfs, const cha
       G_STR (g, ns[i]);
       yajl_gen_map_close (g);
     }
+  if (ids)
+    {
+      yajl_gen_map_open (g);
+      G_STR (g, "type");
+      G_STR (g, "user");
+      yajl_gen_map_close (g);
+    }
   yajl_gen_array_close (g);
+  if (ids)
+    {
+      gen_user_ns (g, ids);
+    }
   gen_strv (g, "maskedPaths", masked, ASBX_ARRAY_SIZE (masked));
   gen_strv (g, "readonlyPaths", ro_paths, ASBX_ARRAY_SIZE (ro_paths));
   yajl_gen_map_close (g);
@@ -229,25 +275,36 @@ make_skeleton (const char *rootfs, asbx_err_t *err)
   return 0;
 }
 
+/* only what make_skeleton created: empty dirs and symlinks, then the directory itself */
 static void
-remove_tree (const char *path)
+remove_skeleton (const char *rootfs)
 {
-  /* only what make_skeleton/config writing created: empty dirs, symlinks, config.json */
   char buf[PATH_MAX];
   static const char *const extra[] = { "proc", "sys", "dev", "tmp", "run", "workspace" };
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (exposed_dirs); i++)
     {
-      snprintf (buf, sizeof buf, "%s/rootfs/%s", path, exposed_dirs[i]);
+      snprintf (buf, sizeof buf, "%s/%s", rootfs, exposed_dirs[i]);
       if (unlink (buf) < 0)
         rmdir (buf);
     }
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (extra); i++)
     {
-      snprintf (buf, sizeof buf, "%s/rootfs/%s", path, extra[i]);
+      snprintf (buf, sizeof buf, "%s/%s", rootfs, extra[i]);
       rmdir (buf);
     }
+  rmdir (rootfs);
+}
+
+static void
+remove_tree (const char *path, const char *id)
+{
+  /* only what sandbox_bundle created: the skeleton (in the bundle, or under USERNS_SKELETONS),
+   * config.json, the bundle directory */
+  char buf[PATH_MAX];
   snprintf (buf, sizeof buf, "%s/rootfs", path);
-  rmdir (buf);
+  remove_skeleton (buf);
+  snprintf (buf, sizeof buf, "%s/%s", USERNS_SKELETONS, id);
+  remove_skeleton (buf);
   snprintf (buf, sizeof buf, "%s/config.json", path);
   unlink (buf);
   rmdir (path);
@@ -493,6 +550,53 @@ print_summary (const char *apath, bool stopped)
   return ret;
 }
 
+/* Every directory from "/" down to `path` is searchable by uid/gid (mode bits only: the check
+ * the kernel makes for the mapped uid, which has no capability over host-owned inodes). */
+static bool
+searchable_by (const char *path, uid_t uid, gid_t gid)
+{
+  char buf[PATH_MAX];
+  size_t n = strlen (path);
+
+  if (n >= sizeof buf)
+    return false;
+  memcpy (buf, path, n + 1);
+  for (char *p = buf + n;; p = strrchr (buf, '/'))
+    {
+      struct stat st;
+      if (p)
+        *p = '\0';
+      if (stat (*buf ? buf : "/", &st) < 0)
+        return false;
+      mode_t bit = st.st_uid == uid ? S_IXUSR : st.st_gid == gid ? S_IXGRP : S_IXOTH;
+      if (!(st.st_mode & bit))
+        return false;
+      if (!*buf)
+        return true;
+    }
+}
+
+/* Quick mode's user namespace (issue 13 §1; docs/security.md): container root is the
+ * workspace's owner, when that is not host root and the owner can reach the workspace (and the
+ * --rootfs, if given) by itself; otherwise no user namespace, and the policy's host-file layer
+ * (runtime/policy_hostfiles.h) is what holds. */
+static bool
+sandbox_userns_ids (const char *ws, const char *rootfs, struct sandbox_ids *ids)
+{
+  struct stat st;
+
+  if (geteuid () != 0 || stat (ws, &st) < 0 || st.st_uid == 0 || st.st_gid == 0)
+    return false;
+  ids->uid = st.st_uid, ids->gid = st.st_gid;
+  if (!searchable_by (ws, ids->uid, ids->gid) || (rootfs && !searchable_by (rootfs, ids->uid, ids->gid)))
+    return false;
+  /* our own directory, unless someone else made it first: then no user namespace */
+  if (!rootfs && lstat (USERNS_SKELETONS, &st) == 0
+      && (!S_ISDIR (st.st_mode) || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))))
+    return false;
+  return searchable_by ("/run", ids->uid, ids->gid);
+}
+
 static int
 sandbox_bundle (const struct asbx_global *g, const struct asbx_sandbox_opts *o, const char *id, char **bundle_out,
                 asbx_err_t *err)
@@ -503,6 +607,7 @@ sandbox_bundle (const struct asbx_global *g, const struct asbx_sandbox_opts *o, 
   cleanup_free char *rootfs = xasprintf ("%s/rootfs", bundle);
   cleanup_free char *config = NULL, *config_path = NULL;
   cleanup_close int fd = -1;
+  struct sandbox_ids ids = { 0, 0 };
 
   if (realpath (o->workspace ? o->workspace : ".", ws) == NULL)
     return asbx_error (err, errno, "sandbox: --workspace `%s`", o->workspace ? o->workspace : ".");
@@ -517,9 +622,19 @@ sandbox_bundle (const struct asbx_global *g, const struct asbx_sandbox_opts *o, 
   if (mkdir (bundle, 0700) < 0)
     return asbx_error (err, errno == EEXIST ? 0 : errno, "sandbox: bundle `%s` already exists", bundle);
   *bundle_out = xstrdup (bundle);
+  bool userns = sandbox_userns_ids (ws, o->rootfs ? rootfs_real : NULL, &ids);
+  if (userns && !o->rootfs)
+    {
+      /* the init resolves the rootfs as the mapped uid: the skeleton must lie on a path that
+       * uid can search, which the state root (0700) is not */
+      free (rootfs);
+      rootfs = xasprintf ("%s/%s", USERNS_SKELETONS, id);
+      if (mkdir (USERNS_SKELETONS, 0711) < 0 && errno != EEXIST)
+        return asbx_error (err, errno, "sandbox: create `%s`", USERNS_SKELETONS);
+    }
   if (!o->rootfs && make_skeleton (rootfs, err) < 0)
     return -1;
-  config = sandbox_config (o, o->rootfs ? rootfs_real : rootfs, ws, !o->rootfs);
+  config = sandbox_config (o, o->rootfs ? rootfs_real : rootfs, ws, !o->rootfs, userns ? &ids : NULL);
   config_path = xasprintf ("%s/config.json", bundle);
   fd = open (config_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0 || write_all (fd, config, strlen (config)) < 0)
@@ -578,6 +693,6 @@ asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o
   ret = 0;
 out:
   if (bundle)
-    remove_tree (bundle);
+    remove_tree (bundle, id);
   return ret;
 }

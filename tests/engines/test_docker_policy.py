@@ -18,9 +18,11 @@ from test_docker import Docker
 
 pytestmark = pytest.mark.docker
 
-# Docker's default capabilities ∩ the agent profile's capabilities.allow: CHOWN DAC_OVERRIDE
-# FOWNER FSETID KILL SETGID SETUID NET_BIND_SERVICE (bits 0 1 3 4 5 6 7 10)
-AGENT_CAPS = 0x4FB
+# Docker's default capabilities ∩ the agent profile's capabilities.allow, minus CAP_CHOWN and
+# CAP_FSETID (no user namespace: no file on a volume may be given away or keep a setuid bit,
+# runtime/policy_hostfiles.c): DAC_OVERRIDE FOWNER KILL SETGID SETUID NET_BIND_SERVICE
+# (bits 1 3 5 6 7 10)
+AGENT_CAPS = 0x4EA
 
 
 class PolicyDocker(Docker):
@@ -83,6 +85,41 @@ def test_runtime_class_applies_agent_profile(pdocker):
     assert any("agent" in s for s in pol["sources"]), pol
     assert any(x["event"] == "denial" and x.get("syscall") == "unshare" for x in recs), recs
     assert any(x["event"] == "lifecycle" and x.get("state") == "exited" for x in recs), recs
+    leaks.check()
+
+
+def test_volume_gets_no_setuid_file(pdocker):
+    """Issue 13 §1 through a Docker volume (-v HOST:/workspace) under the runtime class: the
+    container's root cannot leave a setuid, setgid, device or chowned file on the host directory
+    (judged on the host: mode, type, owner, and the copy of id run as uid 65534)."""
+    import shutil
+    import stat
+    import subprocess
+    leaks = Leaks([pdocker.dir])
+    vol = tempfile.mkdtemp(prefix="vol-", dir=pdocker.dir)
+    os.chmod(vol, 0o777)
+    shutil.copy("/usr/bin/id", os.path.join(vol, "id"))
+    cidfile = os.path.join(pdocker.dir, f"cid.{os.urandom(3).hex()}")
+    r = pdocker.cli("run", "--rm", "--runtime=agentsbx-agent", "--network", "none", "--cidfile", cidfile,
+                    "-v", f"{vol}:/workspace", IMAGE, "sh", "-c",
+                    "cd /workspace; cp id x; chmod 4755 x; cp id y; chmod 2755 y; mkdir d; chmod g+s d; "
+                    "touch o; chown 12345:12345 o; mknod c c 1 3; echo done", check=False)
+    with open(cidfile) as f:
+        leaks.track(f.read().strip(), *pdocker.state_roots())
+    os.unlink(cidfile)
+    assert r.returncode == 0 and "done" in r.stdout, r
+    for name in ("x", "y", "d", "o", "c"):
+        p = os.path.join(vol, name)
+        if not os.path.lexists(p):
+            continue
+        st = os.lstat(p)
+        assert not st.st_mode & (stat.S_ISUID | stat.S_ISGID), (name, oct(st.st_mode))
+        assert not stat.S_ISCHR(st.st_mode), name
+        assert (st.st_uid, st.st_gid) == (0, 0), (name, st.st_uid, st.st_gid)
+    if shutil.which("setpriv"):
+        out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                              os.path.join(vol, "x")], capture_output=True, text=True).stdout
+        assert "euid=" not in out, out
     leaks.check()
 
 

@@ -75,8 +75,10 @@ def test_group_refused_with_its_errno(rt, capbundle, control, group):
     res = run_attempts(rt, capbundle, names, profile=None, policy=pol)
     for name, errno in GROUPS[group]:
         assert res[name] == errno, f"{group}/{name}: {res[name]} (control {control[name]})"
-    # the other groups are untouched by this one (a group is exactly its members)
-    others = [a for g, v in GROUPS.items() if g != group for a, _ in v][:4]
+    # the other groups are untouched by this one (a group is exactly its members); io_uring and a
+    # new user namespace are refused under every policy (IORING_OP_OPENAT takes a file mode, a
+    # nested user namespace has CAP_SETFCAP again: runtime/policy_hostfiles.c)
+    others = [a for g, v in GROUPS.items() if g not in (group, "io_uring", "userns") for a, _ in v][:4]
     res2 = run_attempts(rt, capbundle, others, profile=None, policy=pol)
     for n in others:
         assert res2[n] == control[n], f"deny [{group}] also changed {n}: {res2[n]}"
