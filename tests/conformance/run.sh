@@ -38,6 +38,9 @@ scratch=$(mktemp -d /tmp/asbx-conformance-rt.XXXXXX)
 trap 'rm -rf "$scratch"' EXIT
 out=${ASBX_CONFORMANCE_OUT:-$(mktemp -d /tmp/asbx-conformance.XXXXXX)}
 mkdir -p "$out"
+# mktemp makes it 0700; the programs keep their bundles under it, and a container in a user
+# namespace (linux_uid_mappings, linux_ns_nopath) must reach its rootfs as its mapped root
+chmod 0755 "$out"
 tar -xJf "$tarball" -C "$scratch"
 args=(--runtime "$rtbin" --rt-dir "$scratch" --out "$out")
 [ -n "${ASBX_CONFORMANCE_ONLY:-}" ] && args+=(--only "$ASBX_CONFORMANCE_ONLY")
