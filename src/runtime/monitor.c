@@ -176,8 +176,6 @@ static void __attribute__ ((noreturn)) monitor_loop (struct mon *m)
   {
     P_INIT,
     P_CONN,
-    P_WALL,
-    P_CPU,
     P_GUARD,
     P_DNS,
     P_DEN,
@@ -186,23 +184,20 @@ static void __attribute__ ((noreturn)) monitor_loop (struct mon *m)
   struct pollfd p[P_N] = {
     [P_INIT] = { .fd = m->init_pidfd, .events = POLLIN },
     [P_CONN] = { .fd = m->conn, .events = POLLIN },
-    [P_WALL] = { .fd = m->wall_tfd, .events = POLLIN },
-    [P_CPU] = { .fd = m->cpu_tfd, .events = POLLIN },
     [P_GUARD] = { .fd = m->guard_pidfd, .events = POLLIN },
     [P_DNS] = { .fd = m->dns ? dnsstub_fd (m->dns) : -1, .events = POLLIN },
     [P_DEN] = { .fd = denials_fd (m->den), .events = POLLIN },
   };
-  uint64_t ticks;
 
+  /* the wall clock and CPU timers are the limits thread's (monitor_limits.c) */
   for (;;)
     {
       if (poll (p, P_N, -1) < 0)
         {
           if (errno == EINTR)
             continue;
+          mon_reason_set (m, "killed", "monitor poll failed");
           mon_container_kill (m); /* cannot supervise any more: fail closed */
-          m->reason = "killed";
-          m->detail = "monitor poll failed";
           p[P_INIT].revents = POLLIN;
         }
       if (p[P_CONN].revents)
@@ -217,19 +212,11 @@ static void __attribute__ ((noreturn)) monitor_loop (struct mon *m)
           pasta_lazy_start (m);
           dnsstub_dispatch (m->dns);
         }
-      if (p[P_WALL].revents & POLLIN && read (m->wall_tfd, &ticks, sizeof ticks) > 0)
-        mon_limit_kill (m, "wallclock", "wallClockSeconds", m->plan->wall_clock_seconds, m->plan->wall_clock_seconds);
-      if (p[P_CPU].revents & POLLIN && read (m->cpu_tfd, &ticks, sizeof ticks) > 0)
-        mon_cpu_check (m);
       if (p[P_GUARD].revents)
         {
           waitpid (m->guard_pid, NULL, WNOHANG);
           p[P_GUARD].fd = -1;
-          if (!m->reason)
-            {
-              m->reason = "killed";
-              m->detail = "the monitor's guard died";
-            }
+          mon_reason_set (m, "killed", "the monitor's guard died");
           mon_container_kill (m);
         }
       if (p[P_INIT].revents)
@@ -397,12 +384,15 @@ mon_setup (struct mon *m, asbx_err_t *err)
       m->dns = dnsstub_new (m->o->id, m->o->init_pid, pl, m->audit_fd, m->dirfd, err);
       if (!m->dns)
         return -1;
+      dnsstub_set_members (m->dns, mon_members, m);
       if (m->o->new_netns
           && (pl->allowed_domains_len || pl->allowed_cidrs_len || pl->approvals_network == POLICY_APPROVAL_ASK)
           && pasta_setup (m, err) < 0)
         return asbx_error_wrap (err, "network.mode filtered");
     }
-  return guard_start (m, err);
+  if (guard_start (m, err) < 0)
+    return -1;
+  return mon_limits_start (m, err);
 }
 
 static void
@@ -462,6 +452,7 @@ static void __attribute__ ((noreturn)) mon_main (struct mon *m, int ready)
 
   setsid ();
   prctl (PR_SET_NAME, "asbx-monitor", 0, 0, 0);
+  pthread_mutex_init (&m->lock, NULL);
   sigemptyset (&all);
   sigprocmask (SIG_SETMASK, &all, NULL);
   signal (SIGPIPE, SIG_IGN);

@@ -194,13 +194,22 @@ on_event (const struct proc_ev *ev, void *data)
       if (!pidset_has (&m->procs, ev->tgid))
         break;
       pidset_del (&m->procs, ev->tgid);
-      if (ev->exit_code == 0 || m->reason)
+      if (ev->exit_code == 0 || mon_reason_get (m))
         break; /* processes our own kill ended are not failures of the agent */
       m->failed++;
       if (m->plan->failed_execs && m->failed >= m->plan->failed_execs)
         mon_limit_kill (m, "failed-execs", "failedExecs", m->plan->failed_execs, m->failed);
       break;
     }
+}
+
+/* querier_members_fn for the DNS stub: the member set, sorted ascending (newest pids last) */
+size_t
+mon_members (void *data, const pid_t **v)
+{
+  struct mon *m = data;
+  *v = m->procs.v;
+  return m->procs.n;
 }
 
 /* Rebuild the member set from the cgroup (after lost events, and at start). */
