@@ -143,8 +143,10 @@ struct policy_plan
 
   /* audit */
   unsigned audit_events;
-  char *audit_dir;   /* host config auditDir / --audit-dir; default /var/log/agentsbx */
-  bool audit_syslog; /* added: host config "auditSyslog": true = also send records to syslog */
+  char *audit_dir;             /* host config auditDir / --audit-dir; default /var/log/agentsbx */
+  bool audit_syslog;           /* added: host config "auditSyslog": true = also send records to syslog */
+  bool audit_on_full_continue; /* audit.onFull "continue": a full audit disk drops records (counted)
+                                  instead of killing the container (the default, "kill") */
 
   /* degradations the policy accepts ("landlock", ...) */
   char **degrade;

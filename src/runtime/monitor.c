@@ -346,6 +346,18 @@ pasta_lazy_start (struct mon *m)
     }
 }
 
+/* audit_sink_opts.on_full: the audit log's file system is full. audit.onFull kill (the default):
+ * no agent runs unaudited - the container is killed (the limit and exited records go to the
+ * reserved space); continue: records are dropped and counted, the container goes on. */
+static void
+mon_audit_full (void *data)
+{
+  struct mon *m = data;
+  if (m->plan->audit_on_full_continue)
+    return;
+  mon_limit_kill (m, "audit-full", "audit.onFull", 0, 0);
+}
+
 static int
 mon_setup (struct mon *m, asbx_err_t *err)
 {
@@ -353,6 +365,13 @@ mon_setup (struct mon *m, asbx_err_t *err)
   uint64_t oom = 0;
   asbx_err_t e = NULL;
 
+  struct audit_sink_opts so = { .container = m->o->id,
+                                .bytes_max = AUDIT_QUOTA_BYTES,
+                                .rate = AUDIT_RATE_PER_SEC,
+                                .burst = AUDIT_BURST,
+                                .on_full = mon_audit_full,
+                                .data = m };
+  audit_sink_setup (m->audit_fd, &so);
   if (m->o->cgroup_path)
     m->cg_paths = cgroup_path_forms (m->o->cgroup_path);
   if (m->o->cgroup_path && cgroup_oom_count (m->o->cgroup_path, &oom, &e) == 0)

@@ -287,5 +287,6 @@ mon_finish (struct mon *m)
   audit_rec_int (r, "failedExecs", (int64_t) m->failed);
   if (m->cpu_fd >= 0)
     audit_rec_int (r, "cpuUsec", cpu_used_ns (m) / 1000);
+  audit_sink_counts (r);
   mon_audit_put (m, r);
 }

@@ -7,6 +7,7 @@ thousands of fds each, plus pipelined DNS-over-TCP queries for unlisted names un
 before issue 14 that lookup walked /proc (every fd of every container process) synchronously in
 the monitor's loop, and the wall clock kill waited behind it."""
 import json
+import subprocess
 import os
 import shutil
 import time
@@ -95,3 +96,98 @@ def test_held_question_names_its_sender(rt, ebundle, lab, tmp_path):  # noqa: F8
     for q in qs.values():
         assert isinstance(q["pid"], int) and q["pid"] > 0, q
         assert q["exe"] and os.path.basename(q["exe"]).startswith("python3"), q
+
+
+# ---- §4: the audit log cannot be flooded, forged or emptied -----------------------------------
+
+FLOOD = r"""
+import subprocess, sys, time
+n, size, tail = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+junk = "\x01\x1b[2J\n{\"event\":\"lifecycle\",\"state\":\"exited\"}\n" * (size // 40)
+for i in range(n):
+    subprocess.call(["/bin/true", "marker-%d" % i, junk])
+time.sleep(tail)
+"""
+
+
+@pytest.fixture
+def ubundle(make_bundle, usr_template):  # noqa: F811
+    """A bundle with the host's /usr (python3) in a fresh network namespace (no lab needed)."""
+    b = make_bundle(rootfs_template=usr_template)
+    b.add_mount("/usr", "bind", "/usr", ["rbind", "ro", "nosuid", "nodev"])
+    with open(os.path.join(b.rootfs, "egress", "flood.py"), "w") as f:
+        f.write(FLOOD)
+    return b
+
+
+def flood_run(rt, b, audit_dir, tmp_path, n, size, tail, on_full=None):
+    pol = {"version": 1, "extends": "agent"}
+    if on_full:
+        pol["audit"] = {"onFull": on_full}
+    p = tmp_path / f"flood-{uuid.uuid4().hex[:6]}.json"
+    p.write_text(json.dumps(pol))
+    b.args("/usr/bin/python3", "/egress/flood.py", str(n), str(size), str(tail))
+    cid = f"flood-{uuid.uuid4().hex[:8]}"
+    r, _ = rt.run(b, cid, global_args=["--policy", str(p), "--audit-dir", str(audit_dir)])
+    return r, read_audit(os.path.join(audit_dir, f"{cid}.jsonl"))
+
+
+def test_exec_flood_capped_and_counted(rt, ubundle, tmp_path):
+    """1200 execs with 100 KB of control bytes and fake records in argv: every line is one JSON
+    object of bounded size, argv is truncated with its real size (never []), the rate quota
+    suppresses and counts, and the exited record is there."""
+    audit = tmp_path / "audit"
+    r, recs = flood_run(rt, ubundle, str(audit), tmp_path, 1200, 100000, 0)
+    assert r.rc == 0, r
+    with open(audit / os.listdir(audit)[0], "rb") as f:
+        lines = f.read().splitlines()
+    assert max(len(line) for line in lines) < 16384, "a record is not capped"
+    execs = [x for x in recs if x["event"] == "exec"]
+    assert execs, "no exec record at all"
+    assert not [x for x in execs if x.get("argv") == []], "an argv was dropped to []"
+    trues = [x for x in execs if x.get("argv") and any(a.startswith("marker-") for a in x["argv"])]
+    assert trues, "no exec record of the flood carries its argv"
+    for x in trues:
+        assert x["argvBytes"] > 100000 and x["argvTruncated"] is True, x
+    forged = [x for x in recs if x["event"] == "lifecycle" and x.get("state") == "exited"]
+    assert len(forged) == 1, "a record forged from argv, or no exited record"
+    ex = forged[0]
+    assert ex["exitCode"] == 0 and ex["exitReason"] == "exited", ex
+    assert ex["suppressed"]["exec"] > 0, ex
+    reports = [x for x in recs if x["event"] == "limit" and x.get("limit") == "audit"]
+    assert reports and reports[-1]["suppressed"]["exec"] > 0, reports
+
+
+@pytest.fixture
+def small_audit_dir(tmp_path):
+    d = tmp_path / "small-audit"
+    d.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k,mode=0700", "tmpfs", str(d)], check=True)
+    try:
+        yield d
+    finally:
+        subprocess.run(["umount", "-l", str(d)], check=False)
+
+
+def test_audit_full_kills_by_default(rt, ubundle, tmp_path, small_audit_dir):
+    """A 512 KiB audit file system filled by exec records: with audit.onFull unset (kill) the
+    container is killed - no agent runs unaudited - and the log still ends with whole lines, the
+    limit record and the exited record (written into the reserved space)."""
+    r, recs = flood_run(rt, ubundle, str(small_audit_dir), tmp_path, 600, 100000, 60)
+    limits = [x for x in recs if x["event"] == "limit" and x.get("limit") == "audit.onFull"]
+    assert limits and limits[0]["action"] == "kill", recs[-3:]
+    ex = lifecycle(recs, "exited")
+    assert ex and ex[-1]["exitReason"] == "audit-full", recs[-3:]
+    assert r.rc != 0, r
+
+
+def test_audit_full_continue_keeps_lifecycle(rt, ubundle, tmp_path, small_audit_dir):
+    """audit.onFull continue: the container runs to its end, the dropped records are counted in
+    the exited record, which is there and whole."""
+    r, recs = flood_run(rt, ubundle, str(small_audit_dir), tmp_path, 600, 100000, 0, on_full="continue")
+    assert r.rc == 0, r
+    ex = lifecycle(recs, "exited")
+    assert ex and ex[-1]["exitReason"] == "exited" and ex[-1]["exitCode"] == 0, recs[-3:]
+    assert sum(ex[-1]["suppressed"].values()) > 0, ex[-1]
+    assert [x for x in recs if x["event"] == "limit" and x.get("limit") == "audit" and x["action"] == "full"], \
+        "the file system never filled: the test did not test onFull"
