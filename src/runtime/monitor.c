@@ -52,6 +52,7 @@
 #include "runtime/monitor.h"
 #include "runtime/monitor_internal.h"
 #include "runtime/pasta.h"
+#include "runtime/policy_apply.h"
 
 /* ---- small state files in the state dir ---- */
 
@@ -378,7 +379,7 @@ mon_setup (struct mon *m, asbx_err_t *err)
     m->oom_at_start = oom;
   asbx_error_free (&e);
   if (m->o->cgroup_path && denials_pids_max_count (m->o->cgroup_path, &oom) == 0)
-    m->pids_max_at_start = oom;
+    m->pids_max_at_start = m->pids_seen = oom;
   mon_procs_resync (m);
   if (pl->audit_events & POLICY_AUDIT_DENIAL)
     m->den = denials_new (m->o->id, m->audit_fd, mon_den_member, m);
@@ -427,7 +428,10 @@ audit_created (struct mon *m)
   audit_rec_str (r, "digest", pl->digest);
   audit_rec_strv (r, "sources", pl->sources, pl->sources_len);
   audit_rec_strv (r, "clamps", pl->clamps, pl->clamps_len);
-  audit_rec_strv (r, "degradations", pl->degrade, pl->degrade_len);
+  /* what was degraded on this host, not what the policy would accept (issue 14 §5) */
+  cleanup_free char *ll = policy_apply_landlock_degraded (pl);
+  audit_rec_strv (r, "degradations", ll ? &ll : NULL, ll ? 1 : 0);
+  audit_rec_strv (r, "degradeAccepted", pl->degrade, pl->degrade_len);
   audit_rec_str (r, "kernelDenials", denials_status (m->den));
   mon_audit_put (m, r);
 }

@@ -51,7 +51,8 @@ struct mon
   uint64_t pids_max_at_start; /* pids.events "max" at start: forks refused by pids.max */
   /* the limits thread (monitor_limits.c) and the loop share `reason` and `finished` under lock */
   pthread_mutex_t lock;
-  bool finished; /* mon_finish began: no limit fires any more */
+  bool finished;      /* mon_finish began: no limit fires any more */
+  uint64_t pids_seen; /* pids.events "max" at the last `limit` record about it */
 };
 
 /* monitor.c: write `content` to dirfd/name atomically (temp file + rename). 0 / -1 with errno. */
@@ -86,7 +87,8 @@ bool mon_reason_set (struct mon *m, const char *reason, const char *detail);
 /* The reason recorded so far, or NULL. */
 const char *mon_reason_get (struct mon *m);
 /* Start the limits thread: it alone waits on the wall clock and CPU timers and kills, so no
- * work of the loop (events, DNS, approvals) can delay a limit. No timer: nothing to start.
+ * work of the loop (events, DNS, approvals) can delay a limit; it also looks at pids.events
+ * every 500 ms (a `limit` record when forks were refused). No timer, no cgroup: nothing to start.
  * Call after the guard is forked (the guard must not inherit a thread's locks). 0 / -1 + *err. */
 int mon_limits_start (struct mon *m, asbx_err_t *err);
 /* The init is gone: exit_reason file and the `exited` record. */

@@ -160,18 +160,46 @@ mon_cpu_check (struct mon *m)
 
 /* ---- the limits thread ---- */
 
+/* Forks refused by pids.max since the last look (pids.events "max" rose): one `limit` record
+ * {"limit":"pids","action":"refused","value":pids.max,"used":N refused since start} per look,
+ * so a fork bomb is on record within PIDS_LOOK_MS - the kernel reports nothing else. */
+#define PIDS_LOOK_MS 500
+static void
+pids_look (struct mon *m)
+{
+  uint64_t n;
+  pthread_mutex_lock (&m->lock);
+  bool news = denials_pids_max_count (m->o->cgroup_path, &n) == 0 && n > m->pids_seen;
+  if (news)
+    m->pids_seen = n;
+  pthread_mutex_unlock (&m->lock);
+  if (!news)
+    return;
+  struct audit_rec *r = audit_rec_new (m->o->id, "limit");
+  audit_rec_str (r, "limit", "pids");
+  audit_rec_str (r, "action", "refused");
+  if (m->plan->pids)
+    audit_rec_int (r, "value", (int64_t) m->plan->pids);
+  audit_rec_int (r, "used", (int64_t) (n - m->pids_max_at_start));
+  mon_audit_put (m, r);
+}
+
 static void *
 limits_main (void *arg)
 {
   struct mon *m = arg;
   struct pollfd p[2] = { { .fd = m->wall_tfd, .events = POLLIN }, { .fd = m->cpu_tfd, .events = POLLIN } };
   uint64_t ticks;
+  bool pids = m->o->cgroup_path != NULL;
   sigset_t all;
   sigfillset (&all);
   pthread_sigmask (SIG_BLOCK, &all, NULL);
   for (;;)
     {
-      if (poll (p, 2, -1) < 0)
+      int n = poll (p, 2, pids ? PIDS_LOOK_MS : -1);
+      if (pids)
+        pids_look (m);
+      if (n < 0)
         {
           if (errno != EINTR)
             nanosleep (&(struct timespec){ 0, 10L * 1000 * 1000 }, NULL); /* never a busy loop */
@@ -189,7 +217,7 @@ int
 mon_limits_start (struct mon *m, asbx_err_t *err)
 {
   pthread_t t;
-  if (m->wall_tfd < 0 && m->cpu_tfd < 0)
+  if (m->wall_tfd < 0 && m->cpu_tfd < 0 && !m->o->cgroup_path)
     return 0;
   int e = pthread_create (&t, NULL, limits_main, m);
   if (e)
@@ -230,6 +258,8 @@ status_from_stat (pid_t pid, int *status)
 void
 mon_finish (struct mon *m)
 {
+  if (m->o->cgroup_path)
+    pids_look (m); /* forks refused since the limits thread last looked */
   pthread_mutex_lock (&m->lock);
   m->finished = true;
   const char *reason = m->reason;

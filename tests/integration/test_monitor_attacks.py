@@ -191,3 +191,91 @@ def test_audit_full_continue_keeps_lifecycle(rt, ubundle, tmp_path, small_audit_
     assert sum(ex[-1]["suppressed"].values()) > 0, ex[-1]
     assert [x for x in recs if x["event"] == "limit" and x.get("limit") == "audit" and x["action"] == "full"], \
         "the file system never filled: the test did not test onFull"
+
+
+# ---- §5: every blocked attempt is on record --------------------------------------------------
+
+from test_egress import UP4, UP6, filtered  # noqa: E402,F401
+
+
+def test_refused_network_attempts_each_on_record(filtered, lab):  # noqa: F811
+    """Connections to unlisted addresses (TCP and UDP, v4, v6, v4-mapped, a decimal IPv4) and
+    queries sent to a hard-coded resolver (UDP and TCP): each blocked attempt leaves a record."""
+    dec = str(int.from_bytes(bytes(int(x) for x in UP4.split(".")), "big"))
+    res, recs = filtered([["connect", UP4, 8080], ["connect", UP6, 8080], ["connect", f"::ffff:{UP4}", 8081],
+                          ["connect", dec, 8082], ["udp", UP4, 9998], ["udp", UP6, 9997],
+                          ["rawdns", UP4, "leak-udp.unlisted.test"], ["tcpdns", UP4, "leak-tcp.unlisted.test"]])
+    assert not any(r["ok"] for r in res[:6]), res
+    net = {(r["addr"], r.get("port"), r["proto"]) for r in recs if r["event"] == "network"}
+    for want in ((UP4, 8080, "tcp"), (UP6, 8080, "tcp"), (UP4, 8081, "tcp"), (UP4, 8082, "tcp"),
+                 (UP4, 9998, "udp"), (UP6, 9997, "udp")):
+        assert want in net, (want, net)
+    dns = {(r["host"], r["decision"]) for r in recs if r["event"] == "dns"}
+    for name in ("leak-udp.unlisted.test", "leak-tcp.unlisted.test"):
+        assert (name, "refused") in dns, (name, dns)
+
+
+def sandbox_run(rt, tmp_path, pol, script):
+    p = tmp_path / f"pol-{uuid.uuid4().hex[:6]}.json"
+    p.write_text(json.dumps(pol))
+    ws = tmp_path / f"ws-{uuid.uuid4().hex[:6]}"
+    ws.mkdir()
+    cid = f"rec-{uuid.uuid4().hex[:8]}"
+    r = rt.cmd("sandbox", "--id", cid, "--workspace", str(ws), "--", "/bin/sh", "-c", script,
+               global_args=["--policy", str(p), "--audit-dir", str(tmp_path / "audit")], timeout=60)
+    return r, read_audit(tmp_path / "audit" / f"{cid}.jsonl")
+
+
+def test_fork_bomb_on_record(rt, tmp_path):
+    """pids.max refuses forks silently (EAGAIN): the monitor turns the cgroup's pids.events
+    counter into a `limit` record, even when the agent copes and exits 0."""
+    r, recs = sandbox_run(rt, tmp_path, {"version": 1, "extends": "agent", "limits": {"pids": 16}},
+                     "i=0; while [ $i -lt 40 ]; do sleep 3 & i=$((i+1)); done; wait; exit 0")
+    got = [x for x in recs if x["event"] == "limit" and x.get("limit") == "pids"]
+    assert got and got[0]["action"] == "refused" and got[-1]["used"] > 0, (r.err[-500:], recs[-2:])
+
+
+def test_policy_record_degradations_are_what_was_degraded(rt, tmp_path):
+    """A policy that accepts running without Landlock, on a host whose Landlock has everything
+    the ruleset needs: nothing was degraded, so `degradations` is empty; what was accepted is
+    `degradeAccepted`."""
+    abi = subprocess.run(["python3", "-c", "import ctypes;l=ctypes.CDLL(None);"
+                          "print(l.syscall(444,0,0,1))"], capture_output=True, text=True).stdout.strip()
+    if not abi or int(abi) < 5:
+        pytest.skip(f"Landlock ABI {abi}: this host would degrade for real")
+    r, recs = sandbox_run(rt, tmp_path, {"version": 1, "extends": "agent", "degrade": ["landlock"]}, "true")
+    assert r.rc == 0, r
+    pol = [x for x in recs if x["event"] == "policy"][-1]
+    assert pol["degradations"] == [], pol
+    assert pol.get("degradeAccepted") == ["landlock"], pol
+
+
+def test_refused_network_attempts_on_record_in_a_fresh_netns(rt, tmp_path):
+    """`sandbox` under agent (filtered, nothing allowed, approvals deny): the namespace has only
+    loopback, so
+    before issue 14 a connection or a hard-coded resolver failed at the route lookup
+    (ENETUNREACH), before any netfilter hook, and left no record. Each attempt must leave one.
+    The addresses are the egress lab's; nothing can leave a namespace with only `lo`."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.chmod(ws, 0o777)
+    shutil.copy2(os.path.join(HERE, "egress", "client.py"), ws / "client.py")
+    dec = str(int.from_bytes(bytes(int(x) for x in UP4.split(".")), "big"))
+    actions = [["connect", UP4, 8080], ["connect", UP6, 8080], ["connect", f"::ffff:{UP4}", 8081],
+               ["connect", dec, 8082], ["udp", UP4, 9998], ["udp", UP6, 9997],
+               ["rawdns", UP4, "leak-udp.unlisted.test"], ["tcpdns", UP4, "leak-tcp.unlisted.test"]]
+    cid = f"fresh-{uuid.uuid4().hex[:8]}"
+    pol = tmp_path / "deny.json"  # unlisted names refused at once (no approval question, no pasta)
+    pol.write_text(json.dumps({"version": 1, "extends": "agent", "approvals": {"network": "deny"}}))
+    r = rt.cmd("sandbox", "--id", cid, "--workspace", str(ws), "--", "/usr/bin/python3", "/workspace/client.py",
+               json.dumps(actions), global_args=audit_args(tmp_path, "--policy", str(pol)), timeout=60)
+    assert r.rc == 0, r
+    res = json.loads(r.out.strip().splitlines()[-1])
+    assert not any(x["ok"] and "rcode" not in x for x in res), res
+    recs = read_audit(tmp_path / "audit" / f"{cid}.jsonl")
+    net = {(x["addr"], x.get("port"), x["proto"]) for x in recs if x["event"] == "network"}
+    dns = {(x["host"], x["decision"]) for x in recs if x["event"] == "dns"}
+    missing = [w for w in ((UP4, 8080, "tcp"), (UP6, 8080, "tcp"), (UP4, 8081, "tcp"), (UP4, 8082, "tcp"),
+                           (UP4, 9998, "udp"), (UP6, 9997, "udp")) if w not in net]
+    missing += [n for n in ("leak-udp.unlisted.test", "leak-tcp.unlisted.test") if (n, "refused") not in dns]
+    assert not missing, (missing, res[-2:], net, dns)
