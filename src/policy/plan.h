@@ -145,6 +145,9 @@ struct policy_plan
   unsigned audit_events;
   char *audit_dir;             /* host config auditDir / --audit-dir; default /var/log/agentsbx */
   bool audit_syslog;           /* added: host config "auditSyslog": true = also send records to syslog */
+  bool enable_kernel_audit;    /* added: host config "enableKernelAudit": the monitor turns kernel audit
+                                  on (audit_enabled 0 -> 1, host-wide, left on) so Landlock denials are
+                                  reported */
   bool audit_on_full_continue; /* audit.onFull "continue": a full audit disk drops records (counted)
                                   instead of killing the container (the default, "kill") */
 

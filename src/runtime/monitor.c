@@ -42,6 +42,7 @@
 #include "core/cleanup.h"
 #include "core/util.h"
 #include "linux/cgroup.h"
+#include "linux/audit_netlink.h"
 #include "linux/cgroup_internal.h"
 #include "linux/nft.h"
 #include "linux/proc_events.h"
@@ -381,6 +382,9 @@ mon_setup (struct mon *m, asbx_err_t *err)
   if (m->o->cgroup_path && denials_pids_max_count (m->o->cgroup_path, &oom) == 0)
     m->pids_max_at_start = m->pids_seen = oom;
   mon_procs_resync (m);
+  if (pl->enable_kernel_audit && linux_audit_enabled (&e) == 0 && linux_audit_enable (&e) < 0)
+    m->kaudit_error = xstrdup (e->msg); /* reported in the policy record: never silent */
+  asbx_error_free (&e);
   if (pl->audit_events & POLICY_AUDIT_DENIAL)
     m->den = denials_new (m->o->id, m->audit_fd, mon_den_member, m);
   if (pl->wall_clock_seconds)
@@ -433,6 +437,17 @@ audit_created (struct mon *m)
   audit_rec_strv (r, "degradations", ll ? &ll : NULL, ll ? 1 : 0);
   audit_rec_strv (r, "degradeAccepted", pl->degrade, pl->degrade_len);
   audit_rec_str (r, "kernelDenials", denials_status (m->den));
+  if (m->kaudit_error)
+    audit_rec_str (r, "kernelAuditError", m->kaudit_error);
+  /* what no record will ever show on this host (docs/policy.md §2.7 "What cannot be reported") */
+  char *unreported[4];
+  size_t nu = 0;
+  if (!m->den || strncmp (denials_status (m->den), "landlock", 8) != 0)
+    unreported[nu++] = (char *) "fs denials (Landlock): see kernelDenials";
+  unreported[nu++] = (char *) "writes refused by read-only mounts (EROFS, /proc/sys)";
+  unreported[nu++] = (char *) "reads of paths masked by a bind mount";
+  unreported[nu++] = (char *) "failed execve inside a process";
+  audit_rec_strv (r, "unreported", unreported, nu);
   mon_audit_put (m, r);
 }
 

@@ -53,6 +53,7 @@ struct mon
   pthread_mutex_t lock;
   bool finished;      /* mon_finish began: no limit fires any more */
   uint64_t pids_seen; /* pids.events "max" at the last `limit` record about it */
+  char *kaudit_error; /* enableKernelAudit failed: why (policy record kernelAuditError) */
 };
 
 /* monitor.c: write `content` to dirfd/name atomically (temp file + rename). 0 / -1 with errno. */

@@ -279,3 +279,36 @@ def test_refused_network_attempts_on_record_in_a_fresh_netns(rt, tmp_path):
                            (UP4, 9998, "udp"), (UP6, 9997, "udp")) if w not in net]
     missing += [n for n in ("leak-udp.unlisted.test", "leak-tcp.unlisted.test") if (n, "refused") not in dns]
     assert not missing, (missing, res[-2:], net, dns)
+
+
+def test_host_config_enables_kernel_audit_for_fs_denials(rt, tmp_path):
+    """Kernel audit off: Landlock's denials are reported only with it on. The host config's
+    `enableKernelAudit` lets the monitor turn it on; a write outside the grant is then a `denial`
+    record. The host's audit_enabled is restored after the test."""
+    from test_denials import AUDIT_GET, AUDIT_SET, _audit_req
+    import struct
+    try:
+        old = _audit_req(AUDIT_GET)
+    except OSError as e:
+        pytest.skip(f"no kernel audit: {e}")
+    if old != 0:
+        pytest.skip(f"kernel audit is already on here (audit_enabled={old}): nothing to enable")
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"enableKernelAudit": True}))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    cid = f"kaud-{uuid.uuid4().hex[:8]}"
+    try:
+        r = rt.cmd("sandbox", "--id", cid, "--workspace", str(ws), "--", "/bin/sh", "-c",
+                   "echo x > /dev/shm/x; true",
+                   global_args=["--config", str(cfg), "--audit-dir", str(tmp_path / "audit")], timeout=60)
+        now = _audit_req(AUDIT_GET)
+    finally:
+        _audit_req(AUDIT_SET, struct.pack("=8I", 1, old, 0, 0, 0, 0, 0, 0) + b"\0" * 12)
+    assert r.rc == 0, r
+    assert now == 1, "the monitor did not enable kernel audit"
+    recs = read_audit(tmp_path / "audit" / f"{cid}.jsonl")
+    pol = [x for x in recs if x["event"] == "policy"][-1]
+    assert pol["kernelDenials"] == "landlock,seccomp", pol
+    d = [x for x in recs if x["event"] == "denial" and x.get("kind") == "fs"]
+    assert d and d[0]["path"] == "/dev/shm", recs
