@@ -312,6 +312,9 @@ reserve_ok (int fd, size_t len)
   struct stat st;
   if (fstat (fd, &st) < 0)
     return false;
+  /* blocks already allocated past the end (an earlier reserve) cover it: no syscall more */
+  if ((uint64_t) st.st_blocks * 512u >= (uint64_t) st.st_size + len + AUDIT_RESERVE_BYTES)
+    return true;
   if (fallocate (fd, FALLOC_FL_KEEP_SIZE, st.st_size, (off_t) (len + AUDIT_RESERVE_BYTES)) == 0)
     return true;
   if (errno != EOPNOTSUPP && errno != ENOSYS)

@@ -32,7 +32,7 @@
 #define AUDIT_QUOTA_BYTES (32ull << 20) /* non-reserved bytes per container and monitor */
 #define AUDIT_RATE_PER_SEC 100.0        /* non-reserved records per second, sustained */
 #define AUDIT_BURST 500.0               /* ... and in one burst */
-#define AUDIT_RESERVE_BYTES (64u << 10) /* kept preallocated past the end for reserved records */
+#define AUDIT_RESERVE_BYTES (16u << 10) /* kept preallocated past the end for reserved records */
 #define AUDIT_ARGV_BYTES 1024           /* exec records: argv text kept (the rest: argvBytes) */
 #define AUDIT_ARGV_ITEMS 64             /* ... and arguments kept (the rest: argc) */
 #define AUDIT_STR_BYTES 1024            /* any other string value from the container */

@@ -154,17 +154,21 @@ argv_bytes (pid_t pid, char *comm, size_t commlen)
 static void
 audit_exec (struct mon *m, pid_t pid)
 {
-  char path[64], exe[1024], cmd[AUDIT_ARGV_BYTES + 1], comm[64] = "";
+  char path[64], exe[1024], cmd[AUDIT_ARGV_BYTES + 2], comm[64] = "";
   char *argv[AUDIT_ARGV_ITEMS];
   size_t argc = 0;
 
-  int64_t total = argv_bytes (pid, comm, sizeof comm);
+  /* cmdline first, then exe: a process that exits at once is gone within microseconds */
   snprintf (path, sizeof path, "/proc/%d/cmdline", (int) pid);
   cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC);
-  ssize_t len = fd < 0 ? -1 : read (fd, cmd, AUDIT_ARGV_BYTES);
+  ssize_t len = fd < 0 ? -1 : read (fd, cmd, AUDIT_ARGV_BYTES + 1);
   if (len < 0)
     len = 0;
+  bool more = len > AUDIT_ARGV_BYTES; /* there is more than we keep */
+  if (more)
+    len = AUDIT_ARGV_BYTES;
   cmd[len] = '\0';
+  int64_t total = argv_bytes (pid, comm, sizeof comm); /* 0 once the process lost its memory */
   ssize_t i = 0;
   for (; i < len && argc < AUDIT_ARGV_ITEMS; i += (ssize_t) strlen (cmd + i) + 1)
     argv[argc++] = cmd + i;
@@ -182,9 +186,9 @@ audit_exec (struct mon *m, pid_t pid)
       audit_rec_str (r, "argv", NULL);
       audit_rec_bool (r, "argvLost", 1); /* gone before /proc could be read */
     }
-  if (total >= 0)
-    audit_rec_int (r, "argvBytes", total);
-  if ((total >= 0 && total > len) || i < len)
+  if (total > 0 && total >= len)
+    audit_rec_int (r, "argvBytes", total); /* absent: unknown (the process was already gone) */
+  if (more || (total > 0 && total > len) || i < len)
     audit_rec_bool (r, "argvTruncated", 1);
   mon_audit_put (m, r);
 }

@@ -148,7 +148,9 @@ def test_exec_flood_capped_and_counted(rt, ubundle, tmp_path):
     trues = [x for x in execs if x.get("argv") and any(a.startswith("marker-") for a in x["argv"])]
     assert trues, "no exec record of the flood carries its argv"
     for x in trues:
-        assert x["argvBytes"] > 100000 and x["argvTruncated"] is True, x
+        # argvBytes is absent when the process was gone before /proc/PID/stat was read
+        assert x["argvTruncated"] is True and x.get("argvBytes", 100001) > 100000, x
+    assert [x for x in trues if "argvBytes" in x], "no exec record carries the argv's real size"
     forged = [x for x in recs if x["event"] == "lifecycle" and x.get("state") == "exited"]
     assert len(forged) == 1, "a record forged from argv, or no exited record"
     ex = forged[0]
@@ -162,7 +164,7 @@ def test_exec_flood_capped_and_counted(rt, ubundle, tmp_path):
 def small_audit_dir(tmp_path):
     d = tmp_path / "small-audit"
     d.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k,mode=0700", "tmpfs", str(d)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128k,mode=0700", "tmpfs", str(d)], check=True)
     try:
         yield d
     finally:
@@ -170,7 +172,7 @@ def small_audit_dir(tmp_path):
 
 
 def test_audit_full_kills_by_default(rt, ubundle, tmp_path, small_audit_dir):
-    """A 512 KiB audit file system filled by exec records: with audit.onFull unset (kill) the
+    """A 128 KiB audit file system filled by exec records: with audit.onFull unset (kill) the
     container is killed - no agent runs unaudited - and the log still ends with whole lines, the
     limit record and the exited record (written into the reserved space)."""
     r, recs = flood_run(rt, ubundle, str(small_audit_dir), tmp_path, 600, 100000, 60)
