@@ -80,6 +80,37 @@ linux_audit_enabled (asbx_err_t *err)
   return asbx_error (err, EPROTO, "audit netlink: no AUDIT_GET reply");
 }
 
+int
+linux_audit_enable (asbx_err_t *err)
+{
+  struct
+  {
+    struct nlmsghdr h;
+    struct audit_status s;
+  } req = { .h = { .nlmsg_len = NLMSG_LENGTH (sizeof (struct audit_status)),
+                   .nlmsg_type = AUDIT_SET,
+                   .nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK,
+                   .nlmsg_seq = 1 },
+            .s = { .mask = AUDIT_STATUS_ENABLED, .enabled = 1 } };
+  char buf[4096];
+  struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+  cleanup_close int fd = socket (AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT);
+  if (fd < 0)
+    return asbx_error (err, errno, "audit netlink socket");
+  struct timeval tv = { .tv_sec = 1 };
+  (void) setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (sendto (fd, &req, req.h.nlmsg_len, 0, (struct sockaddr *) &sa, sizeof sa) < 0)
+    return asbx_error (err, errno, "audit netlink: AUDIT_SET");
+  ssize_t n = recv (fd, buf, sizeof buf, 0);
+  struct nlmsghdr *h = (struct nlmsghdr *) buf;
+  if (n < 0)
+    return asbx_error (err, errno, "audit netlink: AUDIT_SET reply");
+  if (!NLMSG_OK (h, (size_t) n) || h->nlmsg_type != NLMSG_ERROR)
+    return asbx_error (err, EPROTO, "audit netlink: AUDIT_SET: no ack");
+  struct nlmsgerr *e = NLMSG_DATA (h);
+  return e->error ? asbx_error (err, -e->error, "audit netlink: AUDIT_SET") : 0;
+}
+
 bool
 linux_audit_parse (int type, char *buf, size_t len, struct linux_audit_msg *m)
 {

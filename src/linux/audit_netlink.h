@@ -36,6 +36,11 @@ int linux_audit_open (asbx_err_t *err);
  * *err when the request fails. */
 int linux_audit_enabled (asbx_err_t *err);
 
+/* Set the kernel's audit_enabled to 1 (AUDIT_SET with AUDIT_STATUS_ENABLED; needs
+ * CAP_AUDIT_CONTROL in the initial user namespace). Host-wide and left so: the caller has the
+ * host config's consent (enableKernelAudit). 0 / -1 with *err ("audit netlink: AUDIT_SET: ..."). */
+int linux_audit_enable (asbx_err_t *err);
+
 struct linux_audit_msg
 {
   int type;         /* AUDIT_* record type */

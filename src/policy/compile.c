@@ -258,6 +258,7 @@ policy_compile (const struct pdoc *e)
   p->approvals_timeout_seconds = e->approvals_timeout.v;
   p->approvals_on_timeout_allow = e->on_timeout_allow == 1;
   p->audit_events = e->audit_events | POLICY_AUDIT_ALWAYS;
+  p->audit_on_full_continue = e->audit_on_full == 1;
   p->degrade = strv_dup (e->degrade.v, e->degrade.len, &p->degrade_len);
   p->effective_json = pdoc_to_json (e, false);
   policy_sha256_hex (p->effective_json, strlen (p->effective_json), hex);

@@ -78,6 +78,7 @@ pdoc_new (const char *source)
   d->deny_wx_memory = -1;
   d->approvals_network = -1;
   d->on_timeout_allow = -1;
+  d->audit_on_full = -1;
   return d;
 }
 
@@ -238,6 +239,8 @@ pdoc_inherit (struct pdoc *d, const struct pdoc *b)
     d->on_timeout_allow = b->on_timeout_allow;
   d->audit_set = d->audit_set || b->audit_set;
   d->audit_events |= b->audit_events;
+  if (d->audit_on_full < 0)
+    d->audit_on_full = b->audit_on_full;
   inherit_strs (&d->degrade, &b->degrade, false);
 }
 

@@ -96,6 +96,7 @@ struct pdoc
 
   bool audit_set;
   unsigned audit_events;
+  int audit_on_full; /* audit.onFull: -1 unset, 0 kill, 1 continue */
 
   struct pdoc_strs degrade;
 };

@@ -163,6 +163,11 @@ gen_small (yajl_gen g, const struct pdoc *d)
         if (d->audit_events & (1u << i))
           S (g, pdoc_audit_names[i]);
       yajl_gen_array_close (g);
+      if (d->audit_on_full >= 0)
+        {
+          S (g, "onFull");
+          S (g, d->audit_on_full ? "continue" : "kill");
+        }
       yajl_gen_map_close (g);
     }
   gen_strs (g, "degrade", &d->degrade);

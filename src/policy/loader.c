@@ -73,6 +73,7 @@ struct host_config
   bool clamp;
   char *audit_dir;
   bool audit_syslog;
+  bool enable_kernel_audit;
   char *path; /* NULL when there is no host config */
 };
 
@@ -87,7 +88,9 @@ host_config_clear (struct host_config *h)
 static int
 host_config_parse (struct host_config *h, const char *text, size_t len, const char *path, asbx_err_t *err)
 {
-  static const char *const keys[] = { "defaultProfile", "onWiden", "auditDir", "auditSyslog", NULL };
+  static const char *const keys[] = {
+    "defaultProfile", "onWiden", "auditDir", "auditSyslog", "enableKernelAudit", NULL
+  };
   cleanup_free char *on_widen = NULL;
   struct oci_ctx c;
   yajl_val t;
@@ -104,13 +107,15 @@ host_config_parse (struct host_config *h, const char *text, size_t len, const ch
         ok = ok || strcmp (*k, t->u.object.keys[i]) == 0;
       if (!ok)
         r = oci_fail_key (&c, t->u.object.keys[i],
-                          "unknown key (expected defaultProfile, onWiden, auditDir, auditSyslog)");
+                          "unknown key (expected defaultProfile, onWiden, auditDir, auditSyslog, "
+                          "enableKernelAudit)");
     }
   if (r == 0)
     r = oci_get_string (&c, t, "defaultProfile", &h->default_profile) < 0
                 || oci_get_string (&c, t, "onWiden", &on_widen) < 0
                 || oci_get_string (&c, t, "auditDir", &h->audit_dir) < 0
                 || oci_get_bool (&c, t, "auditSyslog", &h->audit_syslog) < 0
+                || oci_get_bool (&c, t, "enableKernelAudit", &h->enable_kernel_audit) < 0
             ? -1
             : 0;
   if (r == 0 && h->default_profile && !pdoc_profile_name_ok (h->default_profile))
@@ -320,6 +325,7 @@ policy_resolve (const struct policy_inputs *in, asbx_err_t *err)
       for (size_t i = 0; i < ASBX_ARRAY_SIZE (hide); i++)
         add_hidden (p, hide[i]);
     }
+  p->enable_kernel_audit = h.enable_kernel_audit;
 out:
   side_clear (&ceil);
   side_clear (&req);

@@ -288,6 +288,7 @@ intersect_rest (struct widen *w, const struct pdoc *c, const struct pdoc *r, str
 {
   static const char *const approvals[] = { "deny", "ask" };
   static const char *const on_timeout[] = { "deny", "allow" };
+  static const char *const on_full[] = { "kill", "continue" };
   e->deny_groups_set = c->deny_groups_set || r->deny_groups_set;
   e->deny_groups = c->deny_groups | r->deny_groups;
   /* true is the narrower: a request may turn it on, never off */
@@ -318,6 +319,9 @@ intersect_rest (struct widen *w, const struct pdoc *c, const struct pdoc *r, str
   intersect_rank (w, "approvals.onTimeout", c->on_timeout_allow, r->on_timeout_allow, on_timeout, &e->on_timeout_allow);
   e->audit_set = c->audit_set || r->audit_set;
   e->audit_events = c->audit_events | r->audit_events;
+  /* audit.onFull: continue is wider than kill; an unset ceiling means the default, kill */
+  intersect_rank (w, "audit.onFull", c->audit_on_full < 0 && r->audit_on_full >= 0 ? 0 : c->audit_on_full,
+                  r->audit_on_full, on_full, &e->audit_on_full);
   /* degrade: an unset ceiling accepts no degradation */
   struct pdoc_strs none = { .set = true };
   intersect_strs (w, "degrade", c->degrade.set ? &c->degrade : &none, &r->degrade, NULL, &e->degrade);

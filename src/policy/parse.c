@@ -291,7 +291,8 @@ parse_small_sections (struct oci_ctx *c, yajl_val top, struct pdoc *d)
 {
   static const char *const sys_keys[] = { "deny", "denyWriteExecMemory", NULL };
   static const char *const cap_keys[] = { "allow", NULL };
-  static const char *const audit_keys[] = { "events", NULL };
+  static const char *const audit_keys[] = { "events", "onFull", NULL };
+  static const char *const on_full[] = { "kill", "continue", NULL };
   yajl_val o = NULL;
   size_t mark;
   int r;
@@ -325,6 +326,10 @@ parse_small_sections (struct oci_ctx *c, yajl_val top, struct pdoc *d)
     {
       mark = oci_ctx_push_key (c, "audit");
       r = check_keys (c, o, audit_keys) < 0 ? -1 : each_elem (c, o, "events", elem_audit, d, &d->audit_set);
+      if (r >= 0)
+        r = get_enum (c, o, "onFull", on_full, &d->audit_on_full);
+      if (r > 0)
+        d->audit_set = true;
       oci_ctx_pop (c, mark);
       OCI_TRY (r);
     }

@@ -204,6 +204,8 @@ gen_rest (yajl_gen g, const struct policy_plan *p)
     if (p->audit_events & (1u << i))
       S (g, pdoc_audit_names[i]);
   yajl_gen_array_close (g);
+  if (p->audit_on_full_continue)
+    kv_str (g, "auditOnFull", "continue"); /* only when not the default: the golden plans stay */
   kv_str (g, "auditDir", p->audit_dir);
   kv_strv (g, "hiddenPaths", p->hidden_paths, p->hidden_paths_len);
   kv_strv (g, "degrade", p->degrade, p->degrade_len);

@@ -154,7 +154,12 @@ struct policy_plan
    * masked like a denyRead. Set by policy_resolve for an active plan. */
   char **hidden_paths;
   size_t hidden_paths_len;
-  bool audit_syslog; /* added: host config "auditSyslog": true = also send records to syslog */
+  bool audit_syslog;           /* added: host config "auditSyslog": true = also send records to syslog */
+  bool enable_kernel_audit;    /* added: host config "enableKernelAudit": the monitor turns kernel audit
+                                  on (audit_enabled 0 -> 1, host-wide, left on) so Landlock denials are
+                                  reported */
+  bool audit_on_full_continue; /* audit.onFull "continue": a full audit disk drops records (counted)
+                                  instead of killing the container (the default, "kill") */
 
   /* degradations the policy accepts ("landlock", ...) */
   char **degrade;

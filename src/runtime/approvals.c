@@ -7,7 +7,6 @@
  * The socket is bound through /proc/self/fd/DIRFD, the state dir fd the monitor holds, so no
  * path of the state root is resolved again after create. */
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -90,81 +89,6 @@ audit_approval (struct approvals *a, const struct question *q, const char *actio
     audit_rec_str (r, "by", by);
   if (audit_rec_write (r, a->audit_fd, &e) < 0)
     asbx_error_free (&e);
-}
-
-/* ---- who asked ---- */
-
-/* The socket inode of the container's UDP (TCP) socket with local address `from` (the querier's),
- * from /proc/INIT/net/{udp,tcp}[6] (the table of the init's network namespace), or 0. */
-static unsigned long
-querier_inode (pid_t init_pid, bool tcp, const struct sockaddr_storage *from)
-{
-  char path[64], want[64], line[512];
-  const struct sockaddr_in *a4 = (const struct sockaddr_in *) from;
-  const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *) from;
-  if (from->ss_family == AF_INET)
-    snprintf (want, sizeof want, "%08X:%04X", a4->sin_addr.s_addr, ntohs (a4->sin_port));
-  else
-    {
-      uint32_t w[4];
-      memcpy (w, &a6->sin6_addr, sizeof w);
-      snprintf (want, sizeof want, "%08X%08X%08X%08X:%04X", w[0], w[1], w[2], w[3], ntohs (a6->sin6_port));
-    }
-  snprintf (path, sizeof path, "/proc/%d/net/%s%s", (int) init_pid, tcp ? "tcp" : "udp",
-            from->ss_family == AF_INET6 ? "6" : "");
-  cleanup_fclose FILE *f = fopen (path, "re");
-  while (f && fgets (line, sizeof line, f))
-    {
-      char local[64];
-      unsigned long inode;
-      /* sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode */
-      if (sscanf (line, " %*s %63s %*s %*s %*s %*s %*s %*s %*s %lu", local, &inode) == 2 && strcmp (local, want) == 0)
-        return inode;
-    }
-  return 0;
-}
-
-/* Best effort: the pid and exe of the container process that sent a query (the holder of the
- * socket, among processes in the container's network namespace); 0 when not found (the process
- * exited, or shares the socket). Costs a walk of /proc: only done for approval questions. */
-pid_t
-approvals_find_querier (pid_t init_pid, ino_t netns_ino, bool tcp, const struct sockaddr_storage *from, char *exe,
-                        size_t exelen)
-{
-  unsigned long inode = querier_inode (init_pid, tcp, from);
-  char want[64], path[300], link[64];
-  cleanup_closedir DIR *proc = inode ? opendir ("/proc") : NULL;
-  struct dirent *de;
-  snprintf (want, sizeof want, "socket:[%lu]", inode);
-  while (proc && (de = readdir (proc)))
-    {
-      struct stat st;
-      char *end;
-      long pid = strtol (de->d_name, &end, 10);
-      if (*end || pid <= 0)
-        continue;
-      snprintf (path, sizeof path, "/proc/%ld/ns/net", pid);
-      if (stat (path, &st) < 0 || st.st_ino != netns_ino)
-        continue;
-      snprintf (path, sizeof path, "/proc/%ld/fd", pid);
-      cleanup_closedir DIR *fds = opendir (path);
-      struct dirent *fe;
-      while (fds && (fe = readdir (fds)))
-        {
-          snprintf (path, sizeof path, "/proc/%ld/fd/%s", pid, fe->d_name);
-          ssize_t n = readlink (path, link, sizeof link - 1);
-          if (n <= 0)
-            continue;
-          link[n] = '\0';
-          if (strcmp (link, want) != 0)
-            continue;
-          snprintf (path, sizeof path, "/proc/%ld/exe", pid);
-          n = readlink (path, exe, exelen - 1);
-          exe[n > 0 ? n : 0] = '\0';
-          return (pid_t) pid;
-        }
-    }
-  return 0;
 }
 
 /* ---- lines out ---- */

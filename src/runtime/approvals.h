@@ -9,7 +9,8 @@
  *   client -> broker: an answer   {"id":N,"decision":"allow-once"|"allow-always"|"deny"}
  *                     a listing   {"list":true}  (the pending questions, then {"listed":COUNT})
  * `port` is null for DNS questions (a query has none); `pid` (host pid namespace) and `exe` name the
- * process holding the querying socket, found by the stub (null when it is gone).
+ * process holding the querying socket, found by the stub within a budget (runtime/querier.h;
+ * null when it is gone or the budget is spent).
  * A client gets every pending question when it connects and every new one as it is asked.
  * Timing: each question is decided by `approvals.timeoutSeconds` at the latest, with
  * `approvals.onTimeout`; 0 = at once (in the monitor's next loop turn). With no approver
@@ -55,13 +56,6 @@ void approvals_dispatch (struct approvals *a);
 /* Put a question (or join the pending one for the same host); port/pid < 0 and exe NULL are
  * sent as null. Returns its id (> 0), or 0 when the table is full (the caller refuses). */
 uint64_t approvals_ask (struct approvals *a, const char *host, int port, pid_t pid, const char *exe);
-
-/* Best effort: the pid (host pid namespace) and exe of the process in the container's network
- * namespace (inode netns_ino, the one of init_pid) that holds the UDP (tcp: TCP) socket whose
- * local address is `from` - the sender of a DNS query. 0 when not found (the process exited, or
- * the socket is not in that table). Walks /proc: for questions only, never per packet. */
-pid_t approvals_find_querier (pid_t init_pid, ino_t netns_ino, bool tcp, const struct sockaddr_storage *from, char *exe,
-                              size_t exelen);
 
 /* Remove the socket and free everything. */
 void approvals_free (struct approvals *a);

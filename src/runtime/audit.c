@@ -11,9 +11,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,7 +31,8 @@ struct audit_rec
 {
   yajl_gen gen;
   bool closed;
-  char *line; /* finished line with '\n' (after audit_rec_line) */
+  char event[16]; /* the record's kind, for the sink's quota */
+  char *line;     /* finished line with '\n' (after audit_rec_line) */
   size_t len;
 };
 
@@ -123,7 +127,8 @@ gen_str (yajl_gen g, const char *val)
       yajl_gen_null (g);
       return;
     }
-  clean = utf8_sanitize (val, strlen (val), &len);
+  /* capped: a value from the container cannot make one record huge (issue 14 §4) */
+  clean = utf8_sanitize (val, strnlen (val, AUDIT_STR_BYTES), &len);
   yajl_gen_string (g, (const unsigned char *) clean, len);
 }
 
@@ -139,6 +144,7 @@ audit_rec_new (const char *container, const char *event)
   /* input is sanitised first; validation stays on as a second line of defence */
   yajl_gen_config (r->gen, yajl_gen_validate_utf8, 1);
   audit_timestamp (ts, sizeof ts);
+  snprintf (r->event, sizeof r->event, "%s", event);
   yajl_gen_map_open (r->gen);
   gen_key (r->gen, "ts");
   gen_str (r->gen, ts);
@@ -174,6 +180,21 @@ audit_rec_bool (struct audit_rec *r, const char *key, int val)
     return;
   gen_key (r->gen, key);
   yajl_gen_bool (r->gen, val != 0);
+}
+
+void
+audit_rec_counts (struct audit_rec *r, const char *key, const char *const *names, const uint64_t *v, size_t n)
+{
+  if (r->closed)
+    return;
+  gen_key (r->gen, key);
+  yajl_gen_map_open (r->gen);
+  for (size_t i = 0; i < n; i++)
+    {
+      gen_key (r->gen, names[i]);
+      yajl_gen_integer (r->gen, (long long) v[i]);
+    }
+  yajl_gen_map_close (r->gen);
 }
 
 void
@@ -219,23 +240,224 @@ audit_rec_free (struct audit_rec *r)
   free (r);
 }
 
+/* ---- the sink: quota, reserved space, a full disk (issue 14 §4) ---- */
+
+/* kinds counted apart in `suppressed`; the last slot takes any other non-reserved kind */
+static const char *const sink_kinds[] = { "exec", "dns", "network", "denial", "approval", "other" };
+#define SINK_KINDS (sizeof sink_kinds / sizeof sink_kinds[0])
+
+static struct
+{
+  pthread_mutex_t mu;
+  int fd; /* -1: no sink, every fd is written plainly */
+  struct audit_sink_opts o;
+  uint64_t bytes;                      /* bytes of non-reserved records written */
+  double tokens;                       /* the rate's bucket */
+  uint64_t last_ns;                    /* its last refill */
+  uint64_t last_report_ns;             /* the last suppression report */
+  bool full;                           /* the file system could not take the reserve any more */
+  bool full_reported;                  /* the on_full callback ran */
+  uint64_t suppressed[SINK_KINDS + 1]; /* + "lost": reserved records the disk refused */
+  uint64_t reported_total;             /* the sum at the last report */
+} sink = { .mu = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
+
+static bool
+kind_reserved (const char *event)
+{
+  return strcmp (event, "lifecycle") == 0 || strcmp (event, "policy") == 0 || strcmp (event, "limit") == 0;
+}
+
+static size_t
+kind_index (const char *event)
+{
+  for (size_t i = 0; i + 1 < SINK_KINDS; i++)
+    if (strcmp (sink_kinds[i], event) == 0)
+      return i;
+  return SINK_KINDS - 1;
+}
+
+static uint64_t
+mono_ns (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+/* One write of the whole line. A short write (disk full mid-record) is undone: the file is cut
+ * back to where this record began, so the log's last line is always whole. 0 / -1 + errno. */
+static int
+write_line (int fd, const char *line, size_t len)
+{
+  ssize_t n;
+  do
+    n = write (fd, line, len);
+  while (n < 0 && errno == EINTR);
+  if (n == (ssize_t) len)
+    return 0;
+  int e = n < 0 ? errno : ENOSPC;
+  struct stat st;
+  if (n > 0 && fstat (fd, &st) == 0 && st.st_size >= n && ftruncate (fd, st.st_size - n) < 0)
+    e = errno; /* the cut line stays: nothing else can be done about it */
+  errno = e;
+  return -1;
+}
+
+/* Keep room for the reserved records after a record of len bytes: preallocated blocks past the
+ * end (FALLOC_FL_KEEP_SIZE, so the file does not grow), or, where fallocate is not supported,
+ * enough free blocks. false when the file system cannot give it. */
+static bool
+reserve_ok (int fd, size_t len)
+{
+  struct stat st;
+  if (fstat (fd, &st) < 0)
+    return false;
+  /* blocks already allocated past the end (an earlier reserve) cover it: no syscall more */
+  if ((uint64_t) st.st_blocks * 512u >= (uint64_t) st.st_size + len + AUDIT_RESERVE_BYTES)
+    return true;
+  if (fallocate (fd, FALLOC_FL_KEEP_SIZE, st.st_size, (off_t) (len + AUDIT_RESERVE_BYTES)) == 0)
+    return true;
+  if (errno != EOPNOTSUPP && errno != ENOSYS)
+    return false;
+  struct statvfs vf;
+  return fstatvfs (fd, &vf) == 0 && (uint64_t) vf.f_bavail * vf.f_frsize >= len + AUDIT_RESERVE_BYTES;
+}
+
+static void
+sink_counts_add (struct audit_rec *r)
+{
+  static const char *names[SINK_KINDS + 1];
+  for (size_t i = 0; i < SINK_KINDS; i++)
+    names[i] = sink_kinds[i];
+  names[SINK_KINDS] = "lost";
+  audit_rec_counts (r, "suppressed", names, sink.suppressed, SINK_KINDS + 1);
+}
+
+static uint64_t
+sink_total (void)
+{
+  uint64_t t = 0;
+  for (size_t i = 0; i <= SINK_KINDS; i++)
+    t += sink.suppressed[i];
+  return t;
+}
+
+/* under sink.mu: a `limit` record with the counters, at most once a second and only when they
+ * moved. Written in the reserved way (no quota). */
+static void
+sink_report (const char *container, uint64_t now, bool force)
+{
+  uint64_t total = sink_total ();
+  if (total == sink.reported_total || (!force && now - sink.last_report_ns < 1000000000ull))
+    return;
+  sink.last_report_ns = now;
+  sink.reported_total = total;
+  struct audit_rec *r = audit_rec_new (container, "limit");
+  audit_rec_str (r, "limit", "audit");
+  audit_rec_str (r, "action", sink.full ? "full" : "suppress");
+  sink_counts_add (r);
+  size_t len;
+  const char *line = audit_rec_line (r, &len);
+  if (write_line (sink.fd, line, len) < 0)
+    sink.suppressed[SINK_KINDS]++;
+  audit_rec_free (r);
+}
+
+void
+audit_sink_setup (int fd, const struct audit_sink_opts *o)
+{
+  pthread_mutex_lock (&sink.mu);
+  sink.fd = fd;
+  sink.o = *o;
+  sink.tokens = o->burst;
+  sink.last_ns = mono_ns ();
+  pthread_mutex_unlock (&sink.mu);
+  (void) reserve_ok (fd, 0);
+}
+
+void
+audit_sink_counts (struct audit_rec *r)
+{
+  pthread_mutex_lock (&sink.mu);
+  if (sink.fd >= 0)
+    sink_counts_add (r);
+  pthread_mutex_unlock (&sink.mu);
+}
+
+/* the sink's decision for a non-reserved record: true = write it */
+static bool
+sink_admit (const struct audit_rec *r, size_t len, uint64_t now, bool *call_full)
+{
+  size_t k = kind_index (r->event);
+  sink.tokens += (double) (now - sink.last_ns) / 1e9 * sink.o.rate;
+  if (sink.tokens > sink.o.burst)
+    sink.tokens = sink.o.burst;
+  sink.last_ns = now;
+  if (sink.full || sink.tokens < 1 || sink.bytes + len > sink.o.bytes_max)
+    {
+      sink.suppressed[k]++;
+      return false;
+    }
+  if (!reserve_ok (sink.fd, len))
+    {
+      sink.full = true;
+      sink.suppressed[k]++;
+      *call_full = !sink.full_reported;
+      sink.full_reported = true;
+      return false;
+    }
+  sink.tokens -= 1;
+  return true;
+}
+
 int
 audit_rec_write (struct audit_rec *r, int fd, asbx_err_t *err)
 {
   size_t len;
   const char *line = audit_rec_line (r, &len);
-  ssize_t n;
+  bool call_full = false;
+  void (*on_full) (void *) = NULL;
+  void *data = NULL;
+  int ret = 0;
 
-  /* one write: never retried in pieces, which could interleave with another writer's record */
-  do
-    n = write (fd, line, len);
-  while (n < 0 && errno == EINTR);
+  if (fd != sink.fd)
+    {
+      /* one write: never retried in pieces, which could interleave with another writer's record */
+      ret = write_line (fd, line, len) < 0 ? asbx_error (err, errno, "write audit record") : 0;
+      audit_rec_free (r);
+      return ret;
+    }
+  pthread_mutex_lock (&sink.mu);
+  uint64_t now = mono_ns ();
+  bool reserved = kind_reserved (r->event);
+  if (reserved)
+    sink_report (sink.o.container, now, true); /* the counters before the lifecycle/limit record they explain */
+  if (reserved || sink_admit (r, len, now, &call_full))
+    {
+      if (write_line (fd, line, len) < 0)
+        {
+          int e = errno;
+          sink.suppressed[reserved ? SINK_KINDS : kind_index (r->event)]++;
+          if (!sink.full && (e == ENOSPC || e == EDQUOT))
+            {
+              sink.full = true;
+              call_full = !sink.full_reported;
+              sink.full_reported = true;
+            }
+          ret = asbx_error (err, e, "write audit record");
+        }
+      else if (!reserved)
+        sink.bytes += len;
+    }
+  if (!reserved)
+    sink_report (sink.o.container, now, false);
+  on_full = call_full ? sink.o.on_full : NULL;
+  data = sink.o.data;
+  pthread_mutex_unlock (&sink.mu);
   audit_rec_free (r);
-  if (n < 0)
-    return asbx_error (err, errno, "write audit record");
-  if ((size_t) n != len)
-    return asbx_error (err, EIO, "write audit record: short write (%zd of %zu bytes)", n, len);
-  return 0;
+  if (on_full)
+    on_full (data);
+  return ret;
 }
 
 char *

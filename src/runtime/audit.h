@@ -8,6 +8,9 @@
  * write(2) on an O_APPEND fd, so concurrent writers (monitor, guard, CLI) never interleave and a
  * crash loses whole records only, never leaves half a line.
  *
+ * The last line is always whole: a short write (disk full in the middle of a record) is cut back
+ * off the file (ftruncate to where the record began).
+ *
  * Usage:
  *   struct audit_rec *r = audit_rec_new (id, "lifecycle");
  *   audit_rec_str (r, "state", "exited");
@@ -24,7 +27,44 @@
 
 #define AUDIT_DEFAULT_DIR "/var/log/agentsbx"
 
+/* The monitor's per-container quota (issue 14 §4; docs/policy.md §2.7 "Volume"). Reserved kinds
+ * (lifecycle, policy, limit) are always written and never counted against it. */
+#define AUDIT_QUOTA_BYTES (32ull << 20) /* non-reserved bytes per container and monitor */
+#define AUDIT_RATE_PER_SEC 100.0        /* non-reserved records per second, sustained */
+#define AUDIT_BURST 500.0               /* ... and in one burst */
+#define AUDIT_RESERVE_BYTES (16u << 10) /* kept preallocated past the end for reserved records */
+#define AUDIT_ARGV_BYTES 1024           /* exec records: argv text kept (the rest: argvBytes) */
+#define AUDIT_ARGV_ITEMS 64             /* ... and arguments kept (the rest: argc) */
+#define AUDIT_STR_BYTES 1024            /* any other string value from the container */
+
 struct audit_rec;
+
+struct audit_sink_opts
+{
+  const char *container; /* for the sink's own `limit` records; must outlive the sink */
+  uint64_t bytes_max;    /* AUDIT_QUOTA_BYTES */
+  double rate, burst;    /* AUDIT_RATE_PER_SEC, AUDIT_BURST */
+  /* called once (outside the sink's lock) when the file system cannot keep the reserve or a
+   * write fails with ENOSPC/EDQUOT: the policy's audit.onFull decides (the monitor kills) */
+  void (*on_full) (void *data);
+  void *data;
+};
+
+/* Make fd (the monitor's audit log, opened by audit_open) the quota'd sink of this process: from
+ * now on audit_rec_write to fd admits a non-reserved record only within the rate, the byte quota
+ * and while the file system keeps AUDIT_RESERVE_BYTES for the reserved ones (fallocate
+ * KEEP_SIZE past the end; free space where fallocate is not supported). Refused records are
+ * counted per kind (exec, dns, network, denial, approval, other; `lost` = reserved records the
+ * disk refused) and reported in a `limit` record {"limit":"audit","action":"suppress"|"full",
+ * "suppressed":{...}} at most once a second and before every reserved record. Thread-safe: the
+ * monitor's loop and its limits thread share it. One sink per process. */
+void audit_sink_setup (int fd, const struct audit_sink_opts *o);
+
+/* Add the sink's counters to r as "suppressed": {...} (nothing without a sink). */
+void audit_sink_counts (struct audit_rec *r);
+
+/* Add "key": {names[i]: v[i], ...}. */
+void audit_rec_counts (struct audit_rec *r, const char *key, const char *const *names, const uint64_t *v, size_t n);
 
 /* Open (create 0600) `<dir>/<id>.jsonl` for appending; `dir` (NULL = AUDIT_DEFAULT_DIR) is created
  * with its missing parents, mode 0700. The file is opened O_WRONLY|O_APPEND|O_CLOEXEC|O_NOFOLLOW:
@@ -61,7 +101,9 @@ void audit_rec_strv (struct audit_rec *r, const char *key, char *const *v, size_
 const char *audit_rec_line (struct audit_rec *r, size_t *len);
 
 /* Write the record with one write(2) and free r (also on failure). A short write (disk full)
- * is EIO: nothing is retried, so no record is ever split. 0 / -1 with *err. */
+ * is cut back off the file and reported as ENOSPC: nothing is retried, so no record is ever
+ * split. To the sink's fd (audit_sink_setup) the quota applies: a suppressed record is counted
+ * and returns 0. 0 / -1 with *err. */
 int audit_rec_write (struct audit_rec *r, int fd, asbx_err_t *err);
 
 void audit_rec_free (struct audit_rec *r);

@@ -36,6 +36,7 @@
 #include "runtime/dns_parse.h"
 #include "runtime/dnsstub.h"
 #include "runtime/nflog.h"
+#include "runtime/querier.h"
 #include "runtime/splice.h"
 
 #define PENDING_MAX 256
@@ -106,7 +107,7 @@ struct dnsstub
   size_t next;
   struct approvals *appr; /* approvals.network ask, else NULL */
   pid_t init_pid;
-  ino_t netns_ino; /* the container's network namespace, to find a querier among processes */
+  struct querier *querier; /* approvals `ask`: who sent a held query (runtime/querier.h) */
   struct held held[HELD_MAX];
   char *always[ALWAYS_MAX]; /* names approved with allow-always: the effective allowlist grows */
   size_t always_len;
@@ -311,9 +312,7 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
   if (!d->splice)
     goto fail;
   d->netns = steal_fd (&netns);
-  struct stat nst;
   d->init_pid = init_pid;
-  d->netns_ino = fstat (d->netns, &nst) == 0 ? nst.st_ino : 0;
   d->up = socket (d->up_addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (d->up < 0)
     {
@@ -332,7 +331,8 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
   if (plan->approvals_network == POLICY_APPROVAL_ASK)
     {
       d->appr = approvals_new (id, state_dirfd, plan, audit_fd, on_decision, d, err);
-      if (!d->appr)
+      d->querier = d->appr ? querier_new (d->netns, NULL, NULL, err) : NULL;
+      if (!d->querier)
         goto fail;
     }
   fds[0] = d->stub4, fds[1] = d->stub6, fds[2] = d->up, fds[3] = d->appr ? approvals_fd (d->appr) : -1;
@@ -351,6 +351,13 @@ fail:
   dnsstub_free (d);
   asbx_error_wrap (err, "network: DNS stub");
   return NULL;
+}
+
+void
+dnsstub_set_members (struct dnsstub *d, querier_members_fn fn, void *data)
+{
+  if (d->querier)
+    querier_set_members (d->querier, fn, data);
 }
 
 int
@@ -374,6 +381,7 @@ dnsstub_free (struct dnsstub *d)
       close (*fds[i]);
   linux_nft_free (d->nft);
   approvals_free (d->appr);
+  querier_free (d->querier);
   for (size_t i = 0; i < d->always_len; i++)
     free (d->always[i]);
   free (d);
@@ -498,7 +506,7 @@ hold (struct dnsstub *d, int fd, unsigned char *m, size_t n, size_t qend, const 
       return;
     }
   char exe[256] = "";
-  pid_t pid = approvals_find_querier (d->init_pid, d->netns_ino, d->cur_conn >= 0, from, exe, sizeof exe);
+  pid_t pid = querier_find (d->querier, d->cur_conn >= 0, from, exe, sizeof exe);
   uint64_t qid = approvals_ask (d->appr, name, -1, pid > 0 ? pid : -1, exe[0] ? exe : NULL);
   if (!qid)
     {

@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "policy/plan.h"
+#include "runtime/querier.h"
 
 struct dnsstub;
 
@@ -33,6 +34,10 @@ struct dnsstub;
  * container's network namespace: Address in use"). */
 struct dnsstub *dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int audit_fd,
                              int state_dirfd, asbx_err_t *err);
+
+/* The container's processes, searched for the sender of a held query (approvals `ask`,
+ * runtime/querier.h). Until set, a question's pid and exe are null. */
+void dnsstub_set_members (struct dnsstub *d, querier_members_fn fn, void *data);
 
 /* One fd to poll for POLLIN (an epoll set over the stub's sockets). */
 int dnsstub_fd (const struct dnsstub *d);

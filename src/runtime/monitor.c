@@ -42,6 +42,7 @@
 #include "core/cleanup.h"
 #include "core/util.h"
 #include "linux/cgroup.h"
+#include "linux/audit_netlink.h"
 #include "linux/cgroup_internal.h"
 #include "linux/nft.h"
 #include "linux/proc_events.h"
@@ -52,6 +53,7 @@
 #include "runtime/monitor.h"
 #include "runtime/monitor_internal.h"
 #include "runtime/pasta.h"
+#include "runtime/policy_apply.h"
 
 /* ---- small state files in the state dir ---- */
 
@@ -176,8 +178,6 @@ static void __attribute__ ((noreturn)) monitor_loop (struct mon *m)
   {
     P_INIT,
     P_CONN,
-    P_WALL,
-    P_CPU,
     P_GUARD,
     P_DNS,
     P_DEN,
@@ -186,23 +186,20 @@ static void __attribute__ ((noreturn)) monitor_loop (struct mon *m)
   struct pollfd p[P_N] = {
     [P_INIT] = { .fd = m->init_pidfd, .events = POLLIN },
     [P_CONN] = { .fd = m->conn, .events = POLLIN },
-    [P_WALL] = { .fd = m->wall_tfd, .events = POLLIN },
-    [P_CPU] = { .fd = m->cpu_tfd, .events = POLLIN },
     [P_GUARD] = { .fd = m->guard_pidfd, .events = POLLIN },
     [P_DNS] = { .fd = m->dns ? dnsstub_fd (m->dns) : -1, .events = POLLIN },
     [P_DEN] = { .fd = denials_fd (m->den), .events = POLLIN },
   };
-  uint64_t ticks;
 
+  /* the wall clock and CPU timers are the limits thread's (monitor_limits.c) */
   for (;;)
     {
       if (poll (p, P_N, -1) < 0)
         {
           if (errno == EINTR)
             continue;
+          mon_reason_set (m, "killed", "monitor poll failed");
           mon_container_kill (m); /* cannot supervise any more: fail closed */
-          m->reason = "killed";
-          m->detail = "monitor poll failed";
           p[P_INIT].revents = POLLIN;
         }
       if (p[P_CONN].revents)
@@ -217,19 +214,11 @@ static void __attribute__ ((noreturn)) monitor_loop (struct mon *m)
           pasta_lazy_start (m);
           dnsstub_dispatch (m->dns);
         }
-      if (p[P_WALL].revents & POLLIN && read (m->wall_tfd, &ticks, sizeof ticks) > 0)
-        mon_limit_kill (m, "wallclock", "wallClockSeconds", m->plan->wall_clock_seconds, m->plan->wall_clock_seconds);
-      if (p[P_CPU].revents & POLLIN && read (m->cpu_tfd, &ticks, sizeof ticks) > 0)
-        mon_cpu_check (m);
       if (p[P_GUARD].revents)
         {
           waitpid (m->guard_pid, NULL, WNOHANG);
           p[P_GUARD].fd = -1;
-          if (!m->reason)
-            {
-              m->reason = "killed";
-              m->detail = "the monitor's guard died";
-            }
+          mon_reason_set (m, "killed", "the monitor's guard died");
           mon_container_kill (m);
         }
       if (p[P_INIT].revents)
@@ -359,6 +348,18 @@ pasta_lazy_start (struct mon *m)
     }
 }
 
+/* audit_sink_opts.on_full: the audit log's file system is full. audit.onFull kill (the default):
+ * no agent runs unaudited - the container is killed (the limit and exited records go to the
+ * reserved space); continue: records are dropped and counted, the container goes on. */
+static void
+mon_audit_full (void *data)
+{
+  struct mon *m = data;
+  if (m->plan->audit_on_full_continue)
+    return;
+  mon_limit_kill (m, "audit-full", "audit.onFull", 0, 0);
+}
+
 static int
 mon_setup (struct mon *m, asbx_err_t *err)
 {
@@ -366,14 +367,24 @@ mon_setup (struct mon *m, asbx_err_t *err)
   uint64_t oom = 0;
   asbx_err_t e = NULL;
 
+  struct audit_sink_opts so = { .container = m->o->id,
+                                .bytes_max = AUDIT_QUOTA_BYTES,
+                                .rate = AUDIT_RATE_PER_SEC,
+                                .burst = AUDIT_BURST,
+                                .on_full = mon_audit_full,
+                                .data = m };
+  audit_sink_setup (m->audit_fd, &so);
   if (m->o->cgroup_path)
     m->cg_paths = cgroup_path_forms (m->o->cgroup_path);
   if (m->o->cgroup_path && cgroup_oom_count (m->o->cgroup_path, &oom, &e) == 0)
     m->oom_at_start = oom;
   asbx_error_free (&e);
   if (m->o->cgroup_path && denials_pids_max_count (m->o->cgroup_path, &oom) == 0)
-    m->pids_max_at_start = oom;
+    m->pids_max_at_start = m->pids_seen = oom;
   mon_procs_resync (m);
+  if (pl->enable_kernel_audit && linux_audit_enabled (&e) == 0 && linux_audit_enable (&e) < 0)
+    m->kaudit_error = xstrdup (e->msg); /* reported in the policy record: never silent */
+  asbx_error_free (&e);
   if (pl->audit_events & POLICY_AUDIT_DENIAL)
     m->den = denials_new (m->o->id, m->audit_fd, mon_den_member, m);
   if (pl->wall_clock_seconds)
@@ -397,12 +408,15 @@ mon_setup (struct mon *m, asbx_err_t *err)
       m->dns = dnsstub_new (m->o->id, m->o->init_pid, pl, m->audit_fd, m->dirfd, err);
       if (!m->dns)
         return -1;
+      dnsstub_set_members (m->dns, mon_members, m);
       if (m->o->new_netns
           && (pl->allowed_domains_len || pl->allowed_cidrs_len || pl->approvals_network == POLICY_APPROVAL_ASK)
           && pasta_setup (m, err) < 0)
         return asbx_error_wrap (err, "network.mode filtered");
     }
-  return guard_start (m, err);
+  if (guard_start (m, err) < 0)
+    return -1;
+  return mon_limits_start (m, err);
 }
 
 static void
@@ -418,8 +432,22 @@ audit_created (struct mon *m)
   audit_rec_str (r, "digest", pl->digest);
   audit_rec_strv (r, "sources", pl->sources, pl->sources_len);
   audit_rec_strv (r, "clamps", pl->clamps, pl->clamps_len);
-  audit_rec_strv (r, "degradations", pl->degrade, pl->degrade_len);
+  /* what was degraded on this host, not what the policy would accept (issue 14 §5) */
+  cleanup_free char *ll = policy_apply_landlock_degraded (pl);
+  audit_rec_strv (r, "degradations", ll ? &ll : NULL, ll ? 1 : 0);
+  audit_rec_strv (r, "degradeAccepted", pl->degrade, pl->degrade_len);
   audit_rec_str (r, "kernelDenials", denials_status (m->den));
+  if (m->kaudit_error)
+    audit_rec_str (r, "kernelAuditError", m->kaudit_error);
+  /* what no record will ever show on this host (docs/policy.md §2.7 "What cannot be reported") */
+  char *unreported[4];
+  size_t nu = 0;
+  if (!m->den || strncmp (denials_status (m->den), "landlock", 8) != 0)
+    unreported[nu++] = (char *) "fs denials (Landlock): see kernelDenials";
+  unreported[nu++] = (char *) "writes refused by read-only mounts (EROFS, /proc/sys)";
+  unreported[nu++] = (char *) "reads of paths masked by a bind mount";
+  unreported[nu++] = (char *) "failed execve inside a process";
+  audit_rec_strv (r, "unreported", unreported, nu);
   mon_audit_put (m, r);
 }
 
@@ -462,6 +490,7 @@ static void __attribute__ ((noreturn)) mon_main (struct mon *m, int ready)
 
   setsid ();
   prctl (PR_SET_NAME, "asbx-monitor", 0, 0, 0);
+  pthread_mutex_init (&m->lock, NULL);
   sigemptyset (&all);
   sigprocmask (SIG_SETMASK, &all, NULL);
   signal (SIGPIPE, SIG_IGN);

@@ -57,7 +57,7 @@ struct monitor_opts
 int monitor_start (const struct monitor_opts *o, pid_t *monitor_pid, asbx_err_t *err);
 
 /* The exitReason the monitor (or its guard) recorded in dirfd's `exit_reason` file, as a heap
- * string ("exited", "killed", "wallclock", "cpu", "memory", "failed-execs"), or NULL when there
+ * string ("exited", "killed", "wallclock", "cpu", "memory", "failed-execs", "pids", "audit-full"), or NULL when there
  * is none (not monitored, or not exited yet). */
 char *monitor_exit_reason (int state_dirfd);
 

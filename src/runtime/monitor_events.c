@@ -123,20 +123,54 @@ mon_den_member (pid_t pid, void *data)
   return pid == m->o->init_pid || pidset_has (&m->procs, pid) || in_container_cgroup (m, pid);
 }
 
+/* arg_start and arg_end (fields 48, 49 of /proc/PID/stat): the argv's real size in bytes, or -1 */
+static int64_t
+argv_bytes (pid_t pid, char *comm, size_t commlen)
+{
+  char path[64], buf[2048];
+  snprintf (path, sizeof path, "/proc/%d/stat", (int) pid);
+  cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd < 0 ? -1 : read (fd, buf, sizeof buf - 1);
+  if (n <= 0)
+    return -1;
+  buf[n] = '\0';
+  char *open_paren = strchr (buf, '('), *p = strrchr (buf, ')'); /* comm may hold spaces and ')' */
+  if (!open_paren || !p)
+    return -1;
+  snprintf (comm, commlen, "%.*s", (int) (p - open_paren - 1), open_paren + 1);
+  unsigned long long v[2];
+  int field = 2;
+  for (; *p; p++)
+    if (*p == ' ' && ++field == 48)
+      return sscanf (p + 1, "%llu %llu", &v[0], &v[1]) == 2 && v[1] >= v[0] ? (int64_t) (v[1] - v[0]) : -1;
+  return -1;
+}
+
+/* The exec record: path and argv as /proc shows them right after the exec event, capped
+ * (AUDIT_ARGV_BYTES of text, AUDIT_ARGV_ITEMS arguments; argvBytes and argvTruncated tell the
+ * original size). A process already gone by then (it exited at once): its zombie's comm (the
+ * executable's name, 15 bytes) stands for the path and argv is null with argvLost - never a
+ * silent []. */
 static void
 audit_exec (struct mon *m, pid_t pid)
 {
-  char path[64], exe[4096];
-  cleanup_free char *cmd = NULL;
-  cleanup_free char **argv = NULL;
-  size_t len = 0, argc = 0;
-  asbx_err_t e = NULL;
+  char path[64], exe[1024], cmd[AUDIT_ARGV_BYTES + 2], comm[64] = "";
+  char *argv[AUDIT_ARGV_ITEMS];
+  size_t argc = 0;
 
+  /* cmdline first, then exe: a process that exits at once is gone within microseconds */
   snprintf (path, sizeof path, "/proc/%d/cmdline", (int) pid);
-  if (read_file_at (AT_FDCWD, path, 65536, &cmd, &len, &e) < 0)
-    asbx_error_free (&e);
-  argv = xmalloc (sizeof (char *) * (len / 2 + 2));
-  for (size_t i = 0; cmd && i < len; i += strlen (cmd + i) + 1)
+  cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC);
+  ssize_t len = fd < 0 ? -1 : read (fd, cmd, AUDIT_ARGV_BYTES + 1);
+  if (len < 0)
+    len = 0;
+  bool more = len > AUDIT_ARGV_BYTES; /* there is more than we keep */
+  if (more)
+    len = AUDIT_ARGV_BYTES;
+  cmd[len] = '\0';
+  int64_t total = argv_bytes (pid, comm, sizeof comm); /* 0 once the process lost its memory */
+  ssize_t i = 0;
+  for (; i < len && argc < AUDIT_ARGV_ITEMS; i += (ssize_t) strlen (cmd + i) + 1)
     argv[argc++] = cmd + i;
   snprintf (path, sizeof path, "/proc/%d/exe", (int) pid);
   ssize_t n = readlink (path, exe, sizeof exe - 1);
@@ -144,9 +178,18 @@ audit_exec (struct mon *m, pid_t pid)
     exe[n] = '\0';
   struct audit_rec *r = audit_rec_new (m->o->id, "exec");
   audit_rec_int (r, "pid", pid);
-  /* the process may have exited already: argv[0] is the best we have then */
-  audit_rec_str (r, "path", n >= 0 ? exe : (argc ? argv[0] : NULL));
-  audit_rec_strv (r, "argv", argv, argc);
+  audit_rec_str (r, "path", n >= 0 ? exe : argc ? argv[0] : comm[0] ? comm : NULL);
+  if (argc)
+    audit_rec_strv (r, "argv", argv, argc);
+  else
+    {
+      audit_rec_str (r, "argv", NULL);
+      audit_rec_bool (r, "argvLost", 1); /* gone before /proc could be read */
+    }
+  if (total > 0 && total >= len)
+    audit_rec_int (r, "argvBytes", total); /* absent: unknown (the process was already gone) */
+  if (more || (total > 0 && total > len) || i < len)
+    audit_rec_bool (r, "argvTruncated", 1);
   mon_audit_put (m, r);
 }
 
@@ -194,13 +237,22 @@ on_event (const struct proc_ev *ev, void *data)
       if (!pidset_has (&m->procs, ev->tgid))
         break;
       pidset_del (&m->procs, ev->tgid);
-      if (ev->exit_code == 0 || m->reason)
+      if (ev->exit_code == 0 || mon_reason_get (m))
         break; /* processes our own kill ended are not failures of the agent */
       m->failed++;
       if (m->plan->failed_execs && m->failed >= m->plan->failed_execs)
         mon_limit_kill (m, "failed-execs", "failedExecs", m->plan->failed_execs, m->failed);
       break;
     }
+}
+
+/* querier_members_fn for the DNS stub: the member set, sorted ascending (newest pids last) */
+size_t
+mon_members (void *data, const pid_t **v)
+{
+  struct mon *m = data;
+  *v = m->procs.v;
+  return m->procs.n;
 }
 
 /* Rebuild the member set from the cgroup (after lost events, and at start). */

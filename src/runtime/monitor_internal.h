@@ -4,6 +4,7 @@
 #ifndef ASBX_RUNTIME_MONITOR_INTERNAL_H
 #define ASBX_RUNTIME_MONITOR_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -48,6 +49,11 @@ struct mon
   int pasta_netns;            /* the netns fd while pasta waits for the first DNS activity, else -1 */
   struct denials *den;        /* kernel-reported denials (runtime/denials.c), NULL until set up */
   uint64_t pids_max_at_start; /* pids.events "max" at start: forks refused by pids.max */
+  /* the limits thread (monitor_limits.c) and the loop share `reason` and `finished` under lock */
+  pthread_mutex_t lock;
+  bool finished;      /* mon_finish began: no limit fires any more */
+  uint64_t pids_seen; /* pids.events "max" at the last `limit` record about it */
+  char *kaudit_error; /* enableKernelAudit failed: why (policy record kernelAuditError) */
 };
 
 /* monitor.c: write `content` to dirfd/name atomically (temp file + rename). 0 / -1 with errno. */
@@ -59,6 +65,8 @@ int mon_write_state_file (int dirfd, const char *name, const char *content);
 void mon_audit_put (struct mon *m, struct audit_rec *r);
 /* denials.c's membership test (denials_member_fn): the init, the member set, or the cgroup. */
 bool mon_den_member (pid_t pid, void *data);
+/* querier_members_fn (runtime/querier.h): the member set, for the DNS stub's querier lookups. */
+size_t mon_members (void *data, const pid_t **v);
 /* Rebuild the member set from the cgroup (at start and after lost events). */
 void mon_procs_resync (struct mon *m);
 /* Read every queued process event: members, exec records, failed-exec budget, init's status. */
@@ -75,6 +83,15 @@ void mon_container_kill (struct mon *m);
 void mon_limit_kill (struct mon *m, const char *reason, const char *limit, uint64_t value, uint64_t used);
 /* The CPU timer fired: kill at the budget, else re-arm for the earliest possible exhaustion. */
 void mon_cpu_check (struct mon *m);
+/* Set m->reason (and m->detail) unless a reason is already there; true when this one was set. */
+bool mon_reason_set (struct mon *m, const char *reason, const char *detail);
+/* The reason recorded so far, or NULL. */
+const char *mon_reason_get (struct mon *m);
+/* Start the limits thread: it alone waits on the wall clock and CPU timers and kills, so no
+ * work of the loop (events, DNS, approvals) can delay a limit; it also looks at pids.events
+ * every 500 ms (a `limit` record when forks were refused). No timer, no cgroup: nothing to start.
+ * Call after the guard is forked (the guard must not inherit a thread's locks). 0 / -1 + *err. */
+int mon_limits_start (struct mon *m, asbx_err_t *err);
 /* The init is gone: exit_reason file and the `exited` record. */
 void mon_finish (struct mon *m);
 

@@ -5,10 +5,18 @@
  * Threat model: the container cannot slow the checks (the monitor is outside its cgroup) and a
  * kill goes to the whole cgroup (cgroup.kill or repeated SIGKILL), so forking away does not help.
  * Ordering: the first reason that fires is the one recorded; processes our own kill ended are not
- * counted as failed execs (monitor_events.c reads m->reason). */
+ * counted as failed execs (monitor_events.c reads m->reason).
+ * Threads (issue 14 §3): the two timers are waited on by a thread of their own (SCHED_FIFO when
+ * the host allows it), which kills by itself: the loop's work - process events of a fork storm,
+ * DNS queries, approval questions - can be as slow as the container makes it without delaying
+ * a wall clock or CPU kill. The thread only touches the timers, the cgroup, the audit fd and
+ * m->reason (under m->lock). failedExecs is counted from the event stream, whose per-event work is
+ * bounded (no /proc walks: runtime/querier.h). */
 #include <errno.h>
-#include <poll.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -92,13 +100,35 @@ mon_container_kill (struct mon *m)
   syscall (SYS_pidfd_send_signal, m->init_pidfd, SIGKILL, NULL, 0);
 }
 
+bool
+mon_reason_set (struct mon *m, const char *reason, const char *detail)
+{
+  pthread_mutex_lock (&m->lock);
+  bool set = !m->reason && !m->finished;
+  if (set)
+    {
+      m->reason = reason;
+      m->detail = detail;
+    }
+  pthread_mutex_unlock (&m->lock);
+  return set;
+}
+
+const char *
+mon_reason_get (struct mon *m)
+{
+  pthread_mutex_lock (&m->lock);
+  const char *r = m->reason;
+  pthread_mutex_unlock (&m->lock);
+  return r;
+}
+
 /* A limit fired: audit it, remember the reason, kill everything. Only the first reason counts. */
 void
 mon_limit_kill (struct mon *m, const char *reason, const char *limit, uint64_t value, uint64_t used)
 {
-  if (m->reason)
+  if (!mon_reason_set (m, reason, NULL))
     return;
-  m->reason = reason;
   struct audit_rec *r = audit_rec_new (m->o->id, "limit");
   audit_rec_str (r, "limit", limit);
   audit_rec_int (r, "value", (int64_t) value);
@@ -126,6 +156,78 @@ mon_cpu_check (struct mon *m)
   if (next > 1000000000ull)
     next = 1000000000ull;
   mon_timer_arm_ns (m->cpu_tfd, next);
+}
+
+/* ---- the limits thread ---- */
+
+/* Forks refused by pids.max since the last look (pids.events "max" rose): one `limit` record
+ * {"limit":"pids","action":"refused","value":pids.max,"used":N refused since start} per look,
+ * so a fork bomb is on record within PIDS_LOOK_MS - the kernel reports nothing else. */
+#define PIDS_LOOK_MS 500
+static void
+pids_look (struct mon *m)
+{
+  uint64_t n;
+  pthread_mutex_lock (&m->lock);
+  bool news = denials_pids_max_count (m->o->cgroup_path, &n) == 0 && n > m->pids_seen;
+  if (news)
+    m->pids_seen = n;
+  pthread_mutex_unlock (&m->lock);
+  if (!news)
+    return;
+  struct audit_rec *r = audit_rec_new (m->o->id, "limit");
+  audit_rec_str (r, "limit", "pids");
+  audit_rec_str (r, "action", "refused");
+  if (m->plan->pids)
+    audit_rec_int (r, "value", (int64_t) m->plan->pids);
+  audit_rec_int (r, "used", (int64_t) (n - m->pids_max_at_start));
+  mon_audit_put (m, r);
+}
+
+static void *
+limits_main (void *arg)
+{
+  struct mon *m = arg;
+  struct pollfd p[2] = { { .fd = m->wall_tfd, .events = POLLIN }, { .fd = m->cpu_tfd, .events = POLLIN } };
+  uint64_t ticks;
+  bool pids = m->o->cgroup_path != NULL;
+  sigset_t all;
+  sigfillset (&all);
+  pthread_sigmask (SIG_BLOCK, &all, NULL);
+  for (;;)
+    {
+      int n = poll (p, 2, pids ? PIDS_LOOK_MS : -1);
+      if (pids)
+        pids_look (m);
+      if (n < 0)
+        {
+          if (errno != EINTR)
+            nanosleep (&(struct timespec){ 0, 10L * 1000 * 1000 }, NULL); /* never a busy loop */
+          continue;
+        }
+      if (p[0].revents & POLLIN && read (m->wall_tfd, &ticks, sizeof ticks) > 0)
+        mon_limit_kill (m, "wallclock", "wallClockSeconds", m->plan->wall_clock_seconds, m->plan->wall_clock_seconds);
+      if (p[1].revents & POLLIN && read (m->cpu_tfd, &ticks, sizeof ticks) > 0)
+        mon_cpu_check (m);
+    }
+  return NULL;
+}
+
+int
+mon_limits_start (struct mon *m, asbx_err_t *err)
+{
+  pthread_t t;
+  if (m->wall_tfd < 0 && m->cpu_tfd < 0 && !m->o->cgroup_path)
+    return 0;
+  int e = pthread_create (&t, NULL, limits_main, m);
+  if (e)
+    return asbx_error (err, e, "monitor: start the limits thread");
+  /* best effort: ahead of the loop and of the container's own threads on a busy CPU (it sleeps
+   * on its timers almost always, so it takes nothing from anyone) */
+  struct sched_param sp = { .sched_priority = 1 };
+  pthread_setschedparam (t, SCHED_FIFO, &sp);
+  pthread_detach (t);
+  return 0;
 }
 
 /* ---- end of the container ---- */
@@ -156,7 +258,12 @@ status_from_stat (pid_t pid, int *status)
 void
 mon_finish (struct mon *m)
 {
+  if (m->o->cgroup_path)
+    pids_look (m); /* forks refused since the limits thread last looked */
+  pthread_mutex_lock (&m->lock);
+  m->finished = true;
   const char *reason = m->reason;
+  pthread_mutex_unlock (&m->lock);
   struct audit_rec *r;
   asbx_err_t e = NULL;
   uint64_t oom = 0;
@@ -210,5 +317,6 @@ mon_finish (struct mon *m)
   audit_rec_int (r, "failedExecs", (int64_t) m->failed);
   if (m->cpu_fd >= 0)
     audit_rec_int (r, "cpuUsec", cpu_used_ns (m) / 1000);
+  audit_sink_counts (r);
   mon_audit_put (m, r);
 }

@@ -616,17 +616,46 @@ ll_allow (struct linux_landlock *ll, int rootfd, const char *path, uint64_t righ
   return linux_landlock_allow_fd (ll, fd, path, rights, err);
 }
 
+/* the fs rights the policy's ruleset handles on a kernel of Landlock ABI `abi` */
+static uint64_t
+ll_handled (int abi)
+{
+  uint64_t handled = LL_READ | LL_WRITE | ASBX_LL_FS_EXECUTE | ASBX_LL_FS_MAKE_CHAR | ASBX_LL_FS_MAKE_BLOCK;
+  if (abi >= 5)
+    handled |= ASBX_LL_FS_IOCTL_DEV; /* hardening beyond the policy, where the kernel has it */
+  return handled;
+}
+
+char *
+policy_apply_landlock_degraded (const struct policy_plan *plan)
+{
+  int abi = linux_landlock_abi ();
+  uint64_t fs, net, scope;
+  uint32_t log;
+  char *dropped = NULL;
+  asbx_err_t e = NULL;
+  if (!plan->fs_rules_len || !degraded (plan, "landlock"))
+    return NULL;
+  if (linux_landlock_check (ll_handled (abi), 0, 0, abi >= 7 ? ASBX_LL_LOG_NEW_EXEC_ON : 0, abi, true, &fs, &net,
+                            &scope, &log, &dropped, &e)
+      < 0)
+    asbx_error_free (&e);
+  if (!dropped && abi > 0)
+    return NULL;
+  char *s = xasprintf ("landlock: ABI %d, not enforced: %s", abi, dropped ? dropped : "everything");
+  free (dropped);
+  return s;
+}
+
 static struct linux_landlock *
 build_landlock (const struct policy_plan *plan, asbx_err_t *err)
 {
   int abi = linux_landlock_abi ();
   bool best_effort = degraded (plan, "landlock");
-  uint64_t handled = LL_READ | LL_WRITE | ASBX_LL_FS_EXECUTE | ASBX_LL_FS_MAKE_CHAR | ASBX_LL_FS_MAKE_BLOCK;
+  uint64_t handled = ll_handled (abi);
   cleanup_close int rootfd = open ("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
   struct linux_landlock *ll;
 
-  if (abi >= 5)
-    handled |= ASBX_LL_FS_IOCTL_DEV; /* hardening beyond the policy, where the kernel has it */
   /* log the denials of the program the init execs too (ABI 7; the default logs only the init's
    * own), so the monitor can write `denial` records (runtime/denials.c) */
   ll = linux_landlock_new (handled, 0, 0, abi >= 7 ? ASBX_LL_LOG_NEW_EXEC_ON : 0, abi, best_effort, err);

@@ -81,4 +81,12 @@ int policy_verify_memfd_noexec (const struct policy_plan *plan, asbx_err_t *err)
  * 0 / -1 with *err. */
 int policy_prepare_process (const struct policy_plan *plan, asbx_err_t *err);
 
+/* What this kernel makes the plan give up, as the monitor's `policy` record lists it in
+ * `degradations` (only what is really degraded; the accepted list is `degradeAccepted`): for an
+ * accepted `landlock` degradation, "landlock: ABI N, not enforced: fs.refer, ..." when the
+ * kernel's Landlock lacks rights the ruleset handles (the same check build_landlock makes), else
+ * NULL. The other layers are never degraded by this runtime (a missing one fails create). Heap
+ * string (caller frees) or NULL. */
+char *policy_apply_landlock_degraded (const struct policy_plan *plan);
+
 #endif

@@ -318,7 +318,8 @@ exit_code_for_reason (const char *reason, int status)
   {
     const char *reason;
     int code;
-  } t[] = { { "wallclock", 124 }, { "failed-execs", 125 }, { "cpu", 152 }, { "memory", 137 }, { "pids", 137 } };
+  } t[] = { { "wallclock", 124 }, { "failed-execs", 125 }, { "cpu", 152 },
+            { "memory", 137 },    { "pids", 137 },         { "audit-full", 137 } };
   for (size_t i = 0; reason && i < ASBX_ARRAY_SIZE (t); i++)
     if (strncmp (reason, t[i].reason, strlen (t[i].reason)) == 0)
       return t[i].code;
