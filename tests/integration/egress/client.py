@@ -11,7 +11,8 @@ Actions: ["connect", host, port] | ["udp", host, port] | ["resolve", name] |
          ["http_reqs", addr, port, [raw request, ...], pipelined] (several requests on ONE
          connection: one after the other, each answer awaited, or all sent at once; the status
          line and X-Agentsbx-Blocked of every answer until the server closes) |
-         ["raw", addr] (an ICMP echo from a raw socket)"""
+         ["raw", addr] (an ICMP echo from a raw socket) | ["dnsmsg", server, hex, "udp"|"tcp"] (a DNS
+         message of the test's making, byte for byte; the answer's rcode, counts, id, question)"""
 import errno
 import json
 import socket
@@ -186,6 +187,33 @@ def tcpdns(server, name):
     return {"rcode": r[3] & 0xF, "answers": struct.unpack("!H", r[6:8])[0], "id": struct.unpack("!H", r[:2])[0]}
 
 
+def dnsmsg(server, hexmsg, proto):
+    import struct
+    q = bytes.fromhex(hexmsg)
+    fam = socket.AF_INET6 if ":" in server else socket.AF_INET
+    if proto == "udp":
+        s = socket.socket(fam, socket.SOCK_DGRAM)
+        s.settimeout(5)
+        s.sendto(q, (server, 53))
+        r = s.recv(65535)
+    else:
+        s = socket.create_connection((server, 53), timeout=5)
+        s.sendall(struct.pack("!H", len(q)) + q)
+        data = b""
+        while len(data) < 2 or len(data) < 2 + struct.unpack("!H", data[:2])[0]:
+            b = s.recv(4096)
+            if not b:
+                raise ConnectionResetError(104, "closed before the answer")
+            data += b
+        r = data[2:]
+    s.close()
+    i = 12
+    while i < len(r) and r[i]:
+        i += 1 + r[i]
+    return {"rcode": r[3] & 0xF, "flags": struct.unpack("!H", r[2:4])[0], "answers": struct.unpack("!H", r[6:8])[0],
+            "id": struct.unpack("!H", r[:2])[0], "question": r[12:i + 5].hex(), "len": len(r)}
+
+
 def loopback():
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
@@ -202,5 +230,5 @@ def run(*argv):
 
 ACTIONS = {"connect": connect, "udp": udp, "resolve": resolve, "http": http, "tls": tls,
            "loopback": loopback, "run": run, "rawdns": rawdns, "tcpdns": tcpdns,
-           "http_as": http_as, "tls_as": tls_as, "http_reqs": http_reqs, "raw": raw}
+           "http_as": http_as, "tls_as": tls_as, "http_reqs": http_reqs, "raw": raw, "dnsmsg": dnsmsg}
 print(json.dumps([timed(lambda a=a: ACTIONS[a[0]](*a[1:])) for a in json.loads(sys.argv[1])]))
