@@ -112,10 +112,25 @@ splice_http_host (const unsigned char *b, size_t len, char *name, size_t namelen
           h += 5;
           while (h < head_end && (*h == ' ' || *h == '\t'))
             h++;
-          const unsigned char *e = h;
-          while (e < head_end && *e != '\r' && *e != ':' && *e != ' ')
+          /* exactly host[:port] (RFC 9110 §7.2, RFC 3986 §3.2.2-3): `ok:80@evil` or `ok evil`
+           * is no Host of `ok` - a server may read another name in it */
+          const unsigned char *e = h, *hend;
+          while (e < head_end && *e != '\r' && *e != ':' && *e != ' ' && *e != '\t')
             e++;
-          return set_name (h, (size_t) (e - h), name, namelen);
+          hend = e;
+          if (e < head_end && *e == ':')
+            {
+              const unsigned char *d = ++e;
+              while (e < head_end && *e >= '0' && *e <= '9')
+                e++;
+              if (e == d || e - d > 5)
+                return -1;
+            }
+          while (e < head_end && (*e == ' ' || *e == '\t'))
+            e++;
+          if (e < head_end && *e != '\r')
+            return -1;
+          return set_name (h, (size_t) (hend - h), name, namelen);
         }
     }
   return -1; /* HTTP/1.0 without Host: no name */

@@ -13,7 +13,8 @@
 /* The server_name (RFC 6066 §3, host_name type) of the TLS ClientHello in the first record of
  * buf[0..len) (RFC 8446 §4.1.2; TLS 1.0-1.3 records) / the Host header (RFC 9110 §7.2) of the
  * HTTP/1.x request head in buf[0..len), into name (namelen bytes: lowercased, NUL-terminated,
- * port and trailing dots dropped; only letters, digits, '-', '_', '.').
+ * port and trailing dots dropped; only letters, digits, '-', '_', '.'; a Host value must be exactly
+ * host[:port] with 1-5 digits, blanks around it only).
  * Returns 1 = found, 0 = need more bytes (the answer can only change when bytes are appended,
  * and never once len reaches SPLICE_HELLO_MAX), -1 = not there / not this protocol / a name that
  * does not fit or has other bytes. On -1 and 0, name may hold a partial copy. */

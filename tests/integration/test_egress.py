@@ -642,14 +642,14 @@ def host_records(recs):
 
 def test_keepalive_each_request_checked(filtered, lab):
     """One keep-alive connection to pkg.test's address: requests for pkg.test pass (a POST with
-    a Content-Length body, one with a chunked body whose data looks like a request for
-    evil.test), then a request naming evil.test (shares the address, never resolved) gets
-    403 after the earlier answers and the connection ends; pipelined the same. Framing the
-    relay cannot be sure of (both length headers, a bare LF) is refused too. Nothing for
-    evil.test reaches the server; each decision is one audit record."""
-    smuggle = "GET / HTTP/1.1\r\nHost: evil.test\r\n\r\n"
-    seq = [req("pkg.test"), req("pkg.test", f"Content-Length: {len(smuggle)}\r\n", smuggle, "POST"),
-           req("pkg.test", "Transfer-Encoding: chunked\r\n", chunked(smuggle), "POST"),
+    a Content-Length body, one with a chunked body), then a request naming evil.test (shares the
+    address, never resolved) gets 403 after the earlier answers and the connection ends;
+    pipelined the same. Framing the relay cannot be sure of (both length headers, a bare LF) is
+    refused too. Nothing for evil.test reaches the server; each decision is one audit record.
+    (Bodies that read as a request: test_smuggling_against_a_server_that_ignores_bodies.)"""
+    body = '{"name": "evil.test", "q": "GET / HTTP/1.1"}'
+    seq = [req("pkg.test"), req("pkg.test", f"Content-Length: {len(body)}\r\n", body, "POST"),
+           req("pkg.test", "Transfer-Encoding: chunked\r\n", chunked(body), "POST"),
            req("evil.test"), req("pkg.test")]
     res, recs = filtered([["resolve", "pkg.test"], ["http_reqs", UP4, 80, seq, False],
                           ["http_reqs", UP4, 80, [req("pkg.test"), req("evil.test"), req("pkg.test")], True],
@@ -881,3 +881,56 @@ def test_dns_private_answer_allowed_by_cidr(filtered, lab):
     assert not meta["ok"], meta
     assert lab.log("http.log") == ["priv.mirror.test"], lab.log("http.log")
     assert ("priv.mirror.test", PRIV4, "private") not in refused_addrs(recs)
+
+
+# ---- issue 14: no request the server could read as another one gets through -------------------
+
+def test_smuggling_against_a_server_that_ignores_bodies(filtered, lab):
+    """naive.mirror.test (allowed) is served by Python's http.server, whose handlers answer
+    without reading a request's body - which it then reads as the next request - and which logs
+    every request line and Host. A second request for evil.test (same address, never resolved)
+    hidden in a body (GET/HEAD/POST/DELETE, Content-Length or chunked, after blank lines), or a
+    Host value that only starts with the allowed name (`ok:80@evil`, `ok evil`), never reaches
+    it: the relay refuses with 403. A POST with an ordinary body passes."""
+    smuggled = "GET /smuggled HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n"
+
+    def one(method, extra="", body="", host="naive.mirror.test", target="/front"):
+        return ["http_reqs", UP4N, 80, [f"{method} {target} HTTP/1.1\r\nHost: {host}\r\n{extra}\r\n{body}"], False]
+    cl = f"Content-Length: {len(smuggled)}\r\n"
+    cases = [one("GET", cl, smuggled), one("HEAD", cl, smuggled), one("POST", cl, smuggled),
+             one("DELETE", cl, smuggled),
+             one("POST", f"Content-Length: {len(smuggled) + 2}\r\n", "\r\n" + smuggled),
+             one("POST", "Transfer-Encoding: chunked\r\n", chunked(smuggled)),
+             one("GET", host="naive.mirror.test:80@evil.test"), one("GET", host="naive.mirror.test evil.test"),
+             one("GET", host="naive.mirror.test:80 evil.test"), one("GET", host="naive.mirror.test\tevil.test"),
+             one("GET", host="naive.mirror.test:"), one("GET", host="naive.mirror.test:80:81"),
+             one("GET", "Host : evil.test\r\n"),
+             ["http_reqs", UP4N, 80, [req("naive.mirror.test"), req("evil.test")], True],
+             one("POST", 'Content-Length: 13\r\n', '{"a": "GET"}\n', target="/json")]
+    res, recs = filtered([["resolve", "naive.mirror.test"]] + cases)
+    resolved, *smuggles, pipelined, ok = res
+    assert resolved["ok"], resolved
+    log = lab.log("naive.log")
+    assert not [line for line in log if "evil" in line or "smuggled" in line], log
+    for c, r in zip(cases, smuggles):
+        assert r["ok"] and r["responses"] and r["responses"][-1][0] == "HTTP/1.1 403 Forbidden", (c, r)
+    assert [x[0] for x in pipelined["responses"]] == ["HTTP/1.1 200 OK", "HTTP/1.1 403 Forbidden"], pipelined
+    assert ok["ok"] and ok["responses"][0][0] == "HTTP/1.1 200 OK", ok
+    assert "POST /json HTTP/1.1 naive.mirror.test" in log, log
+    rules = {r["rule"] for r in recs if r["event"] == "network" and r["decision"] == "refused"}
+    assert {"http: body on a method without one", "http: body reads as a request", "host: none"} <= rules, rules
+
+
+def test_relay_refuses_a_direct_connection(filtered, lab):
+    """The relay's own port on the container's loopback (open for the redirect) dialled directly:
+    refused at once, one audit record - not a relay to itself over and over (which filled the
+    audit log and every relay slot); the relay still serves the next real connection."""
+    direct = [f"GET /direct HTTP/1.1\r\nHost: naive.mirror.test\r\n\r\n"]
+    res, recs = filtered([["resolve", "naive.mirror.test"], ["http_reqs", "127.0.0.1", 10053, direct, False],
+                          ["http_reqs", UP4N, 80, [req("naive.mirror.test")], False]])
+    _, d, after = res
+    loops = [r for r in recs if r["event"] == "network" and r.get("addr") == "127.0.0.1"]
+    assert len(loops) == 1 and loops[0]["rule"] == "relay: not a redirected connection", loops
+    assert not d.get("responses"), d
+    assert after["ok"] and after["responses"][0][0] == "HTTP/1.1 200 OK", after
+    assert lab.log("naive.log") == ["GET / HTTP/1.1 naive.mirror.test"], lab.log("naive.log")
