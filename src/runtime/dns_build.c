@@ -178,6 +178,7 @@ rr_rdata (const unsigned char *up, size_t rd0, size_t rdlen, unsigned type, unsi
 {
   if (type == DNS_T_CNAME)
     {
+      target[0] = '\0';
       if (read_name (up, rd0 + rdlen, rd0, target, 256) != rd0 + rdlen || !target[0])
         return false;
       *rdn = put_name (buf, buflen, target);
@@ -208,7 +209,8 @@ dns_rebuild_answer (const unsigned char *up, size_t uplen, const unsigned char *
 {
   static const unsigned char opt[11] = { 0, 0, DNS_T_OPT, DNS_EDNS_SIZE >> 8, DNS_EDNS_SIZE & 0xff };
   size_t reserve = edns ? sizeof opt : 0;
-  struct chain ch = { .n = 1 };
+  struct chain ch;
+  ch.n = 1; /* not zeroed: 2 KiB per answer; only name[0..n) is read */
   if (qend < 17 || uplen < qend || !(up[2] & 0x80) || ((up[2] >> 3) & 0xf) != 0 || dns_get16 (up + 4) != 1
       || memcmp (up + 12, q + 12, qend - 12) != 0 || cqlen != qend - 12 || 12 + cqlen + reserve > outlen
       || !read_name (q, qend, 12, ch.name[0], sizeof ch.name[0]))

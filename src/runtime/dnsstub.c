@@ -136,60 +136,6 @@ static const uint16_t default_ports[] = { 80, 443 };
 /* ---- upstream address ---- */
 
 static int
-parse_upstream (const char *s, struct sockaddr_storage *ss, socklen_t *len)
-{
-  char host[INET6_ADDRSTRLEN + 1];
-  unsigned port = 53;
-  const char *p = NULL;
-  size_t n;
-
-  if (*s == '[')
-    {
-      const char *e = strchr (s, ']');
-      if (!e || (n = (size_t) (e - s - 1)) >= sizeof host)
-        return -1;
-      memcpy (host, s + 1, n);
-      host[n] = '\0';
-      if (e[1] == ':')
-        p = e + 2;
-      else if (e[1])
-        return -1;
-    }
-  else
-    {
-      const char *c = strchr (s, ':');
-      bool v6 = c && strchr (c + 1, ':');
-      n = v6 || !c ? strlen (s) : (size_t) (c - s);
-      if (n >= sizeof host)
-        return -1;
-      memcpy (host, s, n);
-      host[n] = '\0';
-      if (!v6 && c)
-        p = c + 1;
-    }
-  if (p && (sscanf (p, "%u", &port) != 1 || port == 0 || port > 65535))
-    return -1;
-  memset (ss, 0, sizeof *ss);
-  struct sockaddr_in *a4 = (struct sockaddr_in *) ss;
-  struct sockaddr_in6 *a6 = (struct sockaddr_in6 *) ss;
-  if (inet_pton (AF_INET, host, &a4->sin_addr) == 1)
-    {
-      a4->sin_family = AF_INET;
-      a4->sin_port = htons ((uint16_t) port);
-      *len = sizeof *a4;
-    }
-  else if (inet_pton (AF_INET6, host, &a6->sin6_addr) == 1)
-    {
-      a6->sin6_family = AF_INET6;
-      a6->sin6_port = htons ((uint16_t) port);
-      *len = sizeof *a6;
-    }
-  else
-    return -1;
-  return 0;
-}
-
-static int
 find_upstream (struct dnsstub *d, asbx_err_t *err)
 {
   const char *env = getenv ("AGENTSBX_UPSTREAM_DNS");
@@ -198,7 +144,7 @@ find_upstream (struct dnsstub *d, asbx_err_t *err)
 
   if (env && *env)
     {
-      if (parse_upstream (env, &d->up_addr, &d->up_len) < 0)
+      if (dns_parse_upstream (env, &d->up_addr, &d->up_len) < 0)
         return asbx_error (err, EINVAL, "AGENTSBX_UPSTREAM_DNS: `%s` is not ADDR[:PORT]", env);
       return 0;
     }
@@ -207,7 +153,7 @@ find_upstream (struct dnsstub *d, asbx_err_t *err)
   for (char *save = NULL, *line = strtok_r (conf, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
     {
       char addr[128];
-      if (sscanf (line, " nameserver %127s", addr) == 1 && parse_upstream (addr, &d->up_addr, &d->up_len) == 0)
+      if (sscanf (line, " nameserver %127s", addr) == 1 && dns_parse_upstream (addr, &d->up_addr, &d->up_len) == 0)
         return 0;
     }
   return asbx_error (err, ENOENT, "no upstream resolver: no usable nameserver in /etc/resolv.conf");

@@ -20,7 +20,7 @@
  * request smuggling is exactly a disagreement between two parsers. Servers that do not read a
  * body (most handlers of Python's http.server, many others) read it as the next request, so
  * (issue 14): GET, HEAD and TRACE may carry none, every body and chunk must not start the way a
- * request line does (body_reads_as_request), and a head with a body leaves only once that is
+ * request line does (splice_body_reads_as_request), and a head with a body leaves only once that is
  * seen; chunk extensions are refused; Host must be exactly host[:port] (sni_parse.c); header
  * names must be tokens directly followed by ':'; control bytes are refused. After an Upgrade
  * request the stream is opaque only if the server's next bytes are a 101. A refusal
@@ -304,53 +304,6 @@ header_value (const unsigned char *line, size_t n, size_t namelen, const unsigne
   *vlen = (size_t) (e - p);
 }
 
-/* an RFC 9110 token character */
-static bool
-tchar (unsigned char c)
-{
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
-         || (c && strchr ("!#$%&'*+-.^_`|~", c));
-}
-
-/* GET, HEAD and TRACE take no content (RFC 9110 §9.3.1, 9.3.2, 9.3.8): a server may not read a
- * body sent with them, and then reads it as the next request (DELETE and OPTIONS bodies are
- * used by real APIs: they pass, checked by body_reads_as_request like every body) */
-static bool
-no_body_method (const unsigned char *m, size_t n)
-{
-  return (n == 3 && memcmp (m, "GET", 3) == 0) || (n == 4 && memcmp (m, "HEAD", 4) == 0)
-         || (n == 5 && memcmp (m, "TRACE", 5) == 0);
-}
-
-/* Whether the start of a body (or chunk) p[0..n) - complete: the body ends there - reads the
- * way a request line does for a server that ignores the body: after blank lines or blanks, a
- * token, blanks, then '/', '*' or "scheme:"/"host:" (origin, asterisk, absolute and authority
- * forms). 1: it does (refused), -1: it does not, 0: cannot tell yet. At most 512 bytes are
- * looked at: a longer undecided run is refused (no real body starts with 512 token bytes). */
-static int
-body_reads_as_request (const unsigned char *p, size_t n, bool complete)
-{
-  size_t i = 0, t;
-  int more = n >= 512 ? 1 : complete ? -1 : 0;
-  while (i < n && (p[i] == '\r' || p[i] == '\n' || p[i] == ' ' || p[i] == '\t'))
-    i++;
-  for (t = i; i < n && tchar (p[i]); i++)
-    ;
-  if (i == n)
-    return more;
-  if (i == t || (p[i] != ' ' && p[i] != '\t'))
-    return -1;
-  while (i < n && (p[i] == ' ' || p[i] == '\t'))
-    i++;
-  if (i < n && (p[i] == '/' || p[i] == '*'))
-    return 1;
-  for (t = i; i < n && (isalnum (p[i]) || p[i] == '.' || p[i] == '-' || p[i] == '+' || p[i] == '['); i++)
-    ;
-  if (i == n)
-    return more;
-  return i > t && p[i] == ':' ? 1 : -1;
-}
-
 /* Checks one complete request head h[0..n) (ending in CRLF CRLF) for unambiguous framing and
  * sets c->hs/left/upgrade for what follows it. Returns NULL, or the audit rule of the refusal. */
 static const char *
@@ -375,7 +328,7 @@ http_head (struct conn *c, const unsigned char *h, size_t n)
       if (!colon || colon == line)
         return "http: framing"; /* obs-fold (a leading blank), no field name */
       for (const unsigned char *k = line; k < colon; k++)
-        if (!tchar (*k))
+        if (!splice_tchar (*k))
           return "http: framing"; /* "Host :" and the like: servers disagree on them */
       if (header_is (line, ln, "host"))
         hosts++;
@@ -402,7 +355,7 @@ http_head (struct conn *c, const unsigned char *h, size_t n)
     }
   if (hosts > 1 || (cls && tes))
     return "http: framing";
-  if ((cl || tes) && no_body_method (h, (size_t) (sp - h)))
+  if ((cl || tes) && splice_no_body_method (h, (size_t) (sp - h)))
     return "http: body on a method without one"; /* a server may ignore it and read it as a request */
   c->left = cl;
   c->bstart = cl || tes;
@@ -449,7 +402,7 @@ http_scan (struct splice *s, struct conn *c)
           t = avail < c->left ? avail : (size_t) c->left;
           if (c->bstart)
             {
-              int r = body_reads_as_request (p, t, t == c->left);
+              int r = splice_body_reads_as_request (p, t, t == c->left);
               if (r == 0)
                 return;
               if (r > 0)
