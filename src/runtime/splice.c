@@ -96,6 +96,7 @@ struct conn
   int hs;                   /* H_*: the client's HTTP stream */
   bool upgrade, refuse_403; /* the current request asks for Upgrade; a 403 follows the responses */
   bool bstart;              /* at the start of a body or chunk: not yet seen not to read as a request */
+  bool expect100;           /* the current request has `Expect: 100-continue`: its head is not held */
   uint64_t left;            /* bytes of body or chunk data still to pass */
   char host[256];           /* the last Host checked on this connection (audited when it changes) */
   char status[12];          /* H_WAIT101: the first bytes of the server's answer */
@@ -318,7 +319,7 @@ http_head (struct conn *c, const unsigned char *h, size_t n)
   const unsigned char *sp = memchr (h, ' ', n);
   if (!sp || sp + 1 >= h + n || (sp[1] != '/' && sp[1] != '*'))
     return "http: framing"; /* absolute-form (its host wins over Host) and CONNECT */
-  c->upgrade = false;
+  c->upgrade = c->expect100 = false;
   const unsigned char *line = (const unsigned char *) memmem (h, n, "\r\n", 2) + 2, *end = h + n - 2;
   while (line < end)
     {
@@ -334,6 +335,11 @@ http_head (struct conn *c, const unsigned char *h, size_t n)
         hosts++;
       else if (header_is (line, ln, "upgrade"))
         c->upgrade = true;
+      else if (header_is (line, ln, "expect"))
+        {
+          header_value (line, ln, 6, &v, &vlen);
+          c->expect100 = vlen == 12 && strncasecmp ((const char *) v, "100-continue", 12) == 0;
+        }
       else if (header_is (line, ln, "transfer-encoding"))
         {
           header_value (line, ln, 17, &v, &vlen);
@@ -459,6 +465,8 @@ http_scan (struct splice *s, struct conn *c)
                   return;
                 }
               c->hs = c->left ? H_CDATA : H_TRAILER;
+              if (c->left && !c->bstart)
+                b->hold = b->chk; /* this size line waits with its chunk's start */
               c->bstart = c->left != 0;
             }
           b->chk += t;
@@ -488,6 +496,8 @@ http_scan (struct splice *s, struct conn *c)
               refuse_request (s, c, name, bad ? bad : "host");
               return;
             }
+          if (c->expect100)
+            b->hold = b->chk + t; /* the client waits for 100 before its body: the head goes now */
           if (strcmp (name, c->host) != 0)
             {
               audit_conn (s, c, name, "allowed", "host"); /* one record per name per connection */
@@ -594,7 +604,7 @@ fill (int fd, struct rbuf *b, bool *eof)
 static bool
 drain (int fd, struct rbuf *b, size_t end)
 {
-  if (b->off == end)
+  if (end <= b->off)
     {
       if (b->off == b->len)
         b->off = b->len = b->chk = b->hold = 0;

@@ -642,22 +642,28 @@ def host_records(recs):
 
 def test_keepalive_each_request_checked(filtered, lab):
     """One keep-alive connection to pkg.test's address: requests for pkg.test pass (a POST with
-    a Content-Length body, one with a chunked body), then a request naming evil.test (shares the
+    a Content-Length body, one with a body in two chunks), then a request naming evil.test (shares the
     address, never resolved) gets 403 after the earlier answers and the connection ends;
     pipelined the same. Framing the relay cannot be sure of (both length headers, a bare LF) is
     refused too. Nothing for evil.test reaches the server; each decision is one audit record.
     (Bodies that read as a request: test_smuggling_against_a_server_that_ignores_bodies.)"""
     body = '{"name": "evil.test", "q": "GET / HTTP/1.1"}'
     seq = [req("pkg.test"), req("pkg.test", f"Content-Length: {len(body)}\r\n", body, "POST"),
-           req("pkg.test", "Transfer-Encoding: chunked\r\n", chunked(body), "POST"),
+           req("pkg.test", "Transfer-Encoding: chunked\r\n", f"{len(body) // 2:x}\r\n{body[:len(body) // 2]}\r\n"
+               + chunked(body[len(body) // 2:]), "POST"),
            req("evil.test"), req("pkg.test")]
     res, recs = filtered([["resolve", "pkg.test"], ["http_reqs", UP4, 80, seq, False],
                           ["http_reqs", UP4, 80, [req("pkg.test"), req("evil.test"), req("pkg.test")], True],
                           ["http_reqs", UP4, 80, [req("pkg.test"), req("pkg.test", "Content-Length: 3\r\n"
                                                                          "Transfer-Encoding: chunked\r\n", "0\r\n\r\n")],
                            False],
-                          ["http_reqs", UP4, 80, [req("pkg.test"), "GET / HTTP/1.1\nHost: pkg.test\n\n"], False]])
-    resolved, one, pipe, te_cl, bare_lf = res
+                          ["http_reqs", UP4, 80, [req("pkg.test"), "GET / HTTP/1.1\nHost: pkg.test\n\n"], False],
+                          # a chunked body arriving in pieces, a chunk-size line cut in two
+                          ["http_reqs", UP4, 80, [[req("pkg.test", "Transfer-Encoding: chunked\r\n", "3\r\nabc\r\n1",
+                                                       "POST"), "0\r\n", "0123456789abcdef\r\n0\r\n\r\n"],
+                                                  req("pkg.test", "Connection: close\r\n")], False]])
+    resolved, one, pipe, te_cl, bare_lf, pieces = res
+    assert [r[0][9:] for r in pieces["responses"]] == ["200 OK"] * 2, pieces
     assert resolved["ok"], res
     assert one["ok"] and [r[0] for r in one["responses"]] == ["HTTP/1.1 200 OK"] * 3 + ["HTTP/1.1 403 Forbidden"], one
     assert one["responses"][3][1] == "host not allowed: evil.test" and one["closed"] is True, one
@@ -666,13 +672,13 @@ def test_keepalive_each_request_checked(filtered, lab):
         assert r["ok"] and [x[0] for x in r["responses"]] == ["HTTP/1.1 200 OK", "HTTP/1.1 403 Forbidden"], r
         assert r["responses"][1][1] == "ambiguous request framing", r
     assert "evil.test" not in lab.log("http.log"), lab.log("http.log")
-    assert lab.log("http.log") == ["pkg.test"] * 6, lab.log("http.log")
+    assert lab.log("http.log") == ["pkg.test"] * 8, lab.log("http.log")
     net = host_records(recs)
     # one allowed record per connection (the name does not change), one per refusal
-    assert net.count((UP4, 80, "pkg.test", "allowed", "host")) == 4, net
+    assert net.count((UP4, 80, "pkg.test", "allowed", "host")) == 5, net
     assert net.count((UP4, 80, "evil.test", "refused", "host")) == 2, net
     assert net.count((UP4, 80, "pkg.test", "refused", "http: framing")) == 2, net
-    assert len(net) == 8, net
+    assert len(net) == 9, net
 
 
 def test_tls_sni_v4_v6_and_audit_once(filtered, lab):
@@ -906,9 +912,14 @@ def test_smuggling_against_a_server_that_ignores_bodies(filtered, lab):
              one("GET", host="naive.mirror.test:"), one("GET", host="naive.mirror.test:80:81"),
              one("GET", "Host : evil.test\r\n"),
              ["http_reqs", UP4N, 80, [req("naive.mirror.test"), req("evil.test")], True],
+             # the second chunk's data (the first passed, and with it the head: the server
+             # answered the head, then failed on the chunk-size line)
+             one("POST", "Transfer-Encoding: chunked\r\n", f"5\r\nhello\r\n{chunked(smuggled)}"),
+             one("POST", "Transfer-Encoding: chunked\r\n", "3\r\n{\"a\r\n6\r\n\": 1}\n\r\n0\r\n\r\n",
+                 target="/chunks"),
              one("POST", 'Content-Length: 13\r\n', '{"a": "GET"}\n', target="/json")]
     res, recs = filtered([["resolve", "naive.mirror.test"]] + cases)
-    resolved, *smuggles, pipelined, ok = res
+    resolved, *smuggles, pipelined, second_chunk, chunks, ok = res
     assert resolved["ok"], resolved
     log = lab.log("naive.log")
     assert not [line for line in log if "evil" in line or "smuggled" in line], log
@@ -916,7 +927,9 @@ def test_smuggling_against_a_server_that_ignores_bodies(filtered, lab):
         assert r["ok"] and r["responses"] and r["responses"][-1][0] == "HTTP/1.1 403 Forbidden", (c, r)
     assert [x[0] for x in pipelined["responses"]] == ["HTTP/1.1 200 OK", "HTTP/1.1 403 Forbidden"], pipelined
     assert ok["ok"] and ok["responses"][0][0] == "HTTP/1.1 200 OK", ok
-    assert "POST /json HTTP/1.1 naive.mirror.test" in log, log
+    assert chunks["ok"] and chunks["responses"][0][0] == "HTTP/1.1 200 OK", chunks
+    assert second_chunk["ok"], second_chunk
+    assert "POST /json HTTP/1.1 naive.mirror.test" in log and "POST /chunks HTTP/1.1 naive.mirror.test" in log, log
     rules = {r["rule"] for r in recs if r["event"] == "network" and r["decision"] == "refused"}
     assert {"http: body on a method without one", "http: body reads as a request", "host: none"} <= rules, rules
 
@@ -927,10 +940,29 @@ def test_relay_refuses_a_direct_connection(filtered, lab):
     audit log and every relay slot); the relay still serves the next real connection."""
     direct = [f"GET /direct HTTP/1.1\r\nHost: naive.mirror.test\r\n\r\n"]
     res, recs = filtered([["resolve", "naive.mirror.test"], ["http_reqs", "127.0.0.1", 10053, direct, False],
-                          ["http_reqs", UP4N, 80, [req("naive.mirror.test")], False]])
+                          ["http_reqs", UP4N, 80, [req("naive.mirror.test", "Connection: close\r\n")], False]])
     _, d, after = res
     loops = [r for r in recs if r["event"] == "network" and r.get("addr") == "127.0.0.1"]
     assert len(loops) == 1 and loops[0]["rule"] == "relay: not a redirected connection", loops
     assert not d.get("responses"), d
     assert after["ok"] and after["responses"][0][0] == "HTTP/1.1 200 OK", after
     assert lab.log("naive.log") == ["GET / HTTP/1.1 naive.mirror.test"], lab.log("naive.log")
+
+
+def test_expect_100_continue_head_not_held(filtered, lab):
+    """`Expect: 100-continue` (curl, for large uploads): the head reaches the server at once, which
+    answers 100, and the body that follows is checked like any - an ordinary one passes, one that
+    reads as a request for evil.test is refused and never reaches Python's http.server."""
+    smuggled = "GET /smuggled HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n"
+    head = ("POST /up HTTP/1.1\r\nHost: naive.mirror.test\r\nExpect: 100-continue\r\n"
+            "Content-Length: {}\r\n{}\r\n")
+    res, _ = filtered([["resolve", "naive.mirror.test"],
+                       ["http_expect", UP4N, 80, head.format(8, "Connection: close\r\n"), '{"a": 1}'],
+                       ["http_expect", UP4N, 80, head.format(len(smuggled), ""), smuggled]])
+    _, ok, bad = res
+    assert "evil.test" not in " ".join(lab.log("naive.log")), lab.log("naive.log")
+    # (what follows the 100 is the naive server's: it answers without reading the body and
+    # closes with the body unread, which the kernel turns into a reset)
+    assert ok["ok"] and ok["statuses"][0] == "HTTP/1.1 100 Continue", ok
+    assert bad["ok"] and bad["statuses"][0] == "HTTP/1.1 100 Continue", bad
+    assert "HTTP/1.1 403 Forbidden" in bad["statuses"], bad

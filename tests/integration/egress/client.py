@@ -9,10 +9,12 @@ Actions: ["connect", host, port] | ["udp", host, port] | ["resolve", name] |
          A query sent to server:53 directly; its rcode) | ["tcpdns", server, name] (the same over TCP) |
          ["http_as", addr, port, host] / ["tls_as", addr, sni] (a literal address, a name of our choosing) |
          ["http_reqs", addr, port, [raw request, ...], pipelined] (several requests on ONE
-         connection: one after the other, each answer awaited, or all sent at once; the status
+         connection: one after the other, each answer awaited (a request given as a list of strings
+         is sent in those pieces, 0.2 s apart), or all sent at once; the status
          line and X-Agentsbx-Blocked of every answer until the server closes) |
          ["raw", addr] (an ICMP echo from a raw socket) | ["dnsmsg", server, hex, "udp"|"tcp"] (a DNS
-         message of the test's making, byte for byte; the answer's rcode, counts, id, question)"""
+         message of the test's making, byte for byte; the answer's rcode, counts, id, question) |
+         ["http_expect", addr, port, head, body] (the body sent after the server's 100 Continue)"""
 import errno
 import json
 import socket
@@ -140,7 +142,10 @@ def http_reqs(addr, port, reqs, pipelined=False):
             s.sendall("".join(reqs).encode())
         for r in reqs:
             if not pipelined:
-                s.sendall(r.encode())
+                for piece in ([r] if isinstance(r, str) else r):  # a list: pieces, 0.2 s apart
+                    s.sendall(piece.encode())
+                    if not isinstance(r, str):
+                        time.sleep(0.2)
             resp = read_response(f)
             if resp is None:
                 break
@@ -149,6 +154,28 @@ def http_reqs(addr, port, reqs, pipelined=False):
     except OSError as e:
         return {"responses": out, "closed": err_name(e)}
     return {"responses": out, "closed": closed}
+
+
+def http_expect(addr, port, head, body):
+    """`Expect: 100-continue` as curl does it: the head, then the body only after the server's
+    100 (or 3 s); the status line of every answer until the server closes."""
+    s = socket.create_connection((addr, int(port)), timeout=10)
+    f = s.makefile("rb")
+    s.sendall(head.encode())
+    s.settimeout(3)
+    try:
+        interim = read_response(f)
+    except OSError:
+        interim = None
+    s.settimeout(10)
+    s.sendall(body.encode())
+    out = [interim[0] if interim else None]
+    try:
+        while (r := read_response(f)) is not None:
+            out.append(r[0])
+    except OSError as e:
+        out.append(err_name(e))
+    return {"statuses": out}
 
 
 def raw(addr):
@@ -230,5 +257,6 @@ def run(*argv):
 
 ACTIONS = {"connect": connect, "udp": udp, "resolve": resolve, "http": http, "tls": tls,
            "loopback": loopback, "run": run, "rawdns": rawdns, "tcpdns": tcpdns,
-           "http_as": http_as, "tls_as": tls_as, "http_reqs": http_reqs, "raw": raw, "dnsmsg": dnsmsg}
+           "http_as": http_as, "tls_as": tls_as, "http_reqs": http_reqs, "raw": raw, "dnsmsg": dnsmsg,
+           "http_expect": http_expect}
 print(json.dumps([timed(lambda a=a: ACTIONS[a[0]](*a[1:])) for a in json.loads(sys.argv[1])]))
