@@ -9,7 +9,8 @@
 #      is refused, and the runaway loop at the end is stopped by the wall clock (exit status 124);
 #   3. print the container's audit log and what reached the fake internet.
 # The "internet" is a fake one made here: a network namespace (asbx-demo-up) joined to the host
-# by a veth pair (10.231.20.1 <-> 10.231.20.2), no default route in it and IP forwarding left as
+# by a veth pair (198.51.100.241 <-> 198.51.100.242, a documentation range: the sandbox's DNS stub
+# refuses answers naming private addresses), no default route in it and IP forwarding left as
 # it is, running tests/integration/egress/upstream.py - DNS for demo.test and an HTTP "registry".
 # The sandbox's DNS stub asks it (AGENTSBX_UPSTREAM_DNS); it is removed on exit (trap).
 # Idempotent. The fake SSH key lives in /home/agentsbx-demo (created once, demo only).
@@ -27,7 +28,7 @@ cp "$top/contrib/examples/agent.sh" "$work/workspace/agent.sh"
 rm -f "$work/workspace/result.txt" "$work/workspace/tool"
 
 # ---- the fake internet ----
-up=asbx-demo-up upaddr=10.231.20.1 hostaddr=10.231.20.2 vh=asbxdemo0 vu=asbxdemo1
+up=asbx-demo-up upaddr=198.51.100.241 hostaddr=198.51.100.242 vh=asbxdemo0 vu=asbxdemo1
 state= upstream_pid=
 cleanup() {
 	if [ -n "$upstream_pid" ]; then kill "$upstream_pid" 2>/dev/null || :; wait "$upstream_pid" 2>/dev/null || :; fi
@@ -40,10 +41,10 @@ cleanup # what a run killed hard left behind
 state=$(mktemp -d /tmp/agentsbx-demo-net.XXXXXX)
 ip netns add "$up"
 ip link add "$vh" type veth peer name "$vu" netns "$up"
-ip -n "$up" addr add "$upaddr/24" dev "$vu"
+ip -n "$up" addr add "$upaddr/28" dev "$vu"
 ip -n "$up" link set "$vu" up
 ip -n "$up" link set lo up
-ip addr add "$hostaddr/24" dev "$vh"
+ip addr add "$hostaddr/28" dev "$vh"
 ip link set "$vh" up
 # never send to anything but our namespace: the host must reach the upstream over our veth
 ip -o route get "$upaddr" | grep -q "dev $vh " || { echo "demo: $upaddr is not routed over $vh" >&2; exit 1; }

@@ -7,6 +7,9 @@
  * copies (the name it matches against the policy, the addresses it puts into nft sets as
  * inet_ntop text): nothing here trusts a length field of the message.
  * Fuzzed by tests/fuzz/fuzz_dns.c. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -95,4 +98,58 @@ dns_answer_next (struct dns_answer_iter *it, const unsigned char *m, size_t len,
     }
   it->k = it->an; /* a record that does not fit ends the walk for good */
   return false;
+}
+
+int
+dns_parse_upstream (const char *s, struct sockaddr_storage *ss, socklen_t *len)
+{
+  char host[INET6_ADDRSTRLEN + 1];
+  unsigned port = 53;
+  const char *p = NULL;
+  size_t n;
+
+  if (*s == '[')
+    {
+      const char *e = strchr (s, ']');
+      if (!e || (n = (size_t) (e - s - 1)) >= sizeof host)
+        return -1;
+      memcpy (host, s + 1, n);
+      host[n] = '\0';
+      if (e[1] == ':')
+        p = e + 2;
+      else if (e[1])
+        return -1;
+    }
+  else
+    {
+      const char *c = strchr (s, ':');
+      bool v6 = c && strchr (c + 1, ':');
+      n = v6 || !c ? strlen (s) : (size_t) (c - s);
+      if (n >= sizeof host)
+        return -1;
+      memcpy (host, s, n);
+      host[n] = '\0';
+      if (!v6 && c)
+        p = c + 1;
+    }
+  if (p && (sscanf (p, "%u", &port) != 1 || port == 0 || port > 65535))
+    return -1;
+  memset (ss, 0, sizeof *ss);
+  struct sockaddr_in *a4 = (struct sockaddr_in *) ss;
+  struct sockaddr_in6 *a6 = (struct sockaddr_in6 *) ss;
+  if (inet_pton (AF_INET, host, &a4->sin_addr) == 1)
+    {
+      a4->sin_family = AF_INET;
+      a4->sin_port = htons ((uint16_t) port);
+      *len = sizeof *a4;
+    }
+  else if (inet_pton (AF_INET6, host, &a6->sin6_addr) == 1)
+    {
+      a6->sin6_family = AF_INET6;
+      a6->sin6_port = htons ((uint16_t) port);
+      *len = sizeof *a6;
+    }
+  else
+    return -1;
+  return 0;
 }

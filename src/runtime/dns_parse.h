@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 /* The big-endian 16-bit value at p (the caller checked that 2 bytes are there). */
 static inline uint16_t
@@ -57,5 +58,10 @@ void dns_answer_begin (struct dns_answer_iter *it, const unsigned char *m, size_
  * wrong RDLENGTH are skipped). false at the end of ANCOUNT records or at the first record that
  * does not fit in len (the rest of the message is then ignored, as it cannot be trusted). */
 bool dns_answer_next (struct dns_answer_iter *it, const unsigned char *m, size_t len, struct dns_addr_rr *rr);
+
+/* The resolver address s: "ADDR", "ADDR:PORT" (IPv4), "V6", "[V6]" or "[V6]:PORT" (port 1 to
+ * 65535, default 53) into *ss and *len. 0, or -1 when s is none of these ($AGENTSBX_UPSTREAM_DNS,
+ * resolv.conf `nameserver` values: runtime/dnsstub.h). */
+int dns_parse_upstream (const char *s, struct sockaddr_storage *ss, socklen_t *len);
 
 #endif

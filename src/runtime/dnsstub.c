@@ -33,7 +33,9 @@
 #include "policy/nft_ruleset.h"
 #include "runtime/approvals.h"
 #include "runtime/audit.h"
+#include "runtime/dns_build.h"
 #include "runtime/dns_parse.h"
+#include "runtime/dns_rebind.h"
 #include "runtime/dnsstub.h"
 #include "runtime/nflog.h"
 #include "runtime/querier.h"
@@ -57,7 +59,12 @@ struct pending
   socklen_t client_len;
   char name[256];
   unsigned qtype;
-  char rule[280]; /* the allowedDomains entry, or approval:allow-once|allow-always */
+  char rule[280];       /* the allowedDomains entry, or approval:allow-once|allow-always */
+  bool rd;              /* the client's RD bit */
+  unsigned edns;        /* the client's EDNS UDP size (0: none) */
+  unsigned char q[300]; /* the query the stub made (dns_build_query), question ending at qend */
+  size_t qlen, qend;
+  unsigned char cq[262]; /* the client's question (name in its letter case, type, class) */
 };
 
 /* a query of an unlisted name, held while the approver decides (approvals `ask`) */
@@ -122,65 +129,12 @@ struct dnsstub
     bool allow;
   } recent[16];
   size_t recent_next;
+  struct dns_rebind rebind; /* what an answer may not name (runtime/dns_rebind.h) */
 };
 
 static const uint16_t default_ports[] = { 80, 443 };
 
 /* ---- upstream address ---- */
-
-static int
-parse_upstream (const char *s, struct sockaddr_storage *ss, socklen_t *len)
-{
-  char host[INET6_ADDRSTRLEN + 1];
-  unsigned port = 53;
-  const char *p = NULL;
-  size_t n;
-
-  if (*s == '[')
-    {
-      const char *e = strchr (s, ']');
-      if (!e || (n = (size_t) (e - s - 1)) >= sizeof host)
-        return -1;
-      memcpy (host, s + 1, n);
-      host[n] = '\0';
-      if (e[1] == ':')
-        p = e + 2;
-      else if (e[1])
-        return -1;
-    }
-  else
-    {
-      const char *c = strchr (s, ':');
-      bool v6 = c && strchr (c + 1, ':');
-      n = v6 || !c ? strlen (s) : (size_t) (c - s);
-      if (n >= sizeof host)
-        return -1;
-      memcpy (host, s, n);
-      host[n] = '\0';
-      if (!v6 && c)
-        p = c + 1;
-    }
-  if (p && (sscanf (p, "%u", &port) != 1 || port == 0 || port > 65535))
-    return -1;
-  memset (ss, 0, sizeof *ss);
-  struct sockaddr_in *a4 = (struct sockaddr_in *) ss;
-  struct sockaddr_in6 *a6 = (struct sockaddr_in6 *) ss;
-  if (inet_pton (AF_INET, host, &a4->sin_addr) == 1)
-    {
-      a4->sin_family = AF_INET;
-      a4->sin_port = htons ((uint16_t) port);
-      *len = sizeof *a4;
-    }
-  else if (inet_pton (AF_INET6, host, &a6->sin6_addr) == 1)
-    {
-      a6->sin6_family = AF_INET6;
-      a6->sin6_port = htons ((uint16_t) port);
-      *len = sizeof *a6;
-    }
-  else
-    return -1;
-  return 0;
-}
 
 static int
 find_upstream (struct dnsstub *d, asbx_err_t *err)
@@ -191,7 +145,7 @@ find_upstream (struct dnsstub *d, asbx_err_t *err)
 
   if (env && *env)
     {
-      if (parse_upstream (env, &d->up_addr, &d->up_len) < 0)
+      if (dns_parse_upstream (env, &d->up_addr, &d->up_len) < 0)
         return asbx_error (err, EINVAL, "AGENTSBX_UPSTREAM_DNS: `%s` is not ADDR[:PORT]", env);
       return 0;
     }
@@ -200,7 +154,7 @@ find_upstream (struct dnsstub *d, asbx_err_t *err)
   for (char *save = NULL, *line = strtok_r (conf, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
     {
       char addr[128];
-      if (sscanf (line, " nameserver %127s", addr) == 1 && parse_upstream (addr, &d->up_addr, &d->up_len) == 0)
+      if (sscanf (line, " nameserver %127s", addr) == 1 && dns_parse_upstream (addr, &d->up_addr, &d->up_len) == 0)
         return 0;
     }
   return asbx_error (err, ENOENT, "no upstream resolver: no usable nameserver in /etc/resolv.conf");
@@ -300,6 +254,7 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
     d->conns[i].fd = -1;
   if (find_upstream (d, err) < 0)
     goto fail;
+  dns_rebind_init (&d->rebind, plan);
   netns = open (nspath, O_RDONLY | O_CLOEXEC);
   if (netns < 0)
     {
@@ -449,10 +404,12 @@ reply (struct dnsstub *d, int fd, int conn, uint32_t gen, const struct sockaddr_
     tcp_close (d, conn);
 }
 
-/* allowed: pass the query on under a fresh id; the answer is matched in on_answer */
+/* allowed: the stub's own query for (name, qtype) goes upstream under a fresh id - nothing of
+ * the client's message m[0..n) (question ending at qend) but what was parsed; the answer is
+ * matched and rebuilt in on_answer */
 static void
-forward (struct dnsstub *d, int fd, unsigned char *m, size_t n, const struct sockaddr_storage *from, socklen_t flen,
-         const char *name, unsigned qtype, const char *rule)
+forward (struct dnsstub *d, int fd, const unsigned char *m, size_t n, size_t qend, const struct sockaddr_storage *from,
+         socklen_t flen, const char *name, unsigned qtype, const char *rule)
 {
   struct pending *p = &d->pend[d->next];
   d->next = (d->next + 1) % PENDING_MAX; /* the oldest is dropped under flood: its client retries */
@@ -462,14 +419,21 @@ forward (struct dnsstub *d, int fd, unsigned char *m, size_t n, const struct soc
                          .conn = d->cur_conn,
                          .gen = d->cur_gen,
                          .client_len = flen,
-                         .qtype = qtype };
+                         .qtype = qtype,
+                         .rd = (m[2] & 0x01) != 0 };
+  if (dns_query_check (m, n, qend, &p->edns) != NULL || qend - 12 > sizeof p->cq)
+    {
+      p->used = false; /* handle_query checked it: cannot happen */
+      return;
+    }
   memcpy (&p->client, from, flen);
+  memcpy (p->cq, m + 12, qend - 12);
   snprintf (p->name, sizeof p->name, "%s", name);
   snprintf (p->rule, sizeof p->rule, "%s", rule);
   if (getrandom (&p->up_id, sizeof p->up_id, 0) != sizeof p->up_id)
     p->up_id ^= (uint16_t) now_ns ();
-  m[0] = (unsigned char) (p->up_id >> 8), m[1] = (unsigned char) p->up_id;
-  if (sendto (d->up, m, n, 0, (struct sockaddr *) &d->up_addr, d->up_len) < 0)
+  p->qlen = dns_build_query (p->q, sizeof p->q, p->up_id, name, qtype, &p->qend);
+  if (!p->qlen || p->qend != qend || sendto (d->up, p->q, p->qlen, 0, (struct sockaddr *) &d->up_addr, d->up_len) < 0)
     p->used = false;
 }
 
@@ -549,7 +513,7 @@ on_decision (void *data, uint64_t qid, const char *host, enum approval_decision 
       if (dec == APPROVAL_DENY)
         refuse (d, h->stub_fd, h->msg, h->qend, &h->client, h->client_len, h->name, h->qtype, "approval:deny");
       else
-        forward (d, h->stub_fd, h->msg, h->len, &h->client, h->client_len, h->name, h->qtype,
+        forward (d, h->stub_fd, h->msg, h->len, h->qend, &h->client, h->client_len, h->name, h->qtype,
                  dec == APPROVAL_ALLOW_ONCE ? "approval:allow-once" : "approval:allow-always");
     }
   d->cur_conn = -1;
@@ -563,8 +527,15 @@ handle_query (struct dnsstub *d, int fd, unsigned char *m, ssize_t n, struct soc
   unsigned qtype;
   size_t qend;
 
+  unsigned edns;
   if (n < 0 || dns_parse_question (m, (size_t) n, name, sizeof name, &qtype, &qend) < 0)
     return; /* not a query we answer: dropped */
+  const char *bad = dns_query_check (m, (size_t) n, qend, &edns);
+  if (bad)
+    {
+      refuse (d, fd, m, qend, &from, flen, name, qtype, bad); /* another class or type: never forwarded */
+      return;
+    }
   const struct policy_plan *pl = d->plan;
   const char *rule = match (pl->denied_domains, pl->denied_domains_len, name);
   const char *allow = rule ? NULL : match (pl->allowed_domains, pl->allowed_domains_len, name);
@@ -580,7 +551,7 @@ handle_query (struct dnsstub *d, int fd, unsigned char *m, ssize_t n, struct soc
           rule = "approval:deny";
       }
   if (allow)
-    forward (d, fd, m, (size_t) n, &from, flen, name, qtype, allow);
+    forward (d, fd, m, (size_t) n, qend, &from, flen, name, qtype, allow);
   else if (!rule && d->appr)
     hold (d, fd, m, (size_t) n, qend, &from, flen, name, qtype); /* unlisted, approvals `ask` */
   else
@@ -666,48 +637,74 @@ nft_set_allow (struct dnsstub *d, const char *cmd, asbx_err_t *err)
   return linux_nft_run (d->nft, cmd, err);
 }
 
-/* the answer's A/AAAA addresses into the sets; their text into addrs (for the audit record) */
-static size_t
-fill_sets (struct dnsstub *d, const unsigned char *m, size_t len, size_t i, char **addrs, size_t max, char **error,
-           uint32_t *min_ttl)
+/* one answer being rebuilt: what admit_addr let in */
+struct admit_ctx
 {
+  struct dnsstub *d;
+  const struct pending *p;
+  char *addrs[64];
+  size_t n;
+  char *error;
+  uint32_t min_ttl;
+};
+
+/* dns_admit_fn: a refused address is one `dns` record {decision refused, addr, reason}; an
+ * admitted one goes into the sets (before the answer is sent). Fail closed: an address that
+ * could not be added is left out of the answer. */
+static const char *
+admit_addr (void *data, int family, const unsigned char *a, uint32_t ttl, bool in_chain)
+{
+  struct admit_ctx *x = data;
+  struct dnsstub *d = x->d;
   const struct policy_plan *pl = d->plan;
+  char text[INET6_ADDRSTRLEN];
+  inet_ntop (family, a, text, sizeof text);
+  const char *why = !in_chain ? "not in the question's CNAME chain" : dns_rebind_refused (&d->rebind, family, a, text);
+  if (!why && x->n == ASBX_ARRAY_SIZE (x->addrs))
+    why = "too many addresses";
+  if (why)
+    {
+      if (pl->audit_events & POLICY_AUDIT_DNS)
+        {
+          asbx_err_t e = NULL;
+          struct audit_rec *r = audit_rec_new (d->id, "dns");
+          audit_rec_str (r, "host", x->p->name);
+          audit_rec_int (r, "qtype", x->p->qtype);
+          audit_rec_str (r, "decision", "refused");
+          audit_rec_str (r, "rule", x->p->rule);
+          audit_rec_str (r, "addr", text);
+          audit_rec_str (r, "reason", why);
+          if (audit_rec_write (r, d->audit_fd, &e) < 0)
+            asbx_error_free (&e);
+        }
+      return why;
+    }
   const uint16_t *ports = pl->ports_len ? pl->ports : default_ports;
   size_t nports = pl->ports_len ? pl->ports_len : ASBX_ARRAY_SIZE (default_ports);
-  size_t naddrs = 0;
-  struct dns_answer_iter it;
-  struct dns_addr_rr rr;
-
-  dns_answer_begin (&it, m, len, i);
-  while (naddrs < max && dns_answer_next (&it, m, len, &rr))
+  cleanup_free char *cmd = policy_nft_allow_cmd (text, ports, nports, ttl);
+  asbx_err_t e = NULL;
+  if (!cmd || nft_set_allow (d, cmd, &e) < 0)
     {
-      char text[INET6_ADDRSTRLEN];
-      inet_ntop (rr.family, rr.addr, text, sizeof text);
-      cleanup_free char *cmd = policy_nft_allow_cmd (text, ports, nports, rr.ttl);
-      asbx_err_t e = NULL;
-      if (cmd && nft_set_allow (d, cmd, &e) == 0)
-        {
-          addrs[naddrs++] = xstrdup (text);
-          *min_ttl = naddrs == 1 || rr.ttl < *min_ttl ? rr.ttl : *min_ttl;
-        }
-      else if (e && !*error)
-        *error = xstrdup (e->msg);
+      if (e && !x->error)
+        x->error = xstrdup (e->msg);
       asbx_error_free (&e);
+      return "nft";
     }
-  return naddrs;
+  x->addrs[x->n++] = xstrdup (text);
+  x->min_ttl = x->n == 1 || ttl < x->min_ttl ? ttl : x->min_ttl;
+  return NULL;
 }
 
 static void
 on_answer (struct dnsstub *d)
 {
-  unsigned char m[MSG_MAX];
+  unsigned char m[MSG_MAX], out[MSG_MAX];
   struct sockaddr_storage from;
   socklen_t flen = sizeof from;
   char name[256];
   unsigned qtype;
   size_t qend;
   ssize_t n = recvfrom (d->up, m, sizeof m, 0, (struct sockaddr *) &from, &flen);
-  char *addrs[64];
 
   if (n < 12 || flen != d->up_len || memcmp (&from, &d->up_addr, flen) != 0)
     return; /* not from our upstream */
@@ -722,18 +719,23 @@ on_answer (struct dnsstub *d)
       struct pending *p = &d->pend[k];
       if (!p->used || p->up_id != dns_get16 (m) || p->qtype != qtype || strcmp (p->name, name) != 0)
         continue;
+      /* the client's limit: its EDNS size, 512 without EDNS (RFC 1035 §4.2.1), or TCP */
+      size_t lim = p->conn >= 0 ? sizeof out : p->edns ? (p->edns < sizeof out ? p->edns : sizeof out) : 512;
+      struct admit_ctx x = { .d = d, .p = p };
+      size_t len = dns_rebuild_answer (m, (size_t) n, p->q, p->qend, p->cq, p->qend - 12, p->rd, p->edns != 0, out, lim,
+                                       admit_addr, &x);
+      if (!len)
+        return; /* not an answer to our question: the real one may still come */
       p->used = false;
-      cleanup_free char *error = NULL;
-      uint32_t ttl = 0;
-      size_t na = fill_sets (d, m, (size_t) n, qend, addrs, ASBX_ARRAY_SIZE (addrs), &error, &ttl);
-      if (na)
-        splice_name_resolved (d->splice, name, ttl); /* SNI/Host may name it while its sets live */
+      if (x.n)
+        splice_name_resolved (d->splice, name, x.min_ttl); /* SNI/Host may name it while its sets live */
       /* an address that could not be added is audited; the container's connect to it fails */
-      audit_dns (d, name, qtype, "allowed", p->rule, addrs, na, error);
-      for (size_t j = 0; j < na; j++)
-        free (addrs[j]);
-      m[0] = (unsigned char) (p->client_id >> 8), m[1] = (unsigned char) p->client_id;
-      reply (d, p->stub_fd, p->conn, p->gen, &p->client, p->client_len, m, (size_t) n);
+      audit_dns (d, name, qtype, "allowed", p->rule, x.addrs, x.n, x.error);
+      for (size_t j = 0; j < x.n; j++)
+        free (x.addrs[j]);
+      free (x.error);
+      out[0] = (unsigned char) (p->client_id >> 8), out[1] = (unsigned char) p->client_id;
+      reply (d, p->stub_fd, p->conn, p->gen, &p->client, p->client_len, out, len);
       return;
     }
 }

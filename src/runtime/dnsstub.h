@@ -7,6 +7,10 @@
  * `ports`, for the answer's TTL, floor and ceiling in policy/nft_ruleset.h) BEFORE the answer is
  * passed on; every other name is answered REFUSED without being forwarded anywhere (no DNS
  * exfiltration). Each decision is one `dns` audit record.
+ * What is forwarded is never the container's message but the stub's own query for the parsed
+ * name and type (runtime/dns_build.h: class IN; A, AAAA, CNAME, SVCB, HTTPS; anything else
+ * REFUSED), and what the container gets back is an answer rebuilt from the checked records; an
+ * address of the host's neighbours or the host itself is never let in (runtime/dns_rebind.h).
  *
  * Upstream: $AGENTSBX_UPSTREAM_DNS ("ADDR[:PORT]", "[V6]:PORT") when set in the runtime's
  * environment (tests, and hosts whose resolver is not in /etc/resolv.conf), else the first

@@ -6,6 +6,7 @@
  * when it fits and is made of host-name characters, so what reaches the allowlist comparison and
  * the audit record is a plain lowercase name. Results are stable under appending bytes (the
  * splice calls the parser again after every read), which tests/fuzz/fuzz_sni.c checks. */
+#include <ctype.h>
 #include <stdbool.h>
 #include <string.h>
 #include <strings.h>
@@ -112,11 +113,68 @@ splice_http_host (const unsigned char *b, size_t len, char *name, size_t namelen
           h += 5;
           while (h < head_end && (*h == ' ' || *h == '\t'))
             h++;
-          const unsigned char *e = h;
-          while (e < head_end && *e != '\r' && *e != ':' && *e != ' ')
+          /* exactly host[:port] (RFC 9110 §7.2, RFC 3986 §3.2.2-3): `ok:80@evil` or `ok evil`
+           * is no Host of `ok` - a server may read another name in it */
+          const unsigned char *e = h, *hend;
+          while (e < head_end && *e != '\r' && *e != ':' && *e != ' ' && *e != '\t')
             e++;
-          return set_name (h, (size_t) (e - h), name, namelen);
+          hend = e;
+          if (e < head_end && *e == ':')
+            {
+              const unsigned char *d = ++e;
+              while (e < head_end && *e >= '0' && *e <= '9')
+                e++;
+              if (e == d || e - d > 5)
+                return -1;
+            }
+          while (e < head_end && (*e == ' ' || *e == '\t'))
+            e++;
+          if (e < head_end && *e != '\r')
+            return -1;
+          return set_name (h, (size_t) (hend - h), name, namelen);
         }
     }
   return -1; /* HTTP/1.0 without Host: no name */
+}
+
+/* ---- request bodies a server may read as requests (splice.c http_scan) ---- */
+
+bool
+splice_tchar (unsigned char c)
+{
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+         || (c && strchr ("!#$%&'*+-.^_`|~", c));
+}
+
+bool
+splice_no_body_method (const unsigned char *m, size_t n)
+{
+  return (n == 3 && memcmp (m, "GET", 3) == 0) || (n == 4 && memcmp (m, "HEAD", 4) == 0)
+         || (n == 5 && memcmp (m, "TRACE", 5) == 0);
+}
+
+int
+splice_body_reads_as_request (const unsigned char *p, size_t n, bool complete)
+{
+  size_t i = 0, t;
+  if (n > 512)
+    n = 512, complete = false; /* only the first 512 bytes decide */
+  int more = n == 512 ? 1 : complete ? -1 : 0;
+  while (i < n && (p[i] == '\r' || p[i] == '\n' || p[i] == ' ' || p[i] == '\t'))
+    i++;
+  for (t = i; i < n && splice_tchar (p[i]); i++)
+    ;
+  if (i == n)
+    return more;
+  if (i == t || (p[i] != ' ' && p[i] != '\t'))
+    return -1;
+  while (i < n && (p[i] == ' ' || p[i] == '\t'))
+    i++;
+  if (i < n && (p[i] == '/' || p[i] == '*'))
+    return 1;
+  for (t = i; i < n && (isalnum (p[i]) || p[i] == '.' || p[i] == '-' || p[i] == '+' || p[i] == '['); i++)
+    ;
+  if (i == n)
+    return more;
+  return i > t && p[i] == ':' ? 1 : -1;
 }

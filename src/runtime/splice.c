@@ -17,9 +17,16 @@
  * forwards no byte past what has been checked. Anything it cannot frame the way the server
  * might (bare CR/LF, obs-fold, both or repeated length headers, a transfer coding other than
  * chunked, absolute-form targets, CONNECT, two Host headers) is refused rather than guessed:
- * request smuggling is exactly a disagreement between two parsers. After an Upgrade request
- * the stream is opaque only if the server's next bytes are a 101. A refusal mid-connection
- * lets the earlier responses finish (upstream half-closed), then sends the 403. */
+ * request smuggling is exactly a disagreement between two parsers. Servers that do not read a
+ * body (most handlers of Python's http.server, many others) read it as the next request, so
+ * (issue 14): GET, HEAD and TRACE may carry none, every body and chunk must not start the way a
+ * request line does (splice_body_reads_as_request), and a head with a body leaves only once that is
+ * seen; chunk extensions are refused; Host must be exactly host[:port] (sni_parse.c); header
+ * names must be tokens directly followed by ':'; control bytes are refused. After an Upgrade
+ * request the stream is opaque only if the server's next bytes are a 101. A refusal
+ * mid-connection lets the earlier responses finish (upstream half-closed), then sends the 403.
+ * A connection dialled to the relay's port directly (not redirected) is refused at accept:
+ * its original destination is the relay itself. */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -61,7 +68,8 @@ struct rbuf
 {
   unsigned char b[BUF_MAX];
   size_t off, len;
-  size_t chk; /* c2u: bytes before b[chk] are checked and may be sent (off <= chk <= len) */
+  size_t chk;  /* c2u: bytes before b[chk] are checked and may be sent (off <= chk <= len) */
+  size_t hold; /* c2u, while conn.bstart: bytes from b[hold] wait for the body check (hold <= chk) */
 };
 
 /* where the client's HTTP stream is (see the file comment) */
@@ -87,6 +95,8 @@ struct conn
   bool c_eof, u_eof;
   int hs;                   /* H_*: the client's HTTP stream */
   bool upgrade, refuse_403; /* the current request asks for Upgrade; a 403 follows the responses */
+  bool bstart;              /* at the start of a body or chunk: not yet seen not to read as a request */
+  bool expect100;           /* the current request has `Expect: 100-continue`: its head is not held */
   uint64_t left;            /* bytes of body or chunk data still to pass */
   char host[256];           /* the last Host checked on this connection (audited when it changes) */
   char status[12];          /* H_WAIT101: the first bytes of the server's answer */
@@ -199,6 +209,14 @@ conn_close (struct splice *s, struct conn *c, bool reset)
   c->cfd = c->ufd = -1;
 }
 
+/* the end of what may be sent upstream: the checked bytes, less a head whose body's start is
+ * still to be checked */
+static size_t
+sendable (const struct conn *c)
+{
+  return c->bstart ? c->c2u.hold : c->c2u.chk;
+}
+
 static void
 interests (struct splice *s, struct conn *c)
 {
@@ -210,7 +228,7 @@ interests (struct splice *s, struct conn *c)
   if (c->ufd < 0)
     return;
   ev.data.u64 = k * 2 + 1;
-  ev.events = (c->state == ST_CONNECTING || c->c2u.chk > c->c2u.off ? EPOLLOUT : 0) /* checked bytes only */
+  ev.events = (c->state == ST_CONNECTING || sendable (c) > c->c2u.off ? EPOLLOUT : 0) /* checked bytes only */
               | (c->state == ST_RELAY && !c->u_eof && c->u2c.len < BUF_MAX ? EPOLLIN : 0);
   epoll_ctl (s->ep, EPOLL_CTL_MOD, c->ufd, &ev);
 }
@@ -234,6 +252,17 @@ upstream_socket (struct splice *s, int family)
   return fd;
 }
 
+/* the X-Agentsbx-Blocked value of a refusal (without the host name of "host not allowed: ") */
+static const char *
+blocked_why (const char *host, const char *rule)
+{
+  if (!host)
+    return "no Host header";
+  if (strcmp (rule, "http: framing") == 0)
+    return "ambiguous request framing";
+  return strncmp (rule, "http: ", 6) == 0 ? rule + 6 : "host not allowed: ";
+}
+
 static void
 refuse (struct splice *s, struct conn *c, const char *host, const char *rule, bool http)
 {
@@ -242,9 +271,9 @@ refuse (struct splice *s, struct conn *c, const char *host, const char *rule, bo
     {
       char resp[512];
       int n = snprintf (resp, sizeof resp,
-                        "HTTP/1.1 403 Forbidden\r\nX-Agentsbx-Blocked: %s%s%s\r\nContent-Type: text/plain\r\n"
+                        "HTTP/1.1 403 Forbidden\r\nX-Agentsbx-Blocked: %s%s\r\nContent-Type: text/plain\r\n"
                         "Content-Length: 0\r\nConnection: close\r\n\r\n",
-                        host ? "host not allowed: " : "no Host header", host ? host : "", "");
+                        blocked_why (host, rule), host && strncmp (rule, "http: ", 6) != 0 ? host : "");
       if (send (c->cfd, resp, (size_t) n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
         {
           /* nothing more to do: the client sees the close */
@@ -284,23 +313,33 @@ http_head (struct conn *c, const unsigned char *h, size_t n)
   int hosts = 0, cls = 0, tes = 0;
   uint64_t cl = 0;
   for (size_t i = 0; i < n; i++)
-    if ((h[i] == '\n' && (i == 0 || h[i - 1] != '\r')) || (h[i] == '\r' && (i + 1 == n || h[i + 1] != '\n')))
-      return "http: framing"; /* a bare CR or LF: some servers end lines there */
+    if ((h[i] == '\n' && (i == 0 || h[i - 1] != '\r')) || (h[i] == '\r' && (i + 1 == n || h[i + 1] != '\n'))
+        || (h[i] < 0x20 && h[i] != '\r' && h[i] != '\n' && h[i] != '\t') || h[i] == 0x7f)
+      return "http: framing"; /* a bare CR or LF (some servers end lines there), NUL, control bytes */
   const unsigned char *sp = memchr (h, ' ', n);
   if (!sp || sp + 1 >= h + n || (sp[1] != '/' && sp[1] != '*'))
     return "http: framing"; /* absolute-form (its host wins over Host) and CONNECT */
-  c->upgrade = false;
+  c->upgrade = c->expect100 = false;
   const unsigned char *line = (const unsigned char *) memmem (h, n, "\r\n", 2) + 2, *end = h + n - 2;
   while (line < end)
     {
       const unsigned char *le = memmem (line, (size_t) (end - line) + 2, "\r\n", 2), *v;
       size_t ln = (size_t) (le - line), vlen;
-      if (*line == ' ' || *line == '\t')
-        return "http: framing"; /* obs-fold */
+      const unsigned char *colon = memchr (line, ':', ln);
+      if (!colon || colon == line)
+        return "http: framing"; /* obs-fold (a leading blank), no field name */
+      for (const unsigned char *k = line; k < colon; k++)
+        if (!splice_tchar (*k))
+          return "http: framing"; /* "Host :" and the like: servers disagree on them */
       if (header_is (line, ln, "host"))
         hosts++;
       else if (header_is (line, ln, "upgrade"))
         c->upgrade = true;
+      else if (header_is (line, ln, "expect"))
+        {
+          header_value (line, ln, 6, &v, &vlen);
+          c->expect100 = vlen == 12 && strncasecmp ((const char *) v, "100-continue", 12) == 0;
+        }
       else if (header_is (line, ln, "transfer-encoding"))
         {
           header_value (line, ln, 17, &v, &vlen);
@@ -322,7 +361,10 @@ http_head (struct conn *c, const unsigned char *h, size_t n)
     }
   if (hosts > 1 || (cls && tes))
     return "http: framing";
+  if ((cl || tes) && splice_no_body_method (h, (size_t) (sp - h)))
+    return "http: body on a method without one"; /* a server may ignore it and read it as a request */
   c->left = cl;
+  c->bstart = cl || tes;
   c->hs = tes ? H_CSIZE : cl ? H_BODY : c->upgrade ? H_WAIT101 : H_HEAD;
   c->status_len = 0;
   return NULL;
@@ -337,8 +379,11 @@ refuse_request (struct splice *s, struct conn *c, const char *host, const char *
   if (strcmp (rule, "host") == 0)
     snprintf (c->blocked, sizeof c->blocked, "host not allowed: %s", host);
   else
-    snprintf (c->blocked, sizeof c->blocked, "%s", host ? "ambiguous request framing" : "no Host header");
-  c->c2u.len = c->c2u.chk; /* the refused request and anything after it never leave */
+    snprintf (c->blocked, sizeof c->blocked, "%s", blocked_why (host, rule));
+  if (c->bstart)
+    c->c2u.chk = c->c2u.hold; /* the head of the refused body too */
+  c->c2u.len = c->c2u.chk;    /* the refused request and anything after it never leave */
+  c->bstart = false;
   c->c_eof = true;
   c->hs = H_REFUSED;
   c->refuse_403 = true;
@@ -361,6 +406,18 @@ http_scan (struct splice *s, struct conn *c)
         case H_BODY:
         case H_CDATA:
           t = avail < c->left ? avail : (size_t) c->left;
+          if (c->bstart)
+            {
+              int r = splice_body_reads_as_request (p, t, t == c->left);
+              if (r == 0)
+                return;
+              if (r > 0)
+                {
+                  refuse_request (s, c, c->host, "http: body reads as a request");
+                  return;
+                }
+              c->bstart = false;
+            }
           b->chk += t;
           c->left -= t;
           if (c->left == 0 && c->hs == H_CDATA)
@@ -402,12 +459,15 @@ http_scan (struct splice *s, struct conn *c)
               c->left = 0;
               for (; i < t - 2 && i < 16 && isxdigit (p[i]); i++)
                 c->left = c->left * 16 + (uint64_t) (p[i] <= '9' ? p[i] - '0' : (p[i] | 0x20) - 'a' + 10);
-              if (i == 0 || i == 16 || (i < t - 2 && p[i] != ';'))
+              if (i == 0 || i == 16 || i < t - 2) /* chunk extensions too: nobody needs them */
                 {
                   refuse_request (s, c, c->host, "http: framing");
                   return;
                 }
               c->hs = c->left ? H_CDATA : H_TRAILER;
+              if (c->left && !c->bstart)
+                b->hold = b->chk; /* this size line waits with its chunk's start */
+              c->bstart = c->left != 0;
             }
           b->chk += t;
           break;
@@ -423,6 +483,7 @@ http_scan (struct splice *s, struct conn *c)
             }
           t = (size_t) (e - p) + 4;
           bad = NULL;
+          b->hold = b->chk; /* with a body, the head leaves only once the body's start is checked */
           if (splice_http_host (p, t, name, sizeof name) <= 0)
             {
               refuse_request (s, c, NULL, "host: none");
@@ -435,6 +496,8 @@ http_scan (struct splice *s, struct conn *c)
               refuse_request (s, c, name, bad ? bad : "host");
               return;
             }
+          if (c->expect100)
+            b->hold = b->chk + t; /* the client waits for 100 before its body: the head goes now */
           if (strcmp (name, c->host) != 0)
             {
               audit_conn (s, c, name, "allowed", "host"); /* one record per name per connection */
@@ -518,7 +581,7 @@ static void
 compact (struct rbuf *b)
 {
   memmove (b->b, b->b + b->off, b->len - b->off);
-  b->len -= b->off, b->chk -= b->off, b->off = 0;
+  b->len -= b->off, b->chk -= b->off, b->hold -= b->hold >= b->off ? b->off : b->hold, b->off = 0;
 }
 
 /* move bytes from fd into b; returns how many arrived (0 at EOF, on error or none yet) */
@@ -526,7 +589,7 @@ static size_t
 fill (int fd, struct rbuf *b, bool *eof)
 {
   if (b->off && b->off == b->len)
-    b->off = b->len = b->chk = 0;
+    b->off = b->len = b->chk = b->hold = 0;
   if (b->len == BUF_MAX && b->off)
     compact (b);
   ssize_t n = recv (fd, b->b + b->len, BUF_MAX - b->len, MSG_DONTWAIT);
@@ -541,10 +604,10 @@ fill (int fd, struct rbuf *b, bool *eof)
 static bool
 drain (int fd, struct rbuf *b, size_t end)
 {
-  if (b->off == end)
+  if (end <= b->off)
     {
       if (b->off == b->len)
-        b->off = b->len = b->chk = 0;
+        b->off = b->len = b->chk = b->hold = 0;
       return true;
     }
   ssize_t n = send (fd, b->b + b->off, end - b->off, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -552,7 +615,7 @@ drain (int fd, struct rbuf *b, size_t end)
     return errno == EAGAIN || errno == EINTR;
   b->off += (size_t) n;
   if (b->off == b->len)
-    b->off = b->len = b->chk = 0;
+    b->off = b->len = b->chk = b->hold = 0;
   else if (b->len == BUF_MAX)
     compact (b); /* full, with unchecked bytes waiting for the rest of a head: make room */
   return true;
@@ -602,7 +665,7 @@ on_event (struct splice *s, struct conn *c, bool upstream, uint32_t events)
       c->refuse_403 = false;
     }
   if (c->state == ST_RELAY)
-    ok = drain (c->ufd, &c->c2u, c->c2u.chk) && drain (c->cfd, &c->u2c, c->u2c.len);
+    ok = drain (c->ufd, &c->c2u, sendable (c)) && drain (c->cfd, &c->u2c, c->u2c.len);
   if (!ok || (events & EPOLLERR))
     {
       conn_close (s, c, true);
@@ -619,6 +682,22 @@ on_event (struct splice *s, struct conn *c, bool upstream, uint32_t events)
       return;
     }
   interests (s, c);
+}
+
+/* the relay's own port on a loopback address (127/8, ::1, ::ffff:127/104): the destination of a
+ * connection that was not redirected here but dialled directly */
+static bool
+dst_is_relay (const struct sockaddr_storage *ss)
+{
+  if (ss->ss_family == AF_INET)
+    {
+      const struct sockaddr_in *a = (const struct sockaddr_in *) ss;
+      return (ntohl (a->sin_addr.s_addr) >> 24) == 127 && ntohs (a->sin_port) == POLICY_NFT_SPLICE_PORT;
+    }
+  const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *) ss;
+  const struct in6_addr *a = &a6->sin6_addr;
+  return (IN6_IS_ADDR_LOOPBACK (a) || (IN6_IS_ADDR_V4MAPPED (a) && a->s6_addr[12] == 127))
+         && ntohs (a6->sin6_port) == POLICY_NFT_SPLICE_PORT;
 }
 
 static void
@@ -640,6 +719,15 @@ on_accept (struct splice *s, int lfd)
   int r = lfd == s->l4 ? getsockopt (fd, SOL_IP, SO_ORIGINAL_DST, &c->dst, &c->dlen)
                        : getsockopt (fd, SOL_IPV6, IP6T_SO_ORIGINAL_DST, &c->dst, &c->dlen);
   struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uint64_t) (c - s->c) * 2 };
+  if (r == 0 && dst_is_relay (&c->dst))
+    {
+      /* dialled directly (127.0.0.1:POLICY_NFT_SPLICE_PORT is open to the container for the
+       * redirect): the original destination is the relay itself, and connecting there would
+       * make the relay dial itself until its slots run out */
+      audit_conn (s, c, NULL, "refused", "relay: not a redirected connection");
+      conn_close (s, c, true);
+      return;
+    }
   if (r < 0 || epoll_ctl (s->ep, EPOLL_CTL_ADD, fd, &ev) < 0)
     conn_close (s, c, true); /* not a redirected connection (someone dialled the port itself) */
 }

@@ -12,14 +12,16 @@ through the monitor's stub, TCP through the SNI/Host splice) and the same policy
             upstream from the host's namespace; open: straight to the upstream)
 Medians per run, then the median over the runs. The fake upstream is the tests' upstream.py in
 its own namespace: veths to the container's namespace and to the host (the stub's way there), no
-default route anywhere, IP forwarding never touched, addresses 10.231.9.0/24 and 10.231.10.0/24
-(not the tests' ones, so a test run and the bench do not meet)."""
+default route anywhere, IP forwarding never touched, addresses 203.0.113.128/25 and
+198.51.100.128/26 (documentation ranges, which the DNS stub lets an answer name - private ones it
+refuses, runtime/dns_rebind.h - and not the tests' halves of them, so a test run and the bench do
+not meet)."""
 import json, os, shutil, signal, statistics, subprocess, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
 UPSTREAM = os.path.join(TOP, "tests", "integration", "egress", "upstream.py")
-UP4, C4, HOSTUP4, HOST4 = "10.231.9.1", "10.231.9.2", "10.231.10.1", "10.231.10.2"
+UP4, C4, HOSTUP4, HOST4 = "203.0.113.129", "203.0.113.130", "198.51.100.129", "198.51.100.130"
 NAME = "bench.test"
 
 CLIENT = r'''
@@ -88,15 +90,15 @@ class Lab:
             sh("ip", "netns", "add", self.c)
             sh("ip", "link", "add", f"ab{tag}u", "netns", self.up, "type", "veth", "peer", "name", f"ab{tag}c",
                "netns", self.c)
-            sh("ip", "-n", self.up, "addr", "add", f"{UP4}/24", "dev", f"ab{tag}u")
-            sh("ip", "-n", self.c, "addr", "add", f"{C4}/24", "dev", f"ab{tag}c")
+            sh("ip", "-n", self.up, "addr", "add", f"{UP4}/25", "dev", f"ab{tag}u")
+            sh("ip", "-n", self.c, "addr", "add", f"{C4}/25", "dev", f"ab{tag}c")
             for ns, dev in ((self.up, f"ab{tag}u"), (self.c, f"ab{tag}c")):
                 sh("ip", "-n", ns, "link", "set", dev, "up")
                 sh("ip", "-n", ns, "link", "set", "lo", "up")
             sh("ip", "link", "add", self.vh, "type", "veth", "peer", "name", f"ab{tag}x", "netns", self.up)
-            sh("ip", "-n", self.up, "addr", "add", f"{HOSTUP4}/24", "dev", f"ab{tag}x")
+            sh("ip", "-n", self.up, "addr", "add", f"{HOSTUP4}/26", "dev", f"ab{tag}x")
             sh("ip", "-n", self.up, "link", "set", f"ab{tag}x", "up")
-            sh("ip", "addr", "add", f"{HOST4}/24", "dev", self.vh)
+            sh("ip", "addr", "add", f"{HOST4}/26", "dev", self.vh)
             sh("ip", "link", "set", self.vh, "up")
             route = subprocess.run(["ip", "-o", "route", "get", HOSTUP4], capture_output=True, text=True).stdout
             if f"dev {self.vh} " not in route:

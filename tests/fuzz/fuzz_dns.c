@@ -6,6 +6,10 @@
  *   - as a query: dns_parse_question, then dns_make_refused on a copy (the REFUSED reply);
  *   - as an answer: the question with QR cleared (on_answer's trick), then every A/AAAA record
  *     of the answer section through inet_ntop, as fill_sets does;
+ *   - as the records of an answer to the stub's own query (dns_build_query for the parsed name,
+ *     runtime/dns_build.c): dns_rebuild_answer into buffers of the input's choosing, each admitted
+ *     address inside the message, the result no longer than its buffer and parsed back as an
+ *     answer with the client's question; dns_query_check and dns_addr_special on the way;
  *   - dns_skip_name from a few offsets chosen by the input itself.
  * Besides the sanitizers, it checks the contracts the stub relies on: a parsed name is a
  * NUL-terminated lowercase host name of at most namelen - 1 bytes, offsets never pass the
@@ -18,6 +22,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "runtime/dns_build.h"
 #include "runtime/dns_parse.h"
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
@@ -65,6 +70,57 @@ as_query (const unsigned char *m, size_t len, size_t namelen)
   free (name);
 }
 
+struct fz
+{
+  const unsigned char *m;
+  size_t len;
+};
+
+static const char *
+fz_admit (void *data, int family, const unsigned char *addr, uint32_t ttl, bool in_chain)
+{
+  struct fz *f = data;
+  (void) ttl;
+  CHECK (family == AF_INET || family == AF_INET6);
+  CHECK (addr >= f->m && addr + (family == AF_INET ? 4 : 16) <= f->m + f->len);
+  const char *why = dns_addr_special (family, addr);
+  return !in_chain ? "chain" : (addr[0] & 1) ? "odd" : why; /* refuse some, admit others */
+}
+
+/* the input's records after the stub's own question for `name`: on_answer's rebuild */
+static void
+as_rebuilt (const unsigned char *data, size_t len, size_t qend_in, const char *name, unsigned qtype)
+{
+  unsigned char q[300], out[4096];
+  size_t qend, lim;
+  if (!dns_build_query (q, sizeof q, 0x1234, name, qtype, &qend))
+    return;
+  size_t n = qend + (len - qend_in);
+  unsigned char *up = malloc (n);
+  memcpy (up, q, qend);
+  memcpy (up + qend, data + qend_in, len - qend_in);
+  memcpy (up + 6, data + 6, 6); /* the input's record counts */
+  up[2] |= 0x80;
+  up[3] = data[3];
+  struct fz f = { up, n };
+  lim = 12 + (qend - 12) + 11 + (len ? data[len - 1] * 8u : 0);
+  lim = lim > sizeof out ? sizeof out : lim;
+  size_t r = dns_rebuild_answer (up, n, q, qend, q + 12, qend - 12, true, data[2] & 1, out, lim, fz_admit, &f);
+  CHECK (r <= lim);
+  if (r)
+    {
+      char back[256];
+      unsigned t;
+      size_t e;
+      CHECK ((out[2] & 0x80) && memcmp (out + 12, q + 12, qend - 12) == 0);
+      out[2] &= 0x7f;
+      CHECK (dns_parse_question (out, r, back, sizeof back, &t, &e) == 0 && strcmp (back, name) == 0 && t == qtype);
+      unsigned es;
+      CHECK (!dns_qtype_allowed (qtype) || dns_query_check (q, qend + 11, qend, &es) == NULL);
+    }
+  free (up);
+}
+
 /* as an answer from upstream: the stub's on_answer and fill_sets */
 static void
 as_answer (const unsigned char *data, size_t len)
@@ -96,6 +152,7 @@ as_answer (const unsigned char *data, size_t len)
           CHECK (++count <= dns_get16 (m + 6));
         }
       CHECK (!dns_answer_next (&it, m, len, &rr)); /* the end is for good */
+      as_rebuilt (data, len, qend, name, qtype);
     }
   free (m);
 }

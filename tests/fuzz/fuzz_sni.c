@@ -90,5 +90,14 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   size_t small = size ? 1 + data[size - 1] % 32 : 1;
   one (splice_tls_sni, data, size, split, small);
   one (splice_http_host, data, size, split, small);
+  /* the body check: a decided prefix stays decided; never undecided at 512 bytes or at the end */
+  unsigned char *body = malloc (size ? size : 1);
+  memcpy (body, data, size);
+  int whole = splice_body_reads_as_request (body, size, false);
+  int part = splice_body_reads_as_request (body, split, false);
+  CHECK (part == 0 || part == whole);
+  CHECK (size < 512 || whole != 0);
+  CHECK (splice_body_reads_as_request (body, size, true) != 0);
+  free (body);
   return 0;
 }

@@ -19,10 +19,18 @@ import uuid
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-UP4, UP4B, C4 = "10.231.7.1", "10.231.7.3", "10.231.7.2"
-UP6, UP6B, C6 = "fd00:231:7::1", "fd00:231:7::3", "fd00:231:7::2"
+# Documentation ranges (RFC 5737, RFC 3849): they route nowhere publicly, and unlike private
+# ones the DNS stub lets an allowed name's answer name them (runtime/dns_rebind.h). 192.0.2.0/24
+# is not used: CI machines put their own interface there.
+UP4, UP4B, C4 = "203.0.113.1", "203.0.113.3", "203.0.113.2"
+UP6, UP6B, C6 = "2001:db8:231:7::1", "2001:db8:231:7::3", "2001:db8:231:7::2"
+# Python's http.server (never reads a request's body: egress/upstream.py Naive) on port 80 here
+UP4N, UP6N = "203.0.113.4", "2001:db8:231:7::4"
 # the upstream's side towards the host (the monitor's DNS stub forwards from the host namespace)
-HOSTUP4, HOST4 = "10.231.8.1", "10.231.8.2"
+HOSTUP4, HOST4 = "198.51.100.1", "198.51.100.2"
+# addresses an answer must not open (rebinding / SSRF), each served by the upstream namespace and
+# routed to it from the container's: the cloud metadata address and a private (RFC 1918) one
+META4, PRIV4, PRIV6 = "169.254.169.254", "10.231.7.1", "fd00:231:7::1"
 
 pytestmark = [pytest.mark.agentsbx_only("agent policy network modes")]
 
@@ -72,23 +80,28 @@ def lab(tmp_path):
         sh("ip", "netns", "add", lab.up)
         sh("ip", "netns", "add", lab.c)
         sh("ip", "link", "add", lab.vu, "netns", lab.up, "type", "veth", "peer", "name", lab.vc, "netns", lab.c)
-        for ns, dev, a4, a6 in ((lab.up, lab.vu, (UP4, UP4B), (UP6, UP6B)), (lab.c, lab.vc, (C4,), (C6,))):
+        for ns, dev, a4, a6 in ((lab.up, lab.vu, (UP4, UP4B, UP4N), (UP6, UP6B, UP6N)), (lab.c, lab.vc, (C4,), (C6,))):
             for a in a4:
-                sh("ip", "-n", ns, "addr", "add", f"{a}/24", "dev", dev)
+                sh("ip", "-n", ns, "addr", "add", f"{a}/25", "dev", dev)
             for a in a6:
                 sh("ip", "-n", ns, "-6", "addr", "add", f"{a}/64", "dev", dev, "nodad")
             sh("ip", "-n", ns, "link", "set", dev, "up")
             sh("ip", "-n", ns, "link", "set", "lo", "up")
+        for a in (META4, PRIV4):  # the "metadata server" and a private neighbour, one hop away
+            sh("ip", "-n", lab.up, "addr", "add", f"{a}/32", "dev", lab.vu)
+            sh("ip", "-n", lab.c, "route", "add", f"{a}/32", "dev", lab.vc)
+        sh("ip", "-n", lab.up, "-6", "addr", "add", f"{PRIV6}/128", "dev", lab.vu, "nodad")
+        sh("ip", "-n", lab.c, "-6", "route", "add", f"{PRIV6}/128", "dev", lab.vc)
         sh("ip", "link", "add", lab.vh, "type", "veth", "peer", "name", lab.vx, "netns", lab.up)
-        sh("ip", "-n", lab.up, "addr", "add", f"{HOSTUP4}/24", "dev", lab.vx)
+        sh("ip", "-n", lab.up, "addr", "add", f"{HOSTUP4}/25", "dev", lab.vx)
         sh("ip", "-n", lab.up, "link", "set", lab.vx, "up")
-        sh("ip", "addr", "add", f"{HOST4}/24", "dev", lab.vh)
+        sh("ip", "addr", "add", f"{HOST4}/25", "dev", lab.vh)
         sh("ip", "link", "set", lab.vh, "up")
         # never send to an address outside the lab: the host must reach the upstream over our veth
         route = sh("ip", "-o", "route", "get", HOSTUP4).stdout
         assert f"dev {lab.vh} " in route, f"the host would not reach {HOSTUP4} through the lab: {route}"
-        lab.proc = subprocess.Popen(["ip", "netns", "exec", lab.up, "python3", os.path.join(HERE, "egress",
-                                     "upstream.py"), state, lab.zone_path])
+        lab.proc = subprocess.Popen(["ip", "netns", "exec", lab.up, "env", f"UPSTREAM_NAIVE={UP4N},{UP6N}", "python3",
+                                     os.path.join(HERE, "egress", "upstream.py"), state, lab.zone_path])
         deadline = time.monotonic() + 30
         while not os.path.exists(os.path.join(state, "ready")):
             assert lab.proc.poll() is None, "upstream.py died"
@@ -198,6 +211,20 @@ ZONE = {
     "bad.mirror.test": {"A": [UP4B]},
     "mirror.test": {"A": [UP4B]},
     "other.test": {"A": [UP4B], "AAAA": [UP6B]},
+    "naive.mirror.test": {"A": [UP4N], "AAAA": [UP6N]},
+    # rebinding / SSRF: allowed names (*.mirror.test) whose answers name what they must not open
+    "meta.mirror.test": {"A": [META4]},
+    "priv.mirror.test": {"A": [PRIV4], "AAAA": [PRIV6]},
+    "loop.mirror.test": {"A": ["127.0.0.1"], "AAAA": ["::1"]},
+    "mapped.mirror.test": {"AAAA": [f"::ffff:{META4}", f"64:ff9b::{PRIV4}"]},
+    "mcast.mirror.test": {"A": ["224.0.0.1", "255.255.255.255"], "AAAA": ["ff02::1", "fe80::1"]},
+    "cgnat.mirror.test": {"A": ["100.64.0.1", "0.0.0.0"]},
+    "host.mirror.test": {"A": [HOST4]},
+    "stuffed.mirror.test": {"A": [UP4], "extra": [["other.test", UP4B]]},
+    "chain.mirror.test": {"CNAME": "edge.cdn.test"},
+    "edge.cdn.test": {"A": [UP4B]},
+    "cmeta.mirror.test": {"CNAME": "meta.elsewhere.test"},
+    "meta.elsewhere.test": {"A": [META4]},
 }
 POLICY = {
     "version": 1, "extends": "agent",
@@ -216,7 +243,9 @@ def filtered(rt, ebundle, lab, tmp_path):
     pol.write_text(json.dumps(POLICY))
     env = dict(os.environ, AGENTSBX_UPSTREAM_DNS=HOSTUP4)
 
-    def go(actions):
+    def go(actions, policy=None):
+        if policy:
+            pol.write_text(json.dumps(policy))
         ebundle.args("/usr/bin/python3", "/egress/client.py", json.dumps(actions))
         r, cid = rt.run(ebundle, global_args=audit_args(tmp_path, "--policy", str(pol)), env=env)
         assert r.ok, r
@@ -613,22 +642,28 @@ def host_records(recs):
 
 def test_keepalive_each_request_checked(filtered, lab):
     """One keep-alive connection to pkg.test's address: requests for pkg.test pass (a POST with
-    a Content-Length body, one with a chunked body whose data looks like a request for
-    evil.test), then a request naming evil.test (shares the address, never resolved) gets
-    403 after the earlier answers and the connection ends; pipelined the same. Framing the
-    relay cannot be sure of (both length headers, a bare LF) is refused too. Nothing for
-    evil.test reaches the server; each decision is one audit record."""
-    smuggle = "GET / HTTP/1.1\r\nHost: evil.test\r\n\r\n"
-    seq = [req("pkg.test"), req("pkg.test", f"Content-Length: {len(smuggle)}\r\n", smuggle, "POST"),
-           req("pkg.test", "Transfer-Encoding: chunked\r\n", chunked(smuggle), "POST"),
+    a Content-Length body, one with a body in two chunks), then a request naming evil.test (shares the
+    address, never resolved) gets 403 after the earlier answers and the connection ends;
+    pipelined the same. Framing the relay cannot be sure of (both length headers, a bare LF) is
+    refused too. Nothing for evil.test reaches the server; each decision is one audit record.
+    (Bodies that read as a request: test_smuggling_against_a_server_that_ignores_bodies.)"""
+    body = '{"name": "evil.test", "q": "GET / HTTP/1.1"}'
+    seq = [req("pkg.test"), req("pkg.test", f"Content-Length: {len(body)}\r\n", body, "POST"),
+           req("pkg.test", "Transfer-Encoding: chunked\r\n", f"{len(body) // 2:x}\r\n{body[:len(body) // 2]}\r\n"
+               + chunked(body[len(body) // 2:]), "POST"),
            req("evil.test"), req("pkg.test")]
     res, recs = filtered([["resolve", "pkg.test"], ["http_reqs", UP4, 80, seq, False],
                           ["http_reqs", UP4, 80, [req("pkg.test"), req("evil.test"), req("pkg.test")], True],
                           ["http_reqs", UP4, 80, [req("pkg.test"), req("pkg.test", "Content-Length: 3\r\n"
                                                                          "Transfer-Encoding: chunked\r\n", "0\r\n\r\n")],
                            False],
-                          ["http_reqs", UP4, 80, [req("pkg.test"), "GET / HTTP/1.1\nHost: pkg.test\n\n"], False]])
-    resolved, one, pipe, te_cl, bare_lf = res
+                          ["http_reqs", UP4, 80, [req("pkg.test"), "GET / HTTP/1.1\nHost: pkg.test\n\n"], False],
+                          # a chunked body arriving in pieces, a chunk-size line cut in two
+                          ["http_reqs", UP4, 80, [[req("pkg.test", "Transfer-Encoding: chunked\r\n", "3\r\nabc\r\n1",
+                                                       "POST"), "0\r\n", "0123456789abcdef\r\n0\r\n\r\n"],
+                                                  req("pkg.test", "Connection: close\r\n")], False]])
+    resolved, one, pipe, te_cl, bare_lf, pieces = res
+    assert [r[0][9:] for r in pieces["responses"]] == ["200 OK"] * 2, pieces
     assert resolved["ok"], res
     assert one["ok"] and [r[0] for r in one["responses"]] == ["HTTP/1.1 200 OK"] * 3 + ["HTTP/1.1 403 Forbidden"], one
     assert one["responses"][3][1] == "host not allowed: evil.test" and one["closed"] is True, one
@@ -637,13 +672,13 @@ def test_keepalive_each_request_checked(filtered, lab):
         assert r["ok"] and [x[0] for x in r["responses"]] == ["HTTP/1.1 200 OK", "HTTP/1.1 403 Forbidden"], r
         assert r["responses"][1][1] == "ambiguous request framing", r
     assert "evil.test" not in lab.log("http.log"), lab.log("http.log")
-    assert lab.log("http.log") == ["pkg.test"] * 6, lab.log("http.log")
+    assert lab.log("http.log") == ["pkg.test"] * 8, lab.log("http.log")
     net = host_records(recs)
     # one allowed record per connection (the name does not change), one per refusal
-    assert net.count((UP4, 80, "pkg.test", "allowed", "host")) == 4, net
+    assert net.count((UP4, 80, "pkg.test", "allowed", "host")) == 5, net
     assert net.count((UP4, 80, "evil.test", "refused", "host")) == 2, net
     assert net.count((UP4, 80, "pkg.test", "refused", "http: framing")) == 2, net
-    assert len(net) == 8, net
+    assert len(net) == 9, net
 
 
 def test_tls_sni_v4_v6_and_audit_once(filtered, lab):
@@ -727,3 +762,207 @@ def test_joined_host_netns_refused(rt, make_bundle, tmp_path, profile):
     assert sh("nft", "list", "tables").stdout == before
     r, _ = rt.run(b, global_args=audit_args(tmp_path, "--profile", "open"))
     assert r.ok, r
+
+
+# ---- issue 14: the DNS stub is no tunnel, an allowed name is no way to the host's neighbours -----
+
+def dns_query(name, qtype=1, qclass=1, qid=0x5151, flags=0x0100, an=0, ar=0, extra=b""):
+    import struct
+    q = struct.pack("!HHHHHH", qid, flags, 1, an, 0, ar)
+    q += b"".join(bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\0" + struct.pack("!HH", qtype, qclass)
+    return q + extra
+
+
+def edns_opt(code, data):
+    import struct
+    return b"\0" + struct.pack("!HHIH", 41, 4096, 0, 4 + len(data)) + struct.pack("!HH", code, len(data)) + data
+
+
+def captured(lab):
+    """every DNS message the upstream received, as sent (egress/upstream.py dns.raw)"""
+    import struct
+    path = os.path.join(lab.state, "dns.raw")
+    raw = open(path, "rb").read() if os.path.exists(path) else b""
+    msgs, i = [], 0
+    while i + 2 <= len(raw):
+        n = struct.unpack("!H", raw[i:i + 2])[0]
+        msgs.append(raw[i + 2:i + 2 + n])
+        i += 2 + n
+    return raw, msgs
+
+
+def test_dns_stub_is_no_tunnel(filtered, lab):
+    """Each shape a query could carry data in, for allowed names, over UDP and TCP, with a marker
+    of its own: trailing bytes after the question, an EDNS option, another record in the query,
+    class CHAOS, a type the stub does not forward (TXT), letter case, client flags. The
+    upstream's capture of every message it received holds none of the markers: the stub sends
+    only queries it made itself (lowercase name, type, class IN, its own EDNS, RD). Queries of
+    an allowed shape are answered (the client's id and letter case kept); the others REFUSED."""
+    import struct
+    rr = b"\xc0\x0c" + struct.pack("!HHIH", 16, 1, 0, 12) + b"TUNNELMARK5r"
+    shapes = [
+        ("udp", dns_query("pkg.test") + b"TUNNELMARK1-trailing", 0),
+        ("udp", dns_query("pkg.test", ar=1, extra=edns_opt(65001, b"TUNNELMARK2-edns")), 0),
+        ("udp", dns_query("tunnelmark3.mirror.test", qclass=3), 5),
+        ("udp", dns_query("TuNnElMaRk4.MiRrOr.TeSt"), 3),
+        ("udp", dns_query("pkg.test", an=1, extra=rr), 5),
+        ("udp", dns_query("tunnelmark6.mirror.test", qtype=16), 5),
+        ("udp", dns_query("pkg.test", ar=2, extra=edns_opt(1, b"x") + edns_opt(65001, b"TUNNELMARK7-two")), 5),
+        ("udp", dns_query("pkg.test", flags=0x0130, qid=0x7777), 0),
+        ("tcp", dns_query("pkg.test") + b"TUNNELMARK8-tcp-trailing", 0),
+        ("tcp", dns_query("pkg.test", ar=1, extra=edns_opt(65001, b"TUNNELMARK9-tcp-edns")), 0),
+        ("tcp", dns_query("TuNnElMaRkA.MiRrOr.TeSt", qtype=28), 3),
+        ("tcp", dns_query("tunnelmarkb.mirror.test", qclass=3), 5),
+    ]
+    res, recs = filtered([["dnsmsg", UP4B, q.hex(), proto] for proto, q, _ in shapes])
+    raw, msgs = captured(lab)
+    for mark in (b"TUNNELMARK1", b"TUNNELMARK2", b"tunnelmark3", b"TuNnElMaRk4", b"TUNNELMARK5", b"tunnelmark6",
+                 b"TUNNELMARK7", b"TUNNELMARK8", b"TUNNELMARK9", b"TuNnElMaRkA", b"tunnelmarkb"):
+        assert mark not in raw, (mark, msgs)
+    for (proto, q, rcode), r in zip(shapes, res):
+        assert r["ok"] and r["rcode"] == rcode, (proto, q, r)
+        assert r["id"] == struct.unpack("!H", q[:2])[0], r
+        assert bytes.fromhex(r["question"]) == q[12:12 + len(bytes.fromhex(r["question"]))], r  # case kept
+        if rcode == 0:
+            assert r["answers"] == 1, r
+    assert b"tunnelmark4" in raw and b"tunnelmarka" in raw  # the allowed shapes did go, lowercased
+    for m in msgs:
+        flags, qd, an, ns, ar = struct.unpack("!HHHHH", m[2:12])
+        assert (flags, qd, an, ns, ar) == (0x0100, 1, 0, 0, 1), m   # RD only; one question, one OPT
+        assert m[-11:] == b"\0\0\x29\x04\xd0\0\0\0\0\0\0", m       # the stub's own OPT, no options
+        assert struct.unpack("!H", m[-15:-13])[0] in (1, 28) and m[-13:-11] == b"\0\x01", m  # type, class IN
+    got = dns_records(recs)
+    assert ("tunnelmark3.mirror.test", 1, "refused", "dns: class not IN") in got, got
+    assert ("tunnelmark6.mirror.test", 16, "refused", "dns: type not forwarded") in got, got
+
+
+def refused_addrs(recs):
+    return {(r["host"], r["addr"], r["reason"]) for r in recs if r["event"] == "dns" and r["decision"] == "refused"
+            and "addr" in r}
+
+
+def test_dns_rebinding_and_ssrf_refused(filtered, lab):
+    """Allowed names whose answers name the cloud metadata address, a private neighbour, loopback,
+    IPv4-mapped / NAT64 forms, multicast, broadcast, CGNAT, the host's own address, or records of
+    another owner (out of the question's CNAME chain): none of those addresses opens, the
+    metadata and private servers (real ones, in the lab) never see a request, and each refusal
+    is a `dns` record with the address and the reason. A CNAME chain to a global address works;
+    one to the metadata address does not."""
+    res, recs = filtered([["http", "meta.mirror.test", 80], ["http", "priv.mirror.test", 80],
+                          ["http", "cmeta.mirror.test", 80], ["http_as", META4, 80, "meta.mirror.test"],
+                          ["resolve", "loop.mirror.test"], ["resolve", "mapped.mirror.test"],
+                          ["resolve", "mcast.mirror.test"], ["resolve", "cgnat.mirror.test"],
+                          ["resolve", "host.mirror.test"], ["resolve", "stuffed.mirror.test"],
+                          ["connect", UP4B, 80], ["http", "chain.mirror.test", 80]])
+    *blocked, stuffed, other_owner, chain = res
+    for r in blocked:
+        assert not r["ok"], r
+    assert stuffed["ok"] and stuffed["addrs"] == [UP4], stuffed
+    assert not other_owner["ok"] and other_owner["error"] == "ECONNREFUSED", other_owner
+    assert chain["ok"] and chain["addr"] == UP4B and chain["response"].endswith("ok chain.mirror.test\n"), chain
+    assert lab.log("http.log") == ["chain.mirror.test"], lab.log("http.log")  # nothing reached META4 / PRIV4
+    want = {("meta.mirror.test", META4, "link-local"), ("priv.mirror.test", PRIV4, "private"),
+            ("priv.mirror.test", PRIV6, "ula"), ("cmeta.mirror.test", META4, "link-local"),
+            ("loop.mirror.test", "127.0.0.1", "loopback"), ("loop.mirror.test", "::1", "loopback"),
+            ("mapped.mirror.test", f"::ffff:{META4}", "ipv4-mapped link-local"),
+            ("mapped.mirror.test", "64:ff9b::ae7:701", "nat64 private"),
+            ("mcast.mirror.test", "224.0.0.1", "multicast"), ("mcast.mirror.test", "255.255.255.255", "reserved"),
+            ("mcast.mirror.test", "ff02::1", "multicast"), ("mcast.mirror.test", "fe80::1", "link-local"),
+            ("cgnat.mirror.test", "100.64.0.1", "cgnat"), ("cgnat.mirror.test", "0.0.0.0", "unspecified"),
+            ("host.mirror.test", HOST4, "host address"),
+            ("stuffed.mirror.test", UP4B, "not in the question's CNAME chain")}
+    got = refused_addrs(recs)
+    assert want <= got, want - got
+
+
+def test_dns_private_answer_allowed_by_cidr(filtered, lab):
+    """An allowedCidrs entry (here with a port) covering a private address lets an allowed name's
+    answer open it on the policy's ports, like any other answer; the metadata address, not
+    listed, stays closed."""
+    pol = dict(POLICY, network=dict(POLICY["network"], allowedCidrs=POLICY["network"]["allowedCidrs"]
+                                    + [f"{PRIV4}/32:8080"]))
+    res, recs = filtered([["http", "priv.mirror.test", 80], ["http", "meta.mirror.test", 80]], policy=pol)
+    priv, meta = res
+    assert priv["ok"] and priv["addr"] == PRIV4 and priv["response"].endswith("ok priv.mirror.test\n"), priv
+    assert not meta["ok"], meta
+    assert lab.log("http.log") == ["priv.mirror.test"], lab.log("http.log")
+    assert ("priv.mirror.test", PRIV4, "private") not in refused_addrs(recs)
+
+
+# ---- issue 14: no request the server could read as another one gets through -------------------
+
+def test_smuggling_against_a_server_that_ignores_bodies(filtered, lab):
+    """naive.mirror.test (allowed) is served by Python's http.server, whose handlers answer
+    without reading a request's body - which it then reads as the next request - and which logs
+    every request line and Host. A second request for evil.test (same address, never resolved)
+    hidden in a body (GET/HEAD/POST/DELETE, Content-Length or chunked, after blank lines), or a
+    Host value that only starts with the allowed name (`ok:80@evil`, `ok evil`), never reaches
+    it: the relay refuses with 403. A POST with an ordinary body passes."""
+    smuggled = "GET /smuggled HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n"
+
+    def one(method, extra="", body="", host="naive.mirror.test", target="/front"):
+        return ["http_reqs", UP4N, 80, [f"{method} {target} HTTP/1.1\r\nHost: {host}\r\n{extra}\r\n{body}"], False]
+    cl = f"Content-Length: {len(smuggled)}\r\n"
+    cases = [one("GET", cl, smuggled), one("HEAD", cl, smuggled), one("POST", cl, smuggled),
+             one("DELETE", cl, smuggled),
+             one("POST", f"Content-Length: {len(smuggled) + 2}\r\n", "\r\n" + smuggled),
+             one("POST", "Transfer-Encoding: chunked\r\n", chunked(smuggled)),
+             one("GET", host="naive.mirror.test:80@evil.test"), one("GET", host="naive.mirror.test evil.test"),
+             one("GET", host="naive.mirror.test:80 evil.test"), one("GET", host="naive.mirror.test\tevil.test"),
+             one("GET", host="naive.mirror.test:"), one("GET", host="naive.mirror.test:80:81"),
+             one("GET", "Host : evil.test\r\n"),
+             ["http_reqs", UP4N, 80, [req("naive.mirror.test"), req("evil.test")], True],
+             # the second chunk's data (the first passed, and with it the head: the server
+             # answered the head, then failed on the chunk-size line)
+             one("POST", "Transfer-Encoding: chunked\r\n", f"5\r\nhello\r\n{chunked(smuggled)}"),
+             one("POST", "Transfer-Encoding: chunked\r\n", "3\r\n{\"a\r\n6\r\n\": 1}\n\r\n0\r\n\r\n",
+                 target="/chunks"),
+             one("POST", 'Content-Length: 13\r\n', '{"a": "GET"}\n', target="/json")]
+    res, recs = filtered([["resolve", "naive.mirror.test"]] + cases)
+    resolved, *smuggles, pipelined, second_chunk, chunks, ok = res
+    assert resolved["ok"], resolved
+    log = lab.log("naive.log")
+    assert not [line for line in log if "evil" in line or "smuggled" in line], log
+    for c, r in zip(cases, smuggles):
+        assert r["ok"] and r["responses"] and r["responses"][-1][0] == "HTTP/1.1 403 Forbidden", (c, r)
+    assert [x[0] for x in pipelined["responses"]] == ["HTTP/1.1 200 OK", "HTTP/1.1 403 Forbidden"], pipelined
+    assert ok["ok"] and ok["responses"][0][0] == "HTTP/1.1 200 OK", ok
+    assert chunks["ok"] and chunks["responses"][0][0] == "HTTP/1.1 200 OK", chunks
+    assert second_chunk["ok"], second_chunk
+    assert "POST /json HTTP/1.1 naive.mirror.test" in log and "POST /chunks HTTP/1.1 naive.mirror.test" in log, log
+    rules = {r["rule"] for r in recs if r["event"] == "network" and r["decision"] == "refused"}
+    assert {"http: body on a method without one", "http: body reads as a request", "host: none"} <= rules, rules
+
+
+def test_relay_refuses_a_direct_connection(filtered, lab):
+    """The relay's own port on the container's loopback (open for the redirect) dialled directly:
+    refused at once, one audit record - not a relay to itself over and over (which filled the
+    audit log and every relay slot); the relay still serves the next real connection."""
+    direct = [f"GET /direct HTTP/1.1\r\nHost: naive.mirror.test\r\n\r\n"]
+    res, recs = filtered([["resolve", "naive.mirror.test"], ["http_reqs", "127.0.0.1", 10053, direct, False],
+                          ["http_reqs", UP4N, 80, [req("naive.mirror.test", "Connection: close\r\n")], False]])
+    _, d, after = res
+    loops = [r for r in recs if r["event"] == "network" and r.get("addr") == "127.0.0.1"]
+    assert len(loops) == 1 and loops[0]["rule"] == "relay: not a redirected connection", loops
+    assert not d.get("responses"), d
+    assert after["ok"] and after["responses"][0][0] == "HTTP/1.1 200 OK", after
+    assert lab.log("naive.log") == ["GET / HTTP/1.1 naive.mirror.test"], lab.log("naive.log")
+
+
+def test_expect_100_continue_head_not_held(filtered, lab):
+    """`Expect: 100-continue` (curl, for large uploads): the head reaches the server at once, which
+    answers 100, and the body that follows is checked like any - an ordinary one passes, one that
+    reads as a request for evil.test is refused and never reaches Python's http.server."""
+    smuggled = "GET /smuggled HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n"
+    head = ("POST /up HTTP/1.1\r\nHost: naive.mirror.test\r\nExpect: 100-continue\r\n"
+            "Content-Length: {}\r\n{}\r\n")
+    res, _ = filtered([["resolve", "naive.mirror.test"],
+                       ["http_expect", UP4N, 80, head.format(8, "Connection: close\r\n"), '{"a": 1}'],
+                       ["http_expect", UP4N, 80, head.format(len(smuggled), ""), smuggled]])
+    _, ok, bad = res
+    assert "evil.test" not in " ".join(lab.log("naive.log")), lab.log("naive.log")
+    # (what follows the 100 is the naive server's: it answers without reading the body and
+    # closes with the body unread, which the kernel turns into a reset)
+    assert ok["ok"] and ok["statuses"][0] == "HTTP/1.1 100 Continue", ok
+    assert bad["ok"] and bad["statuses"][0] == "HTTP/1.1 100 Continue", bad
+    assert "HTTP/1.1 403 Forbidden" in bad["statuses"], bad

@@ -9,9 +9,12 @@ Actions: ["connect", host, port] | ["udp", host, port] | ["resolve", name] |
          A query sent to server:53 directly; its rcode) | ["tcpdns", server, name] (the same over TCP) |
          ["http_as", addr, port, host] / ["tls_as", addr, sni] (a literal address, a name of our choosing) |
          ["http_reqs", addr, port, [raw request, ...], pipelined] (several requests on ONE
-         connection: one after the other, each answer awaited, or all sent at once; the status
+         connection: one after the other, each answer awaited (a request given as a list of strings
+         is sent in those pieces, 0.2 s apart), or all sent at once; the status
          line and X-Agentsbx-Blocked of every answer until the server closes) |
-         ["raw", addr] (an ICMP echo from a raw socket)"""
+         ["raw", addr] (an ICMP echo from a raw socket) | ["dnsmsg", server, hex, "udp"|"tcp"] (a DNS
+         message of the test's making, byte for byte; the answer's rcode, counts, id, question) |
+         ["http_expect", addr, port, head, body] (the body sent after the server's 100 Continue)"""
 import errno
 import json
 import socket
@@ -139,7 +142,10 @@ def http_reqs(addr, port, reqs, pipelined=False):
             s.sendall("".join(reqs).encode())
         for r in reqs:
             if not pipelined:
-                s.sendall(r.encode())
+                for piece in ([r] if isinstance(r, str) else r):  # a list: pieces, 0.2 s apart
+                    s.sendall(piece.encode())
+                    if not isinstance(r, str):
+                        time.sleep(0.2)
             resp = read_response(f)
             if resp is None:
                 break
@@ -148,6 +154,28 @@ def http_reqs(addr, port, reqs, pipelined=False):
     except OSError as e:
         return {"responses": out, "closed": err_name(e)}
     return {"responses": out, "closed": closed}
+
+
+def http_expect(addr, port, head, body):
+    """`Expect: 100-continue` as curl does it: the head, then the body only after the server's
+    100 (or 3 s); the status line of every answer until the server closes."""
+    s = socket.create_connection((addr, int(port)), timeout=10)
+    f = s.makefile("rb")
+    s.sendall(head.encode())
+    s.settimeout(3)
+    try:
+        interim = read_response(f)
+    except OSError:
+        interim = None
+    s.settimeout(10)
+    s.sendall(body.encode())
+    out = [interim[0] if interim else None]
+    try:
+        while (r := read_response(f)) is not None:
+            out.append(r[0])
+    except OSError as e:
+        out.append(err_name(e))
+    return {"statuses": out}
 
 
 def raw(addr):
@@ -186,6 +214,33 @@ def tcpdns(server, name):
     return {"rcode": r[3] & 0xF, "answers": struct.unpack("!H", r[6:8])[0], "id": struct.unpack("!H", r[:2])[0]}
 
 
+def dnsmsg(server, hexmsg, proto):
+    import struct
+    q = bytes.fromhex(hexmsg)
+    fam = socket.AF_INET6 if ":" in server else socket.AF_INET
+    if proto == "udp":
+        s = socket.socket(fam, socket.SOCK_DGRAM)
+        s.settimeout(5)
+        s.sendto(q, (server, 53))
+        r = s.recv(65535)
+    else:
+        s = socket.create_connection((server, 53), timeout=5)
+        s.sendall(struct.pack("!H", len(q)) + q)
+        data = b""
+        while len(data) < 2 or len(data) < 2 + struct.unpack("!H", data[:2])[0]:
+            b = s.recv(4096)
+            if not b:
+                raise ConnectionResetError(104, "closed before the answer")
+            data += b
+        r = data[2:]
+    s.close()
+    i = 12
+    while i < len(r) and r[i]:
+        i += 1 + r[i]
+    return {"rcode": r[3] & 0xF, "flags": struct.unpack("!H", r[2:4])[0], "answers": struct.unpack("!H", r[6:8])[0],
+            "id": struct.unpack("!H", r[:2])[0], "question": r[12:i + 5].hex(), "len": len(r)}
+
+
 def loopback():
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
@@ -202,5 +257,6 @@ def run(*argv):
 
 ACTIONS = {"connect": connect, "udp": udp, "resolve": resolve, "http": http, "tls": tls,
            "loopback": loopback, "run": run, "rawdns": rawdns, "tcpdns": tcpdns,
-           "http_as": http_as, "tls_as": tls_as, "http_reqs": http_reqs, "raw": raw}
+           "http_as": http_as, "tls_as": tls_as, "http_reqs": http_reqs, "raw": raw, "dnsmsg": dnsmsg,
+           "http_expect": http_expect}
 print(json.dumps([timed(lambda a=a: ACTIONS[a[0]](*a[1:])) for a in json.loads(sys.argv[1])]))

@@ -5,14 +5,21 @@ network namespace (no default route: it can only answer the host side of its vet
     upstream.py STATEDIR ZONEFILE
 
 - DNS (UDP and TCP, port 53 on every address of the namespace): authoritative for the names in
-  ZONEFILE (JSON {"name": {"A": [...], "AAAA": [...], "ttl": N}}); every query is appended to
+  ZONEFILE (JSON {"name": {"A": [...], "AAAA": [...], "CNAME": "target", "extra": [[owner, addr]],
+  "ttl": N}}: a CNAME chain is followed within the zone; "extra" adds A/AAAA records of other
+  owners to the answer, as a hostile zone would); every query is appended to
   STATEDIR/queries.log as one line "qname qtype" - the tests count them to prove that no query
-  for a refused name leaked. Unknown names: NXDOMAIN.
+  for a refused name leaked - and every message as received, byte for byte, to STATEDIR/dns.raw
+  (each after its 2-byte length; the tests grep it for markers). Unknown names: NXDOMAIN.
 - TCP 80 and 8080: a tiny HTTP/1.1 server (keep-alive; see HTTP) that answers "ok <Host header>"
-  and logs each request's Host to STATEDIR/http.log; TCP 443: reads the TLS
+  and logs each request's Host to STATEDIR/http.log - except on the addresses listed in
+  $UPSTREAM_NAIVE (comma-separated), where Python's own http.server answers (keep-alive, and like
+  most handlers it never reads a request body) and logs "request-line Host" to
+  STATEDIR/naive.log; TCP 443: reads the TLS
   ClientHello, records its SNI in STATEDIR/sni.log and closes.
 - UDP 9999: counts datagrams in STATEDIR/udp.log.
 Writes STATEDIR/ready when all sockets are bound."""
+import http.server
 import json
 import os
 import socket
@@ -45,7 +52,19 @@ def parse_question(msg):
     return ".".join(labels).lower(), qtype, msg[12:i + 5]
 
 
+def wire(name):
+    return b"".join(bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\0"
+
+
+def address_rr(owner, a, ttl):
+    fam, t = (socket.AF_INET6, 28) if ":" in a else (socket.AF_INET, 1)
+    data = socket.inet_pton(fam, a)
+    return owner + struct.pack("!HHIH", t, 1, ttl, len(data)) + data
+
+
 def answer(msg):
+    with LOCK, open(os.path.join(STATE, "dns.raw"), "ab") as f:
+        f.write(struct.pack("!H", len(msg)) + msg)  # length-prefixed, as over TCP
     qid, = struct.unpack("!H", msg[:2])
     name, qtype, question = parse_question(msg)
     log("queries.log", f"{name} {qtype}")
@@ -55,12 +74,16 @@ def answer(msg):
     if name in z:
         rcode = 0
         ttl = z[name].get("ttl", 300)
-        if qtype == 1:
-            rrs = [struct.pack("!HHHIH", 0xC00C, 1, 1, ttl, 4) + socket.inet_pton(socket.AF_INET, a)
-                   for a in z[name].get("A", [])]
-        elif qtype == 28:
-            rrs = [struct.pack("!HHHIH", 0xC00C, 28, 1, ttl, 16) + socket.inet_pton(socket.AF_INET6, a)
-                   for a in z[name].get("AAAA", [])]
+        owner, cur = struct.pack("!H", 0xC00C), name
+        while "CNAME" in z.get(cur, {}) and len(rrs) < 8:
+            target = z[cur]["CNAME"].lower()
+            rrs.append(owner + struct.pack("!HHIH", 5, 1, ttl, len(wire(target))) + wire(target))
+            owner, cur = wire(target), target
+        kind = {1: "A", 28: "AAAA"}.get(qtype)
+        if kind:
+            rrs += [address_rr(owner, a, ttl) for a in z.get(cur, {}).get(kind, [])]
+            rrs += [address_rr(wire(o), a, ttl) for o, a in z[name].get("extra", [])
+                    if (":" in a) == (qtype == 28)]
     hdr = struct.pack("!HHHHHH", qid, 0x8400 | rcode, 1, len(rrs), 0, 0)
     return hdr + question + b"".join(rrs)
 
@@ -131,6 +154,32 @@ class HTTP(socketserver.StreamRequestHandler):
 
 
 PACKAGE = "pkg-1.0: a fake package from the demo registry\n"
+NAIVE = {a for a in os.environ.get("UPSTREAM_NAIVE", "").split(",") if a}
+
+
+class Naive(http.server.BaseHTTPRequestHandler):
+    """Python's http.server as most of its users run it: HTTP/1.1 keep-alive, handlers that answer
+    without reading the request's body (which the server then reads as the next request)."""
+    protocol_version = "HTTP/1.1"
+
+    def answer(self):
+        log("naive.log", f"{self.requestline} {self.headers.get('Host', '')}")
+        body = f"naive {self.headers.get('Host', '')}\n".encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_OPTIONS = do_HEAD = do_PATCH = answer
+
+    def log_message(self, *args):
+        pass
+
+
+class HTTPOrNaive(socketserver.BaseRequestHandler):
+    def handle(self):
+        addr = self.request.getsockname()[0]
+        (Naive if addr in NAIVE else HTTP)(self.request, self.client_address, self.server)
 
 
 def sni_of(hello):
@@ -182,7 +231,7 @@ def serve(kind, handler, family, port):
 for fam in (socket.AF_INET, socket.AF_INET6):
     serve("udp", UDPDNS, fam, 53)
     serve("tcp", TCPDNS, fam, 53)
-    serve("tcp", HTTP, fam, 80)
+    serve("tcp", HTTPOrNaive, fam, 80)
     serve("tcp", HTTP, fam, 8080)
     serve("tcp", TLS, fam, 443)
     serve("udp", UDPCount, fam, 9999)
