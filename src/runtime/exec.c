@@ -201,20 +201,27 @@ exec_build_process (const struct asbx_exec_opts *o, struct oci_process *p, asbx_
   return 0;
 }
 
-/* The effective policy saved at create (state dir policy.json), compiled again as a request
- * with no ceiling; *plan stays NULL for a container without a policy. */
+/* The effective policy saved at create (state dir policy.json), compiled again as it is, with
+ * no ceiling and no host config (policy_resolve_saved): exec'd processes get the init's layers
+ * even when /etc/agentsbx/config.json changed or names another defaultProfile. *plan stays NULL
+ * for a container without a policy. */
 static int
 load_policy (int dirfd, struct policy_plan **plan, asbx_err_t *err)
 {
   cleanup_free char *json = NULL;
-  char *keys[] = { (char *) POLICY_ANNOTATION_POLICY, NULL };
-  char *values[] = { NULL, NULL };
-  if (read_file_at (dirfd, "policy.json", 1 << 20, &json, NULL, NULL) < 0)
-    return 0;
-  values[0] = json;
-  struct oci_map ann = { .keys = keys, .values = values, .len = 1 };
-  struct policy_inputs pin = { .annotations = &ann };
-  *plan = policy_resolve (&pin, err);
+  asbx_err_t e = NULL;
+  if (read_file_at (dirfd, "policy.json", 1 << 20, &json, NULL, &e) < 0)
+    {
+      /* absent: a container without a policy; anything else must not exec unconfined */
+      if (e && e->errnum == ENOENT)
+        {
+          asbx_error_free (&e);
+          return 0;
+        }
+      asbx_error_move (err, &e);
+      return asbx_error_wrap (err, "the container's saved policy");
+    }
+  *plan = policy_resolve_saved (json, "the container's policy.json", err);
   return *plan ? 0 : asbx_error_wrap (err, "the container's saved policy");
 }
 
