@@ -185,8 +185,34 @@ struct create_ctx
   char *cgroup_path;
   unsigned long cgroup_mask;
   pid_t init_pid;
-  bool new_netns; /* this create makes the network namespace (nobody wires it): for the monitor */
+  bool new_netns;       /* this create makes the network namespace (nobody wires it): for the monitor */
+  char *missing_grants; /* "ORIGIN\tPATH\n" lines from the init (policy_apply_mounts), or NULL */
 };
+
+/* An allowWrite grant whose path is missing creates nothing: the path stays read-only (or
+ * absent). Say so at create, on stderr (the log too when it is a file) and, through the monitor,
+ * in the audit log, rather than only in `policy explain` (issue 15). */
+static void
+report_missing_grants (const char *lines)
+{
+  cleanup_free char *dup = xstrdup (lines);
+  char *save = NULL;
+  for (char *l = strtok_r (dup, "\n", &save); l; l = strtok_r (NULL, "\n", &save))
+    {
+      char *tab = strchr (l, '\t');
+      if (!tab)
+        continue;
+      *tab = '\0';
+      log_warning ("policy %s: `%s` does not exist in the container at create: the grant creates nothing, the path "
+                   "is not writable",
+                   l, tab + 1);
+      if (asbx_log_fd () != STDERR_FILENO)
+        fprintf (stderr,
+                 "agentsbx: warning: policy %s: `%s` does not exist in the container at create: the grant creates "
+                 "nothing, the path is not writable\n",
+                 l, tab + 1);
+    }
+}
 
 static void
 create_undo (struct create_ctx *c)
@@ -334,6 +360,11 @@ create_spawned (const struct asbx_global *g, const struct asbx_create_opts *o, s
   test_stop_at ("create:spawned");
   if (sync_recv (psync, SYNC_CREATE_RUNTIME, m, err) < 0)
     return -1;
+  if (m->text[0])
+    {
+      c->missing_grants = xstrdup (m->text);
+      report_missing_grants (c->missing_grants);
+    }
   json = state_json (o->id, "creating", c->init_pid, bundle, &spec->annotations, err);
   if (!json || create_runtime_hooks (spec, json, err) < 0)
     return -1;
@@ -381,7 +412,8 @@ create_record (const struct asbx_global *g, const struct asbx_create_opts *o, st
                                  .state_dirfd = c->dirfd,
                                  .audit_dir = g->audit_dir,
                                  .plan = plan,
-                                 .new_netns = c->new_netns };
+                                 .new_netns = c->new_netns,
+                                 .missing_grants = c->missing_grants };
       pid_t mpid;
       if (monitor_start (&mo, &mpid, err) < 0)
         return asbx_error_wrap (err, "policy monitor");
@@ -517,6 +549,7 @@ out:
   linux_seccomp_handover_clear ();
   ns_plan_close (&ns);
   free (c.cgroup_path);
+  free (c.missing_grants);
   if (plan)
     policy_plan_free (plan);
   return ret;

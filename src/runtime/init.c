@@ -103,7 +103,7 @@ init_main (struct init_args *a)
   cleanup_close int rootfd = -1;
   int master = -1;
   const char *state_json;
-  cleanup_free char *exe = NULL;
+  cleanup_free char *exe = NULL, *missing_grants = NULL;
   const struct oci_seccomp *seccomp = spec->linux_ ? spec->linux_->seccomp : NULL;
   struct linux_seccomp filter = { 0 };
   int listener = -1;
@@ -141,7 +141,7 @@ init_main (struct init_args *a)
   if (linux_rootfs_prepare (&ro, &rootfd, &err) < 0)
     fail (a, &err);
   /* 3b. the policy's mounts: grants (rw binds) then denies (ro binds, masks) on top */
-  if (policy_apply_mounts (rootfd, a->plan, &err) < 0)
+  if (policy_apply_mounts (rootfd, a->plan, &missing_grants, &err) < 0)
     fail (a, &err);
   /* 3c. the network policy's nftables table, while we hold CAP_NET_ADMIN (the container never
    * does) and before pivot_root, so libnftables reads only the host's files; in an engine-given
@@ -159,7 +159,7 @@ init_main (struct init_args *a)
   if (policy_apply_memfd_noexec (a->plan, (a->ns->new_flags & CLONE_NEWPID) != 0, &err) < 0)
     fail (a, &err);
   /* 4. prestart + createRuntime hooks run in the runtime's namespaces: P runs them */
-  if (sync_send (a->sync_fd, SYNC_CREATE_RUNTIME, 0, NULL, &err) < 0
+  if (sync_send (a->sync_fd, SYNC_CREATE_RUNTIME, 0, missing_grants, &err) < 0
       || sync_recv (a->sync_fd, SYNC_HOOKS_DONE, &m, &err) < 0)
     fail (a, &err);
   /* P sends the state JSON (with our pid as the runtime sees it) for the in-container hooks */

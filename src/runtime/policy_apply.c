@@ -353,6 +353,17 @@ pin_ancestors (int rootfd, const struct policy_plan *plan, const char *path, asb
   return 0;
 }
 
+/* "origin\tpath\n" lines of the allowWrite grants whose path did not exist (policy_apply_mounts) */
+static char *missing_grants;
+
+static void
+note_missing_grant (const struct policy_mount *m)
+{
+  char *line = xasprintf ("%s%s\t%s\n", missing_grants ? missing_grants : "", m->origin, m->path);
+  free (missing_grants);
+  missing_grants = line;
+}
+
 static int
 apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy_mount *m, asbx_err_t *err)
 {
@@ -365,8 +376,11 @@ apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy
     {
       if (m->optional || m->kind == POLICY_MOUNT_BIND_RW)
         {
-          /* `?` rule, or a grant on a path that does not exist: nothing to enforce or create */
+          /* `?` rule, or a grant on a path that does not exist: nothing to enforce or create; a
+           * grant that silently leaves its path read-only is reported at create (issue 15) */
           log_debug ("policy %s (%s): path does not exist, not enforced", m->origin, m->path);
+          if (m->kind == POLICY_MOUNT_BIND_RW && !m->optional)
+            note_missing_grant (m);
           return 0;
         }
       if (m->writable_parent)
@@ -433,8 +447,9 @@ apply_each_child (int rootfd, const struct policy_plan *plan, const struct polic
 }
 
 int
-policy_apply_mounts (int rootfd, const struct policy_plan *plan, asbx_err_t *err)
+policy_apply_mounts (int rootfd, const struct policy_plan *plan, char **missing, asbx_err_t *err)
 {
+  *missing = NULL;
   if (!plan || !plan->active)
     return 0;
   /* grants first, then denies on top: deny wins over allow (POLICY.md §2) */
@@ -446,8 +461,12 @@ policy_apply_mounts (int rootfd, const struct policy_plan *plan, asbx_err_t *err
         if ((pass == 0) != grant)
           continue;
         if ((m->each_child ? apply_each_child (rootfd, plan, m, err) : apply_one_mount (rootfd, plan, m, err)) < 0)
-          return -1;
+          {
+            free (steal_ptr (&missing_grants));
+            return -1;
+          }
       }
+  *missing = steal_ptr (&missing_grants);
   return 0;
 }
 

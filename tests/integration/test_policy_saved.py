@@ -107,3 +107,25 @@ def test_exec_refused_when_saved_policy_unreadable(rt, pb):
     finally:
         os.rmdir(p)
         os.rename(p + ".away", p)
+
+
+def test_missing_allow_write_reported_at_create(rt, pb):
+    """allowWrite /tmp/x/** under agent: /tmp/x does not exist, so nothing is bound there and
+    the grant creates nothing. create says so on stderr and the audit log's policy record lists
+    it; the container still starts, and /tmp/x is indeed not creatable from inside."""
+    pol = {"version": 1, "extends": "agent",
+           "filesystem": {"allowWrite": ["/workspace", "/tmp/x/**"]}}
+    os.makedirs(os.path.join(pb.rootfs, "tmp"), exist_ok=True)
+    assert not os.path.exists(os.path.join(pb.rootfs, "tmp", "x"))
+    r, cid = create_sleeping(rt, pb, policy=pol)
+    assert "/tmp/x" in r.err and "does not exist" in r.err, r
+    pol_recs = [x for x in audit_records(rt, cid) if x["event"] == "policy"]
+    assert pol_recs and pol_recs[-1].get("missingWrites") == ["/tmp/x"], pol_recs
+    r = rt.cmd("exec", cid, PROBE, "mkdir", "/tmp/x")
+    assert r.rc != 0 and last_json(r)["result"] in ("EROFS", "EACCES"), r
+    # a grant whose path exists is not reported
+    pol["filesystem"]["allowWrite"] = ["/workspace"]
+    r, cid = create_sleeping(rt, pb, policy=pol)
+    assert "does not exist" not in r.err, r
+    pol_recs = [x for x in audit_records(rt, cid) if x["event"] == "policy"]
+    assert pol_recs and "missingWrites" not in pol_recs[-1], pol_recs
