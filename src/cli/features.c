@@ -8,6 +8,7 @@
 #include "libocispec/oci_spec.h"
 #include "linux/cgroup.h"
 #include "linux/landlock_ruleset.h"
+#include "linux/process.h"
 #include "linux/seccomp_bpf.h"
 #include "policy/doc.h"
 
@@ -91,6 +92,8 @@ cli_features (struct asbx_global *g, int argc, char **argv)
     .selinux_enabled = false,
     .intel_rdt_enabled = false,
     .mount_extensions_idmap = false,
+    .memory_policy_modes = linux_mempolicy_mode_names, /* linux/mempolicy.c: set_mempolicy(2) */
+    .memory_policy_flags = linux_mempolicy_flag_names,
     .annotations = &annotations,
   };
   (void) have_layout;

@@ -234,10 +234,11 @@ struct exec_child
   int console_fd;
   int preserve_fds;
   bool userns;
-  const struct linux_seccomp *seccomp; /* the container's filter, compiled by P; NULL: none */
-  int listener;                        /* seccomp listener socket for NOTIFY rules, or -1 */
-  const char *process_state;           /* containerProcessState JSON for the listener */
-  const struct policy_plan *plan;      /* the container's effective policy, or NULL */
+  const struct linux_seccomp *seccomp;       /* the container's filter, compiled by P; NULL: none */
+  int listener;                              /* seccomp listener socket for NOTIFY rules, or -1 */
+  const char *process_state;                 /* containerProcessState JSON for the listener */
+  const struct policy_plan *plan;            /* the container's effective policy, or NULL */
+  const struct oci_memory_policy *mempolicy; /* the container's linux.memoryPolicy, or NULL */
 };
 
 static void __attribute__ ((noreturn)) exec_process_main (struct exec_child *c)
@@ -258,6 +259,9 @@ static void __attribute__ ((noreturn)) exec_process_main (struct exec_child *c)
       close (master);
     }
   if (linux_rlimits_apply (c->proc, &err) < 0 || process_chdir (c->proc->cwd, &err) < 0)
+    sync_fail (c->sync_fd, &err);
+  /* the process's scheduler and I/O priority, and the container's memory policy, as the init */
+  if (linux_sched_apply (c->proc, &err) < 0 || linux_mempolicy_apply (c->mempolicy, &err) < 0)
     sync_fail (c->sync_fd, &err);
   exe = process_lookup_executable (c->proc, &err);
   if (!exe)
@@ -447,7 +451,8 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
       if (exec_build_process (o, proc, err) < 0)
         goto out;
     }
-  if (linux_rlimits_check (proc, err) < 0 || linux_caps_check (proc->capabilities, err) < 0)
+  if (linux_rlimits_check (proc, err) < 0 || linux_caps_check (proc->capabilities, err) < 0
+      || linux_sched_check (proc, o->process_file ? "--process: " : "", err) < 0)
     goto out;
   /* a terminal without --console-socket: in the foreground we are the terminal (runtime/tty.h),
    * detached there is nobody to hand the pty to (runc's wording) */
@@ -494,6 +499,7 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
     .listener = listener,
     .process_state = process_state,
     .plan = plan,
+    .mempolicy = spec->linux_ ? spec->linux_->memory_policy : NULL,
   };
   c.userns = c.ns_flags & CLONE_NEWUSER;
   if (exec_spawn (&c, st.cgroup_path, &pid, err) < 0)

@@ -201,6 +201,11 @@ init_main (struct init_args *a)
   /* 10. per-process limits before anything of the user's runs */
   if (linux_rlimits_apply (proc, &err) < 0 || linux_oom_score_adj_apply (proc, 0, &err) < 0)
     fail (a, &err);
+  /* 10a. scheduling class, I/O priority and NUMA memory policy: inherited by what we exec; set
+   * while CAP_SYS_NICE is still held (issue 15) */
+  if (linux_sched_apply (proc, &err) < 0
+      || linux_mempolicy_apply (spec->linux_ ? spec->linux_->memory_policy : NULL, &err) < 0)
+    fail (a, &err);
   if (process_chdir (proc->cwd, &err) < 0)
     fail (a, &err);
   exe = process_lookup_executable (proc, &err);

@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "linux/ns.h"
+#include "linux/process.h"
 #include "spec/validate.h"
 
 #ifndef CLONE_NEWTIME
@@ -47,10 +48,9 @@ validate_process (const struct oci_process *p, const char *name, asbx_err_t *err
     return asbx_error (err, 0, "%s: process.args: expected at least one argument", name);
   if (p->cwd == NULL || p->cwd[0] != '/')
     return asbx_error (err, 0, "%s: process.cwd: expected an absolute path", name);
-  if (p->scheduler)
-    return asbx_error (err, 0, "%s: process.scheduler: not supported by this build", name);
-  if (p->io_priority)
-    return asbx_error (err, 0, "%s: process.ioPriority: not supported by this build", name);
+  cleanup_free char *where = xasprintf ("%s: ", name);
+  if (linux_sched_check (p, where, err) < 0)
+    return -1;
   if (p->exec_cpu_affinity)
     return asbx_error (err, 0, "%s: process.execCPUAffinity: not supported by this build", name);
   return 0;
@@ -117,6 +117,8 @@ validate_linux (const struct oci_spec *s, const char *name, asbx_err_t *err)
     return asbx_error (err, 0, "%s: linux.personality: not supported by this build yet", name);
   if (l->net_devices_len)
     return asbx_error (err, 0, "%s: linux.netDevices: not supported by this build yet", name);
+  if (linux_mempolicy_check (l->memory_policy, err) < 0)
+    return asbx_error_wrap (err, "%s", name);
   return 0;
 }
 
