@@ -239,6 +239,8 @@ struct exec_child
   const char *process_state;                 /* containerProcessState JSON for the listener */
   const struct policy_plan *plan;            /* the container's effective policy, or NULL */
   const struct oci_memory_policy *mempolicy; /* the container's linux.memoryPolicy, or NULL */
+  char *const *cgroups;                      /* exec --cgroup specs: sub-cgroups of the container's cgroup */
+  size_t cgroups_len;
 };
 
 static void __attribute__ ((noreturn)) exec_process_main (struct exec_child *c)
@@ -357,7 +359,10 @@ exec_spawn (struct exec_child *c, const char *cgroup_path, pid_t *pid, asbx_err_
   close (sp[1]);
   cleanup_close int psync = sp[0];
   *pid = 0;
-  if (cgroup_path && cgroup_join (cgroup_path, stage, err) < 0)
+  if (cgroup_path
+      && (c->cgroups_len ? cgroup_join_sub (cgroup_path, c->cgroups, c->cgroups_len, stage, err)
+                         : cgroup_join (cgroup_path, stage, err))
+             < 0)
     goto fail;
   if (sync_send (psync, SYNC_GO, 0, NULL, err) < 0 || sync_recv (psync, SYNC_PID, m, err) < 0)
     goto fail;
@@ -430,9 +435,9 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
       asbx_error (err, ESRCH, "cannot exec in container `%s`", o->id);
       goto out;
     }
-  if (o->cgroup)
+  if (o->cgroups_len && !st.cgroup_path)
     {
-      asbx_error (err, 0, "exec --cgroup: sub-cgroups are not supported by this build yet");
+      asbx_error (err, 0, "exec --cgroup: container `%s` has no cgroup", o->id);
       goto out;
     }
   if (read_file_at (dirfd, "config.json", 16 << 20, &raw, &len, err) < 0
@@ -500,6 +505,8 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
     .process_state = process_state,
     .plan = plan,
     .mempolicy = spec->linux_ ? spec->linux_->memory_policy : NULL,
+    .cgroups = o->cgroups,
+    .cgroups_len = o->cgroups_len,
   };
   c.userns = c.ns_flags & CLONE_NEWUSER;
   if (exec_spawn (&c, st.cgroup_path, &pid, err) < 0)
