@@ -91,7 +91,7 @@ cli_features (struct asbx_global *g, int argc, char **argv)
     .apparmor_enabled = false,
     .selinux_enabled = false,
     .intel_rdt_enabled = false,
-    .mount_extensions_idmap = false,
+    .mount_extensions_idmap = true, /* linux/idmap.c: MOUNT_ATTR_IDMAP, with or without a user namespace */
     .memory_policy_modes = linux_mempolicy_mode_names, /* linux/mempolicy.c: set_mempolicy(2) */
     .memory_policy_flags = linux_mempolicy_flag_names,
     .annotations = &annotations,

@@ -68,6 +68,14 @@ open_dir_dest_nofollow (int rootfd, const char *dest, asbx_err_t *err)
   return fd;
 }
 
+/* the idmapped clone P made for this spec mount, or -1 */
+static int
+idmap_fd (const struct linux_rootfs_opts *opts, const struct oci_mount *m)
+{
+  size_t i = (size_t) (m - opts->spec->mounts);
+  return opts->idmap_fds && i < opts->spec->mounts_len ? opts->idmap_fds[i] : -1;
+}
+
 /* the mount to attach for one spec entry (detached), and whether its root is a directory */
 static int
 make_mount (const struct linux_rootfs_opts *opts, const struct oci_mount *m, const struct mount_opts *o, bool bind,
@@ -84,7 +92,15 @@ make_mount (const struct linux_rootfs_opts *opts, const struct oci_mount *m, con
       if (source == NULL)
         return asbx_error (err, EINVAL, "bind mount without a source");
       src = source[0] == '/' ? xstrdup (source) : xasprintf ("%s/%s", opts->bundle, source);
-      mfd = mnt_clone (AT_FDCWD, src, o->recursive, err);
+      if (idmap_fd (opts, m) >= 0)
+        {
+          /* idmapped: P cloned and idmapped it in the host's namespaces (linux/idmap.c) */
+          mfd = fcntl (idmap_fd (opts, m), F_DUPFD_CLOEXEC, 3);
+          if (mfd < 0)
+            return asbx_error (err, errno, "dup the idmapped mount of `%s`", src);
+        }
+      else
+        mfd = mnt_clone (AT_FDCWD, src, o->recursive, err);
       if (mfd < 0)
         return -1;
       if (fstat (mfd, &st) < 0)
@@ -174,8 +190,8 @@ mount_one (const struct linux_rootfs_opts *opts, int rootfd, const struct oci_mo
     top_set &= ~(uint64_t) MOUNT_ATTR_RDONLY;
   if (o.tmpcopyup)
     r = asbx_error (err, ENOTSUP, "option tmpcopyup is not supported");
-  else if (o.idmap || o.ridmap || m->uid_mappings_len || m->gid_mappings_len)
-    r = asbx_error (err, ENOTSUP, "idmapped mounts (idmap, ridmap, uidMappings) are not supported");
+  else if ((o.idmap || o.ridmap || m->uid_mappings_len || m->gid_mappings_len) && idmap_fd (opts, m) < 0)
+    r = asbx_error (err, EINVAL, "idmapped mount not prepared by the runtime (linux/idmap.c)");
   else if (o.remount)
     r = remount (rootfd, dest, &o, err);
   else if (!bind && m->type == NULL)

@@ -33,6 +33,8 @@ struct linux_rootfs_opts
   bool readonly_recursive; /* agent policy: every submount of the rootfs tree (e.g. of an rbind'ed
                               host "/") read-only before the spec mounts; the top mount itself
                               becomes read-only in finalize (root.readonly) */
+  const int *idmap_fds;    /* per spec mount: the detached idmapped clone P made (linux/idmap.h),
+                              -1 for the others; NULL = no idmapped mount */
 };
 
 /* Make the mount tree private (or linux.rootfsPropagation), bind-mount the rootfs onto itself,

@@ -27,6 +27,7 @@
 #include "core/util.h"
 #include "libocispec/oci_spec.h"
 #include "linux/cgroup.h"
+#include "linux/idmap.h"
 #include "linux/ns.h"
 #include "linux/process.h"
 #include "linux/seccomp_cache.h"
@@ -440,6 +441,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   struct ns_plan ns = { 0 };
   struct policy_plan *plan = NULL;
   struct create_ctx c = { .rootfd = -1, .dirfd = -1, .id = o->id };
+  int *idmap_fds = NULL;
   size_t raw_len;
   int preserve = o->preserve_fds;
   int ret = -1;
@@ -519,7 +521,11 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
         goto undo;
       linux_seccomp_handover_set (spec->linux_->seccomp, &f);
     }
+  /* idmapped binds are made here, in the host's user and mount namespace (linux/idmap.h) */
+  if (linux_idmap_prepare (spec, bundle, config_path, &idmap_fds, err) < 0)
+    goto undo;
   struct init_args a = {
+    .idmap_fds = idmap_fds,
     .spec = spec,
     .ns = &ns,
     .bundle = bundle,
@@ -550,6 +556,7 @@ out:
   ns_plan_close (&ns);
   free (c.cgroup_path);
   free (c.missing_grants);
+  linux_idmap_close (idmap_fds, spec ? spec->mounts_len : 0);
   if (plan)
     policy_plan_free (plan);
   return ret;

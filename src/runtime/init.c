@@ -137,6 +137,7 @@ init_main (struct init_args *a)
     .new_cgroupns = a->ns->new_flags & CLONE_NEWCGROUP,
     .cgroup_path = a->cgroup_path,
     .readonly_recursive = a->plan && a->plan->active && a->plan->rootfs_readonly,
+    .idmap_fds = a->idmap_fds,
   };
   if (linux_rootfs_prepare (&ro, &rootfd, &err) < 0)
     fail (a, &err);

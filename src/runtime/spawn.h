@@ -30,6 +30,7 @@ struct init_args
    * container's flock, which a child would otherwise hold until exec */
   int close_fds[4];
   const struct policy_plan *plan; /* the agent policy (inactive plan or NULL: plain OCI) */
+  const int *idmap_fds;           /* per spec mount: P's idmapped clone or -1 (linux/idmap.h); NULL = none */
 };
 
 /* Fork S and, through it, I. Places S in the cgroup first (so I and a new cgroup namespace are
