@@ -28,6 +28,7 @@
 #include "libocispec/oci_spec.h"
 #include "linux/cgroup.h"
 #include "linux/idmap.h"
+#include "linux/rootfs.h"
 #include "linux/ns.h"
 #include "linux/process.h"
 #include "linux/seccomp_cache.h"
@@ -186,9 +187,25 @@ struct create_ctx
   char *cgroup_path;
   unsigned long cgroup_mask;
   pid_t init_pid;
-  bool new_netns;       /* this create makes the network namespace (nobody wires it): for the monitor */
-  char *missing_grants; /* "ORIGIN\tPATH\n" lines from the init (policy_apply_mounts), or NULL */
+  bool new_netns;                /* this create makes the network namespace (nobody wires it): for the monitor */
+  char *missing_grants;          /* "ORIGIN\tPATH\n" lines from the init (policy_apply_mounts), or NULL */
+  const char *host_mntns_rootfs; /* no mount namespace of its own: its mounts below this rootfs are
+                                    in ours, detached on undo (state file `host-mounts`) */
 };
+
+#define HOST_MOUNTS_MARK "host-mounts"
+
+/* A container without a mount namespace of its own mounted below its rootfs in ours: detach. */
+static void
+host_mounts_cleanup (const char *rootfs)
+{
+  asbx_err_t e = NULL;
+  if (linux_rootfs_host_cleanup (rootfs, &e) < 0)
+    {
+      log_warning ("cleanup of the container's mounts: %s", e->msg);
+      asbx_error_free (&e);
+    }
+}
 
 /* An allowWrite grant whose path is missing creates nothing: the path stays read-only (or
  * absent). Say so at create, on stderr (the log too when it is a file) and, through the monitor,
@@ -225,6 +242,8 @@ create_undo (struct create_ctx *c)
       while (waitpid (c->init_pid, NULL, 0) < 0 && errno == EINTR)
         ;
     }
+  if (c->host_mntns_rootfs)
+    host_mounts_cleanup (c->host_mntns_rootfs);
   if (c->cgroup_path && c->cgroup_mask && cgroup_remove (c->cgroup_path, c->cgroup_mask, 5000, &e) < 0)
     {
       log_warning ("cleanup after failed create: %s", e->msg);
@@ -521,6 +540,17 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
         goto undo;
       linux_seccomp_handover_set (spec->linux_->seccomp, &f);
     }
+  if (!((ns.new_flags | ns.join_flags) & CLONE_NEWNS))
+    {
+      /* recorded before anything is mounted, so delete (or undo) detaches what the init mounts */
+      cleanup_close int mfd = openat (dirfd, HOST_MOUNTS_MARK, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+      if (mfd < 0)
+        {
+          asbx_error (err, errno, "state directory: create %s", HOST_MOUNTS_MARK);
+          goto undo;
+        }
+      c.host_mntns_rootfs = rootfs;
+    }
   /* idmapped binds are made here, in the host's user and mount namespace (linux/idmap.h) */
   if (linux_idmap_prepare (spec, bundle, config_path, &idmap_fds, err) < 0)
     goto undo;
@@ -742,6 +772,8 @@ asbx_container_delete (const struct asbx_global *g, const char *id, bool force, 
         kill_and_wait (&o.st);
       test_stop_at ("delete:killed");
       run_poststop (o.dirfd, &o.st);
+      if (o.st.rootfs && faccessat (o.dirfd, HOST_MOUNTS_MARK, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+        host_mounts_cleanup (o.st.rootfs);
       if (o.st.cgroup_path && cgroup_remove (o.st.cgroup_path, o.st.cgroup_mask, 10000, err) < 0)
         goto out;
       test_stop_at ("delete:cgroup");

@@ -94,6 +94,30 @@ ns_flags_of (pid_t pid)
   return flags;
 }
 
+/* The root of `pid` when it is not ours (a container chrooted in our mount namespace): an
+ * O_PATH fd; -1 when it is our root; -2 with *err. */
+static int
+init_root_fd (pid_t pid, asbx_err_t *err)
+{
+  char p[64];
+  struct stat a, b;
+  snprintf (p, sizeof p, "/proc/%d/root", (int) pid);
+  int fd = open (p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0 || fstat (fd, &a) < 0 || stat ("/", &b) < 0)
+    {
+      asbx_error (err, errno, "open the container's root %s", p);
+      if (fd >= 0)
+        close (fd);
+      return -2;
+    }
+  if (a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+    {
+      close (fd);
+      return -1;
+    }
+  return fd;
+}
+
 static void
 strv_append (char ***v, size_t *len, char *s)
 {
@@ -241,6 +265,7 @@ struct exec_child
   const struct oci_memory_policy *mempolicy; /* the container's linux.memoryPolicy, or NULL */
   char *const *cgroups;                      /* exec --cgroup specs: sub-cgroups of the container's cgroup */
   size_t cgroups_len;
+  int root_fd; /* the init's root when it shares our mount namespace (chroot), else -1 */
 };
 
 static void __attribute__ ((noreturn)) exec_process_main (struct exec_child *c)
@@ -300,6 +325,12 @@ static void __attribute__ ((noreturn)) exec_stage_main (struct exec_child *c)
   if (c->ns_flags && setns (c->pidfd, c->ns_flags) < 0)
     {
       asbx_error (&err, errno, "join the container's namespaces (setns 0x%x)", c->ns_flags);
+      sync_fail (c->sync_fd, &err);
+    }
+  /* a container in our mount namespace (no `mount` entry) lives in a chroot: take its root */
+  if (c->root_fd >= 0 && (fchdir (c->root_fd) < 0 || chroot (".") < 0 || chdir ("/") < 0))
+    {
+      asbx_error (&err, errno, "enter the container's root (chroot)");
       sync_fail (c->sync_fd, &err);
     }
   /* S and E share the sync socket: E must not send READY before S has sent PID, or P reads
@@ -401,7 +432,7 @@ write_pid_file (const char *path, pid_t pid, asbx_err_t *err)
 int
 asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o, int *exit_status, asbx_err_t *err)
 {
-  cleanup_close int pidfd = -1, console = -1, listener = -1, tty = -1;
+  cleanup_close int pidfd = -1, console = -1, listener = -1, tty = -1, root_fd = -1;
   struct asbx_opened oc = { .rootfd = -1, .dirfd = -1 };
   cleanup_free char *raw = NULL, *praw = NULL, *state_json = NULL, *process_state = NULL;
   struct linux_seccomp filter = { 0 };
@@ -507,7 +538,11 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
     .mempolicy = spec->linux_ ? spec->linux_->memory_policy : NULL,
     .cgroups = o->cgroups,
     .cgroups_len = o->cgroups_len,
+    .root_fd = -1,
   };
+  if (!(c.ns_flags & CLONE_NEWNS) && (root_fd = init_root_fd (st.pid, err)) == -2)
+    goto out;
+  c.root_fd = root_fd;
   c.userns = c.ns_flags & CLONE_NEWUSER;
   if (exec_spawn (&c, st.cgroup_path, &pid, err) < 0)
     goto out;

@@ -138,6 +138,7 @@ init_main (struct init_args *a)
     .cgroup_path = a->cgroup_path,
     .readonly_recursive = a->plan && a->plan->active && a->plan->rootfs_readonly,
     .idmap_fds = a->idmap_fds,
+    .host_mntns = !((a->ns->new_flags | a->ns->join_flags) & CLONE_NEWNS),
   };
   if (linux_rootfs_prepare (&ro, &rootfd, &err) < 0)
     fail (a, &err);
@@ -183,7 +184,7 @@ init_main (struct init_args *a)
              < 0)
     fail (a, &err);
   /* 6. the rootfs becomes "/": from here on no host path is reachable */
-  if (linux_rootfs_pivot (rootfd, a->no_pivot, &err) < 0)
+  if ((ro.host_mntns ? linux_rootfs_chroot (rootfd, &err) : linux_rootfs_pivot (rootfd, a->no_pivot, &err)) < 0)
     fail (a, &err);
   /* 7. the console must exist before /dev may become read-only in finalize */
   if (proc->terminal)

@@ -184,6 +184,20 @@ policy_apply_spec (struct oci_spec *spec, const struct policy_plan *plan, asbx_e
 
   if (!plan || !plan->active)
     return 0;
+  /* the mount layer (read-only root, grants, masks) and Landlock's paths are the container's
+   * own mount namespace; without a policy agentsbx runs both forms as runc does (issue 15) */
+  const char *mnt_path = NULL;
+  if (!spec->linux_ || !has_ns (spec->linux_, "mount", &mnt_path))
+    return asbx_error (err, EINVAL,
+                       "agent policy: linux.namespaces has no `mount` entry: the policy needs a new mount "
+                       "namespace (its read-only root, grants and masks are mounts of the container's own "
+                       "namespace, never the runtime's)");
+  if (mnt_path)
+    return asbx_error (err, EINVAL,
+                       "agent policy: linux.namespaces joins the mount namespace `%s`: the policy needs a new "
+                       "one (its mounts would change a namespace other processes use, and what they mount "
+                       "there would bypass the policy)",
+                       mnt_path);
   if (plan->rootfs_readonly)
     spec->root->readonly = true;
   policy_apply_process (spec->process, plan);

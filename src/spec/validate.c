@@ -95,8 +95,29 @@ validate_linux (const struct oci_spec *s, const char *name, asbx_err_t *err)
   const struct oci_linux *l = s->linux_;
   bool has_path = false;
 
-  if (l == NULL || !ns_listed (l, CLONE_NEWNS, &has_path) || has_path)
-    return asbx_error (err, 0, "%s: linux.namespaces: a new mount namespace is required", name);
+  if (l == NULL)
+    return asbx_error (err, 0, "%s: linux: required (namespaces, mounts)", name);
+  if (!ns_listed (l, CLONE_NEWNS, &has_path))
+    {
+      /* the runtime's mount namespace (runc's "no mount entry"): the container chroots into the
+       * rootfs there; what would change the shared namespace itself is refused */
+      if (s->root && s->root->readonly)
+        return asbx_error (err, 0,
+                           "%s: root.readonly: needs a new mount namespace (remounting \"/\" read-only in the "
+                           "runtime's namespace would make the host's mount read-only)",
+                           name);
+      /* runc's rule too: masks in a shared namespace are the container's to undo */
+      if (l->masked_paths_len || l->readonly_paths_len)
+        return asbx_error (err, 0,
+                           "%s: linux.%s: needs a new mount namespace (unable to restrict entries in the "
+                           "runtime's mount namespace)",
+                           name, l->masked_paths_len ? "maskedPaths" : "readonlyPaths");
+      if (l->rootfs_propagation && *l->rootfs_propagation)
+        return asbx_error (err, 0,
+                           "%s: linux.rootfsPropagation: needs a new mount namespace (it would change the "
+                           "propagation of the runtime's \"/\")",
+                           name);
+    }
   bool user = ns_listed (l, CLONE_NEWUSER, &has_path);
   if ((l->uid_mappings_len || l->gid_mappings_len) && !user)
     return asbx_error (err, 0, "%s: linux.uidMappings: mappings given without a user namespace", name);
