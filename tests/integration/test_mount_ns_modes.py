@@ -58,15 +58,18 @@ def test_no_mount_namespace_runs_in_the_runtimes(rt, bundle):
         assert rep.ok, rep
         assert json.loads(rep.out.strip().splitlines()[-1])["namespaces"]["mnt"] == host_ns("mnt")
     finally:
-        rt.kill(cid, 9)
-        rt.wait_status(cid, "stopped")
-        assert rt.delete(cid).ok
-        left = mounts_below(bundle.rootfs)
-        if rt.is_runc:
-            # runc leaves its mounts (and a bind of the rootfs onto itself) on the host: detach
-            # them so the leak check judges agentsbx only
-            for mp in sorted(left, key=len, reverse=True) + [bundle.rootfs]:
-                subprocess.run(["umount", "-l", mp], check=False, capture_output=True)
+        try:
+            rt.kill(cid, 9)
+            rt.wait_status(cid, "stopped")
+            deleted = rt.delete(cid)
+            left = mounts_below(bundle.rootfs)
+        finally:
+            if rt.is_runc:
+                # runc leaves its mounts (and a bind of the rootfs onto itself) in the host's
+                # namespace: detach them whatever happened, so nothing outlives the test
+                for mp in sorted(mounts_below(bundle.rootfs), key=len, reverse=True) + [bundle.rootfs]:
+                    subprocess.run(["umount", "-l", mp], check=False, capture_output=True)
+    assert deleted.ok, deleted
     assert rt.is_runc or left == [], left
 
 
