@@ -7,6 +7,7 @@ idmapped mounts (it refuses the options), so these are agentsbx-only.
 
 import json
 import os
+import subprocess
 
 import pytest
 
@@ -102,3 +103,22 @@ def test_features_lists_idmap(rt):
     r = rt.cmd("features", root=False)
     assert r.ok, r
     assert r.json()["linux"]["mountExtensions"]["idmap"]["enabled"] is True
+
+
+@pytest.mark.parametrize("opt,want_sub", [("ridmap", 1234), ("idmap", 0)])
+def test_ridmap_maps_submounts_idmap_only_the_top(rt, bundle, src, opt, want_sub):
+    """An rbind of a source with a submount (a tmpfs the test mounts on the host): `ridmap`
+    idmaps the submount too, `idmap` only the top mount."""
+    sub = os.path.join(src, "sub")
+    os.makedirs(sub)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", sub], check=True)
+    try:
+        with open(os.path.join(sub, "f"), "w") as f:
+            f.write("x")
+        m = bundle.add_mount("/mnt/idm", "bind", src, ["rbind", opt])
+        m["uidMappings"] = [{"containerID": 0, "hostID": 1234, "size": 1}]
+        m["gidMappings"] = [{"containerID": 0, "hostID": 1234, "size": 1}]
+        assert stat_in(rt, bundle, "/mnt/idm/root-file")["uid"] == 1234
+        assert stat_in(rt, bundle, "/mnt/idm/sub/f")["uid"] == want_sub
+    finally:
+        subprocess.run(["umount", "-l", sub], check=False)
