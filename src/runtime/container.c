@@ -232,6 +232,23 @@ report_missing_grants (const char *lines)
     }
 }
 
+/* Mount work P does before spawning: without a mount namespace of its own, the `host-mounts`
+ * mark (written before anything is mounted, so delete or undo detaches what the init mounts);
+ * the idmapped binds, made here in the host's user and mount namespace (linux/idmap.h). */
+static int
+create_mount_prep (struct create_ctx *c, const struct ns_plan *ns, const struct oci_spec *spec, const char *bundle,
+                   const char *rootfs, const char *config_path, int **idmap_fds, asbx_err_t *err)
+{
+  if (!((ns->new_flags | ns->join_flags) & CLONE_NEWNS))
+    {
+      cleanup_close int mfd = openat (c->dirfd, HOST_MOUNTS_MARK, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+      if (mfd < 0)
+        return asbx_error (err, errno, "state directory: create %s", HOST_MOUNTS_MARK);
+      c->host_mntns_rootfs = rootfs;
+    }
+  return linux_idmap_prepare (spec, bundle, config_path, idmap_fds, err);
+}
+
 static void
 create_undo (struct create_ctx *c)
 {
@@ -540,19 +557,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
         goto undo;
       linux_seccomp_handover_set (spec->linux_->seccomp, &f);
     }
-  if (!((ns.new_flags | ns.join_flags) & CLONE_NEWNS))
-    {
-      /* recorded before anything is mounted, so delete (or undo) detaches what the init mounts */
-      cleanup_close int mfd = openat (dirfd, HOST_MOUNTS_MARK, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-      if (mfd < 0)
-        {
-          asbx_error (err, errno, "state directory: create %s", HOST_MOUNTS_MARK);
-          goto undo;
-        }
-      c.host_mntns_rootfs = rootfs;
-    }
-  /* idmapped binds are made here, in the host's user and mount namespace (linux/idmap.h) */
-  if (linux_idmap_prepare (spec, bundle, config_path, &idmap_fds, err) < 0)
+  if (create_mount_prep (&c, &ns, spec, bundle, rootfs, config_path, &idmap_fds, err) < 0)
     goto undo;
   struct init_args a = {
     .idmap_fds = idmap_fds,
