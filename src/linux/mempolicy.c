@@ -128,8 +128,8 @@ int
 linux_mempolicy_check (const struct oci_memory_policy *m, asbx_err_t *err)
 {
   unsigned long mask[MPOL_MAX_NODES / (8 * sizeof (unsigned long))] = { 0 };
-  int mode;
-  bool has_nodes;
+  int mode = 0;
+  bool has_nodes = false;
   return m ? mempolicy_compile (m, &mode, mask, &has_nodes, err) : 0;
 }
 
@@ -137,8 +137,8 @@ int
 linux_mempolicy_apply (const struct oci_memory_policy *m, asbx_err_t *err)
 {
   unsigned long mask[MPOL_MAX_NODES / (8 * sizeof (unsigned long))] = { 0 };
-  int mode;
-  bool has_nodes;
+  int mode = 0;
+  bool has_nodes = false;
   if (!m)
     return 0;
   if (mempolicy_compile (m, &mode, mask, &has_nodes, err) < 0)

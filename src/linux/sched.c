@@ -156,7 +156,10 @@ linux_sched_apply (const struct oci_process *p, asbx_err_t *err)
   if (p->io_priority)
     {
       /* IOPRIO_PRIO_VALUE(class, data) = class << 13 | data; IOPRIO_WHO_PROCESS = 1 */
-      int v = io_class_value (p->io_priority->class_) << 13 | p->io_priority->priority;
+      int cls = io_class_value (p->io_priority->class_);
+      if (cls < 0)
+        return asbx_error (err, EINVAL, "process.ioPriority.class: unknown class `%s`", p->io_priority->class_);
+      int v = cls << 13 | p->io_priority->priority;
       if (syscall (SYS_ioprio_set, 1, 0, v) < 0)
         return asbx_error (err, errno, "process.ioPriority: ioprio_set(%s, %d)", p->io_priority->class_,
                            (int) p->io_priority->priority);

@@ -115,6 +115,8 @@ first_error (const char *out)
 {
   char *res = NULL;
   int n = 0;
+  if (out == NULL)
+    return xstrdup ("(no output)");
   for (const char *e = strstr (out, "Error ("); e && n < 2; e = strstr (e + 1, "Error ("))
     {
       const char *msg = strstr (e, "): ");
@@ -151,7 +153,7 @@ criu_preflight (const char *criu, const char *verb, asbx_err_t *err)
   cleanup_free char *out = NULL;
   const char *bin = criu && *criu ? criu : "criu";
   int rc = run_check (bin, &out, err);
-  if (rc < 0)
+  if (rc < 0 || out == NULL)
     return asbx_error_wrap (err, "%s", verb);
   if (rc == 0)
     return 0;
