@@ -144,7 +144,13 @@ def test_checkpoint_of_a_stopped_container_and_bad_flags(rt, bundle):
     assert r.rc != 0, r
 
 
-@pytest.mark.skipif(not CRIU_OK, reason=f"criu check fails on this host: {str(CRIU_OUT)[-300:]}")
+def _criu_reason():
+    out = str(CRIU_OUT).splitlines()
+    lines = [ln for ln in out if "vdso" in ln] or [ln for ln in out if "Error" in ln]
+    return (lines[0] if lines else str(CRIU_OUT))[:200]
+
+
+@pytest.mark.skipif(not CRIU_OK, reason=f"criu check fails on this host: {_criu_reason()}")
 @pytest.mark.runc_reference
 def test_checkpoint_restore_round_trip(rt, bundle):
     cid, pid = holder(rt, bundle)

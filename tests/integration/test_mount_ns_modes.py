@@ -90,6 +90,8 @@ def test_no_mount_namespace_refuses_masks(rt, bundle):
     bundle.linux["maskedPaths"] = ["/proc/kcore"]
     r = run(rt, bundle, ["/probe", "exit", "0"])
     assert r.rc != 0 and "mount namespace" in r.err.replace("MNT namespace", "mount namespace"), r
+    if not rt.is_runc:
+        assert "linux.maskedPaths" in r.err, r
     assert mounts_below(bundle.rootfs) == []
 
 

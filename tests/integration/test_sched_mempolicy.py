@@ -93,8 +93,8 @@ def test_scheduler_fifo_without_rt_budget_fails_clearly(rt, bundle):
 @pytest.mark.parametrize("sched,needle", [
     ({"policy": "SCHED_BOGUS"}, "process.scheduler.policy"),
     ({"policy": "SCHED_OTHER", "flags": ["SCHED_FLAG_UTIL_CLAMP_MIN"]}, "process.scheduler.flags[0]"),
-    ({"policy": "SCHED_DEADLINE", "runtime": 1000000}, "process.scheduler"),
-    ({"policy": "SCHED_OTHER", "nice": 40}, "process.scheduler"),
+    ({"policy": "SCHED_DEADLINE", "runtime": 1000000}, "SCHED_DEADLINE needs runtime and deadline"),
+    ({"policy": "SCHED_OTHER", "nice": 40}, "process.scheduler.nice"),
 ])
 def test_scheduler_bad_values_refused(rt, bundle, sched, needle):
     bundle.process["scheduler"] = sched
