@@ -18,33 +18,15 @@ cli_features (struct asbx_global *g, int argc, char **argv)
   static const char *const hooks[] = {
     "prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop", NULL
   };
-  static const char *const mount_options[] = { "async",       "atime",
-                                               "bind",        "defaults",
-                                               "dev",         "diratime",
-                                               "dirsync",     "exec",
-                                               "mand",        "noatime",
-                                               "nodev",       "nodiratime",
-                                               "noexec",      "nomand",
-                                               "norelatime",  "nostrictatime",
-                                               "nosuid",      "nosymfollow",
-                                               "private",     "ratime",
-                                               "rbind",       "rdev",
-                                               "rdiratime",   "relatime",
-                                               "remount",     "rexec",
-                                               "rnoatime",    "rnodev",
-                                               "rnodiratime", "rnoexec",
-                                               "rnorelatime", "rnostrictatime",
-                                               "rnosuid",     "rnosymfollow",
-                                               "ro",          "rprivate",
-                                               "rrelatime",   "rro",
-                                               "rrw",         "rshared",
-                                               "rslave",      "rstrictatime",
-                                               "rsuid",       "rsymfollow",
-                                               "runbindable", "rw",
-                                               "shared",      "slave",
-                                               "strictatime", "suid",
-                                               "symfollow",   "sync",
-                                               "unbindable",  NULL };
+  static const char *const mount_options[] = {
+    "async",       "atime",          "bind",        "defaults",     "dev",       "diratime",   "dirsync",     "exec",
+    "idmap",       "ridmap",         "mand",        "noatime",      "nodev",     "nodiratime", "noexec",      "nomand",
+    "norelatime",  "nostrictatime",  "nosuid",      "nosymfollow",  "private",   "ratime",     "rbind",       "rdev",
+    "rdiratime",   "relatime",       "remount",     "rexec",        "rnoatime",  "rnodev",     "rnodiratime", "rnoexec",
+    "rnorelatime", "rnostrictatime", "rnosuid",     "rnosymfollow", "ro",        "rprivate",   "rrelatime",   "rro",
+    "rrw",         "rshared",        "rslave",      "rstrictatime", "rsuid",     "rsymfollow", "runbindable", "rw",
+    "shared",      "slave",          "strictatime", "suid",         "symfollow", "sync",       "unbindable",  NULL
+  };
   static const char *const namespaces[] = { "cgroup", "ipc", "mount", "network", "pid", "time", "user", "uts", NULL };
   asbx_err_t err = NULL;
   enum cgroup_layout layout = CGROUP_LAYOUT_LEGACY;

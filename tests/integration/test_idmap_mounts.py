@@ -102,7 +102,9 @@ def test_idmapped_mount_refusals(rt, bundle, src, edit, needle):
 def test_features_lists_idmap(rt):
     r = rt.cmd("features", root=False)
     assert r.ok, r
-    assert r.json()["linux"]["mountExtensions"]["idmap"]["enabled"] is True
+    f = r.json()
+    assert f["linux"]["mountExtensions"]["idmap"]["enabled"] is True
+    assert {"idmap", "ridmap"} <= set(f["mountOptions"])
 
 
 @pytest.mark.parametrize("opt,want_sub", [("ridmap", 1234), ("idmap", 0)])
