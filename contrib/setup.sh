@@ -8,11 +8,12 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 
 # Build: autotools, compiler, libraries. Tests: pytest, busybox (static), mmdebstrap for the
-# Debian rootfs, runc as the reference runtime, util-linux for unshare, file.
+# Debian rootfs, runc as the reference runtime, util-linux for unshare, file, criu for
+# checkpoint/restore (which also test why CRIU cannot work where it cannot).
 PACKAGES=(autoconf automake libtool pkg-config make gcc libc6-dev
           libyajl-dev libseccomp-dev libcap-dev libselinux1-dev libapparmor-dev libcmocka-dev libsystemd-dev
           libnftables-dev nftables passt iproute2
-          python3 python3-pytest busybox-static mmdebstrap runc util-linux file
+          python3 python3-pytest busybox-static mmdebstrap runc util-linux file criu
           ca-certificates)
 
 if [ "$(id -u)" != 0 ]; then

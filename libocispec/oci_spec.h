@@ -358,6 +358,15 @@ struct oci_net_device
   char *name;      /* optional new name */
 };
 
+/* linux.memoryPolicy (1.3): set_mempolicy(2) for the container's processes */
+struct oci_memory_policy
+{
+  char *mode;  /* required: MPOL_DEFAULT ... (names checked by linux/mempolicy.c) */
+  char *nodes; /* "0-3,7", NULL when absent */
+  char **flags;
+  size_t flags_len;
+};
+
 struct oci_linux
 {
   struct oci_namespace *namespaces;
@@ -384,6 +393,7 @@ struct oci_linux
   struct oci_personality *personality;
   struct oci_net_device *net_devices;
   size_t net_devices_len;
+  struct oci_memory_policy *memory_policy; /* memoryPolicy, NULL when absent */
 };
 
 struct oci_spec
@@ -458,6 +468,8 @@ struct oci_features_input
   const char *const *seccomp_known_flags;
   const char *const *seccomp_supported_flags;
   bool apparmor_enabled, selinux_enabled, intel_rdt_enabled, mount_extensions_idmap;
+  const char *const *memory_policy_modes; /* linux.memoryPolicy.modes (1.3); NULL = omitted */
+  const char *const *memory_policy_flags; /* linux.memoryPolicy.flags */
   const struct oci_map *annotations;
 };
 /* Serialize as features.md: pretty (4-space indent, as `runc features`), no trailing newline.

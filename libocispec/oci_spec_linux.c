@@ -297,6 +297,26 @@ personality_fill (struct oci_ctx *c, yajl_val v, void *elem)
 }
 
 static void
+memory_policy_clear (void *elem)
+{
+  struct oci_memory_policy *m = elem;
+  free (m->mode);
+  free (m->nodes);
+  asbx_strv_free (m->flags);
+}
+
+/* config-linux.md "Memory policy" (1.3): mode REQUIRED, nodes and flags optional */
+static int
+memory_policy_fill (struct oci_ctx *c, yajl_val v, void *elem)
+{
+  struct oci_memory_policy *m = elem;
+  OCI_TRY (oci_required (c, "mode", oci_get_string (c, v, "mode", &m->mode)));
+  OCI_TRY (oci_get_string (c, v, "nodes", &m->nodes));
+  OCI_TRY (oci_get_strv (c, v, "flags", &m->flags, &m->flags_len));
+  return 0;
+}
+
+static void
 net_device_clear (void *elem)
 {
   struct oci_net_device *d = elem;
@@ -386,6 +406,10 @@ oci_parse_linux (struct oci_ctx *c, yajl_val v, struct oci_linux *l)
   OCI_TRY (
       oci_get_sub (c, v, "personality", sizeof (struct oci_personality), personality_fill, personality_clear, &sub));
   l->personality = sub;
+  sub = NULL;
+  OCI_TRY (oci_get_sub (c, v, "memoryPolicy", sizeof (struct oci_memory_policy), memory_policy_fill,
+                        memory_policy_clear, &sub));
+  l->memory_policy = sub;
   return 0;
 }
 
@@ -417,6 +441,9 @@ oci_linux_clear (void *elem)
   if (l->personality)
     personality_clear (l->personality);
   free (l->personality);
+  if (l->memory_policy)
+    memory_policy_clear (l->memory_policy);
+  free (l->memory_policy);
   for (size_t i = 0; i < l->net_devices_len; i++)
     net_device_clear (&l->net_devices[i]);
   free (l->net_devices);

@@ -190,6 +190,15 @@ gen_features_linux (struct gen *o, const struct oci_features_input *in)
   gen_key_enabled (o, "selinux", in->selinux_enabled);
   gen_key_enabled (o, "intelRdt", in->intel_rdt_enabled);
 
+  if (in->memory_policy_modes)
+    {
+      gen_raw_string (o, "memoryPolicy");
+      gen_check (o, yajl_gen_map_open (o->g));
+      gen_key_strv (o, "modes", in->memory_policy_modes);
+      gen_key_strv (o, "flags", in->memory_policy_flags);
+      gen_check (o, yajl_gen_map_close (o->g));
+    }
+
   gen_raw_string (o, "mountExtensions");
   gen_check (o, yajl_gen_map_open (o->g));
   gen_key_enabled (o, "idmap", in->mount_extensions_idmap);

@@ -87,7 +87,7 @@ cli_exec (struct asbx_global *g, int argc, char **argv)
           return 1;
         break;
       case O_IGNORE_PAUSED: o.ignore_paused = true; break;
-      case O_CGROUP: o.cgroup = optarg; break;
+      case O_CGROUP: push (&o.cgroups, &o.cgroups_len, optarg); break;
       case 'h':
         printf ("usage: agentsbx exec [options] CONTAINER_ID COMMAND [ARG...]\n"
                 "       agentsbx exec [options] --process process.json CONTAINER_ID\n");
@@ -114,6 +114,7 @@ cli_exec (struct asbx_global *g, int argc, char **argv)
   /* the option vectors: env and caps point into argv, the gids were split into copies */
   free (o.env);
   free (o.caps);
+  free (o.cgroups);
   asbx_strv_free (o.add_gids);
   return r;
 }

@@ -8,6 +8,7 @@
 #include "libocispec/oci_spec.h"
 #include "linux/cgroup.h"
 #include "linux/landlock_ruleset.h"
+#include "linux/process.h"
 #include "linux/seccomp_bpf.h"
 #include "policy/doc.h"
 
@@ -17,33 +18,15 @@ cli_features (struct asbx_global *g, int argc, char **argv)
   static const char *const hooks[] = {
     "prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop", NULL
   };
-  static const char *const mount_options[] = { "async",       "atime",
-                                               "bind",        "defaults",
-                                               "dev",         "diratime",
-                                               "dirsync",     "exec",
-                                               "mand",        "noatime",
-                                               "nodev",       "nodiratime",
-                                               "noexec",      "nomand",
-                                               "norelatime",  "nostrictatime",
-                                               "nosuid",      "nosymfollow",
-                                               "private",     "ratime",
-                                               "rbind",       "rdev",
-                                               "rdiratime",   "relatime",
-                                               "remount",     "rexec",
-                                               "rnoatime",    "rnodev",
-                                               "rnodiratime", "rnoexec",
-                                               "rnorelatime", "rnostrictatime",
-                                               "rnosuid",     "rnosymfollow",
-                                               "ro",          "rprivate",
-                                               "rrelatime",   "rro",
-                                               "rrw",         "rshared",
-                                               "rslave",      "rstrictatime",
-                                               "rsuid",       "rsymfollow",
-                                               "runbindable", "rw",
-                                               "shared",      "slave",
-                                               "strictatime", "suid",
-                                               "symfollow",   "sync",
-                                               "unbindable",  NULL };
+  static const char *const mount_options[] = {
+    "async",       "atime",          "bind",        "defaults",     "dev",       "diratime",   "dirsync",     "exec",
+    "idmap",       "ridmap",         "mand",        "noatime",      "nodev",     "nodiratime", "noexec",      "nomand",
+    "norelatime",  "nostrictatime",  "nosuid",      "nosymfollow",  "private",   "ratime",     "rbind",       "rdev",
+    "rdiratime",   "relatime",       "remount",     "rexec",        "rnoatime",  "rnodev",     "rnodiratime", "rnoexec",
+    "rnorelatime", "rnostrictatime", "rnosuid",     "rnosymfollow", "ro",        "rprivate",   "rrelatime",   "rro",
+    "rrw",         "rshared",        "rslave",      "rstrictatime", "rsuid",     "rsymfollow", "runbindable", "rw",
+    "shared",      "slave",          "strictatime", "suid",         "symfollow", "sync",       "unbindable",  NULL
+  };
   static const char *const namespaces[] = { "cgroup", "ipc", "mount", "network", "pid", "time", "user", "uts", NULL };
   asbx_err_t err = NULL;
   enum cgroup_layout layout = CGROUP_LAYOUT_LEGACY;
@@ -90,7 +73,9 @@ cli_features (struct asbx_global *g, int argc, char **argv)
     .apparmor_enabled = false,
     .selinux_enabled = false,
     .intel_rdt_enabled = false,
-    .mount_extensions_idmap = false,
+    .mount_extensions_idmap = true, /* linux/idmap.c: MOUNT_ATTR_IDMAP, with or without a user namespace */
+    .memory_policy_modes = linux_mempolicy_mode_names, /* linux/mempolicy.c: set_mempolicy(2) */
+    .memory_policy_flags = linux_mempolicy_flag_names,
     .annotations = &annotations,
   };
   (void) have_layout;

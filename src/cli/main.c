@@ -41,6 +41,8 @@ static const struct
   { "approvals", cli_approvals, 0, "list the questions a container's policy put to its approver" },
   { "approve", cli_approve, 0, "approve QID [--always]: allow the name a container asked for" },
   { "deny", cli_deny, 0, "deny QID: refuse the name a container asked for" },
+  { "checkpoint", cli_checkpoint, 0, "checkpoint a running container (CRIU)" },
+  { "restore", cli_restore, 0, "restore a container from a previous checkpoint (CRIU)" },
   { "policy", cli_policy, 0, "policy check FILE... | policy explain: validate policies, show the effective plan" },
 };
 
@@ -159,7 +161,7 @@ main (int argc, char **argv)
       case OPT_DEBUG: g.debug = true; break;
       case OPT_SYSTEMD: g.systemd_cgroup = true; break;
       case OPT_ROOTLESS: g.rootless = strcmp (optarg, "true") == 0; break;
-      case OPT_CRIU: break; /* accepted for runc compatibility; checkpointing is not supported */
+      case OPT_CRIU: g.criu = optarg; break;
       case OPT_PROFILE: g.profile = optarg; break;
       case OPT_POLICY: g.policy_file = optarg; break;
       case OPT_CONFIG: g.config_path = optarg; break;

@@ -86,6 +86,13 @@ int cgroup_enter (const char *path, pid_t pid, unsigned long *created_mask, asbx
 /* Move pid into an existing cgroup (exec). 0 / -1. */
 int cgroup_join (const char *path, pid_t pid, asbx_err_t *err);
 
+/* Move pid into sub-cgroups of the container's cgroup `path` (exec --cgroup, runc's syntax):
+ * specs[i] is "PATH" for every hierarchy or "CONTROLLERS:PATH" for the v1 hierarchy carrying
+ * them; hierarchies no spec names get `path` itself. PATH is relative to `path`; `..` is refused
+ * (EINVAL), as is a controller no v1 hierarchy carries. The sub-cgroups must exist (ENOENT
+ * naming the path). linux/cgroup_sub.c. 0 / -1 with *err. */
+int cgroup_join_sub (const char *path, char *const *specs, size_t n, pid_t pid, asbx_err_t *err);
+
 /* Send sig to every process in the cgroup (kill --all); 0 / -1. */
 int cgroup_kill_all (const char *path, int sig, asbx_err_t *err);
 

@@ -48,6 +48,30 @@ void linux_umask_apply (const struct oci_user *user);
 /* prctl(PR_SET_NO_NEW_PRIVS, 1) when noNewPrivileges. 0 / -1 with *err. */
 int linux_nnp_apply (const struct oci_process *proc, asbx_err_t *err);
 
+/* Check process.scheduler (policy and flag names, SCHED_DEADLINE's runtime/deadline) and
+ * process.ioPriority (class name, priority 0..7) before anything exists; `where` prefixes the
+ * JSON path in messages ("config.json: ", "" for none). linux/sched.c. 0 / -1 with *err (EINVAL). */
+int linux_sched_check (const struct oci_process *p, const char *where, asbx_err_t *err);
+
+/* Apply process.scheduler with sched_setattr(2) and process.ioPriority with ioprio_set(2) on the
+ * calling thread, before the capabilities are dropped (real-time classes and negative nice need
+ * CAP_SYS_NICE; a user namespace has none over the host: EPERM naming the field). Values checked
+ * by linux_sched_check. 0 / -1 with *err (the kernel's errno). */
+int linux_sched_apply (const struct oci_process *p, asbx_err_t *err);
+
+/* linux.memoryPolicy: check mode, nodes ("0-3,7", required by BIND/INTERLEAVE/
+ * WEIGHTED_INTERLEAVE/PREFERRED_MANY, forbidden for DEFAULT/LOCAL) and flags. m NULL = nothing.
+ * linux/mempolicy.c. 0 / -1 with *err (EINVAL) naming the JSON path. */
+int linux_mempolicy_check (const struct oci_memory_policy *m, asbx_err_t *err);
+
+/* set_mempolicy(2) on the calling thread (inherited by its children, kept across execve). m NULL
+ * = nothing. 0 / -1 with *err (EINVAL: a node not online or a mode this kernel lacks). */
+int linux_mempolicy_apply (const struct oci_memory_policy *m, asbx_err_t *err);
+
+/* the spec's mode names (index = kernel mode number) and flag names, for `features` */
+extern const char *const linux_mempolicy_mode_names[];
+extern const char *const linux_mempolicy_flag_names[];
+
 /* Write process.oomScoreAdj to /proc/<pid>/oom_score_adj (pid 0 = self). 0 / -1. */
 int linux_oom_score_adj_apply (const struct oci_process *proc, pid_t pid, asbx_err_t *err);
 

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -68,6 +69,14 @@ open_dir_dest_nofollow (int rootfd, const char *dest, asbx_err_t *err)
   return fd;
 }
 
+/* the idmapped clone P made for this spec mount, or -1 */
+static int
+idmap_fd (const struct linux_rootfs_opts *opts, const struct oci_mount *m)
+{
+  size_t i = (size_t) (m - opts->spec->mounts);
+  return opts->idmap_fds && i < opts->spec->mounts_len ? opts->idmap_fds[i] : -1;
+}
+
 /* the mount to attach for one spec entry (detached), and whether its root is a directory */
 static int
 make_mount (const struct linux_rootfs_opts *opts, const struct oci_mount *m, const struct mount_opts *o, bool bind,
@@ -85,7 +94,14 @@ make_mount (const struct linux_rootfs_opts *opts, const struct oci_mount *m, con
       if (source == NULL)
         return asbx_error (err, EINVAL, "bind mount without a source");
       src = source[0] == '/' ? xstrdup (source) : xasprintf ("%s/%s", opts->bundle, source);
-      if (opts->bind_fds && idx < opts->spec->mounts_len && opts->bind_fds[idx] >= 0 && source == m->source)
+      if (idmap_fd (opts, m) >= 0)
+        {
+          /* idmapped: P cloned and idmapped it in the host's namespaces (linux/idmap.c) */
+          mfd = fcntl (idmap_fd (opts, m), F_DUPFD_CLOEXEC, 3);
+          if (mfd < 0)
+            return asbx_error (err, errno, "dup the idmapped mount of `%s`", src);
+        }
+      else if (opts->bind_fds && idx < opts->spec->mounts_len && opts->bind_fds[idx] >= 0 && source == m->source)
         {
           mfd = fcntl (opts->bind_fds[idx], F_DUPFD_CLOEXEC, 3); /* opened by the runtime, as host root */
           if (mfd < 0)
@@ -209,8 +225,8 @@ mount_one (const struct linux_rootfs_opts *opts, int rootfd, const struct oci_mo
     top_set &= ~(uint64_t) MOUNT_ATTR_RDONLY;
   if (o.tmpcopyup)
     r = asbx_error (err, ENOTSUP, "option tmpcopyup is not supported");
-  else if (o.idmap || o.ridmap || m->uid_mappings_len || m->gid_mappings_len)
-    r = asbx_error (err, ENOTSUP, "idmapped mounts (idmap, ridmap, uidMappings) are not supported");
+  else if ((o.idmap || o.ridmap || m->uid_mappings_len || m->gid_mappings_len) && idmap_fd (opts, m) < 0)
+    r = asbx_error (err, EINVAL, "idmapped mount not prepared by the runtime (linux/idmap.c)");
   else if (o.remount)
     r = remount (rootfd, dest, &o, err);
   else if (!bind && m->type == NULL)
@@ -321,16 +337,44 @@ linux_rootfs_close_bind_sources (int *fds, size_t n)
   free (fds);
 }
 
+/* the spec mounts and the devices below *rootfd; hands *rootfd over to *rootfd_out */
+static int
+mount_all (const struct linux_rootfs_opts *opts, const struct oci_spec *spec, int *rootfd, int *rootfd_out,
+           asbx_err_t *err)
+{
+  bool devpts;
+  for (size_t i = 0; i < spec->mounts_len; i++)
+    if (mount_one (opts, *rootfd, &spec->mounts[i], err) < 0)
+      return asbx_error_wrap (err, "mounts[%zu] (%s)", i,
+                              spec->mounts[i].destination ? spec->mounts[i].destination : "");
+
+  if (!dev_is_bind (spec, &devpts))
+    {
+      if (linux_devices_create (*rootfd, spec, opts->userns, err) < 0
+          || linux_devices_symlinks (*rootfd, devpts, err) < 0)
+        return -1;
+    }
+  *rootfd_out = steal_fd (rootfd);
+  return 0;
+}
+
 int
 linux_rootfs_prepare (const struct linux_rootfs_opts *opts, int *rootfd_out, asbx_err_t *err)
 {
   const struct oci_spec *spec = opts->spec;
   unsigned long root_flag, final;
   cleanup_close int rootfd = -1;
-  bool devpts;
 
   if (root_propagation (spec, &root_flag, &final, err) < 0)
     return -1;
+  if (opts->host_mntns)
+    {
+      /* the runtime's namespace: no propagation change, no self-bind (chroot needs none) */
+      rootfd = open (opts->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+      if (rootfd < 0)
+        return asbx_error (err, errno, "rootfs: open %s", opts->rootfs);
+      return mount_all (opts, spec, &rootfd, rootfd_out, err);
+    }
   if (mount (NULL, "/", NULL, root_flag, NULL) < 0)
     return asbx_error (err, errno, "make / %s", root_flag & MS_SLAVE ? "rslave" : "rprivate");
 
@@ -349,20 +393,76 @@ linux_rootfs_prepare (const struct linux_rootfs_opts *opts, int *rootfd_out, asb
       && (mnt_setattr (rootfd, true, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0, 0, err) < 0
           || mnt_setattr (rootfd, false, 0, MOUNT_ATTR_RDONLY, 0, err) < 0))
     return asbx_error_wrap (err, "rootfs: make the tree read-only");
+  return mount_all (opts, spec, &rootfd, rootfd_out, err);
+}
 
-  for (size_t i = 0; i < spec->mounts_len; i++)
-    if (mount_one (opts, rootfd, &spec->mounts[i], err) < 0)
-      return asbx_error_wrap (err, "mounts[%zu] (%s)", i,
-                              spec->mounts[i].destination ? spec->mounts[i].destination : "");
-
-  if (!dev_is_bind (spec, &devpts))
-    {
-      if (linux_devices_create (rootfd, spec, opts->userns, err) < 0
-          || linux_devices_symlinks (rootfd, devpts, err) < 0)
-        return -1;
-    }
-  *rootfd_out = steal_fd (&rootfd);
+int
+linux_rootfs_chroot (int rootfd, asbx_err_t *err)
+{
+  if (fchdir (rootfd) < 0)
+    return asbx_error (err, errno, "chdir to the rootfs");
+  if (chroot (".") < 0)
+    return asbx_error (err, errno, "chroot");
+  if (chdir ("/") < 0)
+    return asbx_error (err, errno, "chdir /");
   return 0;
+}
+
+/* mountinfo's octal escapes (\040 for a space) undone in place */
+static void
+unescape_mountinfo (char *s)
+{
+  char *o = s;
+  for (char *i = s; *i; i++)
+    if (i[0] == '\\' && i[1] >= '0' && i[1] <= '3' && i[2] >= '0' && i[2] <= '7' && i[3] >= '0' && i[3] <= '7')
+      {
+        *o++ = (char) ((i[1] - '0') << 6 | (i[2] - '0') << 3 | (i[3] - '0'));
+        i += 3;
+      }
+    else
+      *o++ = *i;
+  *o = '\0';
+}
+
+static int
+longer_first (const void *a, const void *b)
+{
+  size_t la = strlen (*(char *const *) a), lb = strlen (*(char *const *) b);
+  return la < lb ? 1 : la > lb ? -1 : 0;
+}
+
+int
+linux_rootfs_host_cleanup (const char *rootfs, asbx_err_t *err)
+{
+  cleanup_free char *text = NULL;
+  char **points = NULL, *save = NULL;
+  size_t n = 0, rl = strlen (rootfs);
+  int ret = 0;
+
+  if (read_file_at (AT_FDCWD, "/proc/self/mountinfo", 16 << 20, &text, NULL, err) < 0)
+    return -1;
+  for (char *line = strtok_r (text, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
+    {
+      char *f = line;
+      for (int k = 0; k < 4 && f; k++) /* id parent major:minor root -> mount point */
+        f = strchr (f, ' ') ? strchr (f, ' ') + 1 : NULL;
+      if (!f)
+        continue;
+      f[strcspn (f, " ")] = '\0';
+      unescape_mountinfo (f);
+      if (strncmp (f, rootfs, rl) == 0 && f[rl] == '/')
+        {
+          points = xrealloc (points, sizeof (char *) * (n + 1));
+          points[n++] = f;
+        }
+    }
+  if (n)
+    qsort (points, n, sizeof (char *), longer_first);
+  for (size_t i = 0; i < n; i++)
+    if (umount2 (points[i], MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL && errno != ENOENT && ret == 0)
+      ret = asbx_error (err, errno, "detach `%s` (mounted by the container in the host's mount namespace)", points[i]);
+  free (points);
+  return ret;
 }
 
 int

@@ -35,6 +35,12 @@ struct linux_rootfs_opts
                               becomes read-only in finalize (root.readonly) */
   const int *bind_fds;     /* NULL, or per spec->mounts index a detached clone of that bind's
                               source made by the runtime (linux_rootfs_open_bind_sources), -1: none */
+  bool host_mntns;         /* no mount namespace of its own (runc's "no mount entry"): the init works in
+                              the runtime's; "/" keeps its propagation, the rootfs gets no self-bind
+                              and the spec mounts land below it in that namespace (undone by
+                              linux_rootfs_host_cleanup) */
+  const int *idmap_fds;    /* per spec mount: the detached idmapped clone P made (linux/idmap.h),
+                              -1 for the others; NULL = no idmapped mount */
 };
 
 /* For a container in a new user namespace, called by the runtime (host root, before the user
@@ -65,6 +71,17 @@ int linux_rootfs_prepare (const struct linux_rootfs_opts *opts, int *rootfd_out,
  * 1.0), or with no_pivot move-mount onto / and chroot. chdir("/") afterwards.
  * Returns 0 / -1 with *err. */
 int linux_rootfs_pivot (int rootfd, bool no_pivot, asbx_err_t *err);
+
+/* Without a mount namespace of its own: chroot into rootfd (pivot_root would move the root of
+ * every process of the shared namespace). 0 / -1 with *err. */
+int linux_rootfs_chroot (int rootfd, asbx_err_t *err);
+
+/* Detach (umount2 MNT_DETACH, deepest first) every mount strictly below `rootfs` in the caller's
+ * mount namespace: what a container without a mount namespace of its own mounted there (its
+ * spec mounts, masks, devices), at delete or after a failed create. The rootfs itself is never
+ * touched (an engine may have mounted it). 0 / -1 with *err (first failure; the rest is still
+ * tried). */
+int linux_rootfs_host_cleanup (const char *rootfs, asbx_err_t *err);
 
 /* After pivot_root: linux.maskedPaths (directories: read-only empty tmpfs; files: bind of
  * /dev/null; missing: skipped as the spec says), linux.readonlyPaths (recursive read-only bind;

@@ -333,6 +333,22 @@ out:
   return p;
 }
 
+struct policy_plan *
+policy_resolve_saved (const char *json, const char *source, asbx_err_t *err)
+{
+  /* no host config, no ceiling, no site profiles: the document is already the intersection
+   * (and clamp) computed at create, with every `extends` expanded */
+  struct pdoc *d = pdoc_load (json, strlen (json), source, lookup_profile, NULL, err);
+  if (d == NULL)
+    return NULL;
+  pdoc_normalize (d);
+  struct policy_plan *p = policy_compile (d);
+  pdoc_free (d);
+  add_source (p, xasprintf ("saved at create: %s", source));
+  p->audit_dir = xstrdup (POLICY_DEFAULT_AUDIT_DIR);
+  return p;
+}
+
 char *
 policy_check (const char *json, size_t len, const char *source, const char *profiles_dir, asbx_err_t *err)
 {

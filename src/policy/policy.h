@@ -43,6 +43,14 @@ struct policy_inputs
  * input, the errno of a failed read otherwise). */
 struct policy_plan *policy_resolve (const struct policy_inputs *in, asbx_err_t *err);
 
+/* The effective policy a container was created with (plan->effective_json, saved in its state
+ * dir by create), compiled again as it is: no host config, no ceiling, no clamp, so every process
+ * of the container (`exec`) gets exactly the init's layers whatever the host config says now
+ * (issue 15). `source` names the document in messages. Returns a new plan (policy_plan_free) or
+ * NULL with *err (EINVAL: the saved document does not parse). plan->audit_dir is the default
+ * directory: callers that write audit records resolve the directory themselves. */
+struct policy_plan *policy_resolve_saved (const char *json, const char *source, asbx_err_t *err);
+
 /* The plan as JSON (stable key order; for golden tests and `policy explain`). Heap string. */
 char *policy_plan_to_json (const struct policy_plan *p, bool pretty);
 

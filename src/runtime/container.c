@@ -27,6 +27,8 @@
 #include "core/util.h"
 #include "libocispec/oci_spec.h"
 #include "linux/cgroup.h"
+#include "linux/idmap.h"
+#include "linux/rootfs.h"
 #include "linux/ns.h"
 #include "linux/process.h"
 #include "linux/seccomp_cache.h"
@@ -186,8 +188,67 @@ struct create_ctx
   char *cgroup_path;
   unsigned long cgroup_mask;
   pid_t init_pid;
-  bool new_netns; /* this create makes the network namespace (nobody wires it): for the monitor */
+  bool new_netns;                /* this create makes the network namespace (nobody wires it): for the monitor */
+  char *missing_grants;          /* "ORIGIN\tPATH\n" lines from the init (policy_apply_mounts), or NULL */
+  const char *host_mntns_rootfs; /* no mount namespace of its own: its mounts below this rootfs are
+                                    in ours, detached on undo (state file `host-mounts`) */
 };
+
+#define HOST_MOUNTS_MARK "host-mounts"
+
+/* A container without a mount namespace of its own mounted below its rootfs in ours: detach. */
+static void
+host_mounts_cleanup (const char *rootfs)
+{
+  asbx_err_t e = NULL;
+  if (linux_rootfs_host_cleanup (rootfs, &e) < 0)
+    {
+      log_warning ("cleanup of the container's mounts: %s", e->msg);
+      asbx_error_free (&e);
+    }
+}
+
+/* An allowWrite grant whose path is missing creates nothing: the path stays read-only (or
+ * absent). Say so at create, on stderr (the log too when it is a file) and, through the monitor,
+ * in the audit log, rather than only in `policy explain` (issue 15). */
+static void
+report_missing_grants (const char *lines)
+{
+  cleanup_free char *dup = xstrdup (lines);
+  char *save = NULL;
+  for (char *l = strtok_r (dup, "\n", &save); l; l = strtok_r (NULL, "\n", &save))
+    {
+      char *tab = strchr (l, '\t');
+      if (!tab)
+        continue;
+      *tab = '\0';
+      log_warning ("policy %s: `%s` does not exist in the container at create: the grant creates nothing, the path "
+                   "is not writable",
+                   l, tab + 1);
+      if (asbx_log_fd () != STDERR_FILENO)
+        fprintf (stderr,
+                 "agentsbx: warning: policy %s: `%s` does not exist in the container at create: the grant creates "
+                 "nothing, the path is not writable\n",
+                 l, tab + 1);
+    }
+}
+
+/* Mount work P does before spawning: without a mount namespace of its own, the `host-mounts`
+ * mark (written before anything is mounted, so delete or undo detaches what the init mounts);
+ * the idmapped binds, made here in the host's user and mount namespace (linux/idmap.h). */
+static int
+create_mount_prep (struct create_ctx *c, const struct ns_plan *ns, const struct oci_spec *spec, const char *bundle,
+                   const char *rootfs, const char *config_path, int **idmap_fds, asbx_err_t *err)
+{
+  if (!((ns->new_flags | ns->join_flags) & CLONE_NEWNS))
+    {
+      cleanup_close int mfd = openat (c->dirfd, HOST_MOUNTS_MARK, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+      if (mfd < 0)
+        return asbx_error (err, errno, "state directory: create %s", HOST_MOUNTS_MARK);
+      c->host_mntns_rootfs = rootfs;
+    }
+  return linux_idmap_prepare (spec, bundle, config_path, idmap_fds, err);
+}
 
 static void
 create_undo (struct create_ctx *c)
@@ -199,6 +260,8 @@ create_undo (struct create_ctx *c)
       while (waitpid (c->init_pid, NULL, 0) < 0 && errno == EINTR)
         ;
     }
+  if (c->host_mntns_rootfs)
+    host_mounts_cleanup (c->host_mntns_rootfs);
   if (c->cgroup_path && c->cgroup_mask && cgroup_remove (c->cgroup_path, c->cgroup_mask, 5000, &e) < 0)
     {
       log_warning ("cleanup after failed create: %s", e->msg);
@@ -341,6 +404,11 @@ create_spawned (const struct asbx_global *g, const struct asbx_create_opts *o, s
   test_stop_at ("create:spawned");
   if (sync_recv (psync, SYNC_CREATE_RUNTIME, m, err) < 0)
     return -1;
+  if (m->text[0])
+    {
+      c->missing_grants = xstrdup (m->text);
+      report_missing_grants (c->missing_grants);
+    }
   /* an init in a user namespace cannot write /proc/sys: the memfd sysctl is ours to set */
   if (((a->ns->new_flags | a->ns->join_flags) & CLONE_NEWUSER)
       && policy_apply_memfd_noexec_from_parent (a->plan, c->init_pid, (a->ns->new_flags & CLONE_NEWPID) != 0, err) < 0)
@@ -394,7 +462,8 @@ create_record (const struct asbx_global *g, const struct asbx_create_opts *o, st
                                  .state_dirfd = c->dirfd,
                                  .audit_dir = g->audit_dir,
                                  .plan = plan,
-                                 .new_netns = c->new_netns };
+                                 .new_netns = c->new_netns,
+                                 .missing_grants = c->missing_grants };
       pid_t mpid;
       if (monitor_start (&mo, &mpid, err) < 0)
         return asbx_error_wrap (err, "policy monitor");
@@ -421,6 +490,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   struct ns_plan ns = { 0 };
   struct policy_plan *plan = NULL;
   struct create_ctx c = { .rootfd = -1, .dirfd = -1, .id = o->id };
+  int *idmap_fds = NULL;
   size_t raw_len;
   int preserve = o->preserve_fds;
   int ret = -1;
@@ -501,7 +571,10 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
         goto undo;
       linux_seccomp_handover_set (spec->linux_->seccomp, &f);
     }
+  if (create_mount_prep (&c, &ns, spec, bundle, rootfs, config_path, &idmap_fds, err) < 0)
+    goto undo;
   struct init_args a = {
+    .idmap_fds = idmap_fds,
     .spec = spec,
     .ns = &ns,
     .bundle = bundle,
@@ -531,6 +604,8 @@ out:
   linux_seccomp_handover_clear ();
   ns_plan_close (&ns);
   free (c.cgroup_path);
+  free (c.missing_grants);
+  linux_idmap_close (idmap_fds, spec ? spec->mounts_len : 0);
   if (plan)
     policy_plan_free (plan);
   return ret;
@@ -713,6 +788,8 @@ asbx_container_delete (const struct asbx_global *g, const char *id, bool force, 
         kill_and_wait (&o.st);
       test_stop_at ("delete:killed");
       run_poststop (o.dirfd, &o.st);
+      if (o.st.rootfs && faccessat (o.dirfd, HOST_MOUNTS_MARK, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+        host_mounts_cleanup (o.st.rootfs);
       if (o.st.cgroup_path && cgroup_remove (o.st.cgroup_path, o.st.cgroup_mask, 10000, err) < 0)
         goto out;
       test_stop_at ("delete:cgroup");

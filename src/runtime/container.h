@@ -19,6 +19,7 @@ struct asbx_global
   const char *policy_file; /* --policy FILE */
   const char *config_path; /* --config FILE (host config), NULL = /etc/agentsbx/config.json */
   const char *audit_dir;   /* --audit-dir DIR, NULL = host config or /var/log/agentsbx */
+  const char *criu;        /* --criu PATH (checkpoint/restore), NULL = "criu" in PATH */
 };
 
 struct asbx_create_opts

@@ -95,6 +95,30 @@ ns_flags_of (pid_t pid)
   return flags;
 }
 
+/* The root of `pid` when it is not ours (a container chrooted in our mount namespace): an
+ * O_PATH fd; -1 when it is our root; -2 with *err. */
+static int
+init_root_fd (pid_t pid, asbx_err_t *err)
+{
+  char p[64];
+  struct stat a, b;
+  snprintf (p, sizeof p, "/proc/%d/root", (int) pid);
+  int fd = open (p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0 || fstat (fd, &a) < 0 || stat ("/", &b) < 0)
+    {
+      asbx_error (err, errno, "open the container's root %s", p);
+      if (fd >= 0)
+        close (fd);
+      return -2;
+    }
+  if (a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+    {
+      close (fd);
+      return -1;
+    }
+  return fd;
+}
+
 static void
 strv_append (char ***v, size_t *len, char *s)
 {
@@ -202,20 +226,27 @@ exec_build_process (const struct asbx_exec_opts *o, struct oci_process *p, asbx_
   return 0;
 }
 
-/* The effective policy saved at create (state dir policy.json), compiled again as a request
- * with no ceiling; *plan stays NULL for a container without a policy. */
+/* The effective policy saved at create (state dir policy.json), compiled again as it is, with
+ * no ceiling and no host config (policy_resolve_saved): exec'd processes get the init's layers
+ * even when /etc/agentsbx/config.json changed or names another defaultProfile. *plan stays NULL
+ * for a container without a policy. */
 static int
 load_policy (int dirfd, struct policy_plan **plan, asbx_err_t *err)
 {
   cleanup_free char *json = NULL;
-  char *keys[] = { (char *) POLICY_ANNOTATION_POLICY, NULL };
-  char *values[] = { NULL, NULL };
-  if (read_file_at (dirfd, "policy.json", 1 << 20, &json, NULL, NULL) < 0)
-    return 0;
-  values[0] = json;
-  struct oci_map ann = { .keys = keys, .values = values, .len = 1 };
-  struct policy_inputs pin = { .annotations = &ann };
-  *plan = policy_resolve (&pin, err);
+  asbx_err_t e = NULL;
+  if (read_file_at (dirfd, "policy.json", 1 << 20, &json, NULL, &e) < 0)
+    {
+      /* absent: a container without a policy; anything else must not exec unconfined */
+      if (e && e->errnum == ENOENT)
+        {
+          asbx_error_free (&e);
+          return 0;
+        }
+      asbx_error_move (err, &e);
+      return asbx_error_wrap (err, "the container's saved policy");
+    }
+  *plan = policy_resolve_saved (json, "the container's policy.json", err);
   return *plan ? 0 : asbx_error_wrap (err, "the container's saved policy");
 }
 
@@ -228,10 +259,14 @@ struct exec_child
   int console_fd;
   int preserve_fds;
   bool userns;
-  const struct linux_seccomp *seccomp; /* the container's filter, compiled by P; NULL: none */
-  int listener;                        /* seccomp listener socket for NOTIFY rules, or -1 */
-  const char *process_state;           /* containerProcessState JSON for the listener */
-  const struct policy_plan *plan;      /* the container's effective policy, or NULL */
+  const struct linux_seccomp *seccomp;       /* the container's filter, compiled by P; NULL: none */
+  int listener;                              /* seccomp listener socket for NOTIFY rules, or -1 */
+  const char *process_state;                 /* containerProcessState JSON for the listener */
+  const struct policy_plan *plan;            /* the container's effective policy, or NULL */
+  const struct oci_memory_policy *mempolicy; /* the container's linux.memoryPolicy, or NULL */
+  char *const *cgroups;                      /* exec --cgroup specs: sub-cgroups of the container's cgroup */
+  size_t cgroups_len;
+  int root_fd; /* the init's root when it shares our mount namespace (chroot), else -1 */
 };
 
 static void __attribute__ ((noreturn)) exec_process_main (struct exec_child *c)
@@ -254,6 +289,9 @@ static void __attribute__ ((noreturn)) exec_process_main (struct exec_child *c)
       close (master);
     }
   if (linux_rlimits_apply (c->proc, &err) < 0 || process_chdir (c->proc->cwd, false, &err) < 0)
+    sync_fail (c->sync_fd, &err);
+  /* the process's scheduler and I/O priority, and the container's memory policy, as the init */
+  if (linux_sched_apply (c->proc, &err) < 0 || linux_mempolicy_apply (c->mempolicy, &err) < 0)
     sync_fail (c->sync_fd, &err);
   exe = process_lookup_executable (c->proc, &err);
   if (!exe)
@@ -290,6 +328,12 @@ static void __attribute__ ((noreturn)) exec_stage_main (struct exec_child *c)
   if (c->ns_flags && setns (c->pidfd, c->ns_flags) < 0)
     {
       asbx_error (&err, errno, "join the container's namespaces (setns 0x%x)", c->ns_flags);
+      sync_fail (c->sync_fd, &err);
+    }
+  /* a container in our mount namespace (no `mount` entry) lives in a chroot: take its root */
+  if (c->root_fd >= 0 && (fchdir (c->root_fd) < 0 || chroot (".") < 0 || chdir ("/") < 0))
+    {
+      asbx_error (&err, errno, "enter the container's root (chroot)");
       sync_fail (c->sync_fd, &err);
     }
   /* S and E share the sync socket: E must not send READY before S has sent PID, or P reads
@@ -349,7 +393,10 @@ exec_spawn (struct exec_child *c, const char *cgroup_path, pid_t *pid, asbx_err_
   close (sp[1]);
   cleanup_close int psync = sp[0];
   *pid = 0;
-  if (cgroup_path && cgroup_join (cgroup_path, stage, err) < 0)
+  if (cgroup_path
+      && (c->cgroups_len ? cgroup_join_sub (cgroup_path, c->cgroups, c->cgroups_len, stage, err)
+                         : cgroup_join (cgroup_path, stage, err))
+             < 0)
     goto fail;
   if (sync_send (psync, SYNC_GO, 0, NULL, err) < 0 || sync_recv (psync, SYNC_PID, m, err) < 0)
     goto fail;
@@ -388,7 +435,7 @@ write_pid_file (const char *path, pid_t pid, asbx_err_t *err)
 int
 asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o, int *exit_status, asbx_err_t *err)
 {
-  cleanup_close int pidfd = -1, console = -1, listener = -1, tty = -1;
+  cleanup_close int pidfd = -1, console = -1, listener = -1, tty = -1, root_fd = -1;
   struct asbx_opened oc = { .rootfd = -1, .dirfd = -1 };
   cleanup_free char *raw = NULL, *praw = NULL, *state_json = NULL, *process_state = NULL;
   struct linux_seccomp filter = { 0 };
@@ -422,9 +469,9 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
       asbx_error (err, ESRCH, "cannot exec in container `%s`", o->id);
       goto out;
     }
-  if (o->cgroup)
+  if (o->cgroups_len && !st.cgroup_path)
     {
-      asbx_error (err, 0, "exec --cgroup: sub-cgroups are not supported by this build yet");
+      asbx_error (err, 0, "exec --cgroup: container `%s` has no cgroup", o->id);
       goto out;
     }
   if (read_file_at (dirfd, "config.json", 16 << 20, &raw, &len, err) < 0
@@ -443,7 +490,8 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
       if (exec_build_process (o, proc, err) < 0)
         goto out;
     }
-  if (linux_rlimits_check (proc, err) < 0 || linux_caps_check (proc->capabilities, err) < 0)
+  if (linux_rlimits_check (proc, err) < 0 || linux_caps_check (proc->capabilities, err) < 0
+      || linux_sched_check (proc, o->process_file ? "--process: " : "", err) < 0)
     goto out;
   /* a terminal without --console-socket: in the foreground we are the terminal (runtime/tty.h),
    * detached there is nobody to hand the pty to (runc's wording) */
@@ -491,7 +539,14 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
     .listener = listener,
     .process_state = process_state,
     .plan = plan,
+    .mempolicy = spec->linux_ ? spec->linux_->memory_policy : NULL,
+    .cgroups = o->cgroups,
+    .cgroups_len = o->cgroups_len,
+    .root_fd = -1,
   };
+  if (!(c.ns_flags & CLONE_NEWNS) && (root_fd = init_root_fd (st.pid, err)) == -2)
+    goto out;
+  c.root_fd = root_fd;
   c.userns = c.ns_flags & CLONE_NEWUSER;
   if (exec_spawn (&c, st.cgroup_path, &pid, err) < 0)
     goto out;

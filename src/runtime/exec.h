@@ -31,7 +31,8 @@ struct asbx_exec_opts
   const char *pid_file;
   int preserve_fds;
   bool ignore_paused;
-  const char *cgroup;
+  char **cgroups; /* --cgroup [CONTROLLERS:]PATH, repeatable: sub-cgroups (linux/cgroup.h cgroup_join_sub) */
+  size_t cgroups_len;
 };
 
 /* Run the process. With detach, returns once it has been exec'd (*exit_status = 0); otherwise

@@ -118,7 +118,7 @@ init_main (struct init_args *a)
   cleanup_close int rootfd = -1;
   int master = -1;
   const char *state_json;
-  cleanup_free char *exe = NULL;
+  cleanup_free char *exe = NULL, *missing_grants = NULL;
   const struct oci_seccomp *seccomp = spec->linux_ ? spec->linux_->seccomp : NULL;
   struct linux_seccomp filter = { 0 };
   int listener = -1;
@@ -153,11 +153,13 @@ init_main (struct init_args *a)
     .cgroup_path = a->cgroup_path,
     .readonly_recursive = a->plan && a->plan->active && a->plan->rootfs_readonly,
     .bind_fds = a->bind_fds,
+    .idmap_fds = a->idmap_fds,
+    .host_mntns = !((a->ns->new_flags | a->ns->join_flags) & CLONE_NEWNS),
   };
   if (linux_rootfs_prepare (&ro, &rootfd, &err) < 0)
     fail (a, &err);
   /* 3b. the policy's mounts: grants (rw binds) then denies (ro binds, masks) on top */
-  if (policy_apply_mounts (rootfd, a->plan, spec->root && spec->root->readonly, &err) < 0)
+  if (policy_apply_mounts (rootfd, a->plan, spec->root && spec->root->readonly, &missing_grants, &err) < 0)
     fail (a, &err);
   /* 3b'. a network namespace made here has `lo` up, policy or not (runc does) */
   if ((a->ns->new_flags & CLONE_NEWNET) && linux_netns_loopback_up (&err) < 0)
@@ -181,7 +183,7 @@ init_main (struct init_args *a)
   if (!userns && policy_apply_memfd_noexec (a->plan, (a->ns->new_flags & CLONE_NEWPID) != 0, &err) < 0)
     fail (a, &err);
   /* 4. prestart + createRuntime hooks run in the runtime's namespaces: P runs them */
-  if (sync_send (a->sync_fd, SYNC_CREATE_RUNTIME, 0, NULL, &err) < 0
+  if (sync_send (a->sync_fd, SYNC_CREATE_RUNTIME, 0, missing_grants, &err) < 0
       || sync_recv (a->sync_fd, SYNC_HOOKS_DONE, &m, &err) < 0)
     fail (a, &err);
   /* 4a. in a user namespace P wrote vm.memfd_noexec for us (policy_apply.h): check it did */
@@ -207,7 +209,7 @@ init_main (struct init_args *a)
              < 0)
     fail (a, &err);
   /* 6. the rootfs becomes "/": from here on no host path is reachable */
-  if (linux_rootfs_pivot (rootfd, a->no_pivot, &err) < 0)
+  if ((ro.host_mntns ? linux_rootfs_chroot (rootfd, &err) : linux_rootfs_pivot (rootfd, a->no_pivot, &err)) < 0)
     fail (a, &err);
   /* 7. the console must exist before /dev may become read-only in finalize */
   if (proc->terminal)
@@ -228,6 +230,11 @@ init_main (struct init_args *a)
     fail (a, &err);
   /* 10. per-process limits before anything of the user's runs */
   if (linux_rlimits_apply (proc, &err) < 0 || linux_oom_score_adj_apply (proc, 0, &err) < 0)
+    fail (a, &err);
+  /* 10a. scheduling class, I/O priority and NUMA memory policy: inherited by what we exec; set
+   * while CAP_SYS_NICE is still held (issue 15) */
+  if (linux_sched_apply (proc, &err) < 0
+      || linux_mempolicy_apply (spec->linux_ ? spec->linux_->memory_policy : NULL, &err) < 0)
     fail (a, &err);
   if (process_chdir (proc->cwd, false, &err) < 0)
     fail (a, &err);

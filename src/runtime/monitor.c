@@ -419,6 +419,22 @@ mon_setup (struct mon *m, asbx_err_t *err)
   return mon_limits_start (m, err);
 }
 
+/* the paths of the "ORIGIN\tPATH\n" lines, as `missingWrites` */
+static void
+audit_missing_grants (struct audit_rec *r, const char *lines)
+{
+  cleanup_free char *dup = xstrdup (lines);
+  char *paths[64], *save = NULL;
+  size_t n = 0;
+  for (char *l = strtok_r (dup, "\n", &save); l && n < ASBX_ARRAY_SIZE (paths); l = strtok_r (NULL, "\n", &save))
+    {
+      char *tab = strchr (l, '\t');
+      if (tab)
+        paths[n++] = tab + 1;
+    }
+  audit_rec_strv (r, "missingWrites", paths, n);
+}
+
 static void
 audit_created (struct mon *m)
 {
@@ -448,6 +464,8 @@ audit_created (struct mon *m)
   unreported[nu++] = (char *) "reads of paths masked by a bind mount";
   unreported[nu++] = (char *) "failed execve inside a process";
   audit_rec_strv (r, "unreported", unreported, nu);
+  if (m->o->missing_grants)
+    audit_missing_grants (r, m->o->missing_grants);
   mon_audit_put (m, r);
 }
 

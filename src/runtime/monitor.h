@@ -45,6 +45,9 @@ struct monitor_opts
   bool new_netns;                 /* the container's network namespace is fresh (created by this
                                      create, nobody wires it): `filtered` then gets pasta
                                      (runtime/pasta.h) as its way out */
+  const char *missing_grants;     /* "ORIGIN\tPATH\n" lines: allowWrite grants whose path did not
+                                     exist at create (policy_apply_mounts), listed as
+                                     `missingWrites` in the `policy` record; NULL = none */
 };
 
 /* Fork the monitor (see above) and wait until it is ready: subscribed to process events, the

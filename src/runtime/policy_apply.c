@@ -189,6 +189,20 @@ policy_apply_spec (struct oci_spec *spec, const struct policy_plan *plan, asbx_e
 
   if (!plan || !plan->active)
     return 0;
+  /* the mount layer (read-only root, grants, masks) and Landlock's paths are the container's
+   * own mount namespace; without a policy agentsbx runs both forms as runc does (issue 15) */
+  const char *mnt_path = NULL;
+  if (!spec->linux_ || !has_ns (spec->linux_, "mount", &mnt_path))
+    return asbx_error (err, EINVAL,
+                       "agent policy: linux.namespaces has no `mount` entry: the policy needs a new mount "
+                       "namespace (its read-only root, grants and masks are mounts of the container's own "
+                       "namespace, never the runtime's)");
+  if (mnt_path)
+    return asbx_error (err, EINVAL,
+                       "agent policy: linux.namespaces joins the mount namespace `%s`: the policy needs a new "
+                       "one (its mounts would change a namespace other processes use, and what they mount "
+                       "there would bypass the policy)",
+                       mnt_path);
   if (plan->rootfs_readonly)
     spec->root->readonly = true;
   policy_apply_process (spec->process, plan);
@@ -359,6 +373,17 @@ pin_ancestors (int rootfd, const struct policy_plan *plan, const char *path, asb
   return 0;
 }
 
+/* "origin\tpath\n" lines of the allowWrite grants whose path did not exist (policy_apply_mounts) */
+static char *missing_grants;
+
+static void
+note_missing_grant (const struct policy_mount *m)
+{
+  char *line = xasprintf ("%s%s\t%s\n", missing_grants ? missing_grants : "", m->origin, m->path);
+  free (missing_grants);
+  missing_grants = line;
+}
+
 /* The caller is in a user namespace that maps exactly one uid and one gid (quick mode's): every
  * process of the container then has the init's ids (nothing else can be switched to). */
 static bool
@@ -409,8 +434,11 @@ apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy
     {
       if (m->optional || m->kind == POLICY_MOUNT_BIND_RW)
         {
-          /* `?` rule, or a grant on a path that does not exist: nothing to enforce or create */
+          /* `?` rule, or a grant on a path that does not exist: nothing to enforce or create; a
+           * grant that silently leaves its path read-only is reported at create (issue 15) */
           log_debug ("policy %s (%s): path does not exist, not enforced", m->origin, m->path);
+          if (m->kind == POLICY_MOUNT_BIND_RW && !m->optional)
+            note_missing_grant (m);
           return 0;
         }
       if (m->writable_parent)
@@ -531,11 +559,12 @@ apply_hidden (int rootfd, const char *path, asbx_err_t *err)
 }
 
 int
-policy_apply_mounts (int rootfd, const struct policy_plan *plan, bool root_readonly, asbx_err_t *err)
+policy_apply_mounts (int rootfd, const struct policy_plan *plan, bool root_readonly, char **missing, asbx_err_t *err)
 {
   struct homes_cache hc = { 0 };
   int r = 0;
 
+  *missing = NULL;
   if (!plan || !plan->active)
     return 0;
   /* grants first, then denies on top: deny wins over allow (POLICY.md §2) */
@@ -553,14 +582,19 @@ policy_apply_mounts (int rootfd, const struct policy_plan *plan, bool root_reado
         r = m->each_child ? apply_each_child (rootfd, plan, m, &hc, err) : apply_one_mount (rootfd, plan, m, err);
       }
   homes_cache_clear (&hc);
-  if (r < 0)
-    return -1;
   /* the runtime's own state and audit, last: over whatever grant shows them */
-  for (size_t i = 0; i < plan->hidden_paths_len; i++)
-    if (apply_hidden (rootfd, plan->hidden_paths[i], err) < 0)
-      return -1;
+  for (size_t i = 0; r == 0 && i < plan->hidden_paths_len; i++)
+    r = apply_hidden (rootfd, plan->hidden_paths[i], err);
   /* allowExec: no mount outside it executes, for mmap(PROT_EXEC) as for execve */
-  return policy_apply_noexec (rootfd, plan, root_readonly, err);
+  if (r == 0)
+    r = policy_apply_noexec (rootfd, plan, root_readonly, err);
+  if (r < 0)
+    {
+      free (steal_ptr (&missing_grants));
+      return -1;
+    }
+  *missing = steal_ptr (&missing_grants);
+  return 0;
 }
 
 /* ---- I/E: the process layers ---- */

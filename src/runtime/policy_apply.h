@@ -45,11 +45,15 @@ int policy_apply_resolv (int rootfd, const struct policy_plan *plan, bool new_ne
 
 /* Policy mounts beneath rootfd (an O_PATH fd of the prepared rootfs mount, before pivot_root).
  * Optional (`?`) rules on missing paths are skipped; a deny rule on a missing path under a
- * writable grant is an error naming the rule (POLICY.md §2). Then the host directories of
- * plan->hidden_paths are masked, and with allowExec every mount outside it is made noexec
- * (runtime/policy_noexec.h; root_readonly: the spec's root.readonly, which the rootfs code sets
- * on the top mount only when it finalizes). 0 / -1 with *err. */
-int policy_apply_mounts (int rootfd, const struct policy_plan *plan, bool root_readonly, asbx_err_t *err);
+ * writable grant is an error naming the rule (POLICY.md §2). A non-optional allowWrite grant on
+ * a missing path creates nothing (the path stays absent, its parent read-only): it is listed in
+ * *missing as "ORIGIN\tPATH\n" lines (heap, caller frees; NULL when none), for create to
+ * report (issue 15). Then the host directories of plan->hidden_paths are masked, and with
+ * allowExec every mount outside it is made noexec (runtime/policy_noexec.h; root_readonly: the
+ * spec's root.readonly, which the rootfs code sets on the top mount only when it finalizes).
+ * 0 / -1 with *err (*missing NULL). */
+int policy_apply_mounts (int rootfd, const struct policy_plan *plan, bool root_readonly, char **missing,
+                         asbx_err_t *err);
 
 /* filesystem.allowExec set: make every memfd of the container's pid namespace noexec, so code
  * the agent wrote cannot run through memfd_create + execveat/fexecve (a memfd is on no mount the

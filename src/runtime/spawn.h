@@ -32,6 +32,7 @@ struct init_args
   const struct policy_plan *plan; /* the agent policy (inactive plan or NULL: plain OCI) */
   const int *bind_fds;            /* new user namespace: the bind sources the runtime opened
                                      (linux_rootfs_open_bind_sources), else NULL */
+  const int *idmap_fds;           /* per spec mount: P's idmapped clone or -1 (linux/idmap.h); NULL = none */
 };
 
 /* Fork S and, through it, I. Places S in the cgroup first (so I and a new cgroup namespace are

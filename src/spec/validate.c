@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "linux/ns.h"
+#include "linux/process.h"
 #include "spec/validate.h"
 
 #ifndef CLONE_NEWTIME
@@ -47,10 +48,9 @@ validate_process (const struct oci_process *p, const char *name, asbx_err_t *err
     return asbx_error (err, 0, "%s: process.args: expected at least one argument", name);
   if (p->cwd == NULL || p->cwd[0] != '/')
     return asbx_error (err, 0, "%s: process.cwd: expected an absolute path", name);
-  if (p->scheduler)
-    return asbx_error (err, 0, "%s: process.scheduler: not supported by this build", name);
-  if (p->io_priority)
-    return asbx_error (err, 0, "%s: process.ioPriority: not supported by this build", name);
+  cleanup_free char *where = xasprintf ("%s: ", name);
+  if (linux_sched_check (p, where, err) < 0)
+    return -1;
   if (p->exec_cpu_affinity)
     return asbx_error (err, 0, "%s: process.execCPUAffinity: not supported by this build", name);
   return 0;
@@ -95,8 +95,29 @@ validate_linux (const struct oci_spec *s, const char *name, asbx_err_t *err)
   const struct oci_linux *l = s->linux_;
   bool has_path = false;
 
-  if (l == NULL || !ns_listed (l, CLONE_NEWNS, &has_path) || has_path)
-    return asbx_error (err, 0, "%s: linux.namespaces: a new mount namespace is required", name);
+  if (l == NULL)
+    return asbx_error (err, 0, "%s: linux: required (namespaces, mounts)", name);
+  if (!ns_listed (l, CLONE_NEWNS, &has_path))
+    {
+      /* the runtime's mount namespace (runc's "no mount entry"): the container chroots into the
+       * rootfs there; what would change the shared namespace itself is refused */
+      if (s->root && s->root->readonly)
+        return asbx_error (err, 0,
+                           "%s: root.readonly: needs a new mount namespace (remounting \"/\" read-only in the "
+                           "runtime's namespace would make the host's mount read-only)",
+                           name);
+      /* runc's rule too: masks in a shared namespace are the container's to undo */
+      if (l->masked_paths_len || l->readonly_paths_len)
+        return asbx_error (err, 0,
+                           "%s: linux.%s: needs a new mount namespace (unable to restrict entries in the "
+                           "runtime's mount namespace)",
+                           name, l->masked_paths_len ? "maskedPaths" : "readonlyPaths");
+      if (l->rootfs_propagation && *l->rootfs_propagation)
+        return asbx_error (err, 0,
+                           "%s: linux.rootfsPropagation: needs a new mount namespace (it would change the "
+                           "propagation of the runtime's \"/\")",
+                           name);
+    }
   bool user = ns_listed (l, CLONE_NEWUSER, &has_path);
   if ((l->uid_mappings_len || l->gid_mappings_len) && !user)
     return asbx_error (err, 0, "%s: linux.uidMappings: mappings given without a user namespace", name);
@@ -117,6 +138,8 @@ validate_linux (const struct oci_spec *s, const char *name, asbx_err_t *err)
     return asbx_error (err, 0, "%s: linux.personality: not supported by this build yet", name);
   if (l->net_devices_len)
     return asbx_error (err, 0, "%s: linux.netDevices: not supported by this build yet", name);
+  if (linux_mempolicy_check (l->memory_policy, err) < 0)
+    return asbx_error_wrap (err, "%s", name);
   return 0;
 }
 

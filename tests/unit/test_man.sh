@@ -43,6 +43,7 @@ files_of_page () {
 	create | run) echo create.c ;;
 	start | state | kill | delete | list) echo simple.c ;;
 	pause | resume) echo pause.c ;;
+	checkpoint | restore) echo checkpoint.c ;;
 	approvals | approve | deny) echo approvals.c ;;
 	*) echo "$1.c" ;;
 	esac
@@ -53,6 +54,7 @@ pages_of_file () {
 	create.c) echo agentsbx-create agentsbx-run ;;
 	simple.c) echo agentsbx-start agentsbx-state agentsbx-kill agentsbx-delete agentsbx-list ;;
 	pause.c) echo agentsbx-pause agentsbx-resume ;;
+	checkpoint.c) echo agentsbx-checkpoint agentsbx-restore ;;
 	approvals.c) echo agentsbx-approvals agentsbx-approve agentsbx-deny ;;
 	*) echo "agentsbx-${1%.c}" ;;
 	esac

@@ -1,0 +1,24 @@
+/* idmap.h - idmapped bind mounts made by P for the init (linux/idmap.c, issue 15). */
+#ifndef ASBX_LINUX_IDMAP_H
+#define ASBX_LINUX_IDMAP_H
+
+#include <stddef.h>
+
+#include "core/error.h"
+#include "libocispec/oci_spec.h"
+
+/* For every spec mount with uidMappings/gidMappings or the idmap/ridmap option: a detached clone
+ * of its bind source (relative sources against `bundle`) with MOUNT_ATTR_IDMAP set from a user
+ * namespace carrying the mapping (the mount's, else the container's linux.uid/gidMappings).
+ * Must run in the host's user and mount namespace with CAP_SYS_ADMIN (P, before spawning).
+ * *fds_out: NULL when no mount is idmapped, else an array of spec->mounts_len fds (-1 for the
+ * others; close-on-exec; release with linux_idmap_close). Errors name `name`, the mount index
+ * and destination: not a bind mount, only one of uid/gidMappings, no mapping at all, or the
+ * kernel's refusal (a filesystem without idmap support: EINVAL). 0 / -1 with *err. */
+int linux_idmap_prepare (const struct oci_spec *spec, const char *bundle, const char *name, int **fds_out,
+                         asbx_err_t *err);
+
+/* Close the n fds of linux_idmap_prepare and free the array (NULL: nothing). */
+void linux_idmap_close (int *fds, size_t n);
+
+#endif
