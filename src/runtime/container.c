@@ -40,6 +40,7 @@
 #include "runtime/state.h"
 #include "runtime/sync.h"
 #include "runtime/tty.h"
+#include "runtime/unixsock.h"
 #include "spec/validate.h"
 
 #define OCI_VERSION "1.2.0"
@@ -185,7 +186,8 @@ struct create_ctx
   char *cgroup_path;
   unsigned long cgroup_mask;
   pid_t init_pid;
-  bool new_netns; /* this create makes the network namespace (nobody wires it): for the monitor */
+  bool new_netns;  /* this create makes the network namespace (nobody wires it): for the monitor */
+  int unixsock_fd; /* the monitor's end of the unix-socket confinement channel, or -1 */
 };
 
 static void
@@ -381,7 +383,8 @@ create_record (const struct asbx_global *g, const struct asbx_create_opts *o, st
                                  .state_dirfd = c->dirfd,
                                  .audit_dir = g->audit_dir,
                                  .plan = plan,
-                                 .new_netns = c->new_netns };
+                                 .new_netns = c->new_netns,
+                                 .unixsock_fd = c->unixsock_fd };
       pid_t mpid;
       if (monitor_start (&mo, &mpid, err) < 0)
         return asbx_error_wrap (err, "policy monitor");
@@ -407,7 +410,8 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   cleanup_close int rootfd = -1, dirfd = -1, startfd = -1, console = -1;
   struct ns_plan ns = { 0 };
   struct policy_plan *plan = NULL;
-  struct create_ctx c = { .rootfd = -1, .dirfd = -1, .id = o->id };
+  struct create_ctx c = { .rootfd = -1, .dirfd = -1, .id = o->id, .unixsock_fd = -1 };
+  int r_spawn;
   size_t raw_len;
   int preserve = o->preserve_fds;
   int ret = -1;
@@ -500,9 +504,26 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
     .no_new_keyring = o->no_new_keyring,
     .close_fds = { rootfd, dirfd, -1, -1 },
     .plan = plan,
+    .unixsock_fd = -1,
   };
-  if (create_spawned (g, o, spec, &c, &a, bundle, err) < 0
-      || create_record (g, o, spec, &c, bundle, rootfs, raw, raw_len, plan, err) < 0)
+  int usp[2] = { -1, -1 };
+  /* the init hands the notify fd of its unix-socket filter to the monitor over this pair */
+  if (unixsock_confined (plan) && socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, usp) < 0)
+    {
+      asbx_error (err, errno, "socketpair (unix socket confinement)");
+      goto undo;
+    }
+  a.unixsock_fd = usp[1];
+  a.close_fds[2] = usp[0];
+  c.unixsock_fd = usp[0];
+  r_spawn = create_spawned (g, o, spec, &c, &a, bundle, err);
+  if (usp[1] >= 0)
+    close (usp[1]); /* the init has its copy */
+  if (r_spawn == 0)
+    r_spawn = create_record (g, o, spec, &c, bundle, rootfs, raw, raw_len, plan, err);
+  if (usp[0] >= 0)
+    close (usp[0]); /* the monitor has its copy */
+  if (r_spawn < 0)
     {
       explain_oom_kill (&c, spec, err);
       goto undo;

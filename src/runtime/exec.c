@@ -255,7 +255,7 @@ static void __attribute__ ((noreturn)) exec_process_main (struct exec_child *c)
   exe = process_lookup_executable (c->proc, &err);
   if (!exe)
     sync_fail (c->sync_fd, &err);
-  if (policy_prepare_process (c->plan, &err) < 0)
+  if (policy_prepare_process (c->plan, &err) < 0 || policy_prepare_unixsock (c->plan, -1, false, &err) < 0)
     sync_fail (c->sync_fd, &err);
   /* the exec'd process's LSM labels (its process.json or --apparmor/--process-label), applied by
    * the kernel at execve as for the init (runtime/init.c step 12b); the LSM state was probed in P */

@@ -52,6 +52,7 @@
 #include "runtime/monitor.h"
 #include "runtime/monitor_internal.h"
 #include "runtime/pasta.h"
+#include "runtime/unixsock.h"
 
 /* ---- small state files in the state dir ---- */
 
@@ -181,6 +182,7 @@ static void __attribute__ ((noreturn)) monitor_loop (struct mon *m)
     P_GUARD,
     P_DNS,
     P_DEN,
+    P_USOCK,
     P_N
   };
   struct pollfd p[P_N] = {
@@ -191,6 +193,7 @@ static void __attribute__ ((noreturn)) monitor_loop (struct mon *m)
     [P_GUARD] = { .fd = m->guard_pidfd, .events = POLLIN },
     [P_DNS] = { .fd = m->dns ? dnsstub_fd (m->dns) : -1, .events = POLLIN },
     [P_DEN] = { .fd = denials_fd (m->den), .events = POLLIN },
+    [P_USOCK] = { .fd = m->usock ? unixsock_sup_fd (m->usock) : -1, .events = POLLIN },
   };
   uint64_t ticks;
 
@@ -204,6 +207,11 @@ static void __attribute__ ((noreturn)) monitor_loop (struct mon *m)
           m->reason = "killed";
           m->detail = "monitor poll failed";
           p[P_INIT].revents = POLLIN;
+        }
+      if (p[P_USOCK].revents)
+        {
+          unixsock_sup_dispatch (m->usock, p[P_USOCK].revents);
+          p[P_USOCK].fd = unixsock_sup_fd (m->usock);
         }
       if (p[P_CONN].revents)
         mon_drain_events (m);
@@ -368,6 +376,9 @@ mon_setup (struct mon *m, asbx_err_t *err)
 
   if (m->o->cgroup_path)
     m->cg_paths = cgroup_path_forms (m->o->cgroup_path);
+  /* the supervisor of connect(2) (runtime/unixsock.h); the notify fd arrives at `start` */
+  if (m->o->unixsock_fd >= 0 && unixsock_confined (pl))
+    m->usock = unixsock_sup_new (pl, m->o->unixsock_fd, m->o->new_netns);
   if (m->o->cgroup_path && cgroup_oom_count (m->o->cgroup_path, &oom, &e) == 0)
     m->oom_at_start = oom;
   asbx_error_free (&e);
@@ -468,7 +479,7 @@ static void __attribute__ ((noreturn)) mon_main (struct mon *m, int ready)
   for (int s = SIGHUP; s <= SIGTERM; s++)
     if (s != SIGKILL && s != SIGPIPE && s != SIGSEGV)
       signal (s, SIG_DFL);
-  int keep[] = { m->audit_fd, m->init_pidfd, m->dirfd, m->conn, ready };
+  int keep[] = { m->audit_fd, m->init_pidfd, m->dirfd, m->conn, ready, m->o->unixsock_fd };
   if (close_all_but (keep, ASBX_ARRAY_SIZE (keep)) < 0)
     asbx_error (&err, errno, "monitor: close inherited fds");
   else if (mon_setup (m, &err) == 0)

@@ -45,6 +45,8 @@ struct monitor_opts
   bool new_netns;                 /* the container's network namespace is fresh (created by this
                                      create, nobody wires it): `filtered` then gets pasta
                                      (runtime/pasta.h) as its way out */
+  int unixsock_fd;                /* socketpair end on which the init sends the notify fd of its
+                                     unix-socket filter (runtime/unixsock.h), or -1; M keeps a copy */
 };
 
 /* Fork the monitor (see above) and wait until it is ready: subscribed to process events, the

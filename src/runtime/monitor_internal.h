@@ -48,6 +48,7 @@ struct mon
   int pasta_netns;            /* the netns fd while pasta waits for the first DNS activity, else -1 */
   struct denials *den;        /* kernel-reported denials (runtime/denials.c), NULL until set up */
   uint64_t pids_max_at_start; /* pids.events "max" at start: forks refused by pids.max */
+  struct unixsock_sup *usock; /* the unix-socket confinement's connect supervisor, else NULL */
 };
 
 /* monitor.c: write `content` to dirfd/name atomically (temp file + rename). 0 / -1 with errno. */

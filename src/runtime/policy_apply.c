@@ -26,10 +26,12 @@
 #include "linux/pathsafe.h"
 #include "linux/process.h"
 #include "linux/seccomp_bpf.h"
+#include "linux/unixsock.h"
 #include "policy/nft_ruleset.h"
 #include "policy/syscall_groups.h"
 #include "runtime/policy_apply.h"
 #include "runtime/process.h"
+#include "runtime/unixsock.h"
 
 /* ---- P: the spec ---- */
 
@@ -629,6 +631,25 @@ policy_prepare_process (const struct policy_plan *plan, asbx_err_t *err)
       return -1;
     }
   process_set_policy (plan->deny_groups ? &groups : NULL, ll);
+  return 0;
+}
+
+int
+policy_prepare_unixsock (const struct policy_plan *plan, int chan, bool oci_listener, asbx_err_t *err)
+{
+  static struct linux_seccomp filter;
+
+  if (!unixsock_confined (plan))
+    return 0;
+  if (chan >= 0 && oci_listener)
+    return asbx_error (err, EBUSY,
+                       "network.mode %s confines unix sockets with a seccomp listener, and linux.seccomp.listenerPath "
+                       "asks for another: the kernel allows one listener per process",
+                       plan->net_mode == POLICY_NET_NONE ? "none" : "filtered");
+  linux_seccomp_release (&filter);
+  if (linux_unixsock_filter_compile (chan >= 0, &filter, err) < 0)
+    return asbx_error_wrap (err, "policy network (unix socket confinement)");
+  process_set_unixsock (&filter, chan);
   return 0;
 }
 

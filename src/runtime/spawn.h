@@ -30,6 +30,8 @@ struct init_args
    * container's flock, which a child would otherwise hold until exec */
   int close_fds[4];
   const struct policy_plan *plan; /* the agent policy (inactive plan or NULL: plain OCI) */
+  int unixsock_fd;                /* socketpair end to the monitor for the unix-socket confinement's
+                                     notify fd (runtime/unixsock.h), or -1 */
 };
 
 /* Fork S and, through it, I. Places S in the cgroup first (so I and a new cgroup namespace are

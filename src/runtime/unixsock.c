@@ -1,0 +1,376 @@
+/* unixsock.c - the monitor's supervision of connect(2) for the unix-socket confinement (see
+ * unixsock.h for the mechanism, linux/unixsock.c for the filter).
+ * Threat model: the caller is hostile, multi-threaded and may share memory and its fd table;
+ * everything the decision uses is copied once (the socket by pidfd_getfd, the address by
+ * process_vm_readv) and the connect is done by us on the copy, to the inode we checked, so a
+ * change after the check reaches nothing. The notification id is re-validated after each read
+ * of the caller (its pid could have been reused). A worker thread per notification: a blocking
+ * connect (a TCP handshake, a full backlog) must not stall the monitor's loop.
+ * Fail closed: a notification we cannot handle is answered with an errno, never CONTINUE; when
+ * the monitor is gone the kernel answers ENOSYS to every connect (no listener). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/audit.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "runtime/unixsock.h"
+
+#define MAX_INFLIGHT 64
+
+struct unixsock_sup
+{
+  const struct policy_plan *plan;
+  int chan; /* socketpair end the init sends the notify fd on, -1 once received */
+  int nfd;  /* the seccomp notify fd, -1 before / after */
+  bool own_netns;
+};
+
+struct job
+{
+  struct unixsock_sup *s;
+  int nfd;
+  struct seccomp_notif req;
+};
+
+static atomic_int inflight;
+
+bool
+unixsock_confined (const struct policy_plan *plan)
+{
+  return plan && plan->active && plan->net_mode != POLICY_NET_OPEN;
+}
+
+struct unixsock_sup *
+unixsock_sup_new (const struct policy_plan *plan, int chan, bool own_netns)
+{
+  struct unixsock_sup *s = xmalloc0 (sizeof *s);
+  s->plan = plan;
+  s->chan = chan;
+  s->nfd = -1;
+  s->own_netns = own_netns;
+  return s;
+}
+
+int
+unixsock_sup_fd (const struct unixsock_sup *s)
+{
+  return s->nfd >= 0 ? s->nfd : s->chan;
+}
+
+static bool
+id_valid (const struct job *j)
+{
+  __u64 id = j->req.id;
+  return ioctl (j->nfd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+}
+
+static int
+do_connect (int sock, const void *addr, socklen_t len)
+{
+  return connect (sock, (const struct sockaddr *) addr, len) < 0 ? errno : 0;
+}
+
+/* `path` (absolute, container view) is `dir` or below it */
+static bool
+under (const char *dir, const char *path)
+{
+  size_t n = strlen (dir);
+  if (n == 1 && dir[0] == '/')
+    return true;
+  return strncmp (dir, path, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+/* st_dev is the device of some mount in the monitor's (host) mount namespace */
+static bool
+host_has_dev (int mountinfo, dev_t dev)
+{
+  cleanup_free char *buf = NULL;
+  size_t len = 0;
+  char want[32];
+
+  if (lseek (mountinfo, 0, SEEK_SET) < 0 || read_all_fd (mountinfo, 16 << 20, &buf, &len) < 0)
+    return true; /* unknown: not the container's own */
+  snprintf (want, sizeof want, " %u:%u ", major (dev), minor (dev));
+  for (char *line = buf; line && *line; line = strchr (line, '\n') ? strchr (line, '\n') + 1 : NULL)
+    {
+      /* "ID PARENT MAJ:MIN ROOT ..." */
+      char *sp = strchr (line, ' ');
+      sp = sp ? strchr (sp + 1, ' ') : NULL;
+      if (sp && strncmp (sp, want, strlen (want)) == 0)
+        return true;
+    }
+  return false;
+}
+
+/* Called inside the chroot into the caller's root: is the socket inode sfd/st one the policy
+ * lets the container reach? */
+static bool
+allowed (const struct policy_plan *pl, int sfd, const struct stat *st, int fdsdir, int mountinfo, char *why,
+         size_t whylen)
+{
+  char num[16], link[PATH_MAX];
+  struct stat ns;
+  ssize_t n;
+
+  for (size_t i = 0; i < pl->allow_unix_sockets_len; i++)
+    if (stat (pl->allow_unix_sockets[i], &ns) == 0 && ns.st_dev == st->st_dev && ns.st_ino == st->st_ino)
+      return true;
+  snprintf (num, sizeof num, "%d", sfd);
+  n = readlinkat (fdsdir, num, link, sizeof link - 1);
+  link[n > 0 ? n : 0] = '\0';
+  snprintf (why, whylen, "%s", link);
+  if (n > 0 && link[0] == '/')
+    {
+      for (size_t i = 0; i < pl->fs_rules_len; i++)
+        if ((pl->fs_rules[i].rights & POLICY_FS_WRITE) && under (pl->fs_rules[i].path, link))
+          return true;
+      for (size_t i = 0; i < pl->mounts_len; i++)
+        if ((pl->mounts[i].kind == POLICY_MOUNT_TMPFS || pl->mounts[i].kind == POLICY_MOUNT_BIND_RW)
+            && under (pl->mounts[i].path, link))
+          return true;
+    }
+  return !host_has_dev (mountinfo, st->st_dev);
+}
+
+/* The caller's pid as its own procfs shows it (the last NSpid of /proc/PID/status), 0 if unknown:
+ * /proc/self in the caller's view is not ours, so "/proc/self/..." is rewritten with it. */
+static pid_t
+ns_pid (pid_t pid)
+{
+  char p[64];
+  cleanup_free char *buf = NULL;
+  size_t len = 0;
+  snprintf (p, sizeof p, "/proc/%d/status", (int) pid);
+  cleanup_close int fd = open (p, O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || read_all_fd (fd, 1 << 16, &buf, &len) < 0)
+    return 0;
+  char *l = strstr (buf, "\nNSpid:");
+  if (!l)
+    return 0;
+  l += 8;
+  char *end = strchr (l, '\n');
+  if (end)
+    *end = '\0';
+  char *last = strrchr (l, '\t');
+  return (pid_t) atoi (last ? last + 1 : l);
+}
+
+/* Resolve `path` as the caller `pid` would (its root, its cwd), check the inode, connect the
+ * copy `sock` to exactly that inode. Runs in a worker thread (its fs_struct is unshared). */
+static int
+connect_pathname (struct job *j, int sock, const char *path)
+{
+  char p[64], why[PATH_MAX] = "";
+  pid_t pid = (pid_t) j->req.pid;
+  cleanup_close int hostroot = open ("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  cleanup_close int fdsdir = open ("/proc/thread-self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  cleanup_close int mountinfo = open ("/proc/thread-self/mountinfo", O_RDONLY | O_CLOEXEC);
+  cleanup_close int rootfd = -1, cwdfd = -1, sfd = -1;
+  struct stat st;
+  bool ok = false;
+  int e = 0;
+
+  snprintf (p, sizeof p, "/proc/%d/root", (int) pid);
+  rootfd = open (p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  snprintf (p, sizeof p, "/proc/%d/cwd", (int) pid);
+  cwdfd = open (p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (hostroot < 0 || fdsdir < 0 || mountinfo < 0 || rootfd < 0 || cwdfd < 0)
+    return EACCES;
+  if (!id_valid (j))
+    return ESRCH; /* the pid was reused: those were someone else's root and cwd */
+  char rewritten[PATH_MAX];
+  static const char *const selves[] = { "/proc/self/", "/proc/thread-self/" };
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (selves); i++)
+    if (strncmp (path, selves[i], strlen (selves[i])) == 0)
+      {
+        pid_t np = ns_pid (pid);
+        if (np <= 0)
+          return ENOENT;
+        snprintf (rewritten, sizeof rewritten, "/proc/%d/%s", (int) np, path + strlen (selves[i]));
+        path = rewritten;
+        break;
+      }
+  if (unshare (CLONE_FS) < 0 || fchdir (rootfd) < 0 || chroot (".") < 0 || fchdir (cwdfd) < 0)
+    e = EACCES;
+  else
+    {
+      sfd = open (path, O_PATH | O_CLOEXEC); /* follows symlinks, as connect(2) does */
+      if (sfd < 0)
+        e = errno;
+      else if (fstat (sfd, &st) < 0 || !S_ISSOCK (st.st_mode))
+        e = ECONNREFUSED; /* what connect(2) answers for a non-socket */
+      else
+        ok = allowed (j->s->plan, sfd, &st, fdsdir, mountinfo, why, sizeof why);
+    }
+  /* back to the host root for /proc/thread-self; a thread we cannot restore must not go on */
+  if (fchdir (hostroot) < 0 || chroot (".") < 0)
+    return EACCES;
+  if (e)
+    return e;
+  if (!ok)
+    {
+      log_debug ("unix socket confinement: pid %d: connect `%s` (%s) refused", (int) pid, path, why);
+      return EACCES;
+    }
+  struct sockaddr_un a = { .sun_family = AF_UNIX };
+  snprintf (a.sun_path, sizeof a.sun_path, "/proc/thread-self/fd/%d", sfd);
+  return do_connect (sock, &a, sizeof a);
+}
+
+static int
+handle (struct job *j)
+{
+  const struct seccomp_data *d = &j->req.data;
+  const size_t off = offsetof (struct sockaddr_un, sun_path);
+  struct sockaddr_storage ss;
+  pid_t pid = (pid_t) j->req.pid;
+  int dom = -1;
+  socklen_t sl = sizeof dom;
+
+  if (d->arch != seccomp_arch_native () || d->nr != SYS_connect)
+    return EACCES;
+  cleanup_close int pidfd = (int) syscall (SYS_pidfd_open, pid, 0);
+  if (pidfd < 0 || !id_valid (j))
+    return ESRCH;
+  cleanup_close int sock = (int) syscall (SYS_pidfd_getfd, pidfd, (int) d->args[0], 0);
+  if (sock < 0)
+    return errno == EBADF ? EBADF : EACCES;
+  int len = (int) d->args[2];
+  if (len < 0 || (size_t) len > sizeof ss)
+    return EINVAL;
+  memset (&ss, 0, sizeof ss);
+  struct iovec local = { .iov_base = &ss, .iov_len = (size_t) len };
+  struct iovec remote = { .iov_base = (void *) (uintptr_t) d->args[1], .iov_len = (size_t) len };
+  if (len > 0 && process_vm_readv (pid, &local, 1, &remote, 1, 0) != len)
+    return EFAULT;
+  if (!id_valid (j))
+    return ESRCH;
+  if (getsockopt (sock, SOL_SOCKET, SO_DOMAIN, &dom, &sl) < 0)
+    return errno;
+  struct sockaddr_un *sun = (struct sockaddr_un *) &ss;
+  if (dom != AF_UNIX || ss.ss_family != AF_UNIX || (size_t) len <= off)
+    return do_connect (sock, &ss, (socklen_t) len); /* the kernel's own answer for the rest */
+  if (sun->sun_path[0] == '\0')
+    /* abstract: per network namespace; only a namespace of the container's own holds nothing
+     * but the container's names */
+    return j->s->own_netns ? do_connect (sock, &ss, (socklen_t) len) : EPERM;
+  char path[sizeof sun->sun_path + 1];
+  size_t n = (size_t) len - off;
+  memcpy (path, sun->sun_path, n);
+  path[n] = '\0';
+  return connect_pathname (j, sock, path);
+}
+
+static void
+respond (int nfd, __u64 id, int e)
+{
+  struct seccomp_notif_resp resp = { .id = id, .error = e ? -e : 0, .val = 0, .flags = 0 };
+  /* ENOENT: the caller was interrupted or died meanwhile */
+  if (ioctl (nfd, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0 && errno != ENOENT)
+    log_debug ("unix socket confinement: answer notification: %s", strerror (errno));
+}
+
+static void *
+worker (void *arg)
+{
+  struct job *j = arg;
+  sigset_t all;
+  sigfillset (&all);
+  pthread_sigmask (SIG_SETMASK, &all, NULL);
+  respond (j->nfd, j->req.id, handle (j));
+  free (j);
+  atomic_fetch_sub (&inflight, 1);
+  return NULL;
+}
+
+static void
+recv_listener (struct unixsock_sup *s)
+{
+  char byte;
+  struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+  union
+  {
+    struct cmsghdr h;
+    char buf[CMSG_SPACE (sizeof (int))];
+  } cm;
+  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf, .msg_controllen = sizeof cm.buf };
+  ssize_t n = recvmsg (s->chan, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR (&msg) : NULL;
+
+  if (n < 0 && (errno == EAGAIN || errno == EINTR))
+    return;
+  if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN (sizeof (int)))
+    memcpy (&s->nfd, CMSG_DATA (c), sizeof (int));
+  /* EOF (the init died before exec) or the fd: the channel has served */
+  close (s->chan);
+  s->chan = -1;
+}
+
+void
+unixsock_sup_dispatch (struct unixsock_sup *s, short revents)
+{
+  struct job *j;
+  pthread_attr_t attr;
+  pthread_t t;
+
+  if (s->nfd < 0)
+    {
+      if (s->chan >= 0)
+        recv_listener (s);
+      return;
+    }
+  if (!(revents & POLLIN))
+    {
+      /* POLLHUP: no process uses the filter any more */
+      close (s->nfd);
+      s->nfd = -1;
+      return;
+    }
+  j = xmalloc0 (sizeof *j);
+  j->s = s;
+  j->nfd = s->nfd;
+  if (ioctl (s->nfd, SECCOMP_IOCTL_NOTIF_RECV, &j->req) < 0)
+    {
+      free (j); /* ENOENT: the caller went away before we read it */
+      return;
+    }
+  if (atomic_fetch_add (&inflight, 1) >= MAX_INFLIGHT)
+    {
+      atomic_fetch_sub (&inflight, 1);
+      respond (s->nfd, j->req.id, EAGAIN);
+      free (j);
+      return;
+    }
+  pthread_attr_init (&attr);
+  pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize (&attr, 256 << 10);
+  if (pthread_create (&t, &attr, worker, j) != 0)
+    {
+      atomic_fetch_sub (&inflight, 1);
+      respond (s->nfd, j->req.id, EAGAIN);
+      free (j);
+    }
+  pthread_attr_destroy (&attr);
+}

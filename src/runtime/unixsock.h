@@ -1,0 +1,46 @@
+/* unixsock.h - the monitor's half of the unix-socket confinement of network.mode none/filtered
+ * (issue 13 §4; the filter is linux/unixsock.h).
+ *
+ * The container init's filter turns every connect(2) into a seccomp user notification; the
+ * monitor receives the notify fd from the init over a socketpair made at create. For each
+ * notification a worker thread, without ever answering CONTINUE (the kernel would re-read the
+ * caller's memory and fd table, which another thread can change after the check):
+ *   1. takes a copy of the socket (pidfd_getfd) and one read of the address (process_vm_readv);
+ *   2. not AF_UNIX, or an unnamed address: connect(2) on the copy with the copied address;
+ *      abstract name: the same when the container has its own network namespace (then the
+ *      abstract names are its own), else EPERM;
+ *   3. pathname: resolves the path as the caller would (thread-private chroot into
+ *      /proc/PID/root, chdir to /proc/PID/cwd) to an O_PATH fd of the socket inode, and allows it
+ *      only when that inode is named by network.allowUnixSockets (same st_dev/st_ino), lies under
+ *      a writable grant of the policy (allowWrite, tmpfs), or lies on a filesystem no mount of
+ *      the monitor's (host) mount namespace shows (a tmpfs of the container's own); then connects
+ *      the copy to exactly that inode via /proc/thread-self/fd/N - no second lookup;
+ *   4. answers the result (0 or the errno); a refusal is EACCES.
+ * Not covered: the peer of an allowed connection sees the monitor's credentials (SO_PEERCRED:
+ * pid of the monitor, uid 0); DAC on the allowed socket is the monitor's (root). */
+#ifndef ASBX_RUNTIME_UNIXSOCK_H
+#define ASBX_RUNTIME_UNIXSOCK_H
+
+#include <stdbool.h>
+
+#include "policy/plan.h"
+
+/* true when the plan confines unix sockets (network.mode none or filtered) */
+bool unixsock_confined (const struct policy_plan *plan);
+
+struct unixsock_sup;
+
+/* A supervisor reading the notify fd from `chan` (owned from now on). `plan` must outlive it;
+ * own_netns: the container has a network namespace of its own. Never fails (allocation aborts). */
+struct unixsock_sup *unixsock_sup_new (const struct policy_plan *plan, int chan, bool own_netns);
+
+/* The fd to poll for POLLIN: the channel until the notify fd arrived, then the notify fd; -1
+ * when there is nothing left to watch. */
+int unixsock_sup_fd (const struct unixsock_sup *s);
+
+/* Handle POLLIN/POLLHUP on unixsock_sup_fd(): receive the notify fd, or receive one
+ * notification and start its worker thread. Errors are answered to the caller (EAGAIN when too
+ * many are in flight); never blocks. */
+void unixsock_sup_dispatch (struct unixsock_sup *s, short revents);
+
+#endif
