@@ -519,7 +519,11 @@ build_landlock (const struct policy_plan *plan, asbx_err_t *err)
     handled |= ASBX_LL_FS_IOCTL_DEV; /* hardening beyond the policy, where the kernel has it */
   /* log the denials of the program the init execs too (ABI 7; the default logs only the init's
    * own), so the monitor can write `denial` records (runtime/denials.c) */
-  ll = linux_landlock_new (handled, 0, 0, abi >= 7 ? ASBX_LL_LOG_NEW_EXEC_ON : 0, abi, best_effort, err);
+  /* abstract unix sockets created outside the sandbox's Landlock domain are unreachable (ABI 6):
+   * with a shared network namespace (mode open) those are the host's (containerd shims, X11...).
+   * Pathname sockets have no Landlock right on this kernel: runtime/unixsock.h. */
+  uint64_t scope = abi >= 6 ? ASBX_LL_SCOPE_ABSTRACT_UNIX_SOCKET : 0;
+  ll = linux_landlock_new (handled, 0, scope, abi >= 7 ? ASBX_LL_LOG_NEW_EXEC_ON : 0, abi, best_effort, err);
   if (!ll)
     return NULL;
   if (best_effort && linux_landlock_dropped (ll))
