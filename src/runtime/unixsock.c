@@ -124,11 +124,45 @@ host_has_dev (int mountinfo, dev_t dev)
   return false;
 }
 
+/* The socket's mount (by its mount id, in the caller's mountinfo) is a tmpfs whose superblock
+ * no mount of the host's namespace shows: a tmpfs the container was given for itself (the
+ * sandbox's /tmp, /run, /dev/shm). By mount rather than by st_dev alone: on btrfs a file's st_dev
+ * is its subvolume's, which mountinfo need not list. */
+static bool
+own_tmpfs (int sfd, int caller_mountinfo, int host_mountinfo)
+{
+  struct statx stx;
+  cleanup_free char *buf = NULL;
+  size_t len = 0;
+  char id[24];
+  unsigned maj, min;
+
+  if (statx (sfd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) < 0 || !(stx.stx_mask & STATX_MNT_ID))
+    return false;
+  if (read_all_fd (caller_mountinfo, 16 << 20, &buf, &len) < 0)
+    return false;
+  snprintf (id, sizeof id, "%llu ", (unsigned long long) stx.stx_mnt_id);
+  for (char *line = buf, *next; line && *line; line = next)
+    {
+      next = strchr (line, '\n');
+      if (next)
+        *next++ = '\0';
+      if (strncmp (line, id, strlen (id)) != 0)
+        continue;
+      /* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [TAGS] - FSTYPE SOURCE SUPEROPTS" */
+      char *sep = strstr (line, " - ");
+      if (!sep || strncmp (sep + 3, "tmpfs ", 6) != 0 || sscanf (line, "%*s %*s %u:%u", &maj, &min) != 2)
+        return false;
+      return !host_has_dev (host_mountinfo, makedev (maj, min));
+    }
+  return false;
+}
+
 /* Called inside the chroot into the caller's root: is the socket inode sfd/st one the policy
  * lets the container reach? */
 static bool
-allowed (const struct policy_plan *pl, int sfd, const struct stat *st, int fdsdir, int mountinfo, char *why,
-         size_t whylen)
+allowed (const struct policy_plan *pl, int sfd, const struct stat *st, int fdsdir, int mountinfo, int caller_mountinfo,
+         char *why, size_t whylen)
 {
   char num[16], link[PATH_MAX];
   struct stat ns;
@@ -151,7 +185,7 @@ allowed (const struct policy_plan *pl, int sfd, const struct stat *st, int fdsdi
             && under (pl->mounts[i].path, link))
           return true;
     }
-  return !host_has_dev (mountinfo, st->st_dev);
+  return own_tmpfs (sfd, caller_mountinfo, mountinfo);
 }
 
 /* The caller's pid as its own procfs shows it (the last NSpid of /proc/PID/status), 0 if unknown:
@@ -187,7 +221,7 @@ connect_pathname (struct job *j, int sock, const char *path)
   cleanup_close int hostroot = open ("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
   cleanup_close int fdsdir = open ("/proc/thread-self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
   cleanup_close int mountinfo = open ("/proc/thread-self/mountinfo", O_RDONLY | O_CLOEXEC);
-  cleanup_close int rootfd = -1, cwdfd = -1, sfd = -1;
+  cleanup_close int rootfd = -1, cwdfd = -1, sfd = -1, caller_mi = -1;
   struct stat st;
   bool ok = false;
   int e = 0;
@@ -196,7 +230,9 @@ connect_pathname (struct job *j, int sock, const char *path)
   rootfd = open (p, O_PATH | O_DIRECTORY | O_CLOEXEC);
   snprintf (p, sizeof p, "/proc/%d/cwd", (int) pid);
   cwdfd = open (p, O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (hostroot < 0 || fdsdir < 0 || mountinfo < 0 || rootfd < 0 || cwdfd < 0)
+  snprintf (p, sizeof p, "/proc/%d/mountinfo", (int) pid);
+  caller_mi = open (p, O_RDONLY | O_CLOEXEC);
+  if (hostroot < 0 || fdsdir < 0 || mountinfo < 0 || rootfd < 0 || cwdfd < 0 || caller_mi < 0)
     return EACCES;
   if (!id_valid (j))
     return ESRCH; /* the pid was reused: those were someone else's root and cwd */
@@ -222,7 +258,7 @@ connect_pathname (struct job *j, int sock, const char *path)
       else if (fstat (sfd, &st) < 0 || !S_ISSOCK (st.st_mode))
         e = ECONNREFUSED; /* what connect(2) answers for a non-socket */
       else
-        ok = allowed (j->s->plan, sfd, &st, fdsdir, mountinfo, why, sizeof why);
+        ok = allowed (j->s->plan, sfd, &st, fdsdir, mountinfo, caller_mi, why, sizeof why);
     }
   /* back to the host root for /proc/thread-self; a thread we cannot restore must not go on */
   if (fchdir (hostroot) < 0 || chroot (".") < 0)
