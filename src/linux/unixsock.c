@@ -72,6 +72,10 @@ linux_unixsock_filter_compile (bool supervised, struct linux_seccomp *out, asbx_
   /* io_uring's IORING_OP_CONNECT/SENDMSG never pass through seccomp: no ring at all */
   if (r == 0)
     r = seccomp_rule_add (ctx, SCMP_ACT_ERRNO (EPERM), SCMP_SYS (io_uring_setup), 0);
+  /* an unsupervised `exec` process must not take an unconnected AF_UNIX socket out of the
+   * supervised tree (same uid; without Landlock nothing else stops it) and connect it itself */
+  if (r == 0)
+    r = seccomp_rule_add (ctx, SCMP_ACT_ERRNO (EPERM), SCMP_SYS (pidfd_getfd), 0);
   if (r < 0)
     return asbx_error (err, -r, "unix socket filter: add the rules");
   fd = memfd_create ("asbx-unixsock", MFD_CLOEXEC);

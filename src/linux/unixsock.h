@@ -13,6 +13,8 @@
  *   - unsupervised (`exec` processes, which have no channel to the monitor): socket(AF_UNIX)
  *     fails with EACCES altogether (fail closed);
  *   - io_uring_setup(2) fails with EPERM (ring operations bypass seccomp);
+ *   - pidfd_getfd(2) fails with EPERM (an unsupervised process could take a socket out of the
+ *     supervised tree and connect it);
  *   - any syscall of a non-native ABI (i386, x32) fails with ENOSYS (socketcall(2) hides its
  *     arguments in memory). */
 #ifndef ASBX_LINUX_UNIXSOCK_H
