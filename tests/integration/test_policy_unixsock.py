@@ -324,3 +324,82 @@ def test_host_abstract_socket_unreachable_with_shared_netns(rt, make_bundle):
         assert srv.hits() == [], r
     finally:
         srv.stop()
+
+
+def test_exec_cannot_steal_a_supervised_socket(rt, make_bundle):
+    """An `exec`'d process is not under the init's supervisor: it must not be able to take an
+    unconnected AF_UNIX socket from the init's tree (pidfd_getfd, same uid, no Yama) and
+    connect it itself."""
+    from policyutil import pcreate, policy_bundle
+    pb = policy_bundle(make_bundle)
+    d = os.path.join(pb.rootfs, "var", "lib", "daemon")
+    srv = Server(rt.workdir, [(os.path.join(d, "s.sock"), "stream")])
+    try:
+        # no Landlock (its ptrace scoping would refuse) and the ptrace group (which holds
+        # pidfd_getfd) not denied: the unix-socket filter must hold by itself
+        pol = {"version": 1, "network": {"mode": "none"}, "syscalls": {"deny": ["io_uring", "userns", "bpf"]}}
+        r, cid = pcreate(rt, pb, ["/usr/bin/probe", "unixhold", "60"], profile=None, policy=pol)
+        assert r.ok, r
+        assert rt.start(cid).ok
+        out = ""
+        deadline = time.monotonic() + 30
+        while "unixhold pid=" not in out and time.monotonic() < deadline:
+            time.sleep(0.1)
+            with open(pb.stdout_path) as f:
+                out = f.read()
+        assert "unixhold pid=" in out, out
+        pid, fd = [x.split("=")[1] for x in out.split("unixhold ")[1].split()[:2]]
+        e = rt.cmd("exec", cid, "/usr/bin/probe", "unixsteal", pid, fd, "/var/lib/daemon/s.sock")
+        assert e.rc == 0, e
+        assert "unixsteal" in e.out and "unixsteal ok" not in e.out, e
+        time.sleep(0.5)
+        assert srv.hits() == [], (e.out, srv.hits())
+        assert rt.kill(cid, "KILL").ok
+    finally:
+        srv.stop()
+
+
+def test_own_tmpfs_reachable_without_a_grant(rt, make_bundle):
+    """A policy with no filesystem section (no Landlock, no writable grants): a socket on a
+    tmpfs the container was given (/dev/shm) is its own and reachable; the rootfs daemon's is
+    not. The probe listens on its own socket and races the address as above."""
+    from policyutil import prun, policy_bundle
+    pb = policy_bundle(make_bundle)
+    d = os.path.join(pb.rootfs, "var", "lib", "daemon")
+    srv = Server(rt.workdir, [(os.path.join(d, "s.sock"), "stream")])
+    try:
+        pol = {"version": 1, "network": {"mode": "none"}}
+        r, _ = prun(rt, pb, ["/usr/bin/probe", "unixrace", "/dev/shm/own.sock", "/var/lib/daemon/s.sock", "300"],
+                    profile=None, policy=pol)
+        assert r.rc == 0, r
+        assert "unixrace ok=" in r.out and "listen" not in r.out, r
+        assert int(r.out.split("ok=")[1].split()[0]) > 0, r.out
+        assert srv.hits() == [], r.out
+    finally:
+        srv.stop()
+
+
+def test_oci_listener_with_confining_policy_refused_at_create(rt, make_bundle):
+    """The kernel allows one seccomp listener per process: a bundle's linux.seccomp listenerPath
+    and the confinement's supervisor cannot both be had, so `create` fails naming both (fail
+    closed, nothing left behind - the conftest teardown checks) instead of failing at `start`."""
+    import socket
+    import threading
+    from policyutil import pcreate, policy_bundle
+    path = os.path.join(rt.workdir, f"listener-{os.urandom(3).hex()}.sock")
+    ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    ls.bind(path)
+    ls.listen(4)
+    held = []
+    t = threading.Thread(target=lambda: held.append(ls.accept()), daemon=True)
+    t.start()
+    try:
+        pb = policy_bundle(make_bundle)
+        pb.linux["seccomp"] = {"defaultAction": "SCMP_ACT_ALLOW", "listenerPath": path,
+                               "syscalls": [{"names": ["getppid"], "action": "SCMP_ACT_NOTIFY"}]}
+        r, cid = pcreate(rt, pb, ["/usr/bin/probe", "report"], profile="locked")
+        assert not r.ok, r
+        assert "one listener per process" in r.err and "listenerPath" in r.err, r
+        assert rt.status(cid) is None
+    finally:
+        ls.close()

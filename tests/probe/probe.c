@@ -1218,6 +1218,41 @@ cmd_unixrace (const char *allowed, const char *denied, const char *n_s)
   return 0;
 }
 
+/* unixhold SEC: create an unconnected AF_UNIX stream socket, print "unixhold pid=P fd=F", sleep.
+ * unixsteal PID FD PATH: take that socket with pidfd_getfd(2) and connect it to PATH - a way
+ * around a supervisor that only watches the process tree it was installed in. */
+static int
+cmd_unixhold (const char *sec)
+{
+  int fd = socket (AF_UNIX, SOCK_STREAM, 0);
+  if (fd < 0)
+    printf ("unixhold errno=%d\n", errno);
+  else
+    printf ("unixhold pid=%d fd=%d\n", (int) getpid (), fd);
+  fflush (stdout);
+  sleep ((unsigned) atoi (sec));
+  return 0;
+}
+
+static int
+cmd_unixsteal (const char *pid_s, const char *fd_s, const char *path)
+{
+  struct sockaddr_un a = { .sun_family = AF_UNIX };
+  int pidfd = (int) syscall (SYS_pidfd_open, atoi (pid_s), 0);
+  int fd = pidfd < 0 ? -1 : (int) syscall (SYS_pidfd_getfd, pidfd, atoi (fd_s), 0);
+  if (fd < 0)
+    {
+      printf ("unixsteal getfd errno=%d\n", errno);
+      return 0;
+    }
+  snprintf (a.sun_path, sizeof a.sun_path, "%s", path);
+  if (connect (fd, (struct sockaddr *) &a, sizeof a) < 0)
+    printf ("unixsteal connect errno=%d\n", errno);
+  else
+    printf ("unixsteal ok\n");
+  return 0;
+}
+
 static int
 usage (void)
 {
@@ -1225,7 +1260,7 @@ usage (void)
          " exit N | sleep SEC | ls DIR | catfile PATH | sysctl KEY | clock | syscall NAME|NR [ARG..] |"
          " int80 NR [ARG..] | escape NAME | exewatch SEC | read PATH | link OLD NEW |"
          " rename OLD NEW | symlink TARGET NEW | mkdir PATH | exec PATH [ARG..] | forks N |"
-         " unix MODE PATH [CWD] | unixrace ALLOWED DENIED N\n",
+         " unix MODE PATH [CWD] | unixrace ALLOWED DENIED N | unixhold SEC | unixsteal PID FD PATH\n",
          stderr);
   return 2;
 }
@@ -1275,6 +1310,10 @@ main (int argc, char **argv)
     rc = cmd_pathop (c, argc - 2, argv + 2);
   else if (strcmp (c, "unix") == 0 && (argc == 4 || argc == 5))
     rc = cmd_unix (argv[2], argv[3], argc == 5 ? argv[4] : NULL);
+  else if (strcmp (c, "unixhold") == 0 && argc == 3)
+    rc = cmd_unixhold (argv[2]);
+  else if (strcmp (c, "unixsteal") == 0 && argc == 5)
+    rc = cmd_unixsteal (argv[2], argv[3], argv[4]);
   else if (strcmp (c, "unixrace") == 0 && argc == 5)
     rc = cmd_unixrace (argv[2], argv[3], argv[4]);
   else if (strcmp (c, "exewatch") == 0 && argc == 3)
