@@ -10,7 +10,7 @@
  *   - supervised (the container init and its descendants): every connect(2) is a
  *     SECCOMP_RET_USER_NOTIF handled by the monitor (runtime/unixsock.c), which performs the
  *     connect itself on a copy of the socket;
- *   - unsupervised (`exec` processes, which have no channel to the monitor): socket(AF_UNIX)
+ *   - unsupervised (an `exec` that finds no channel to the monitor): socket(AF_UNIX)
  *     fails with EACCES altogether (fail closed);
  *   - io_uring_setup(2) fails with EPERM (ring operations bypass seccomp);
  *   - pidfd_getfd(2) fails with EPERM (an unsupervised process could take a socket out of the

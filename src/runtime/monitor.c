@@ -210,8 +210,7 @@ static void __attribute__ ((noreturn)) monitor_loop (struct mon *m)
         }
       if (p[P_USOCK].revents)
         {
-          unixsock_sup_dispatch (m->usock, p[P_USOCK].revents);
-          p[P_USOCK].fd = unixsock_sup_fd (m->usock);
+          unixsock_sup_dispatch (m->usock);
         }
       if (p[P_CONN].revents)
         mon_drain_events (m);
@@ -378,7 +377,7 @@ mon_setup (struct mon *m, asbx_err_t *err)
     m->cg_paths = cgroup_path_forms (m->o->cgroup_path);
   /* the supervisor of connect(2) (runtime/unixsock.h); the notify fd arrives at `start` */
   if (m->o->unixsock_fd >= 0 && unixsock_confined (pl))
-    m->usock = unixsock_sup_new (pl, m->o->unixsock_fd, m->o->new_netns);
+    m->usock = unixsock_sup_new (pl, m->o->unixsock_fd, m->o->new_netns, m->dirfd);
   if (m->o->cgroup_path && cgroup_oom_count (m->o->cgroup_path, &oom, &e) == 0)
     m->oom_at_start = oom;
   asbx_error_free (&e);

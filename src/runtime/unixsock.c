@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -39,11 +40,23 @@
 
 #define MAX_INFLIGHT 64
 
+enum src_kind
+{
+  SRC_CHAN,   /* a channel on which one notify fd arrives (the init's socketpair, an exec's conn) */
+  SRC_LISTEN, /* unixsock.sock in the state dir: `exec` connects here */
+  SRC_NOTIFY, /* a seccomp notify fd */
+};
+
+struct src
+{
+  enum src_kind kind;
+  int fd;
+};
+
 struct unixsock_sup
 {
   const struct policy_plan *plan;
-  int chan; /* socketpair end the init sends the notify fd on, -1 once received */
-  int nfd;  /* the seccomp notify fd, -1 before / after */
+  int ep; /* epoll over every source */
   bool own_netns;
 };
 
@@ -62,21 +75,74 @@ unixsock_confined (const struct policy_plan *plan)
   return plan && plan->active && plan->net_mode != POLICY_NET_OPEN;
 }
 
+static void
+src_add (struct unixsock_sup *s, enum src_kind kind, int fd)
+{
+  struct src *x = xmalloc (sizeof *x);
+  struct epoll_event ev = { .events = EPOLLIN, .data.ptr = x };
+  x->kind = kind;
+  x->fd = fd;
+  if (epoll_ctl (s->ep, EPOLL_CTL_ADD, fd, &ev) < 0)
+    {
+      log_debug ("unix socket confinement: epoll_ctl: %s", strerror (errno));
+      close (fd);
+      free (x);
+    }
+}
+
+static void
+src_drop (struct unixsock_sup *s, struct src *x)
+{
+  epoll_ctl (s->ep, EPOLL_CTL_DEL, x->fd, NULL);
+  close (x->fd);
+  free (x);
+}
+
+/* unixsock.sock in the state dir (0600, root's: the dir is root-only): `exec` hands the notify
+ * fd of its process's filter over a connection to it */
+static void
+listen_for_exec (struct unixsock_sup *s, int state_dirfd)
+{
+  struct sockaddr_un a = { .sun_family = AF_UNIX };
+  int fd = socket (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  snprintf (a.sun_path, sizeof a.sun_path, "/proc/self/fd/%d/" UNIXSOCK_EXEC_SOCKET, state_dirfd);
+  unlinkat (state_dirfd, UNIXSOCK_EXEC_SOCKET, 0);
+  if (fd < 0 || bind (fd, (struct sockaddr *) &a, sizeof a) < 0
+      || fchmodat (state_dirfd, UNIXSOCK_EXEC_SOCKET, 0600, 0) < 0 || listen (fd, 16) < 0)
+    {
+      /* exec then finds no socket and gets the unsupervised filter (no AF_UNIX at all) */
+      log_debug ("unix socket confinement: no %s: %s", UNIXSOCK_EXEC_SOCKET, strerror (errno));
+      if (fd >= 0)
+        close (fd);
+      return;
+    }
+  src_add (s, SRC_LISTEN, fd);
+}
+
 struct unixsock_sup *
-unixsock_sup_new (const struct policy_plan *plan, int chan, bool own_netns)
+unixsock_sup_new (const struct policy_plan *plan, int chan, bool own_netns, int state_dirfd)
 {
   struct unixsock_sup *s = xmalloc0 (sizeof *s);
   s->plan = plan;
-  s->chan = chan;
-  s->nfd = -1;
   s->own_netns = own_netns;
+  s->ep = epoll_create1 (EPOLL_CLOEXEC);
+  if (s->ep < 0)
+    {
+      /* nobody will read the notify fd: the init's connect(2) calls then block until the
+       * container ends - fail closed, and say why */
+      log_warning ("unix socket confinement: epoll_create1: %s", strerror (errno));
+      close (chan);
+      return s;
+    }
+  src_add (s, SRC_CHAN, chan);
+  listen_for_exec (s, state_dirfd);
   return s;
 }
 
 int
 unixsock_sup_fd (const struct unixsock_sup *s)
 {
-  return s->nfd >= 0 ? s->nfd : s->chan;
+  return s->ep;
 }
 
 static bool
@@ -336,15 +402,18 @@ worker (void *arg)
   sigfillset (&all);
   pthread_sigmask (SIG_SETMASK, &all, NULL);
   respond (j->nfd, j->req.id, handle (j));
+  close (j->nfd);
   free (j);
   atomic_fetch_sub (&inflight, 1);
   return NULL;
 }
 
+/* one notify fd on a channel, then the channel is done */
 static void
-recv_listener (struct unixsock_sup *s)
+recv_listener (struct unixsock_sup *s, struct src *x)
 {
   char byte;
+  int nfd = -1;
   struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
   union
   {
@@ -352,50 +421,42 @@ recv_listener (struct unixsock_sup *s)
     char buf[CMSG_SPACE (sizeof (int))];
   } cm;
   struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf, .msg_controllen = sizeof cm.buf };
-  ssize_t n = recvmsg (s->chan, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  ssize_t n = recvmsg (x->fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
   struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR (&msg) : NULL;
 
   if (n < 0 && (errno == EAGAIN || errno == EINTR))
     return;
   if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN (sizeof (int)))
-    memcpy (&s->nfd, CMSG_DATA (c), sizeof (int));
-  /* EOF (the init died before exec) or the fd: the channel has served */
-  close (s->chan);
-  s->chan = -1;
+    memcpy (&nfd, CMSG_DATA (c), sizeof (int));
+  /* EOF (the process died before exec) or the fd: the channel has served */
+  src_drop (s, x);
+  if (nfd >= 0)
+    src_add (s, SRC_NOTIFY, nfd);
 }
 
-void
-unixsock_sup_dispatch (struct unixsock_sup *s, short revents)
+/* one notification of x: read it, hand it to a worker thread */
+static void
+recv_notification (struct src *x, struct unixsock_sup *s)
 {
-  struct job *j;
   pthread_attr_t attr;
   pthread_t t;
+  struct job *j = xmalloc0 (sizeof *j);
 
-  if (s->nfd < 0)
-    {
-      if (s->chan >= 0)
-        recv_listener (s);
-      return;
-    }
-  if (!(revents & POLLIN))
-    {
-      /* POLLHUP: no process uses the filter any more */
-      close (s->nfd);
-      s->nfd = -1;
-      return;
-    }
-  j = xmalloc0 (sizeof *j);
   j->s = s;
-  j->nfd = s->nfd;
-  if (ioctl (s->nfd, SECCOMP_IOCTL_NOTIF_RECV, &j->req) < 0)
+  if (ioctl (x->fd, SECCOMP_IOCTL_NOTIF_RECV, &j->req) < 0)
     {
       free (j); /* ENOENT: the caller went away before we read it */
       return;
     }
-  if (atomic_fetch_add (&inflight, 1) >= MAX_INFLIGHT)
+  /* the worker's own fd: the source may be closed (POLLHUP) while it still answers */
+  j->nfd = fcntl (x->fd, F_DUPFD_CLOEXEC, 3);
+  if (j->nfd < 0 || atomic_fetch_add (&inflight, 1) >= MAX_INFLIGHT)
     {
-      atomic_fetch_sub (&inflight, 1);
-      respond (s->nfd, j->req.id, EAGAIN);
+      if (j->nfd >= 0)
+        atomic_fetch_sub (&inflight, 1);
+      respond (x->fd, j->req.id, EAGAIN);
+      if (j->nfd >= 0)
+        close (j->nfd);
       free (j);
       return;
     }
@@ -405,8 +466,46 @@ unixsock_sup_dispatch (struct unixsock_sup *s, short revents)
   if (pthread_create (&t, &attr, worker, j) != 0)
     {
       atomic_fetch_sub (&inflight, 1);
-      respond (s->nfd, j->req.id, EAGAIN);
+      respond (x->fd, j->req.id, EAGAIN);
+      close (j->nfd);
       free (j);
     }
   pthread_attr_destroy (&attr);
+}
+
+void
+unixsock_sup_dispatch (struct unixsock_sup *s)
+{
+  struct epoll_event evs[16];
+  int n = s->ep < 0 ? 0 : epoll_wait (s->ep, evs, ASBX_ARRAY_SIZE (evs), 0);
+
+  for (int i = 0; i < n; i++)
+    {
+      struct src *x = evs[i].data.ptr;
+      if (x->kind == SRC_LISTEN)
+        {
+          int c = accept4 (x->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+          if (c >= 0)
+            src_add (s, SRC_CHAN, c);
+        }
+      else if (x->kind == SRC_CHAN)
+        recv_listener (s, x);
+      else if (evs[i].events & EPOLLIN)
+        recv_notification (x, s);
+      else
+        src_drop (s, x); /* EPOLLHUP: no process uses that filter any more */
+    }
+}
+
+int
+unixsock_exec_channel (int state_dirfd)
+{
+  struct sockaddr_un a = { .sun_family = AF_UNIX };
+  int fd = socket (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  snprintf (a.sun_path, sizeof a.sun_path, "/proc/self/fd/%d/" UNIXSOCK_EXEC_SOCKET, state_dirfd);
+  if (fd >= 0 && connect (fd, (struct sockaddr *) &a, sizeof a) == 0)
+    return fd;
+  if (fd >= 0)
+    close (fd);
+  return -1;
 }

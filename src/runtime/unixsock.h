@@ -1,8 +1,9 @@
 /* unixsock.h - the monitor's half of the unix-socket confinement of network.mode none/filtered
  * (issue 13 §4; the filter is linux/unixsock.h).
  *
- * The container init's filter turns every connect(2) into a seccomp user notification; the
- * monitor receives the notify fd from the init over a socketpair made at create. For each
+ * The filter of the container init and of each `exec`'d process turns every connect(2) into a
+ * seccomp user notification; the monitor receives the init's notify fd over a socketpair made
+ * at create, an exec's over a connection to UNIXSOCK_EXEC_SOCKET in the state dir. For each
  * notification a worker thread, without ever answering CONTINUE (the kernel would re-read the
  * caller's memory and fd table, which another thread can change after the check):
  *   1. takes a copy of the socket (pidfd_getfd) and one read of the address (process_vm_readv);
@@ -28,19 +29,29 @@
 /* true when the plan confines unix sockets (network.mode none or filtered) */
 bool unixsock_confined (const struct policy_plan *plan);
 
+/* The socket in the container's state dir on which the monitor takes the notify fds of `exec`'d
+ * processes (one SOCK_SEQPACKET connection each, one SCM_RIGHTS message). */
+#define UNIXSOCK_EXEC_SOCKET "unixsock.sock"
+
 struct unixsock_sup;
 
-/* A supervisor reading the notify fd from `chan` (owned from now on). `plan` must outlive it;
- * own_netns: the container has a network namespace of its own. Never fails (allocation aborts). */
-struct unixsock_sup *unixsock_sup_new (const struct policy_plan *plan, int chan, bool own_netns);
+/* A supervisor reading the init's notify fd from `chan` (owned from now on), and those of
+ * `exec`'d processes from UNIXSOCK_EXEC_SOCKET, created in `state_dirfd` (borrowed). `plan` must
+ * outlive it; own_netns: the container has a network namespace of its own. Never fails
+ * (allocation aborts; a missing exec socket leaves `exec` with the unsupervised filter). */
+struct unixsock_sup *unixsock_sup_new (const struct policy_plan *plan, int chan, bool own_netns, int state_dirfd);
 
-/* The fd to poll for POLLIN: the channel until the notify fd arrived, then the notify fd; -1
- * when there is nothing left to watch. */
+/* The fd to poll for POLLIN (an epoll fd over every channel and notify fd). */
 int unixsock_sup_fd (const struct unixsock_sup *s);
 
-/* Handle POLLIN/POLLHUP on unixsock_sup_fd(): receive the notify fd, or receive one
- * notification and start its worker thread. Errors are answered to the caller (EAGAIN when too
- * many are in flight); never blocks. */
-void unixsock_sup_dispatch (struct unixsock_sup *s, short revents);
+/* Handle what is ready: a connection from `exec`, a notify fd arriving, a notification (read
+ * here, answered by a worker thread; EAGAIN when too many are in flight), a filter nobody uses
+ * any more. Never blocks. */
+void unixsock_sup_dispatch (struct unixsock_sup *s);
+
+/* `exec` side: connect to the monitor's UNIXSOCK_EXEC_SOCKET in `state_dirfd`. Returns the
+ * connected socket (close-on-exec) or -1 (no such socket: a monitor without one; the caller
+ * then uses the unsupervised filter). */
+int unixsock_exec_channel (int state_dirfd);
 
 #endif
