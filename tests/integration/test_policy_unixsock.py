@@ -283,8 +283,9 @@ stream("/tmp/own.sock", greeting=False)
 
 
 def test_oci_init_and_exec_cannot_reach_daemon(rt, make_bundle):
-    """OCI mode (create/start/exec) under `locked`: the init's process tree is supervised, an
-    `exec`'d process (no channel to the monitor) cannot create an AF_UNIX socket at all."""
+    """OCI mode (create/start/exec) under `locked`: the init's process tree and every `exec`'d
+    process are supervised (exec hands its filter's notify fd to the monitor over the state
+    dir's unixsock.sock): the daemon hears nothing, the container's own /tmp socket works."""
     from policyutil import pcreate, policy_bundle
     pb = policy_bundle(make_bundle)
     d = os.path.join(pb.rootfs, "var", "lib", "daemon")
@@ -300,6 +301,9 @@ def test_oci_init_and_exec_cannot_reach_daemon(rt, make_bundle):
         assert "unix stream errno=13" in e.out, e
         e = rt.cmd("exec", cid, "/usr/bin/probe", "unix", "dgram-sendto", "/var/lib/daemon/d.sock")
         assert "unix dgram-sendto errno=13" in e.out, e
+        e = rt.cmd("exec", cid, "/usr/bin/probe", "unixrace", "/tmp/exec-own.sock", "/var/lib/daemon/s.sock", "300")
+        assert e.rc == 0 and "unixrace ok=" in e.out and "listen" not in e.out, e
+        assert int(e.out.split("ok=")[1].split()[0]) > 0, e.out
         time.sleep(0.5)
         assert srv.hits() == [], srv.hits()
         assert rt.kill(cid, "KILL").ok
@@ -327,9 +331,9 @@ def test_host_abstract_socket_unreachable_with_shared_netns(rt, make_bundle):
 
 
 def test_exec_cannot_steal_a_supervised_socket(rt, make_bundle):
-    """An `exec`'d process is not under the init's supervisor: it must not be able to take an
-    unconnected AF_UNIX socket from the init's tree (pidfd_getfd, same uid, no Yama) and
-    connect it itself."""
+    """An `exec`'d process whose monitor channel is missing gets the unsupervised filter; no
+    process may take an unconnected AF_UNIX socket out of another's supervision (pidfd_getfd,
+    same uid, no Yama) and connect it itself. Here the channel is removed before the exec."""
     from policyutil import pcreate, policy_bundle
     pb = policy_bundle(make_bundle)
     d = os.path.join(pb.rootfs, "var", "lib", "daemon")
@@ -349,6 +353,9 @@ def test_exec_cannot_steal_a_supervised_socket(rt, make_bundle):
                 out = f.read()
         assert "unixhold pid=" in out, out
         pid, fd = [x.split("=")[1] for x in out.split("unixhold ")[1].split()[:2]]
+        sock = os.path.join(rt.root, cid, "unixsock.sock")
+        assert os.path.exists(sock), "the monitor's exec channel"
+        os.unlink(sock)  # this exec goes unsupervised
         e = rt.cmd("exec", cid, "/usr/bin/probe", "unixsteal", pid, fd, "/var/lib/daemon/s.sock")
         assert e.rc == 0, e
         assert "unixsteal" in e.out and "unixsteal ok" not in e.out, e
