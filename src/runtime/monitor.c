@@ -182,7 +182,6 @@ static void __attribute__ ((noreturn)) monitor_loop (struct mon *m)
     P_GUARD,
     P_DNS,
     P_DEN,
-    P_USOCK,
     P_N
   };
   struct pollfd p[P_N] = {
@@ -193,7 +192,6 @@ static void __attribute__ ((noreturn)) monitor_loop (struct mon *m)
     [P_GUARD] = { .fd = m->guard_pidfd, .events = POLLIN },
     [P_DNS] = { .fd = m->dns ? dnsstub_fd (m->dns) : -1, .events = POLLIN },
     [P_DEN] = { .fd = denials_fd (m->den), .events = POLLIN },
-    [P_USOCK] = { .fd = m->usock ? unixsock_sup_fd (m->usock) : -1, .events = POLLIN },
   };
   uint64_t ticks;
 
@@ -207,10 +205,6 @@ static void __attribute__ ((noreturn)) monitor_loop (struct mon *m)
           m->reason = "killed";
           m->detail = "monitor poll failed";
           p[P_INIT].revents = POLLIN;
-        }
-      if (p[P_USOCK].revents)
-        {
-          unixsock_sup_dispatch (m->usock);
         }
       if (p[P_CONN].revents)
         mon_drain_events (m);

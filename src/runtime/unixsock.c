@@ -65,6 +65,11 @@ struct job
   struct unixsock_sup *s;
   int nfd;
   struct seccomp_notif req;
+  /* filled by prepare(): the copies the decision and the connect use */
+  int sock; /* the caller's socket (pidfd_getfd), owned */
+  int len;
+  int dom;
+  struct sockaddr_storage ss;
 };
 
 static atomic_int inflight;
@@ -117,32 +122,6 @@ listen_for_exec (struct unixsock_sup *s, int state_dirfd)
       return;
     }
   src_add (s, SRC_LISTEN, fd);
-}
-
-struct unixsock_sup *
-unixsock_sup_new (const struct policy_plan *plan, int chan, bool own_netns, int state_dirfd)
-{
-  struct unixsock_sup *s = xmalloc0 (sizeof *s);
-  s->plan = plan;
-  s->own_netns = own_netns;
-  s->ep = epoll_create1 (EPOLL_CLOEXEC);
-  if (s->ep < 0)
-    {
-      /* nobody will read the notify fd: the init's connect(2) calls then block until the
-       * container ends - fail closed, and say why */
-      log_warning ("unix socket confinement: epoll_create1: %s", strerror (errno));
-      close (chan);
-      return s;
-    }
-  src_add (s, SRC_CHAN, chan);
-  listen_for_exec (s, state_dirfd);
-  return s;
-}
-
-int
-unixsock_sup_fd (const struct unixsock_sup *s)
-{
-  return s->ep;
 }
 
 static bool
@@ -341,48 +320,76 @@ connect_pathname (struct job *j, int sock, const char *path)
   return do_connect (sock, &a, sizeof a);
 }
 
+/* In the monitor's thread: copy the caller's socket and address (nothing here blocks). Returns
+ * 0 when finish() is to decide and connect, else the errno to answer at once. *quick: finish()
+ * neither resolves a path (which needs a thread of its own) nor can block (a non-blocking
+ * socket), so it may run right here. */
 static int
-handle (struct job *j)
+prepare (struct job *j, bool *quick)
 {
   const struct seccomp_data *d = &j->req.data;
   const size_t off = offsetof (struct sockaddr_un, sun_path);
-  struct sockaddr_storage ss;
   pid_t pid = (pid_t) j->req.pid;
-  int dom = -1;
-  socklen_t sl = sizeof dom;
+  socklen_t sl = sizeof j->dom;
+  int fl;
 
+  *quick = false;
   if (d->arch != seccomp_arch_native () || d->nr != SYS_connect)
     return EACCES;
   cleanup_close int pidfd = (int) syscall (SYS_pidfd_open, pid, 0);
   if (pidfd < 0 || !id_valid (j))
     return ESRCH;
-  cleanup_close int sock = (int) syscall (SYS_pidfd_getfd, pidfd, (int) d->args[0], 0);
-  if (sock < 0)
+  /* flags must be 0; close-on-exec set at once (this thread is the only one that forks: pasta) */
+  j->sock = (int) syscall (SYS_pidfd_getfd, pidfd, (int) d->args[0], 0);
+  if (j->sock < 0)
     return errno == EBADF ? EBADF : EACCES;
-  int len = (int) d->args[2];
-  if (len < 0 || (size_t) len > sizeof ss)
+  fcntl (j->sock, F_SETFD, FD_CLOEXEC);
+  j->len = (int) d->args[2];
+  if (j->len < 0 || (size_t) j->len > sizeof j->ss)
     return EINVAL;
-  memset (&ss, 0, sizeof ss);
-  struct iovec local = { .iov_base = &ss, .iov_len = (size_t) len };
-  struct iovec remote = { .iov_base = (void *) (uintptr_t) d->args[1], .iov_len = (size_t) len };
-  if (len > 0 && process_vm_readv (pid, &local, 1, &remote, 1, 0) != len)
+  struct iovec local = { .iov_base = &j->ss, .iov_len = (size_t) j->len };
+  struct iovec remote = { .iov_base = (void *) (uintptr_t) d->args[1], .iov_len = (size_t) j->len };
+  if (j->len > 0 && process_vm_readv (pid, &local, 1, &remote, 1, 0) != j->len)
     return EFAULT;
   if (!id_valid (j))
     return ESRCH;
-  if (getsockopt (sock, SOL_SOCKET, SO_DOMAIN, &dom, &sl) < 0)
+  if (getsockopt (j->sock, SOL_SOCKET, SO_DOMAIN, &j->dom, &sl) < 0)
     return errno;
-  struct sockaddr_un *sun = (struct sockaddr_un *) &ss;
-  if (dom != AF_UNIX || ss.ss_family != AF_UNIX || (size_t) len <= off)
-    return do_connect (sock, &ss, (socklen_t) len); /* the kernel's own answer for the rest */
+  bool pathname = j->dom == AF_UNIX && j->ss.ss_family == AF_UNIX && (size_t) j->len > off
+                  && ((struct sockaddr_un *) &j->ss)->sun_path[0] != '\0';
+  fl = fcntl (j->sock, F_GETFL);
+  *quick = !pathname && fl >= 0 && (fl & O_NONBLOCK);
+  return 0;
+}
+
+/* Decide on the copies and connect (in a worker thread unless prepare() said quick). */
+static int
+finish (struct job *j)
+{
+  const size_t off = offsetof (struct sockaddr_un, sun_path);
+  struct sockaddr_un *sun = (struct sockaddr_un *) &j->ss;
+
+  if (j->dom != AF_UNIX || j->ss.ss_family != AF_UNIX || (size_t) j->len <= off)
+    return do_connect (j->sock, &j->ss, (socklen_t) j->len); /* the kernel's own answer for the rest */
   if (sun->sun_path[0] == '\0')
     /* abstract: per network namespace; only a namespace of the container's own holds nothing
      * but the container's names */
-    return j->s->own_netns ? do_connect (sock, &ss, (socklen_t) len) : EPERM;
+    return j->s->own_netns ? do_connect (j->sock, &j->ss, (socklen_t) j->len) : EPERM;
   char path[sizeof sun->sun_path + 1];
-  size_t n = (size_t) len - off;
+  size_t n = (size_t) j->len - off;
   memcpy (path, sun->sun_path, n);
   path[n] = '\0';
-  return connect_pathname (j, sock, path);
+  return connect_pathname (j, j->sock, path);
+}
+
+static void
+job_free (struct job *j)
+{
+  if (j->sock >= 0)
+    close (j->sock);
+  if (j->nfd >= 0)
+    close (j->nfd);
+  free (j);
 }
 
 static void
@@ -401,9 +408,8 @@ worker (void *arg)
   sigset_t all;
   sigfillset (&all);
   pthread_sigmask (SIG_SETMASK, &all, NULL);
-  respond (j->nfd, j->req.id, handle (j));
-  close (j->nfd);
-  free (j);
+  respond (j->nfd, j->req.id, finish (j));
+  job_free (j);
   atomic_fetch_sub (&inflight, 1);
   return NULL;
 }
@@ -441,23 +447,30 @@ recv_notification (struct src *x, struct unixsock_sup *s)
   pthread_attr_t attr;
   pthread_t t;
   struct job *j = xmalloc0 (sizeof *j);
+  bool quick;
+  int e;
 
   j->s = s;
+  j->sock = j->nfd = -1;
   if (ioctl (x->fd, SECCOMP_IOCTL_NOTIF_RECV, &j->req) < 0)
     {
       free (j); /* ENOENT: the caller went away before we read it */
       return;
     }
-  /* the worker's own fd: the source may be closed (POLLHUP) while it still answers */
+  /* the job's own fd: the source may be closed (POLLHUP) while a worker still answers */
   j->nfd = fcntl (x->fd, F_DUPFD_CLOEXEC, 3);
-  if (j->nfd < 0 || atomic_fetch_add (&inflight, 1) >= MAX_INFLIGHT)
+  e = j->nfd < 0 ? EAGAIN : prepare (j, &quick);
+  if (e || quick)
     {
-      if (j->nfd >= 0)
-        atomic_fetch_sub (&inflight, 1);
+      respond (x->fd, j->req.id, e ? e : finish (j));
+      job_free (j);
+      return;
+    }
+  if (atomic_fetch_add (&inflight, 1) >= MAX_INFLIGHT)
+    {
+      atomic_fetch_sub (&inflight, 1);
       respond (x->fd, j->req.id, EAGAIN);
-      if (j->nfd >= 0)
-        close (j->nfd);
-      free (j);
+      job_free (j);
       return;
     }
   pthread_attr_init (&attr);
@@ -467,17 +480,16 @@ recv_notification (struct src *x, struct unixsock_sup *s)
     {
       atomic_fetch_sub (&inflight, 1);
       respond (x->fd, j->req.id, EAGAIN);
-      close (j->nfd);
-      free (j);
+      job_free (j);
     }
   pthread_attr_destroy (&attr);
 }
 
-void
-unixsock_sup_dispatch (struct unixsock_sup *s)
+static void
+dispatch (struct unixsock_sup *s)
 {
   struct epoll_event evs[16];
-  int n = s->ep < 0 ? 0 : epoll_wait (s->ep, evs, ASBX_ARRAY_SIZE (evs), 0);
+  int n = epoll_wait (s->ep, evs, ASBX_ARRAY_SIZE (evs), -1);
 
   for (int i = 0; i < n; i++)
     {
@@ -495,6 +507,49 @@ unixsock_sup_dispatch (struct unixsock_sup *s)
       else
         src_drop (s, x); /* EPOLLHUP: no process uses that filter any more */
     }
+}
+
+/* The supervisor's own thread: the monitor's loop drains the host-wide process events
+ * connector, which under a fork storm elsewhere on the host would delay every connect */
+static void *
+sup_loop (void *arg)
+{
+  struct unixsock_sup *s = arg;
+  sigset_t all;
+  sigfillset (&all);
+  pthread_sigmask (SIG_SETMASK, &all, NULL);
+  for (;;)
+    dispatch (s);
+  return NULL;
+}
+
+struct unixsock_sup *
+unixsock_sup_new (const struct policy_plan *plan, int chan, bool own_netns, int state_dirfd)
+{
+  struct unixsock_sup *s = xmalloc0 (sizeof *s);
+  pthread_attr_t attr;
+  pthread_t t;
+
+  s->plan = plan;
+  s->own_netns = own_netns;
+  s->ep = epoll_create1 (EPOLL_CLOEXEC);
+  if (s->ep < 0)
+    {
+      /* nobody will read the notify fd: the init's connect(2) calls then block until the
+       * container ends - fail closed, and say why */
+      log_warning ("unix socket confinement: epoll_create1: %s", strerror (errno));
+      close (chan);
+      return s;
+    }
+  src_add (s, SRC_CHAN, chan);
+  listen_for_exec (s, state_dirfd);
+  pthread_attr_init (&attr);
+  pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize (&attr, 256 << 10);
+  if (pthread_create (&t, &attr, sup_loop, s) != 0)
+    log_warning ("unix socket confinement: no supervisor thread: connect(2) in the container will wait");
+  pthread_attr_destroy (&attr);
+  return s;
 }
 
 int

@@ -37,17 +37,12 @@ struct unixsock_sup;
 
 /* A supervisor reading the init's notify fd from `chan` (owned from now on), and those of
  * `exec`'d processes from UNIXSOCK_EXEC_SOCKET, created in `state_dirfd` (borrowed). `plan` must
- * outlive it; own_netns: the container has a network namespace of its own. Never fails
- * (allocation aborts; a missing exec socket leaves `exec` with the unsupervised filter). */
+ * outlive it; own_netns: the container has a network namespace of its own. Serves from a thread
+ * of its own from now on (see sup_loop); the monitor's loop has nothing to poll. Never fails
+ * (allocation aborts; a missing exec socket leaves `exec` with the unsupervised filter; without
+ * epoll or the thread the container's connect(2) calls wait - fail closed - and a warning is
+ * logged). */
 struct unixsock_sup *unixsock_sup_new (const struct policy_plan *plan, int chan, bool own_netns, int state_dirfd);
-
-/* The fd to poll for POLLIN (an epoll fd over every channel and notify fd). */
-int unixsock_sup_fd (const struct unixsock_sup *s);
-
-/* Handle what is ready: a connection from `exec`, a notify fd arriving, a notification (read
- * here, answered by a worker thread; EAGAIN when too many are in flight), a filter nobody uses
- * any more. Never blocks. */
-void unixsock_sup_dispatch (struct unixsock_sup *s);
 
 /* `exec` side: connect to the monitor's UNIXSOCK_EXEC_SOCKET in `state_dirfd`. Returns the
  * connected socket (close-on-exec) or -1 (no such socket: a monitor without one; the caller
