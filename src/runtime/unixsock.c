@@ -339,11 +339,11 @@ prepare (struct job *j, bool *quick)
   cleanup_close int pidfd = (int) syscall (SYS_pidfd_open, pid, 0);
   if (pidfd < 0 || !id_valid (j))
     return ESRCH;
-  /* flags must be 0; close-on-exec set at once (this thread is the only one that forks: pasta) */
+  /* flags must be 0; the kernel makes the new fd close-on-exec itself (receive_fd(O_CLOEXEC)),
+   * so a pasta fork in the monitor's main thread never inherits it */
   j->sock = (int) syscall (SYS_pidfd_getfd, pidfd, (int) d->args[0], 0);
   if (j->sock < 0)
     return errno == EBADF ? EBADF : EACCES;
-  fcntl (j->sock, F_SETFD, FD_CLOEXEC);
   j->len = (int) d->args[2];
   if (j->len < 0 || (size_t) j->len > sizeof j->ss)
     return EINVAL;
