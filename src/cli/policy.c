@@ -153,7 +153,8 @@ explain_rest (const struct policy_plan *p)
     }
   if (p->net_mode != POLICY_NET_OPEN)
     {
-      printf ("unix sockets (seccomp-notify supervised connect, see docs/security.md): the writable grants and\n");
+      printf ("unix sockets (connect supervised, docs/security.md): under the writable grants, on the "
+              "container's own tmpfs, and\n");
       print_list ("allowUnixSockets", p->allow_unix_sockets, p->allow_unix_sockets_len);
     }
   if (explain_nft (p) < 0)

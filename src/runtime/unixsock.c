@@ -357,6 +357,8 @@ prepare (struct job *j, bool *quick)
     return errno;
   bool pathname = j->dom == AF_UNIX && j->ss.ss_family == AF_UNIX && (size_t) j->len > off
                   && ((struct sockaddr_un *) &j->ss)->sun_path[0] != '\0';
+  /* racy by nature (the caller may clear O_NONBLOCK after this): then the connect below blocks
+   * this thread - only this container's own connects wait, a TCP handshake at most ~2 min */
   fl = fcntl (j->sock, F_GETFL);
   *quick = !pathname && fl >= 0 && (fl & O_NONBLOCK);
   return 0;
