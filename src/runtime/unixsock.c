@@ -62,6 +62,7 @@ struct unixsock_sup
 
 struct job
 {
+  struct job *next; /* pool queue */
   struct unixsock_sup *s;
   int nfd;
   struct seccomp_notif req;
@@ -73,6 +74,21 @@ struct job
 };
 
 static atomic_int inflight;
+
+/* set in a thread whose root could not be restored after a resolution: it must not serve again */
+static __thread bool fs_broken;
+
+/* A few persistent workers, so that the common case (a pathname or blocking connect) costs no
+ * thread creation; when none is idle a detached thread is made per job, as many as
+ * MAX_INFLIGHT allows. */
+#define POOL_SIZE 4
+static struct
+{
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  struct job *head, *tail;
+  int idle, started;
+} pool = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, 0, 0 };
 
 bool
 unixsock_confined (const struct policy_plan *plan)
@@ -307,7 +323,10 @@ connect_pathname (struct job *j, int sock, const char *path)
     }
   /* back to the host root for /proc/thread-self; a thread we cannot restore must not go on */
   if (fchdir (hostroot) < 0 || chroot (".") < 0)
-    return EACCES;
+    {
+      fs_broken = true;
+      return EACCES;
+    }
   if (e)
     return e;
   if (!ok)
@@ -403,17 +422,93 @@ respond (int nfd, __u64 id, int e)
     log_debug ("unix socket confinement: answer notification: %s", strerror (errno));
 }
 
-static void *
-worker (void *arg)
+static void
+run_job (struct job *j)
 {
-  struct job *j = arg;
-  sigset_t all;
-  sigfillset (&all);
-  pthread_sigmask (SIG_SETMASK, &all, NULL);
   respond (j->nfd, j->req.id, finish (j));
   job_free (j);
   atomic_fetch_sub (&inflight, 1);
+}
+
+static void
+block_signals (void)
+{
+  sigset_t all;
+  sigfillset (&all);
+  pthread_sigmask (SIG_SETMASK, &all, NULL);
+}
+
+/* a one-job thread */
+static void *
+worker (void *arg)
+{
+  block_signals ();
+  run_job (arg);
   return NULL;
+}
+
+/* a persistent worker: its fs_struct is its own (unshare in connect_pathname), restored to the
+ * host root after every job; leaves when that restore failed */
+static void *
+pool_worker (void *arg)
+{
+  (void) arg;
+  block_signals ();
+  while (!fs_broken)
+    {
+      pthread_mutex_lock (&pool.lock);
+      pool.idle++;
+      while (!pool.head)
+        pthread_cond_wait (&pool.cond, &pool.lock);
+      struct job *j = pool.head;
+      pool.head = j->next;
+      if (!pool.head)
+        pool.tail = NULL;
+      pthread_mutex_unlock (&pool.lock);
+      run_job (j);
+    }
+  pthread_mutex_lock (&pool.lock);
+  pool.started--;
+  pthread_mutex_unlock (&pool.lock);
+  return NULL;
+}
+
+static bool
+spawn (void *(*fn) (void *), void *arg)
+{
+  pthread_attr_t attr;
+  pthread_t t;
+  int r;
+  pthread_attr_init (&attr);
+  pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize (&attr, 256 << 10);
+  r = pthread_create (&t, &attr, fn, arg);
+  pthread_attr_destroy (&attr);
+  return r == 0;
+}
+
+/* hand j to an idle pool worker (starting the pool as needed), else to a thread of its own */
+static bool
+submit (struct job *j)
+{
+  pthread_mutex_lock (&pool.lock);
+  while (pool.started < POOL_SIZE && spawn (pool_worker, NULL))
+    pool.started++;
+  if (pool.idle > 0)
+    {
+      pool.idle--;
+      j->next = NULL;
+      if (pool.tail)
+        pool.tail->next = j;
+      else
+        pool.head = j;
+      pool.tail = j;
+      pthread_cond_signal (&pool.cond);
+      pthread_mutex_unlock (&pool.lock);
+      return true;
+    }
+  pthread_mutex_unlock (&pool.lock);
+  return spawn (worker, j);
 }
 
 /* one notify fd on a channel, then the channel is done */
@@ -446,8 +541,6 @@ recv_listener (struct unixsock_sup *s, struct src *x)
 static void
 recv_notification (struct src *x, struct unixsock_sup *s)
 {
-  pthread_attr_t attr;
-  pthread_t t;
   struct job *j = xmalloc0 (sizeof *j);
   bool quick;
   int e;
@@ -475,16 +568,12 @@ recv_notification (struct src *x, struct unixsock_sup *s)
       job_free (j);
       return;
     }
-  pthread_attr_init (&attr);
-  pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize (&attr, 256 << 10);
-  if (pthread_create (&t, &attr, worker, j) != 0)
+  if (!submit (j))
     {
       atomic_fetch_sub (&inflight, 1);
       respond (x->fd, j->req.id, EAGAIN);
       job_free (j);
     }
-  pthread_attr_destroy (&attr);
 }
 
 static void
