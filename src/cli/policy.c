@@ -161,6 +161,12 @@ explain_rest (const struct policy_plan *p)
         printf ("%s%u", i ? ", " : "", p->ports[i]);
       printf ("\n");
     }
+  if (p->net_mode != POLICY_NET_OPEN)
+    {
+      printf ("unix sockets (connect supervised, docs/security.md): under the writable grants, on the "
+              "container's own tmpfs, and\n");
+      print_list ("allowUnixSockets", p->allow_unix_sockets, p->allow_unix_sockets_len);
+    }
   if (explain_nft (p) < 0)
     return -1;
   printf ("limits (0 = not limited by the policy):\n"

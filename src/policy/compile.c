@@ -225,6 +225,7 @@ compile_net (struct policy_plan *p, const struct pdoc *e)
   p->allowed_domains = strv_dup (e->allowed_domains.v, e->allowed_domains.len, &p->allowed_domains_len);
   p->denied_domains = strv_dup (e->denied_domains.v, e->denied_domains.len, &p->denied_domains_len);
   p->allowed_cidrs = strv_dup (e->allowed_cidrs.v, e->allowed_cidrs.len, &p->allowed_cidrs_len);
+  p->allow_unix_sockets = strv_dup (e->allow_unix_sockets.v, e->allow_unix_sockets.len, &p->allow_unix_sockets_len);
   p->ports = xmalloc (e->ports_len * sizeof (*p->ports) + 1);
   memcpy (p->ports, e->ports, e->ports_len * sizeof (*p->ports));
   p->ports_len = e->ports_len;

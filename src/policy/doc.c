@@ -169,6 +169,7 @@ pdoc_free (struct pdoc *d)
   pdoc_strs_clear (&d->allowed_domains);
   pdoc_strs_clear (&d->denied_domains);
   pdoc_strs_clear (&d->allowed_cidrs);
+  pdoc_strs_clear (&d->allow_unix_sockets);
   free (d->ports);
   pdoc_strs_clear (&d->caps_allow);
   pdoc_strs_clear (&d->degrade);
@@ -210,6 +211,7 @@ pdoc_inherit (struct pdoc *d, const struct pdoc *b)
   inherit_strs (&d->allowed_domains, &b->allowed_domains, false);
   inherit_strs (&d->denied_domains, &b->denied_domains, true);
   inherit_strs (&d->allowed_cidrs, &b->allowed_cidrs, false);
+  inherit_strs (&d->allow_unix_sockets, &b->allow_unix_sockets, false);
   if (!d->ports_set && b->ports_set)
     {
       d->ports_set = true;

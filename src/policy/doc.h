@@ -76,6 +76,7 @@ struct pdoc
   int net_mode;            /* -1 unset, else enum policy_net_mode */
   int allow_local_binding; /* -1 unset, 0, 1 */
   struct pdoc_strs allowed_domains, denied_domains, allowed_cidrs;
+  struct pdoc_strs allow_unix_sockets; /* network.allowUnixSockets: absolute, normalized paths */
   bool ports_set;
   uint16_t *ports;
   size_t ports_len;

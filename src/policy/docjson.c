@@ -56,6 +56,7 @@ gen_net (yajl_gen g, const struct pdoc *d)
   gen_strs (g, "allowedDomains", &d->allowed_domains);
   gen_strs (g, "deniedDomains", &d->denied_domains);
   gen_strs (g, "allowedCidrs", &d->allowed_cidrs);
+  gen_strs (g, "allowUnixSockets", &d->allow_unix_sockets);
   if (d->ports_set)
     {
       S (g, "ports");

@@ -246,6 +246,19 @@ intersect_net (struct widen *w, const struct pdoc *c, const struct pdoc *r, stru
                       &e->allowed_cidrs);
     }
   union_strs (&c->denied_domains, &r->denied_domains, &e->denied_domains);
+  /* allowUnixSockets opens a hole in the socket confinement of `none`/`filtered`: like `degrade`,
+   * an unset list of a confining ceiling accepts none; an open ceiling confines no socket */
+  if (c_open)
+    pdoc_strs_copy (&e->allow_unix_sockets,
+                    r->allow_unix_sockets.set ? &r->allow_unix_sockets : &c->allow_unix_sockets);
+  else
+    {
+      static const struct pdoc_strs none = { .set = true };
+      intersect_strs (w, "network.allowUnixSockets", c->allow_unix_sockets.set ? &c->allow_unix_sockets : &none,
+                      &r->allow_unix_sockets, NULL, &e->allow_unix_sockets);
+      if (!r->allow_unix_sockets.set)
+        pdoc_strs_copy (&e->allow_unix_sockets, &c->allow_unix_sockets);
+    }
   intersect_ports (w, c, r, e);
   e->allow_local_binding = r->allow_local_binding >= 0 ? r->allow_local_binding : c->allow_local_binding;
   if (r->allow_local_binding == 1 && c->allow_local_binding == 0)

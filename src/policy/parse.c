@@ -148,6 +148,31 @@ elem_domain (struct oci_ctx *c, yajl_val v, void *ud)
   return 0;
 }
 
+/* network.allowUnixSockets[i]: the path of one pathname unix socket in the container's view,
+ * absolute and normalized (no `?`, no `~/`: a socket is named exactly); compared by inode at
+ * connect time, so a symlink in the path is allowed */
+static int
+elem_unix_socket (struct oci_ctx *c, yajl_val v, void *ud)
+{
+  struct pdoc_path p = { 0 };
+  const char *s = NULL;
+  char *why = NULL;
+  if (elem_string (c, v, &s) < 0)
+    return -1;
+  if (s[0] == '?' || s[0] == '~')
+    return fail_value (c, s, xstrdup ("expected the absolute path of a socket (no `?` or `~/` form)"));
+  if (pval_path (s, &p, false, &why) < 0)
+    return fail_value (c, s, why);
+  if (strcmp (p.path, "/") == 0)
+    {
+      free (p.path);
+      return fail_value (c, s, xstrdup ("expected the path of a socket, not `/`"));
+    }
+  pdoc_strs_add (ud, p.path);
+  free (p.path);
+  return 0;
+}
+
 static int
 elem_cidr (struct oci_ctx *c, yajl_val v, void *ud)
 {
@@ -197,9 +222,8 @@ get_enum (struct oci_ctx *c, yajl_val obj, const char *key, const char *const *n
 static int
 parse_net (struct oci_ctx *c, yajl_val net, struct pdoc *d)
 {
-  static const char *const keys[] = {
-    "mode", "allowedDomains", "deniedDomains", "allowedCidrs", "ports", "allowLocalBinding", NULL
-  };
+  static const char *const keys[] = { "mode",  "allowedDomains",    "deniedDomains",    "allowedCidrs",
+                                      "ports", "allowLocalBinding", "allowUnixSockets", NULL };
   /* indexed by enum policy_net_mode */
   static const char *const modes[] = { "open", "none", "filtered", NULL };
   bool b;
@@ -211,6 +235,8 @@ parse_net (struct oci_ctx *c, yajl_val net, struct pdoc *d)
   OCI_TRY (each_elem (c, net, "deniedDomains", elem_domain, &d->denied_domains, &d->denied_domains.set));
   OCI_TRY (each_elem (c, net, "allowedCidrs", elem_cidr, &d->allowed_cidrs, &d->allowed_cidrs.set));
   OCI_TRY (each_elem (c, net, "ports", elem_port, d, &d->ports_set));
+  OCI_TRY (
+      each_elem (c, net, "allowUnixSockets", elem_unix_socket, &d->allow_unix_sockets, &d->allow_unix_sockets.set));
   OCI_TRY (r = oci_get_bool (c, net, "allowLocalBinding", &b));
   if (r > 0)
     d->allow_local_binding = b;

@@ -44,6 +44,7 @@ policy_plan_free (struct policy_plan *p)
   free (p->fs_rules);
   strv_free_n (p->caps_allow, p->caps_allow_len);
   strv_free_n (p->allowed_domains, p->allowed_domains_len);
+  strv_free_n (p->allow_unix_sockets, p->allow_unix_sockets_len);
   strv_free_n (p->denied_domains, p->denied_domains_len);
   strv_free_n (p->allowed_cidrs, p->allowed_cidrs_len);
   free (p->ports);
@@ -153,6 +154,8 @@ gen_net (yajl_gen g, const struct policy_plan *p)
   kv_strv (g, "allowedDomains", p->allowed_domains, p->allowed_domains_len);
   kv_strv (g, "deniedDomains", p->denied_domains, p->denied_domains_len);
   kv_strv (g, "allowedCidrs", p->allowed_cidrs, p->allowed_cidrs_len);
+  if (p->allow_unix_sockets_len) /* only when used: plans of older policies stay byte-identical */
+    kv_strv (g, "allowUnixSockets", p->allow_unix_sockets, p->allow_unix_sockets_len);
   S (g, "ports");
   yajl_gen_array_open (g);
   for (size_t i = 0; i < p->ports_len; i++)

@@ -128,6 +128,10 @@ struct policy_plan
   size_t allowed_cidrs_len;
   uint16_t *ports;
   size_t ports_len;
+  /* network.allowUnixSockets: pathname unix sockets (container view) that `none`/`filtered` let
+   * the container connect to besides those under its writable grants (runtime/unixsock.c) */
+  char **allow_unix_sockets;
+  size_t allow_unix_sockets_len;
 
   /* limits; 0 = not limited by the policy */
   uint64_t memory_bytes;

@@ -43,6 +43,7 @@
 #include "runtime/state.h"
 #include "runtime/sync.h"
 #include "runtime/tty.h"
+#include "runtime/unixsock.h"
 #include "spec/validate.h"
 
 #define OCI_VERSION "1.3.0"
@@ -192,6 +193,7 @@ struct create_ctx
   char *missing_grants;          /* "ORIGIN\tPATH\n" lines from the init (policy_apply_mounts), or NULL */
   const char *host_mntns_rootfs; /* no mount namespace of its own: its mounts below this rootfs are
                                     in ours, detached on undo (state file `host-mounts`) */
+  int unixsock_fd;               /* the monitor's end of the unix-socket confinement channel, or -1 */
 };
 
 #define HOST_MOUNTS_MARK "host-mounts"
@@ -463,7 +465,8 @@ create_record (const struct asbx_global *g, const struct asbx_create_opts *o, st
                                  .audit_dir = g->audit_dir,
                                  .plan = plan,
                                  .new_netns = c->new_netns,
-                                 .missing_grants = c->missing_grants };
+                                 .missing_grants = c->missing_grants,
+                                 .unixsock_fd = c->unixsock_fd };
       pid_t mpid;
       if (monitor_start (&mo, &mpid, err) < 0)
         return asbx_error_wrap (err, "policy monitor");
@@ -489,8 +492,9 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   cleanup_close int rootfd = -1, dirfd = -1, startfd = -1, console = -1;
   struct ns_plan ns = { 0 };
   struct policy_plan *plan = NULL;
-  struct create_ctx c = { .rootfd = -1, .dirfd = -1, .id = o->id };
+  struct create_ctx c = { .rootfd = -1, .dirfd = -1, .id = o->id, .unixsock_fd = -1 };
   int *idmap_fds = NULL;
+  int r_spawn;
   size_t raw_len;
   int preserve = o->preserve_fds;
   int ret = -1;
@@ -587,9 +591,26 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
     .no_new_keyring = o->no_new_keyring,
     .close_fds = { rootfd, dirfd, -1, -1 },
     .plan = plan,
+    .unixsock_fd = -1,
   };
-  if (create_spawned (g, o, spec, &c, &a, bundle, err) < 0
-      || create_record (g, o, spec, &c, bundle, rootfs, raw, raw_len, plan, err) < 0)
+  int usp[2] = { -1, -1 };
+  /* the init hands the notify fd of its unix-socket filter to the monitor over this pair */
+  if (unixsock_confined (plan) && socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, usp) < 0)
+    {
+      asbx_error (err, errno, "socketpair (unix socket confinement)");
+      goto undo;
+    }
+  a.unixsock_fd = usp[1];
+  a.close_fds[2] = usp[0];
+  c.unixsock_fd = usp[0];
+  r_spawn = create_spawned (g, o, spec, &c, &a, bundle, err);
+  if (usp[1] >= 0)
+    close (usp[1]); /* the init has its copy */
+  if (r_spawn == 0)
+    r_spawn = create_record (g, o, spec, &c, bundle, rootfs, raw, raw_len, plan, err);
+  if (usp[0] >= 0)
+    close (usp[0]); /* the monitor has its copy */
+  if (r_spawn < 0)
     {
       explain_oom_kill (&c, spec, err);
       goto undo;

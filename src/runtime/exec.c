@@ -40,6 +40,7 @@
 #include "runtime/state.h"
 #include "runtime/sync.h"
 #include "runtime/tty.h"
+#include "runtime/unixsock.h"
 
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080
@@ -266,7 +267,8 @@ struct exec_child
   const struct oci_memory_policy *mempolicy; /* the container's linux.memoryPolicy, or NULL */
   char *const *cgroups;                      /* exec --cgroup specs: sub-cgroups of the container's cgroup */
   size_t cgroups_len;
-  int root_fd; /* the init's root when it shares our mount namespace (chroot), else -1 */
+  int root_fd;     /* the init's root when it shares our mount namespace (chroot), else -1 */
+  int unixsock_fd; /* connection to the monitor's unix-socket supervisor, or -1 */
 };
 
 static void __attribute__ ((noreturn)) exec_process_main (struct exec_child *c)
@@ -296,7 +298,8 @@ static void __attribute__ ((noreturn)) exec_process_main (struct exec_child *c)
   exe = process_lookup_executable (c->proc, &err);
   if (!exe)
     sync_fail (c->sync_fd, &err);
-  if (policy_prepare_process (c->plan, &err) < 0)
+  if (policy_prepare_process (c->plan, &err) < 0
+      || policy_prepare_unixsock (c->plan, c->unixsock_fd, c->seccomp && c->seccomp->notify, &err) < 0)
     sync_fail (c->sync_fd, &err);
   /* the exec'd process's LSM labels (its process.json or --apparmor/--process-label), applied by
    * the kernel at execve as for the init (runtime/init.c step 12b); the LSM state was probed in P */
@@ -444,7 +447,7 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
   struct oci_process *proc = NULL, *pfile = NULL;
   size_t len;
   pid_t pid = 0;
-  int ret = -1;
+  int ret = -1, uchan = -1;
 
   if (asbx_id_validate (o->id, err) < 0)
     return -1;
@@ -526,6 +529,10 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
         goto out;
     }
 
+  /* the monitor supervises this process's connect(2) too (runtime/unixsock.h); without its
+   * socket (a monitor that has none) the process gets no AF_UNIX sockets at all */
+  if (unixsock_confined (plan))
+    uchan = unixsock_exec_channel (dirfd);
   /* the lock is not needed while the process runs: release it so other verbs are not blocked */
   close (oc.dirfd);
   oc.dirfd = -1;
@@ -543,6 +550,7 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
     .cgroups = o->cgroups,
     .cgroups_len = o->cgroups_len,
     .root_fd = -1,
+    .unixsock_fd = uchan,
   };
   if (!(c.ns_flags & CLONE_NEWNS) && (root_fd = init_root_fd (st.pid, err)) == -2)
     goto out;
@@ -570,6 +578,8 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
     *exit_status = o->detach ? 0 : asbx_container_wait (pid);
   ret = 0;
 out:
+  if (uchan >= 0)
+    close (uchan); /* the process has its copy */
   if (plan)
     policy_plan_free (plan);
   linux_seccomp_release (&filter);

@@ -243,7 +243,8 @@ init_main (struct init_args *a)
     fail (a, &err);
   /* 10b. the policy's process layers (Landlock paths resolve in the container's root now),
    * built before READY so an unenforceable policy fails `create` */
-  if (policy_prepare_process (a->plan, &err) < 0)
+  if (policy_prepare_process (a->plan, &err) < 0
+      || policy_prepare_unixsock (a->plan, a->unixsock_fd, seccomp && filter.notify, &err) < 0)
     fail (a, &err);
   /* 11. created: tell P, then wait for `start` */
   if (sync_send (a->sync_fd, SYNC_READY, 0, NULL, &err) < 0)

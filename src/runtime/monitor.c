@@ -54,6 +54,7 @@
 #include "runtime/monitor_internal.h"
 #include "runtime/pasta.h"
 #include "runtime/policy_apply.h"
+#include "runtime/unixsock.h"
 
 /* ---- small state files in the state dir ---- */
 
@@ -376,6 +377,9 @@ mon_setup (struct mon *m, asbx_err_t *err)
   audit_sink_setup (m->audit_fd, &so);
   if (m->o->cgroup_path)
     m->cg_paths = cgroup_path_forms (m->o->cgroup_path);
+  /* the supervisor of connect(2) (runtime/unixsock.h); the notify fd arrives at `start` */
+  if (m->o->unixsock_fd >= 0 && unixsock_confined (pl))
+    m->usock = unixsock_sup_new (pl, m->o->unixsock_fd, m->o->new_netns, m->dirfd);
   if (m->o->cgroup_path && cgroup_oom_count (m->o->cgroup_path, &oom, &e) == 0)
     m->oom_at_start = oom;
   asbx_error_free (&e);
@@ -515,7 +519,7 @@ static void __attribute__ ((noreturn)) mon_main (struct mon *m, int ready)
   for (int s = SIGHUP; s <= SIGTERM; s++)
     if (s != SIGKILL && s != SIGPIPE && s != SIGSEGV)
       signal (s, SIG_DFL);
-  int keep[] = { m->audit_fd, m->init_pidfd, m->dirfd, m->conn, ready };
+  int keep[] = { m->audit_fd, m->init_pidfd, m->dirfd, m->conn, ready, m->o->unixsock_fd };
   if (close_all_but (keep, ASBX_ARRAY_SIZE (keep)) < 0)
     asbx_error (&err, errno, "monitor: close inherited fds");
   else if (mon_setup (m, &err) == 0)

@@ -48,6 +48,8 @@ struct monitor_opts
   const char *missing_grants;     /* "ORIGIN\tPATH\n" lines: allowWrite grants whose path did not
                                      exist at create (policy_apply_mounts), listed as
                                      `missingWrites` in the `policy` record; NULL = none */
+  int unixsock_fd;                /* socketpair end on which the init sends the notify fd of its
+                                     unix-socket filter (runtime/unixsock.h), or -1; M keeps a copy */
 };
 
 /* Fork the monitor (see above) and wait until it is ready: subscribed to process events, the

@@ -51,9 +51,10 @@ struct mon
   uint64_t pids_max_at_start; /* pids.events "max" at start: forks refused by pids.max */
   /* the limits thread (monitor_limits.c) and the loop share `reason` and `finished` under lock */
   pthread_mutex_t lock;
-  bool finished;      /* mon_finish began: no limit fires any more */
-  uint64_t pids_seen; /* pids.events "max" at the last `limit` record about it */
-  char *kaudit_error; /* enableKernelAudit failed: why (policy record kernelAuditError) */
+  bool finished;              /* mon_finish began: no limit fires any more */
+  uint64_t pids_seen;         /* pids.events "max" at the last `limit` record about it */
+  char *kaudit_error;         /* enableKernelAudit failed: why (policy record kernelAuditError) */
+  struct unixsock_sup *usock; /* the unix-socket confinement's connect supervisor, else NULL */
 };
 
 /* monitor.c: write `content` to dirfd/name atomically (temp file + rename). 0 / -1 with errno. */

@@ -28,6 +28,7 @@
 #include "linux/pathsafe.h"
 #include "linux/process.h"
 #include "linux/seccomp_bpf.h"
+#include "linux/unixsock.h"
 #include "policy/nft_ruleset.h"
 #include "policy/syscall_groups.h"
 #include "runtime/policy_apply.h"
@@ -35,6 +36,7 @@
 #include "runtime/policy_hostfiles.h"
 #include "runtime/policy_noexec.h"
 #include "runtime/process.h"
+#include "runtime/unixsock.h"
 
 /* ---- P: the spec ---- */
 
@@ -692,7 +694,11 @@ build_landlock (const struct policy_plan *plan, asbx_err_t *err)
 
   /* log the denials of the program the init execs too (ABI 7; the default logs only the init's
    * own), so the monitor can write `denial` records (runtime/denials.c) */
-  ll = linux_landlock_new (handled, 0, 0, abi >= 7 ? ASBX_LL_LOG_NEW_EXEC_ON : 0, abi, best_effort, err);
+  /* abstract unix sockets created outside the sandbox's Landlock domain are unreachable (ABI 6):
+   * with a shared network namespace (mode open) those are the host's (containerd shims, X11...).
+   * Pathname sockets have no Landlock right on this kernel: runtime/unixsock.h. */
+  uint64_t scope = abi >= 6 ? ASBX_LL_SCOPE_ABSTRACT_UNIX_SOCKET : 0;
+  ll = linux_landlock_new (handled, 0, scope, abi >= 7 ? ASBX_LL_LOG_NEW_EXEC_ON : 0, abi, best_effort, err);
   if (!ll)
     return NULL;
   if (best_effort && linux_landlock_dropped (ll))
@@ -837,6 +843,25 @@ policy_prepare_process (const struct policy_plan *plan, asbx_err_t *err)
       return -1;
     }
   process_set_policy (&groups, ll, plan->deny_write_exec_memory);
+  return 0;
+}
+
+int
+policy_prepare_unixsock (const struct policy_plan *plan, int chan, bool oci_listener, asbx_err_t *err)
+{
+  static struct linux_seccomp filter;
+
+  if (!unixsock_confined (plan))
+    return 0;
+  if (chan >= 0 && oci_listener)
+    return asbx_error (err, EBUSY,
+                       "network.mode %s confines unix sockets with a seccomp listener, and linux.seccomp.listenerPath "
+                       "asks for another: the kernel allows one listener per process",
+                       plan->net_mode == POLICY_NET_NONE ? "none" : "filtered");
+  linux_seccomp_release (&filter);
+  if (linux_unixsock_filter_compile (chan >= 0, &filter, err) < 0)
+    return asbx_error_wrap (err, "policy network (unix socket confinement)");
+  process_set_unixsock (&filter, chan);
   return 0;
 }
 

@@ -92,5 +92,12 @@ int policy_prepare_process (const struct policy_plan *plan, asbx_err_t *err);
  * NULL. The other layers are never degraded by this runtime (a missing one fails create). Heap
  * string (caller frees) or NULL. */
 char *policy_apply_landlock_degraded (const struct policy_plan *plan);
+/* network.mode none/filtered: compile the unix-socket confinement's filter (linux/unixsock.h)
+ * and register it with process_set_unixsock(). `chan` >= 0: the init's channel to the monitor,
+ * connect(2) is supervised (the init's socketpair, or exec's connection to the monitor's
+ * unixsock.sock); -1 (exec without that channel): AF_UNIX sockets cannot be created at all.
+ * `oci_listener`: linux.seccomp has its own listener - the kernel allows one per process, so a
+ * supervised filter is refused (EBUSY) rather than failing at start. 0 / -1 with *err. */
+int policy_prepare_unixsock (const struct policy_plan *plan, int chan, bool oci_listener, asbx_err_t *err);
 
 #endif

@@ -28,6 +28,7 @@
 #include "linux/landlock_ruleset.h"
 #include "linux/pathsafe.h"
 #include "linux/seccomp_bpf.h"
+#include "linux/unixsock.h"
 #include "runtime/process.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -190,6 +191,19 @@ process_set_policy (const struct linux_seccomp *groups_filter, struct linux_land
   policy_req.deny_wx = deny_wx;
 }
 
+static struct
+{
+  const struct linux_seccomp *filter;
+  int chan;
+} unixsock_req = { NULL, -1 };
+
+void
+process_set_unixsock (const struct linux_seccomp *filter, int chan)
+{
+  unixsock_req.filter = filter;
+  unixsock_req.chan = chan;
+}
+
 /* HOME for process.env when the spec sets none, as runc does: the home directory of
  * process.user.uid in the container's /etc/passwd, "/" when there is no such entry. Called in
  * the container's root before the user switch and Landlock. The file is the image's: only a
@@ -314,6 +328,12 @@ process_finalize_and_exec (const struct oci_process *proc, bool userns, int pres
    * the most restrictive result wins) */
   if (policy_req.groups && linux_seccomp_install (policy_req.groups, -1, NULL, err) < 0)
     return asbx_error_wrap (err, "policy syscalls.deny");
+  /* the unix-socket confinement: last, so the filters above never see its notifications; the
+   * notify fd goes to the monitor and is closed here (the program never holds it) */
+  if (unixsock_req.filter && linux_unixsock_install (unixsock_req.filter, unixsock_req.chan, err) < 0)
+    return -1;
+  if (unixsock_req.chan >= 0)
+    close (unixsock_req.chan);
   execve (exe, proc->args, env ? env : proc->env);
   return asbx_error (err, errno, "exec `%s`", exe);
 }

@@ -41,6 +41,10 @@ void process_set_seccomp (const struct linux_seccomp *filter, int listener, cons
 struct linux_landlock;
 void process_set_policy (const struct linux_seccomp *groups_filter, struct linux_landlock *landlock, bool deny_wx);
 
+/* The unix-socket confinement's filter (linux/unixsock.h), loaded after every other filter, and
+ * the channel its notify fd goes to (-1 for an unsupervised filter). Borrowed until exec. */
+void process_set_unixsock (const struct linux_seccomp *filter, int chan);
+
 /* Identity (bounding set, uid/gid/groups, capability sets, no_new_privs, umask), fd hygiene
  * (only stdio and fds 3..3+preserve_fds-1 survive) and execve(exe, args, env).
  * Returns only on failure: -1 with *err. */

@@ -33,6 +33,8 @@ struct init_args
   const int *bind_fds;            /* new user namespace: the bind sources the runtime opened
                                      (linux_rootfs_open_bind_sources), else NULL */
   const int *idmap_fds;           /* per spec mount: P's idmapped clone or -1 (linux/idmap.h); NULL = none */
+  int unixsock_fd;                /* socketpair end to the monitor for the unix-socket confinement's
+                                     notify fd (runtime/unixsock.h), or -1 */
 };
 
 /* Fork S and, through it, I. Places S in the cgroup first (so I and a new cgroup namespace are

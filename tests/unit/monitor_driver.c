@@ -139,6 +139,7 @@ main (int argc, char **argv)
     .state_dirfd = dirfd,
     .audit_dir = audit_dir,
     .plan = &plan,
+    .unixsock_fd = -1,
   };
   pid_t mpid = 0;
   if (monitor_start (&mo, &mpid, &err) < 0)
