@@ -77,8 +77,11 @@ each_elem (struct oci_ctx *c, yajl_val obj, const char *key, elem_fn fn, void *u
 static int
 elem_string (struct oci_ctx *c, yajl_val v, const char **out)
 {
-  if (!YAJL_IS_STRING (v))
-    return oci_fail (c, "expected string");
+  if (!YAJL_IS_STRING (v) || v->u.string == NULL)
+    {
+      oci_fail (c, "expected string");
+      return -1; /* (oci_fail's -1 is in another file: the analyzer would not see it) */
+    }
   *out = v->u.string;
   return 0;
 }

@@ -541,7 +541,7 @@ apply_hidden (int rootfd, const char *path, asbx_err_t *err)
 
   if (realpath (path, real) == NULL || stat (real, &hst) < 0)
     return errno == ENOENT || errno == ENOTDIR ? 0 : asbx_error (err, errno, "policy: hide `%s`", path);
-  const char *cand[] = { real, path[0] == '/' && strcmp (path, real) ? path : NULL };
+  const char *cand[] = { real, path[0] == '/' && strcmp (path, real) != 0 ? path : NULL };
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (cand) && cand[i]; i++)
     {
       struct stat cst;

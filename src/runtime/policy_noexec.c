@@ -147,8 +147,11 @@ noexec_outside (int rootfd, const struct policy_plan *plan, uint64_t **made, siz
     if (v[i].id == root_id)
       prefix = v[i].point;
   if (!prefix)
-    r = asbx_error (err, ENOENT, "%s: the rootfs mount is not in /proc/self/mountinfo", why);
-  size_t plen = prefix && strcmp (prefix, "/") ? strlen (prefix) : 0;
+    {
+      free_lines (v, n);
+      return asbx_error (err, ENOENT, "%s: the rootfs mount is not in /proc/self/mountinfo", why);
+    }
+  size_t plen = strcmp (prefix, "/") != 0 ? strlen (prefix) : 0;
   for (size_t i = 0; r == 0 && i < n; i++)
     {
       const char *rel = v[i].point + plen;
