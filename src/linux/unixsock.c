@@ -24,6 +24,32 @@ ctx_free (scmp_filter_ctx *ctx)
     seccomp_release (*ctx);
 }
 
+/* The family argument is an int: the kernel reads its low 32 bits only, so a plain 64-bit
+ * comparison would let 0x100000001 through as AF_UNIX (found by an outside tester). */
+#define A0_FAMILY(f) SCMP_A0 (SCMP_CMP_MASKED_EQ, 0xffffffffu, (f))
+
+/* Only the families the egress layer sees or that stay on the host: AF_UNIX (confined here),
+ * AF_INET/AF_INET6 (nftables, the DNS stub, the relay), AF_NETLINK (glibc's getaddrinfo asks
+ * rtnetlink for the addresses). Every other family is refused with EAFNOSUPPORT: AF_VSOCK
+ * reached the host's vsock port space past every network rule (found by an outside tester), and
+ * AF_TIPC, AF_RDS, AF_CAN, AF_BLUETOOTH, AF_XDP, AF_ALG... are no agent's need. A value with any
+ * of the high 32 bits set is refused too (GE on the whole register). */
+static int
+deny_other_families (scmp_filter_ctx ctx)
+{
+  static const int calls[] = { SCMP_SYS (socket), SCMP_SYS (socketpair) };
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (calls); i++)
+    {
+      int r = seccomp_rule_add (ctx, SCMP_ACT_ERRNO (EAFNOSUPPORT), calls[i], 1, SCMP_A0 (SCMP_CMP_GE, AF_MAX));
+      for (int f = 0; r == 0 && f < AF_MAX; f++)
+        if (f != AF_UNIX && f != AF_INET && f != AF_INET6 && f != AF_NETLINK)
+          r = seccomp_rule_add (ctx, SCMP_ACT_ERRNO (EAFNOSUPPORT), calls[i], 1, A0_FAMILY (f));
+      if (r < 0)
+        return r;
+    }
+  return 0;
+}
+
 /* deny socket/socketpair(AF_UNIX, type) for every type but the allowed ones (the low 4 bits of
  * the type argument are the type; SOCK_NONBLOCK/SOCK_CLOEXEC sit above them) */
 static int
@@ -35,7 +61,7 @@ deny_unix_types (scmp_filter_ctx ctx, bool allow_stream)
       {
         if (t == SOCK_SEQPACKET || (t == SOCK_STREAM && (allow_stream || calls[i] == SCMP_SYS (socketpair))))
           continue;
-        int r = seccomp_rule_add (ctx, SCMP_ACT_ERRNO (EACCES), calls[i], 2, SCMP_A0 (SCMP_CMP_EQ, AF_UNIX),
+        int r = seccomp_rule_add (ctx, SCMP_ACT_ERRNO (EACCES), calls[i], 2, A0_FAMILY (AF_UNIX),
                                   SCMP_A1 (SCMP_CMP_MASKED_EQ, 0xf, t));
         if (r < 0)
           return r;
@@ -43,7 +69,7 @@ deny_unix_types (scmp_filter_ctx ctx, bool allow_stream)
   if (!allow_stream)
     {
       /* no pathname connect without the monitor: no new AF_UNIX socket that could connect */
-      int r = seccomp_rule_add (ctx, SCMP_ACT_ERRNO (EACCES), SCMP_SYS (socket), 2, SCMP_A0 (SCMP_CMP_EQ, AF_UNIX),
+      int r = seccomp_rule_add (ctx, SCMP_ACT_ERRNO (EACCES), SCMP_SYS (socket), 2, A0_FAMILY (AF_UNIX),
                                 SCMP_A1 (SCMP_CMP_MASKED_EQ, 0xf, SOCK_SEQPACKET));
       if (r < 0)
         return r;
@@ -67,6 +93,8 @@ linux_unixsock_filter_compile (bool supervised, struct linux_seccomp *out, asbx_
   r = seccomp_attr_set (ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ERRNO (ENOSYS));
   if (r == 0)
     r = deny_unix_types (ctx, supervised);
+  if (r == 0)
+    r = deny_other_families (ctx);
   if (r == 0 && supervised)
     r = seccomp_rule_add (ctx, SCMP_ACT_NOTIFY, SCMP_SYS (connect), 0);
   /* io_uring's IORING_OP_CONNECT/SENDMSG never pass through seccomp: no ring at all */

@@ -233,10 +233,48 @@ try:
 except OSError:
     pass
 tryit("symlink", lambda: stream("/tmp/l.sock"))
+def highbit(family, p):
+    # socket(2)'s family is an int: the kernel reads only the low 32 bits of the register
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    fd = libc.syscall(41, ctypes.c_long(family), ctypes.c_long(socket.SOCK_DGRAM), ctypes.c_long(0))
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "socket")
+    s = socket.socket(fileno=fd)
+    s.sendto(b"x", p)
+tryit("highbit", lambda: highbit(0x100000001, d + "/d.sock"))
+tryit("highbit2", lambda: highbit(-0xffffffff, d + "/d.sock"))
 os.chdir(d)
 tryit("relative", lambda: stream("s.sock"))
 print("done")
 """
+
+
+FAMILIES = r"""
+import socket
+for name, fam in (("vsock", 40), ("tipc", 30), ("alg", 38), ("packet", 17)):
+    try:
+        socket.socket(fam, socket.SOCK_STREAM if fam != 17 else socket.SOCK_DGRAM).close()
+        print(name, "ok")
+    except OSError as e:
+        print(name, "errno", e.errno)
+"""
+
+
+@pytest.mark.parametrize("profile,policy", POLICIES, ids=POLICY_IDS)
+def test_other_socket_families_refused(rt, ws, profile, policy):
+    """AF_VSOCK reached the host's vsock port space past every network rule (an outside tester
+    held a port the host then could not bind): under none/filtered only AF_UNIX, AF_INET(6) and
+    AF_NETLINK sockets can be made; the probe sees EAFNOSUPPORT for the others."""
+    client = os.path.join(ws, "families.py")
+    with open(client, "w") as f:
+        f.write(FAMILIES)
+    r = sandbox(rt, "--workspace", ws, "--", "/usr/bin/python3", "/workspace/families.py",
+                profile=profile, policy=policy)
+    assert r.rc == 0, r
+    got = dict(l.split(" ", 1) for l in r.out.splitlines() if l.split(" ")[0] in ("vsock", "tipc", "alg", "packet"))
+    assert got == {k: "errno 97" for k in ("vsock", "tipc", "alg", "packet")}, r.out
 
 
 def test_named_and_workspace_sockets_still_work(rt, ws):
