@@ -373,11 +373,13 @@ path_under (const char *path, const char *dir)
 }
 
 /* Refuse a workspace that would bind the host read-write at /workspace (see the top of the
- * file). ws: the realpath; arg: what the user gave (NULL = the current directory). */
+ * file). ws: the realpath; arg: what the user gave (NULL = the current directory); rootfs: --rootfs
+ * or NULL (the host's /). */
 static int
-check_workspace (const char *arg, const char *ws, asbx_err_t *err)
+check_workspace (const char *arg, const char *ws, const char *rootfs, asbx_err_t *err)
 {
   static const char *const kernel[] = { "/proc", "/sys", "/dev" };
+  static const char *const exec_dirs[] = { "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32" };
   const char *home = getenv ("HOME"), *why = NULL;
   char home_real[PATH_MAX];
   struct stat st;
@@ -392,6 +394,13 @@ check_workspace (const char *arg, const char *ws, asbx_err_t *err)
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (kernel) && !why; i++)
     if (path_under (ws, kernel[i]))
       why = "a kernel or device filesystem (writing it changes the host)";
+  /* The host's / is the rootfs: the workspace is also visible at its own path, and below the
+   * built-in profiles' allowExec paths that alias is executable - a binary or .so the agent
+   * wrote in /workspace ran as /usr/local/src/proj/x (found by an outside tester). */
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (exec_dirs) && !why && !rootfs; i++)
+    if (path_under (ws, exec_dirs[i]))
+      why = "below a system directory the built-in profiles allow to execute from (what the agent "
+            "writes would be executable through its host path)";
   if (!why && strncmp (ws, "/home/", 6) == 0 && ws[6] != '\0' && strchr (ws + 6, '/') == NULL)
     why = "a home directory (it holds credentials such as ~/.ssh)";
   if (!why && home && *home && realpath (home, home_real) != NULL && strcmp (ws, home_real) == 0)
@@ -612,7 +621,7 @@ sandbox_bundle (const struct asbx_global *g, const struct asbx_sandbox_opts *o, 
 
   if (realpath (o->workspace ? o->workspace : ".", ws) == NULL)
     return asbx_error (err, errno, "sandbox: --workspace `%s`", o->workspace ? o->workspace : ".");
-  if (check_workspace (o->workspace, ws, err) < 0)
+  if (check_workspace (o->workspace, ws, o->rootfs, err) < 0)
     return -1;
   if (o->rootfs && realpath (o->rootfs, rootfs_real) == NULL)
     return asbx_error (err, errno, "sandbox: --rootfs `%s`", o->rootfs);

@@ -322,6 +322,22 @@ def test_dangerous_workspace_refused(rt, path, why):
     assert f"refusing workspace `{path}`" in r.err and why in r.err, r
 
 
+@pytest.mark.parametrize("parent", ["/usr/local/src", "/usr/lib", "/usr/src"])
+def test_workspace_below_an_exec_directory_refused(rt, parent):
+    """A workspace under /usr is also visible at its host path, which allowExec lets run: a
+    binary the agent wrote in /workspace ran through that alias (outside tester). Judged from the
+    host: nothing was created by the refused sandbox (the marker the command would write)."""
+    d = os.path.join(parent, f"asbx-ws-{os.getpid()}-{os.urandom(2).hex()}")
+    os.makedirs(d)
+    try:
+        r = sandbox(rt, "--workspace", d, "--", "/bin/sh", "-c", "touch /workspace/ran")
+        assert r.rc != 0, r
+        assert f"refusing workspace `{d}`" in r.err and "execute" in r.err, r
+        assert not os.path.exists(os.path.join(d, "ran"))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def test_symlink_to_a_dangerous_workspace_refused(rt):
     link = os.path.join(rt.workdir, "etc-link")
     os.symlink("/etc", link)
