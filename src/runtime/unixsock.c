@@ -36,6 +36,7 @@
 #include "core/cleanup.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "runtime/execrec.h"
 #include "runtime/unixsock.h"
 
 #define MAX_INFLIGHT 64
@@ -550,6 +551,13 @@ recv_notification (struct src *x, struct unixsock_sup *s)
   if (ioctl (x->fd, SECCOMP_IOCTL_NOTIF_RECV, &j->req) < 0)
     {
       free (j); /* ENOENT: the caller went away before we read it */
+      return;
+    }
+  if (execrec_is_exec (&j->req))
+    {
+      /* an execve of the exec audit records (runtime/execrec.h): a copy, then CONTINUE */
+      execrec_handle (x->fd, &j->req);
+      free (j);
       return;
     }
   /* the job's own fd: the source may be closed (POLLHUP) while a worker still answers */
