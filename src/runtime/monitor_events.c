@@ -204,6 +204,8 @@ audit_exec (struct mon *m, pid_t pid)
   audit_rec_str (r, "argvSource", stashed ? "execve" : "proc");
   if (stashed && x->ambiguous)
     audit_rec_bool (r, "argvAmbiguous", 1); /* two threads called execve: the latest is shown */
+  if (stashed && !more)
+    total = len; /* the whole execve argv (the new image's, in stat, differs for a script) */
   if (total > 0 && total >= len)
     audit_rec_int (r, "argvBytes", total); /* absent: unknown (the process was already gone) */
   if (more || (total > 0 && total > len) || i < len)
