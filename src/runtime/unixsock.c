@@ -7,7 +7,8 @@
  * of the caller (its pid could have been reused). A worker thread per notification: a blocking
  * connect (a TCP handshake, a full backlog) must not stall the monitor's loop.
  * Fail closed: a notification we cannot handle is answered with an errno, never CONTINUE; when
- * the monitor is gone the kernel answers ENOSYS to every connect (no listener). */
+ * the monitor is gone the kernel answers ENOSYS to every connect (no listener). The one CONTINUE:
+ * execve/execveat of the exec audit records (runtime/execrec.h), a copy for the log, no decision. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
