@@ -341,3 +341,25 @@ def test_exec_records_not_forged_by_argv_rewrite(rt, tmp_path):
     markers = {a for x in perl for a in x["argv"] if a.startswith("EXFIL-SECRET-MARKER-")}
     assert markers == {f"EXFIL-SECRET-MARKER-{i}" for i in range(1, 21)}, markers
     assert all(x.get("argvSource") == "execve" for x in perl), perl[:2]
+
+
+def test_execve_sourced_records_keep_the_caps(rt, tmp_path):
+    """The execve copy obeys the record caps: 100 arguments of 40 bytes each -> at most 64
+    arguments and 1024 bytes kept, argvTruncated; a short argv is whole (argvBytes its size);
+    processes that exit at once still carry their argv (the copy is taken before they run)."""
+    long_args = " ".join(f"CAP{i:03d}-" + "x" * 33 for i in range(100))
+    script = f"/bin/true {long_args}; i=0; while [ $i -lt 30 ]; do /bin/true QUICK-$i; i=$((i+1)); done"
+    r, recs = sandbox_run(rt, tmp_path, {"version": 1, "extends": "agent"}, script)
+    assert r.rc == 0, r
+    # path: the exe link, or (a process gone before it was read) the execve filename
+    execs = [x for x in recs if x["event"] == "exec" and x.get("path") in ("/usr/bin/true", "/bin/true")]
+    big = [x for x in execs if any(a.startswith("CAP000-") for a in x.get("argv") or [])]
+    assert len(big) == 1, execs[:2]
+    b = big[0]
+    assert b["argvSource"] == "execve" and b.get("argvTruncated") is True, b
+    assert len(b["argv"]) <= 64 and sum(len(a) + 1 for a in b["argv"]) <= 1024 + 1, b
+    quick = sorted(a for x in execs for a in x.get("argv") or [] if a.startswith("QUICK-"))
+    assert quick == sorted(f"QUICK-{i}" for i in range(30)), quick
+    for x in execs:
+        if x not in big:
+            assert x["argvSource"] == "execve" and x["argvBytes"] == sum(len(a) + 1 for a in x["argv"]), x
