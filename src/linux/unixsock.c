@@ -78,7 +78,7 @@ deny_unix_types (scmp_filter_ctx ctx, bool allow_stream)
 }
 
 int
-linux_unixsock_filter_compile (bool supervised, struct linux_seccomp *out, asbx_err_t *err)
+linux_unixsock_filter_compile (bool supervised, bool exec_notify, struct linux_seccomp *out, asbx_err_t *err)
 {
   __attribute__ ((cleanup (ctx_free))) scmp_filter_ctx ctx = seccomp_init (SCMP_ACT_ALLOW);
   cleanup_close int fd = -1;
@@ -97,6 +97,12 @@ linux_unixsock_filter_compile (bool supervised, struct linux_seccomp *out, asbx_
     r = deny_other_families (ctx);
   if (r == 0 && supervised)
     r = seccomp_rule_add (ctx, SCMP_ACT_NOTIFY, SCMP_SYS (connect), 0);
+  /* execve/execveat: the monitor copies filename and argv for the exec record, then answers
+   * CONTINUE (runtime/execrec.h) - the caller cannot rewrite its argv before /proc is read */
+  if (r == 0 && supervised && exec_notify)
+    r = seccomp_rule_add (ctx, SCMP_ACT_NOTIFY, SCMP_SYS (execve), 0);
+  if (r == 0 && supervised && exec_notify)
+    r = seccomp_rule_add (ctx, SCMP_ACT_NOTIFY, SCMP_SYS (execveat), 0);
   /* io_uring's IORING_OP_CONNECT/SENDMSG never pass through seccomp: no ring at all */
   if (r == 0)
     r = seccomp_rule_add (ctx, SCMP_ACT_ERRNO (EPERM), SCMP_SYS (io_uring_setup), 0);

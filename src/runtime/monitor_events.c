@@ -21,6 +21,7 @@
 #include "linux/cgroup.h"
 #include "linux/proc_events.h"
 #include "runtime/denials.h"
+#include "runtime/execrec.h"
 #include "runtime/monitor_internal.h"
 
 static size_t
@@ -150,26 +151,39 @@ argv_bytes (pid_t pid, char *comm, size_t commlen)
  * (AUDIT_ARGV_BYTES of text, AUDIT_ARGV_ITEMS arguments; argvBytes and argvTruncated tell the
  * original size). A process already gone by then (it exited at once): its zombie's comm (the
  * executable's name, 15 bytes) stands for the path and argv is null with argvLost - never a
- * silent []. */
+ * silent []. With the execve stash (runtime/execrec.h) argv is the one passed to execve
+ * (argvSource "execve"; the process cannot rewrite it), else /proc's (argvSource "proc"). */
 static void
 audit_exec (struct mon *m, pid_t pid)
 {
   char path[64], exe[1024], cmd[AUDIT_ARGV_BYTES + 2], comm[64] = "";
   char *argv[AUDIT_ARGV_ITEMS];
   size_t argc = 0;
+  cleanup_free struct execrec *x = xmalloc0 (sizeof *x);
+  bool stashed = execrec_take (pid, x);
+  bool more;
+  ssize_t len, i = 0;
 
-  /* cmdline first, then exe: a process that exits at once is gone within microseconds */
-  snprintf (path, sizeof path, "/proc/%d/cmdline", (int) pid);
-  cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC);
-  ssize_t len = fd < 0 ? -1 : read (fd, cmd, AUDIT_ARGV_BYTES + 1);
-  if (len < 0)
-    len = 0;
-  bool more = len > AUDIT_ARGV_BYTES; /* there is more than we keep */
-  if (more)
-    len = AUDIT_ARGV_BYTES;
+  if (stashed)
+    {
+      len = (ssize_t) x->len;
+      more = x->truncated;
+      memcpy (cmd, x->text, x->len);
+    }
+  else
+    {
+      /* cmdline first, then exe: a process that exits at once is gone within microseconds */
+      snprintf (path, sizeof path, "/proc/%d/cmdline", (int) pid);
+      cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC);
+      len = fd < 0 ? -1 : read (fd, cmd, AUDIT_ARGV_BYTES + 1);
+      if (len < 0)
+        len = 0;
+      more = len > AUDIT_ARGV_BYTES; /* there is more than we keep */
+      if (more)
+        len = AUDIT_ARGV_BYTES;
+    }
   cmd[len] = '\0';
   int64_t total = argv_bytes (pid, comm, sizeof comm); /* 0 once the process lost its memory */
-  ssize_t i = 0;
   for (; i < len && argc < AUDIT_ARGV_ITEMS; i += (ssize_t) strlen (cmd + i) + 1)
     argv[argc++] = cmd + i;
   snprintf (path, sizeof path, "/proc/%d/exe", (int) pid);
@@ -178,7 +192,8 @@ audit_exec (struct mon *m, pid_t pid)
     exe[n] = '\0';
   struct audit_rec *r = audit_rec_new (m->o->id, "exec");
   audit_rec_int (r, "pid", pid);
-  audit_rec_str (r, "path", n >= 0 ? exe : argc ? argv[0] : comm[0] ? comm : NULL);
+  const char *fallback = stashed && x->path[0] ? x->path : argc ? argv[0] : comm[0] ? comm : NULL;
+  audit_rec_str (r, "path", n >= 0 ? exe : fallback);
   if (argc)
     audit_rec_strv (r, "argv", argv, argc);
   else
@@ -186,6 +201,11 @@ audit_exec (struct mon *m, pid_t pid)
       audit_rec_str (r, "argv", NULL);
       audit_rec_bool (r, "argvLost", 1); /* gone before /proc could be read */
     }
+  audit_rec_str (r, "argvSource", stashed ? "execve" : "proc");
+  if (stashed && x->ambiguous)
+    audit_rec_bool (r, "argvAmbiguous", 1); /* two threads called execve: the latest is shown */
+  if (stashed && !more)
+    total = len; /* the whole execve argv (the new image's, in stat, differs for a script) */
   if (total > 0 && total >= len)
     audit_rec_int (r, "argvBytes", total); /* absent: unknown (the process was already gone) */
   if (more || (total > 0 && total > len) || i < len)
@@ -227,7 +247,10 @@ on_event (const struct proc_ev *ev, void *data)
       if (ev->pid != ev->tgid)
         break; /* a thread; the process exit is the leader's event */
       if (ev->tgid == m->o->init_pid || pidset_has (&m->procs, ev->tgid))
-        denials_note_exit (m->den, ev->tgid); /* its audit records may come after this event */
+        {
+          denials_note_exit (m->den, ev->tgid); /* its audit records may come after this event */
+          execrec_forget (ev->tgid);            /* the stash of a failed execve */
+        }
       if (ev->tgid == m->o->init_pid)
         {
           m->have_status = true;

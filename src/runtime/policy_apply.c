@@ -859,7 +859,7 @@ policy_prepare_unixsock (const struct policy_plan *plan, int chan, bool oci_list
                        "asks for another: the kernel allows one listener per process",
                        plan->net_mode == POLICY_NET_NONE ? "none" : "filtered");
   linux_seccomp_release (&filter);
-  if (linux_unixsock_filter_compile (chan >= 0, &filter, err) < 0)
+  if (linux_unixsock_filter_compile (chan >= 0, (plan->audit_events & POLICY_AUDIT_EXEC) != 0, &filter, err) < 0)
     return asbx_error_wrap (err, "policy network (unix socket confinement)");
   process_set_unixsock (&filter, chan);
   return 0;

@@ -7,7 +7,8 @@
  * of the caller (its pid could have been reused). A worker thread per notification: a blocking
  * connect (a TCP handshake, a full backlog) must not stall the monitor's loop.
  * Fail closed: a notification we cannot handle is answered with an errno, never CONTINUE; when
- * the monitor is gone the kernel answers ENOSYS to every connect (no listener). */
+ * the monitor is gone the kernel answers ENOSYS to every connect (no listener). The one CONTINUE:
+ * execve/execveat of the exec audit records (runtime/execrec.h), a copy for the log, no decision. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -36,6 +37,7 @@
 #include "core/cleanup.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "runtime/execrec.h"
 #include "runtime/unixsock.h"
 
 #define MAX_INFLIGHT 64
@@ -550,6 +552,13 @@ recv_notification (struct src *x, struct unixsock_sup *s)
   if (ioctl (x->fd, SECCOMP_IOCTL_NOTIF_RECV, &j->req) < 0)
     {
       free (j); /* ENOENT: the caller went away before we read it */
+      return;
+    }
+  if (execrec_is_exec (&j->req))
+    {
+      /* an execve of the exec audit records (runtime/execrec.h): a copy, then CONTINUE */
+      execrec_handle (x->fd, &j->req);
+      free (j);
       return;
     }
   /* the job's own fd: the source may be closed (POLLHUP) while a worker still answers */

@@ -17,6 +17,8 @@
  *      the monitor's (host) mount namespace shows (a tmpfs of the container's own); then connects
  *      the copy to exactly that inode via /proc/thread-self/fd/N - no second lookup;
  *   4. answers the result (0 or the errno); a refusal is EACCES.
+ * With the exec audit event on, execve/execveat arrive on the same fd and go to runtime/execrec.h
+ * (copied, then CONTINUE: a log, not a decision).
  * Not covered: the peer of an allowed connection sees the monitor's credentials (SO_PEERCRED:
  * pid of the monitor, uid 0); DAC on the allowed socket is the monitor's (root). */
 #ifndef ASBX_RUNTIME_UNIXSOCK_H

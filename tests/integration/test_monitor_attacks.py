@@ -314,3 +314,52 @@ def test_host_config_enables_kernel_audit_for_fs_denials(rt, tmp_path):
     assert pol["kernelDenials"] == "landlock,seccomp", pol
     d = [x for x in recs if x["event"] == "denial" and x.get("kind") == "fs"]
     assert d and d[0]["path"] == "/dev/shm", recs
+
+
+# the attacker's script of issue 14 §4: 20 perl processes, each overwriting its argv area with
+# an innocent `ls -la /workspace/ddd...` of the same length ($0 assignment) before the monitor
+# could read /proc/PID/cmdline
+FORGE = r"""
+export C='my $n=length("perl")+1+length("-e")+1+length($ENV{C})+1; $n+=length($_)+1 for @ARGV; my $f="ls\0-la\0/workspace/"; $f.="d" x ($n-length($f)-1); $0=$f; select(undef,undef,undef,0.3); open(F,">>/workspace/forge-ran.txt"); print F "ran $$ @ARGV\n"; close F'
+for i in $(seq 1 20); do perl -e "$C" EXFIL-SECRET-MARKER-$i & done; wait
+"""
+
+
+def test_exec_records_not_forged_by_argv_rewrite(rt, tmp_path):
+    """Under `agent` (network filtered: the seccomp supervisor is there) every exec record of
+    the 20 perl processes carries the argv given to execve - the marker - whatever the process
+    wrote over its argv area afterwards. Judged from the audit file: the kernel's exe link says
+    which records are perl's."""
+    if not shutil.which("perl"):
+        pytest.skip("perl not installed on the host (the sandbox uses the host's /usr)")
+    r, recs = sandbox_run(rt, tmp_path, {"version": 1, "extends": "agent"}, FORGE)
+    assert r.rc == 0, r
+    perl = [x for x in recs if x["event"] == "exec" and str(x.get("path", "")).startswith("/usr/bin/perl")]
+    assert len(perl) == 20, (len(perl), [x for x in recs if x["event"] == "exec"][-3:])
+    forged = [x for x in perl if not any(a.startswith("EXFIL-SECRET-MARKER-") for a in x.get("argv") or [])]
+    assert not forged, f"{len(forged)} of 20 exec records show the rewritten argv: {forged[:2]}"
+    markers = {a for x in perl for a in x["argv"] if a.startswith("EXFIL-SECRET-MARKER-")}
+    assert markers == {f"EXFIL-SECRET-MARKER-{i}" for i in range(1, 21)}, markers
+    assert all(x.get("argvSource") == "execve" for x in perl), perl[:2]
+
+
+def test_execve_sourced_records_keep_the_caps(rt, tmp_path):
+    """The execve copy obeys the record caps: 100 arguments of 40 bytes each -> at most 64
+    arguments and 1024 bytes kept, argvTruncated; a short argv is whole (argvBytes its size);
+    processes that exit at once still carry their argv (the copy is taken before they run)."""
+    long_args = " ".join(f"CAP{i:03d}-" + "x" * 33 for i in range(100))
+    script = f"/bin/true {long_args}; i=0; while [ $i -lt 30 ]; do /bin/true QUICK-$i; i=$((i+1)); done"
+    r, recs = sandbox_run(rt, tmp_path, {"version": 1, "extends": "agent"}, script)
+    assert r.rc == 0, r
+    # path: the exe link, or (a process gone before it was read) the execve filename
+    execs = [x for x in recs if x["event"] == "exec" and x.get("path") in ("/usr/bin/true", "/bin/true")]
+    big = [x for x in execs if any(a.startswith("CAP000-") for a in x.get("argv") or [])]
+    assert len(big) == 1, execs[:2]
+    b = big[0]
+    assert b["argvSource"] == "execve" and b.get("argvTruncated") is True, b
+    assert len(b["argv"]) <= 64 and sum(len(a) + 1 for a in b["argv"]) <= 1024 + 1, b
+    quick = sorted(a for x in execs for a in x.get("argv") or [] if a.startswith("QUICK-"))
+    assert quick == sorted(f"QUICK-{i}" for i in range(30)), quick
+    for x in execs:
+        if x not in big:
+            assert x["argvSource"] == "execve" and x["argvBytes"] == sum(len(a) + 1 for a in x["argv"]), x
