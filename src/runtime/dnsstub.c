@@ -528,8 +528,19 @@ handle_query (struct dnsstub *d, int fd, unsigned char *m, ssize_t n, struct soc
   size_t qend;
 
   unsigned edns;
-  if (n < 0 || dns_parse_question (m, (size_t) n, name, sizeof name, &qtype, &qend) < 0)
-    return; /* not a query we answer: dropped */
+  if (n < 0)
+    return;
+  if (dns_parse_question (m, (size_t) n, name, sizeof name, &qtype, &qend) < 0)
+    {
+      /* no host name (a '"', '\\', control byte, 0xff or '.' inside a label, too long): refused
+       * and on record, the name in presentation format with \DDD escapes (issue 14) */
+      char text[1024];
+      if (dns_question_text (m, (size_t) n, text, sizeof text, &qtype, &qend) == 0)
+        refuse (d, fd, m, qend, &from, flen, text, qtype, "dns: not a host name");
+      else
+        audit_dns (d, "", 0, "dropped", "dns: malformed query", NULL, 0, NULL); /* no question to answer */
+      return;
+    }
   const char *bad = dns_query_check (m, (size_t) n, qend, &edns);
   if (bad)
     {

@@ -836,6 +836,39 @@ def test_dns_stub_is_no_tunnel(filtered, lab):
     assert ("tunnelmark6.mirror.test", 16, "refused", "dns: type not forwarded") in got, got
 
 
+def test_dns_malformed_names_on_record(filtered, lab):
+    """Queries whose name is no host name - a '"', '\\', newline, NUL, 0xff or a '.' inside a
+    label, a label forging audit JSON, a name past 255 bytes - over UDP and TCP: each answered
+    REFUSED and each one `dns` record, the name in presentation format with \\DDD escapes
+    (printable, no forged field); a message that is no query (QDCOUNT 0) is one `dropped` record.
+    None of the names reaches the upstream."""
+    import struct
+
+    def raw_q(labels, qid=0x4242):
+        return (struct.pack("!HHHHHH", qid, 0x0100, 1, 0, 0, 0) + b"".join(bytes([len(x)]) + x for x in labels)
+                + b"\0" + struct.pack("!HH", 1, 1))
+    forged = b'","event":"lifecycle","state":"exited","FORGED":"1'
+    shapes = [(b'a"b', "a\\034b"), (b"a\\b", "a\\092b"), (b"a\nb", "a\\010b"), (b"a\0b", "a\\000b"),
+              (b"\xff\xfe", "\\255\\254"), (b"a.b", "a\\046b"),
+              (forged, "".join(chr(c) if chr(c).isalnum() or c in b"-_" else "\\%03d" % c for c in forged))]
+    acts = [["dnsmsg", UP4B, raw_q([lab_, b"mirror", b"test"]).hex(), "udp"] for lab_, _ in shapes]
+    acts += [["dnsmsg", UP4B, raw_q([b"a\"b", b"mirror", b"test"]).hex(), "tcp"],
+             ["dnsmsg", UP4B, raw_q([b"a" * 63] * 4).hex(), "udp"],
+             ["dnsmsg", UP4B, struct.pack("!HHHHHH", 0x4343, 0x0100, 0, 0, 0, 0).hex(), "udp"]]
+    res, recs = filtered(acts)
+    for a, r in zip(acts[:-1], res[:-1]):
+        assert r["ok"] and r["rcode"] == 5 and r["id"] == 0x4242, (a, r)
+    got = dns_records(recs)
+    for _, text in shapes:
+        assert (text + ".mirror.test", 1, "refused", "dns: not a host name") in got, (text, got)
+    assert got.count(("a\\034b.mirror.test", 1, "refused", "dns: not a host name")) == 2, got  # UDP and TCP
+    assert [g for g in got if g[0] == ".".join(["a" * 63] * 4) and g[2] == "refused"], got  # (as unlisted)
+    assert ("", 0, "dropped", "dns: malformed query") in got, got
+    assert not [r for r in recs if "FORGED" in r or r.get("state") == "exited" and r["event"] != "lifecycle"], recs
+    raw, _ = captured(lab)
+    assert b"a\"b" not in raw and b"aaaaaaaaaaaa" not in raw and b"FORGED" not in raw
+
+
 def refused_addrs(recs):
     return {(r["host"], r["addr"], r["reason"]) for r in recs if r["event"] == "dns" and r["decision"] == "refused"
             and "addr" in r}
