@@ -869,6 +869,18 @@ def test_dns_malformed_names_on_record(filtered, lab):
     assert b"a\"b" not in raw and b"aaaaaaaaaaaa" not in raw and b"FORGED" not in raw
 
 
+def test_dns_stub_queries_from_fresh_ports(filtered, lab):
+    """Off-path answer spoofing must guess the source port as well as the id: the upstream's
+    log of where each UDP query came from shows a port of its own for (nearly) every query of
+    the stub, not one fixed port for the container; the answers still arrive."""
+    res, _ = filtered([["resolve", "pkg.test"] for _ in range(6)])
+    assert all(r["ok"] for r in res), res
+    srcs = [line.split() for line in lab.log("dns-src.log")]
+    assert len(srcs) >= 6, srcs
+    ports = {p for _, p in srcs}
+    assert len(ports) >= len(srcs) - 1, srcs  # random ports may collide, rarely
+
+
 def refused_addrs(recs):
     return {(r["host"], r["addr"], r["reason"]) for r in recs if r["event"] == "dns" and r["decision"] == "refused"
             and "addr" in r}
