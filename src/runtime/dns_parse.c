@@ -46,6 +46,49 @@ dns_parse_question (const unsigned char *m, size_t len, char *name, size_t namel
   return 0;
 }
 
+int
+dns_question_text (const unsigned char *m, size_t len, char *text, size_t textlen, unsigned *qtype, size_t *end)
+{
+  size_t i = 12, o = 0;
+  bool cut = false;
+  char esc[8];
+
+  text[0] = '\0';
+  if (len < 12 || (m[2] & 0x80) || ((m[2] >> 3) & 0xf) != 0 || dns_get16 (m + 4) != 1)
+    return -1;
+  while (i < len && m[i])
+    {
+      unsigned n = m[i];
+      if (n > 63 || i + 1 + n > len)
+        return -1;
+      for (unsigned k = 0; k <= n; k++)
+        {
+          unsigned char c = k ? m[i + k] : '.';
+          bool plain = c == '-' || c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z')
+                       || (c >= 'A' && c <= 'Z');
+          if (k == 0 && i == 12)
+            continue; /* no dot before the first label */
+          if (k == 0 || plain)
+            esc[0] = (char) c, esc[1] = '\0';
+          else
+            snprintf (esc, sizeof esc, "\\%03u", c);
+          size_t el = strlen (esc);
+          cut = cut || o + el >= textlen;
+          if (!cut)
+            memcpy (text + o, esc, el), o += el;
+        }
+      i += 1 + n;
+    }
+  if (i + 5 > len)
+    return -1;
+  if (o == 0 && textlen > 1)
+    text[o++] = '.';
+  text[o] = '\0';
+  *qtype = dns_get16 (m + i + 1);
+  *end = i + 5;
+  return 0;
+}
+
 size_t
 dns_skip_name (const unsigned char *m, size_t len, size_t i)
 {

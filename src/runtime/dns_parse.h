@@ -24,6 +24,15 @@ dns_get16 (const unsigned char *p)
  * name may hold a partial copy. */
 int dns_parse_question (const unsigned char *m, size_t len, char *name, size_t namelen, unsigned *qtype, size_t *end);
 
+/* For a query dns_parse_question refused: when m[0..len) is still a query (QR clear, opcode
+ * QUERY, QDCOUNT 1) whose question is a walkable run of labels (each <= 63 bytes, no pointer)
+ * followed by QTYPE and QCLASS, writes the name in presentation format (RFC 1035 §5.1: labels
+ * joined by '.', "." for the root) with every byte other than a letter, digit, '-' or '_' as
+ * \DDD (so the text is printable ASCII without '"'; cut at textlen - 1 bytes, NUL-terminated)
+ * into text[0..textlen), QTYPE into *qtype and the offset past QCLASS into *end, and returns
+ * 0. Anything else: -1 (a message nothing can be answered to), text holds "". */
+int dns_question_text (const unsigned char *m, size_t len, char *text, size_t textlen, unsigned *qtype, size_t *end);
+
 /* Skip the possibly compressed domain name at offset i of m[0..len) (a pointer ends it: it is
  * never followed, so no loop is possible). Returns the offset just past the name (<= len), or
  * 0 when the name runs past len. */

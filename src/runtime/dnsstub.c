@@ -51,6 +51,7 @@
 struct pending
 {
   bool used;
+  int up_fd; /* while used: this query's own upstream socket (connected; a fresh random port) */
   uint16_t up_id, client_id;
   int stub_fd;
   int conn;     /* -1: UDP (stub_fd, client); else the index of the TCP connection stub_fd */
@@ -66,6 +67,8 @@ struct pending
   size_t qlen, qend;
   unsigned char cq[262]; /* the client's question (name in its letter case, type, class) */
 };
+
+static void pending_end (struct pending *p);
 
 /* a query of an unlisted name, held while the approver decides (approvals `ask`) */
 struct held
@@ -103,7 +106,6 @@ struct dnsstub
   /* the TCP connection the query being handled came on (-1: UDP), read by forward/hold/refuse */
   int cur_conn;
   uint32_t cur_gen;
-  int up;
   int nflog;             /* `network` audit: refused packets from the table (runtime/nflog.h), else -1 */
   int netns;             /* the container's network namespace (the splice makes upstream sockets there) */
   struct splice *splice; /* the SNI/Host check (runtime/splice.h) */
@@ -249,7 +251,7 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
   d->id = id;
   d->plan = plan;
   d->audit_fd = audit_fd;
-  d->ep = d->stub4 = d->stub6 = d->up = d->tcp4 = d->tcp6 = d->cur_conn = d->nflog = d->netns = -1;
+  d->ep = d->stub4 = d->stub6 = d->tcp4 = d->tcp6 = d->cur_conn = d->nflog = d->netns = -1;
   for (size_t i = 0; i < CONNS_MAX; i++)
     d->conns[i].fd = -1;
   if (find_upstream (d, err) < 0)
@@ -268,12 +270,15 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
     goto fail;
   d->netns = steal_fd (&netns);
   d->init_pid = init_pid;
-  d->up = socket (d->up_addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (d->up < 0)
+  /* the upstream sockets are made per query (forward: one fresh ephemeral port each, issue 14);
+   * one made here checks that the family can be had at all */
+  int probe_fd = socket (d->up_addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (probe_fd < 0)
     {
       asbx_error (err, errno, "upstream socket");
       goto fail;
     }
+  close (probe_fd);
   /* d->nft, the libnftables context for the sets, is made at the first answer to fill them in
    * (nft_set_allow): most sandboxes resolve nothing, and the context costs a netlink socket,
    * setns twice and libnftables' reading of /etc/iproute2 (issue #9) */
@@ -290,7 +295,7 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
       if (!d->querier)
         goto fail;
     }
-  fds[0] = d->stub4, fds[1] = d->stub6, fds[2] = d->up, fds[3] = d->appr ? approvals_fd (d->appr) : -1;
+  fds[0] = d->stub4, fds[1] = d->stub6, fds[2] = -1, fds[3] = d->appr ? approvals_fd (d->appr) : -1;
   fds[4] = d->tcp4, fds[5] = d->tcp6, fds[6] = d->nflog, fds[7] = splice_fd (d->splice);
   for (size_t i = 0; i < 8; i++)
     {
@@ -327,13 +332,15 @@ dnsstub_free (struct dnsstub *d)
   if (!d)
     return;
   splice_free (d->splice);
-  int *fds[] = { &d->ep, &d->stub4, &d->stub6, &d->up, &d->tcp4, &d->tcp6, &d->nflog, &d->netns };
+  int *fds[] = { &d->ep, &d->stub4, &d->stub6, &d->tcp4, &d->tcp6, &d->nflog, &d->netns };
   for (size_t i = 0; i < CONNS_MAX; i++)
     if (d->conns[i].fd >= 0)
       close (d->conns[i].fd);
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (fds); i++)
     if (*fds[i] >= 0)
       close (*fds[i]);
+  for (size_t i = 0; i < PENDING_MAX; i++)
+    pending_end (&d->pend[i]);
   linux_nft_free (d->nft);
   approvals_free (d->appr);
   querier_free (d->querier);
@@ -404,6 +411,36 @@ reply (struct dnsstub *d, int fd, int conn, uint32_t gen, const struct sockaddr_
     tcp_close (d, conn);
 }
 
+/* the pending query p is answered or given up: its upstream socket goes (and with it its epoll
+ * registration) */
+static void
+pending_end (struct pending *p)
+{
+  if (p->used && p->up_fd >= 0)
+    close (p->up_fd);
+  p->used = false;
+  p->up_fd = -1;
+}
+
+/* p's query to the upstream from a socket of its own: connected, so the kernel drops datagrams
+ * from any other address or port, and bound by connect to a random ephemeral port (the kernel
+ * picks it at random in ip_local_port_range) - an off-path spoofer must guess port and id.
+ * Returns 0, or -1 (nothing sent, p unused: the client retries). */
+static int
+pending_send (struct dnsstub *d, struct pending *p)
+{
+  struct epoll_event ev = { .events = EPOLLIN };
+  p->up_fd = socket (d->up_addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  ev.data.fd = p->up_fd;
+  if (p->up_fd < 0 || connect (p->up_fd, (struct sockaddr *) &d->up_addr, d->up_len) < 0
+      || epoll_ctl (d->ep, EPOLL_CTL_ADD, p->up_fd, &ev) < 0 || send (p->up_fd, p->q, p->qlen, 0) < 0)
+    {
+      pending_end (p);
+      return -1;
+    }
+  return 0;
+}
+
 /* allowed: the stub's own query for (name, qtype) goes upstream under a fresh id - nothing of
  * the client's message m[0..n) (question ending at qend) but what was parsed; the answer is
  * matched and rebuilt in on_answer */
@@ -413,7 +450,9 @@ forward (struct dnsstub *d, int fd, const unsigned char *m, size_t n, size_t qen
 {
   struct pending *p = &d->pend[d->next];
   d->next = (d->next + 1) % PENDING_MAX; /* the oldest is dropped under flood: its client retries */
+  pending_end (p);
   *p = (struct pending){ .used = true,
+                         .up_fd = -1,
                          .client_id = dns_get16 (m),
                          .stub_fd = fd,
                          .conn = d->cur_conn,
@@ -423,7 +462,7 @@ forward (struct dnsstub *d, int fd, const unsigned char *m, size_t n, size_t qen
                          .rd = (m[2] & 0x01) != 0 };
   if (dns_query_check (m, n, qend, &p->edns) != NULL || qend - 12 > sizeof p->cq)
     {
-      p->used = false; /* handle_query checked it: cannot happen */
+      pending_end (p); /* handle_query checked it: cannot happen */
       return;
     }
   memcpy (&p->client, from, flen);
@@ -433,8 +472,10 @@ forward (struct dnsstub *d, int fd, const unsigned char *m, size_t n, size_t qen
   if (getrandom (&p->up_id, sizeof p->up_id, 0) != sizeof p->up_id)
     p->up_id ^= (uint16_t) now_ns ();
   p->qlen = dns_build_query (p->q, sizeof p->q, p->up_id, name, qtype, &p->qend);
-  if (!p->qlen || p->qend != qend || sendto (d->up, p->q, p->qlen, 0, (struct sockaddr *) &d->up_addr, d->up_len) < 0)
-    p->used = false;
+  if (!p->qlen || p->qend != qend)
+    pending_end (p);
+  else
+    pending_send (d, p);
 }
 
 /* refused here: nothing of this name leaves the monitor */
@@ -528,8 +569,19 @@ handle_query (struct dnsstub *d, int fd, unsigned char *m, ssize_t n, struct soc
   size_t qend;
 
   unsigned edns;
-  if (n < 0 || dns_parse_question (m, (size_t) n, name, sizeof name, &qtype, &qend) < 0)
-    return; /* not a query we answer: dropped */
+  if (n < 0)
+    return;
+  if (dns_parse_question (m, (size_t) n, name, sizeof name, &qtype, &qend) < 0)
+    {
+      /* no host name (a '"', '\\', control byte, 0xff or '.' inside a label, too long): refused
+       * and on record, the name in presentation format with \DDD escapes (issue 14) */
+      char text[1024];
+      if (dns_question_text (m, (size_t) n, text, sizeof text, &qtype, &qend) == 0)
+        refuse (d, fd, m, qend, &from, flen, text, qtype, "dns: not a host name");
+      else
+        audit_dns (d, "", 0, "dropped", "dns: malformed query", NULL, 0, NULL); /* no question to answer */
+      return;
+    }
   const char *bad = dns_query_check (m, (size_t) n, qend, &edns);
   if (bad)
     {
@@ -695,8 +747,10 @@ admit_addr (void *data, int family, const unsigned char *a, uint32_t ttl, bool i
   return NULL;
 }
 
+/* a datagram on pending query p's socket: the answer when it comes from the upstream's address
+ * and port and carries p's id and question; anything else is dropped and p waits on */
 static void
-on_answer (struct dnsstub *d)
+on_answer (struct dnsstub *d, struct pending *p)
 {
   unsigned char m[MSG_MAX], out[MSG_MAX];
   struct sockaddr_storage from;
@@ -704,7 +758,7 @@ on_answer (struct dnsstub *d)
   char name[256];
   unsigned qtype;
   size_t qend;
-  ssize_t n = recvfrom (d->up, m, sizeof m, 0, (struct sockaddr *) &from, &flen);
+  ssize_t n = recvfrom (p->up_fd, m, sizeof m, 0, (struct sockaddr *) &from, &flen);
 
   if (n < 12 || flen != d->up_len || memcmp (&from, &d->up_addr, flen) != 0)
     return; /* not from our upstream */
@@ -712,32 +766,25 @@ on_answer (struct dnsstub *d)
   m[2] &= 0x7f;
   int r = dns_parse_question (m, (size_t) n, name, sizeof name, &qtype, &qend);
   m[2] |= 0x80;
-  if (r < 0)
+  if (r < 0 || p->up_id != dns_get16 (m) || p->qtype != qtype || strcmp (p->name, name) != 0)
     return;
-  for (size_t k = 0; k < PENDING_MAX; k++)
-    {
-      struct pending *p = &d->pend[k];
-      if (!p->used || p->up_id != dns_get16 (m) || p->qtype != qtype || strcmp (p->name, name) != 0)
-        continue;
-      /* the client's limit: its EDNS size, 512 without EDNS (RFC 1035 §4.2.1), or TCP */
-      size_t lim = p->conn >= 0 ? sizeof out : p->edns ? (p->edns < sizeof out ? p->edns : sizeof out) : 512;
-      struct admit_ctx x = { .d = d, .p = p };
-      size_t len = dns_rebuild_answer (m, (size_t) n, p->q, p->qend, p->cq, p->qend - 12, p->rd, p->edns != 0, out, lim,
-                                       admit_addr, &x);
-      if (!len)
-        return; /* not an answer to our question: the real one may still come */
-      p->used = false;
-      if (x.n)
-        splice_name_resolved (d->splice, name, x.min_ttl); /* SNI/Host may name it while its sets live */
-      /* an address that could not be added is audited; the container's connect to it fails */
-      audit_dns (d, name, qtype, "allowed", p->rule, x.addrs, x.n, x.error);
-      for (size_t j = 0; j < x.n; j++)
-        free (x.addrs[j]);
-      free (x.error);
-      out[0] = (unsigned char) (p->client_id >> 8), out[1] = (unsigned char) p->client_id;
-      reply (d, p->stub_fd, p->conn, p->gen, &p->client, p->client_len, out, len);
-      return;
-    }
+  /* the client's limit: its EDNS size, 512 without EDNS (RFC 1035 §4.2.1), or TCP */
+  size_t lim = p->conn >= 0 ? sizeof out : p->edns ? (p->edns < sizeof out ? p->edns : sizeof out) : 512;
+  struct admit_ctx x = { .d = d, .p = p };
+  size_t len = dns_rebuild_answer (m, (size_t) n, p->q, p->qend, p->cq, p->qend - 12, p->rd, p->edns != 0, out, lim,
+                                   admit_addr, &x);
+  if (!len)
+    return; /* not an answer to our question: the real one may still come */
+  pending_end (p);
+  if (x.n)
+    splice_name_resolved (d->splice, name, x.min_ttl); /* SNI/Host may name it while its sets live */
+  /* an address that could not be added is audited; the container's connect to it fails */
+  audit_dns (d, name, qtype, "allowed", p->rule, x.addrs, x.n, x.error);
+  for (size_t j = 0; j < x.n; j++)
+    free (x.addrs[j]);
+  free (x.error);
+  out[0] = (unsigned char) (p->client_id >> 8), out[1] = (unsigned char) p->client_id;
+  reply (d, p->stub_fd, p->conn, p->gen, &p->client, p->client_len, out, len);
 }
 
 void
@@ -776,14 +823,18 @@ dnsstub_dispatch (struct dnsstub *d)
           on_tcp (d, conn);
           continue;
         }
+      struct pending *p = NULL;
+      for (size_t k = 0; k < PENDING_MAX && !p; k++)
+        if (d->pend[k].used && d->pend[k].up_fd == fd)
+          p = &d->pend[k];
       /* a bounded batch per wakeup, so one busy socket cannot starve the monitor's loop */
       for (int k = 0; k < 32; k++)
         {
           char c;
-          if (recv (ev[i].data.fd, &c, 1, MSG_DONTWAIT | MSG_PEEK) < 0)
-            break;
-          if (ev[i].data.fd == d->up)
-            on_answer (d);
+          if ((p && !p->used) || recv (ev[i].data.fd, &c, 1, MSG_DONTWAIT | MSG_PEEK) < 0)
+            break; /* (answered: its socket is closed) */
+          if (p)
+            on_answer (d, p);
           else
             on_query (d, ev[i].data.fd);
         }

@@ -153,6 +153,14 @@ splice_no_body_method (const unsigned char *m, size_t n)
          || (n == 5 && memcmp (m, "TRACE", 5) == 0);
 }
 
+/* a byte some request-line parser skips or splits on: every C0 control but LF (which ends the
+ * line), space, DEL, and the two Latin-1 blanks str.split() knows (NEL 0x85, NBSP 0xa0) */
+static bool
+line_blank (unsigned char c)
+{
+  return (c <= 0x20 && c != '\n') || c == 0x7f || c == 0x85 || c == 0xa0;
+}
+
 int
 splice_body_reads_as_request (const unsigned char *p, size_t n, bool complete)
 {
@@ -160,21 +168,33 @@ splice_body_reads_as_request (const unsigned char *p, size_t n, bool complete)
   if (n > 512)
     n = 512, complete = false; /* only the first 512 bytes decide */
   int more = n == 512 ? 1 : complete ? -1 : 0;
-  while (i < n && (p[i] == '\r' || p[i] == '\n' || p[i] == ' ' || p[i] == '\t'))
-    i++;
+  while (i < n && (line_blank (p[i]) || p[i] == '\n'))
+    i++; /* blank lines and any blanks before them */
   for (t = i; i < n && splice_tchar (p[i]); i++)
     ;
   if (i == n)
     return more;
-  if (i == t || (p[i] != ' ' && p[i] != '\t'))
-    return -1;
-  while (i < n && (p[i] == ' ' || p[i] == '\t'))
-    i++;
-  if (i < n && (p[i] == '/' || p[i] == '*'))
-    return 1;
-  for (t = i; i < n && (isalnum (p[i]) || p[i] == '.' || p[i] == '-' || p[i] == '+' || p[i] == '['); i++)
-    ;
-  if (i == n)
-    return more;
-  return i > t && p[i] == ':' ? 1 : -1;
+  if (i == t || !line_blank (p[i]))
+    return -1; /* no method token: no server dispatches it */
+  bool get = (i - t == 3 && strncasecmp ((const char *) p + t, "GET", 3) == 0)
+             || (i - t == 4 && strncasecmp ((const char *) p + t, "HEAD", 4) == 0);
+  /* the rest of the first line, split into words on the same blanks: a method and a second
+   * word is a request for GET/HEAD (HTTP/0.9 `GET x`), any later word "HTTP/..." for any method
+   * and any target form (Python's http.server: words = line.split()) */
+  while (i < n && p[i] != '\n')
+    {
+      while (i < n && line_blank (p[i]))
+        i++;
+      if (i == n || p[i] == '\n')
+        break;
+      if (get)
+        return 1;
+      for (t = i; i < n && i - t < 5 && toupper (p[i]) == "HTTP/"[i - t]; i++)
+        ;
+      if (i - t == 5)
+        return 1;
+      while (i < n && p[i] != '\n' && !line_blank (p[i]))
+        i++;
+    }
+  return i == n ? more : -1; /* the line ended without a second word / a version */
 }

@@ -32,10 +32,14 @@ bool splice_no_body_method (const unsigned char *m, size_t n);
 
 /* Whether the start p[0..n) of a request body or chunk (complete: the body or chunk ends there)
  * reads the way a request line does for a server that ignores the body (issue 14: request
- * smuggling): after blank lines or blanks, a token, blanks, then '/', '*' or "word:" (origin,
- * asterisk, absolute and authority forms). 1: it does, -1: it does not, 0: cannot tell yet
- * (more bytes needed). At most 512 bytes are looked at: a longer undecided run is 1 (no real
- * body starts with 512 token bytes). Stable under appending bytes while 0. */
+ * smuggling), for the most lenient parser (Python's http.server splits the line on any
+ * str.split() blank and takes 3 words with "HTTP/" last for any target, or `GET x` as HTTP/0.9):
+ * every control byte, space, DEL, 0x85 and 0xa0 (and LF: blank lines) is skipped before it and
+ * separates words in the first line (up to LF); it reads as a request when the first word is a
+ * token and a later word starts with "HTTP/" (any case), or the first word is GET or HEAD (any
+ * case) followed by a second word. 1: it does, -1: it does not, 0: cannot tell yet
+ * (more bytes needed). At most 512 bytes are looked at: a longer undecided first line is 1.
+ * Stable under appending bytes while 0. */
 int splice_body_reads_as_request (const unsigned char *p, size_t n, bool complete);
 
 #endif

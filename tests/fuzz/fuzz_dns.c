@@ -67,6 +67,14 @@ as_query (const unsigned char *m, size_t len, size_t namelen)
       CHECK (memcmp (r + 12, m + 12, qend - 12) == 0); /* the question is echoed unchanged */
       free (r);
     }
+  else if (dns_question_text (m, len, name, namelen, &qtype, &qend) == 0)
+    {
+      /* the refused question's record text: printable ASCII, no '"' or '\\' but escapes */
+      size_t n = strlen (name);
+      CHECK ((n > 0 || namelen < 5) && n < namelen && qend >= 12 + 1 + 4 && qend <= len && qtype <= 0xffff);
+      for (size_t i = 0; i < n; i++)
+        CHECK (name[i] > 0x20 && name[i] < 0x7f && name[i] != '"');
+    }
   free (name);
 }
 

@@ -836,6 +836,51 @@ def test_dns_stub_is_no_tunnel(filtered, lab):
     assert ("tunnelmark6.mirror.test", 16, "refused", "dns: type not forwarded") in got, got
 
 
+def test_dns_malformed_names_on_record(filtered, lab):
+    """Queries whose name is no host name - a '"', '\\', newline, NUL, 0xff or a '.' inside a
+    label, a label forging audit JSON, a name past 255 bytes - over UDP and TCP: each answered
+    REFUSED and each one `dns` record, the name in presentation format with \\DDD escapes
+    (printable, no forged field); a message that is no query (QDCOUNT 0) is one `dropped` record.
+    None of the names reaches the upstream."""
+    import struct
+
+    def raw_q(labels, qid=0x4242):
+        return (struct.pack("!HHHHHH", qid, 0x0100, 1, 0, 0, 0) + b"".join(bytes([len(x)]) + x for x in labels)
+                + b"\0" + struct.pack("!HH", 1, 1))
+    forged = b'","event":"lifecycle","state":"exited","FORGED":"1'
+    shapes = [(b'a"b', "a\\034b"), (b"a\\b", "a\\092b"), (b"a\nb", "a\\010b"), (b"a\0b", "a\\000b"),
+              (b"\xff\xfe", "\\255\\254"), (b"a.b", "a\\046b"),
+              (forged, "".join(chr(c) if chr(c).isalnum() or c in b"-_" else "\\%03d" % c for c in forged))]
+    acts = [["dnsmsg", UP4B, raw_q([lab_, b"mirror", b"test"]).hex(), "udp"] for lab_, _ in shapes]
+    acts += [["dnsmsg", UP4B, raw_q([b"a\"b", b"mirror", b"test"]).hex(), "tcp"],
+             ["dnsmsg", UP4B, raw_q([b"a" * 63] * 4).hex(), "udp"],
+             ["dnsmsg", UP4B, struct.pack("!HHHHHH", 0x4343, 0x0100, 0, 0, 0, 0).hex(), "udp"]]
+    res, recs = filtered(acts)
+    for a, r in zip(acts[:-1], res[:-1]):
+        assert r["ok"] and r["rcode"] == 5 and r["id"] == 0x4242, (a, r)
+    got = dns_records(recs)
+    for _, text in shapes:
+        assert (text + ".mirror.test", 1, "refused", "dns: not a host name") in got, (text, got)
+    assert got.count(("a\\034b.mirror.test", 1, "refused", "dns: not a host name")) == 2, got  # UDP and TCP
+    assert [g for g in got if g[0] == ".".join(["a" * 63] * 4) and g[2] == "refused"], got  # (as unlisted)
+    assert ("", 0, "dropped", "dns: malformed query") in got, got
+    assert not [r for r in recs if "FORGED" in r or r.get("state") == "exited" and r["event"] != "lifecycle"], recs
+    raw, _ = captured(lab)
+    assert b"a\"b" not in raw and b"aaaaaaaaaaaa" not in raw and b"FORGED" not in raw
+
+
+def test_dns_stub_queries_from_fresh_ports(filtered, lab):
+    """Off-path answer spoofing must guess the source port as well as the id: the upstream's
+    log of where each UDP query came from shows a port of its own for (nearly) every query of
+    the stub, not one fixed port for the container; the answers still arrive."""
+    res, _ = filtered([["resolve", "pkg.test"] for _ in range(6)])
+    assert all(r["ok"] for r in res), res
+    srcs = [line.split() for line in lab.log("dns-src.log")]
+    assert len(srcs) >= 6, srcs
+    ports = {p for _, p in srcs}
+    assert len(ports) >= len(srcs) - 1, srcs  # random ports may collide, rarely
+
+
 def refused_addrs(recs):
     return {(r["host"], r["addr"], r["reason"]) for r in recs if r["event"] == "dns" and r["decision"] == "refused"
             and "addr" in r}
@@ -910,8 +955,19 @@ def test_smuggling_against_a_server_that_ignores_bodies(filtered, lab):
              one("GET", host="naive.mirror.test:80@evil.test"), one("GET", host="naive.mirror.test evil.test"),
              one("GET", host="naive.mirror.test:80 evil.test"), one("GET", host="naive.mirror.test\tevil.test"),
              one("GET", host="naive.mirror.test:"), one("GET", host="naive.mirror.test:80:81"),
-             one("GET", "Host : evil.test\r\n"),
-             ["http_reqs", UP4N, 80, [req("naive.mirror.test"), req("evil.test")], True],
+             one("GET", "Host : evil.test\r\n")]
+    # a body whose first line any lenient parser reads as a request line (Python's: words =
+    # line.split(), 3 words and "HTTP/..." for any target, `GET x` as HTTP/0.9): leading bytes
+    # and separators str.split() takes for blanks, targets that do not start with '/'
+    ev = "Host: evil.test\r\nConnection: close\r\n\r\n"
+    lenient = ([b + smuggled for b in "\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\x00\x7f"]
+               + [f"GET{b}/smuggled{b}HTTP/1.1\r\n{ev}" for b in "\x0b\x0c\x1c\x1f\x85\xa0"]
+               + [f"GET {t}smuggled HTTP/1.1\r\n{ev}" for t in ("", "?", ".", "%2f", "#", "~")]
+               + ["GET smuggled\r\n\r\n", "get /smuggled http/1.0\r\n" + ev])
+    cases += [one("POST", f"Content-Length: {len(b)}\r\n", b) for b in lenient]
+    cases += [one("PUT", f"Content-Length: {len(lenient[-3])}\r\n", lenient[-3]),
+              one("POST", "Transfer-Encoding: chunked\r\n", chunked("\x0b" + smuggled))]
+    cases += [["http_reqs", UP4N, 80, [req("naive.mirror.test"), req("evil.test")], True],
              # the second chunk's data (the first passed, and with it the head: the server
              # answered the head, then failed on the chunk-size line)
              one("POST", "Transfer-Encoding: chunked\r\n", f"5\r\nhello\r\n{chunked(smuggled)}"),
@@ -958,11 +1014,13 @@ def test_expect_100_continue_head_not_held(filtered, lab):
             "Content-Length: {}\r\n{}\r\n")
     res, _ = filtered([["resolve", "naive.mirror.test"],
                        ["http_expect", UP4N, 80, head.format(8, "Connection: close\r\n"), '{"a": 1}'],
-                       ["http_expect", UP4N, 80, head.format(len(smuggled), ""), smuggled]])
-    _, ok, bad = res
+                       ["http_expect", UP4N, 80, head.format(len(smuggled), ""), smuggled],
+                       ["http_expect", UP4N, 80, head.format(len(smuggled) + 1, ""), "\x0b" + smuggled]])
+    _, ok, bad, vt = res
     assert "evil.test" not in " ".join(lab.log("naive.log")), lab.log("naive.log")
     # (what follows the 100 is the naive server's: it answers without reading the body and
     # closes with the body unread, which the kernel turns into a reset)
     assert ok["ok"] and ok["statuses"][0] == "HTTP/1.1 100 Continue", ok
     assert bad["ok"] and bad["statuses"][0] == "HTTP/1.1 100 Continue", bad
     assert "HTTP/1.1 403 Forbidden" in bad["statuses"], bad
+    assert vt["ok"] and "HTTP/1.1 403 Forbidden" in vt["statuses"], vt  # a leading VT: still a request

@@ -139,11 +139,11 @@ def http_reqs(addr, port, reqs, pipelined=False):
     out = []
     try:
         if pipelined:
-            s.sendall("".join(reqs).encode())
+            s.sendall("".join(reqs).encode("latin-1"))
         for r in reqs:
             if not pipelined:
                 for piece in ([r] if isinstance(r, str) else r):  # a list: pieces, 0.2 s apart
-                    s.sendall(piece.encode())
+                    s.sendall(piece.encode("latin-1"))
                     if not isinstance(r, str):
                         time.sleep(0.2)
             resp = read_response(f)
@@ -161,14 +161,14 @@ def http_expect(addr, port, head, body):
     100 (or 3 s); the status line of every answer until the server closes."""
     s = socket.create_connection((addr, int(port)), timeout=10)
     f = s.makefile("rb")
-    s.sendall(head.encode())
+    s.sendall(head.encode("latin-1"))
     s.settimeout(3)
     try:
         interim = read_response(f)
     except OSError:
         interim = None
     s.settimeout(10)
-    s.sendall(body.encode())
+    s.sendall(body.encode("latin-1"))
     out = [interim[0] if interim else None]
     try:
         while (r := read_response(f)) is not None:

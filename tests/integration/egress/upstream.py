@@ -91,6 +91,7 @@ def answer(msg):
 class UDPDNS(socketserver.BaseRequestHandler):
     def handle(self):
         data, sock = self.request
+        log("dns-src.log", f"{self.client_address[0]} {self.client_address[1]}")  # the querier's port
         sock.sendto(answer(data), self.client_address)
 
 
