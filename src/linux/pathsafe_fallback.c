@@ -195,8 +195,10 @@ fb_open_final (struct fb_walk *w, const char *name, int obj, bool trailing_slash
     return -1;
   if (trailing_slash && !S_ISDIR (want.st_mode))
     return fb_fail (ENOTDIR);
-  if (S_ISDIR (want.st_mode) && !(flags & O_CREAT))
-    return openat (obj, ".", flags, (mode_t) w->mode); /* no name looked up again */
+  /* A directory is not reopened through "." of its own fd: that lookup needs search permission
+   * on the directory itself, which openat2 does not ask of the last component (an O_PATH of a
+   * 0700 directory of another owner succeeds; from a user namespace, the host's 0700
+   * /var/log/agentsbx). O_PATH takes the walk's fd, anything else the name, checked below. */
   if ((flags & O_PATH) && (flags & O_DIRECTORY) && !S_ISDIR (want.st_mode))
     return fb_fail (ENOTDIR);
   if (flags & O_PATH)

@@ -22,7 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -419,14 +421,46 @@ test_rename_race (void **state)
   close (rfd);
 }
 
+/* The last component needs no search permission of its own: as another uid, an O_PATH of a 0700
+ * directory succeeds with openat2, and so must the fallback (a user namespace's root opening the
+ * host's 0700 /var/log/agentsbx failed with EACCES); what lies inside stays EACCES in both. Run
+ * as root only (the child drops to uid 65534). */
+static void
+test_search_permission (void **state)
+{
+  static const char *const paths[] = { "priv", "priv/", "priv/x", "a/../priv", NULL };
+  char p[128];
+  pid_t pid;
+  int status;
+  (void) state;
+
+  if (geteuid () != 0)
+    skip ();
+  snprintf (p, sizeof p, "%s/priv", rootdir);
+  mkdir (p, 0700);
+  snprintf (p, sizeof p, "%s/priv/x", rootdir);
+  close (open (p, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+  pid = fork ();
+  assert_true (pid >= 0);
+  if (pid == 0)
+    {
+      int cases = 0, rfd = open (rootdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+      if (rfd < 0 || setgroups (0, NULL) < 0 || setresgid (65534, 65534, 65534) < 0
+          || setresuid (65534, 65534, 65534) < 0)
+        _exit (2);
+      _exit (table (rfd, rootdir, paths, &cases) == 0 ? 0 : 1);
+    }
+  assert_int_equal (waitpid (pid, &status, 0), pid);
+  assert_true (WIFEXITED (status));
+  assert_int_equal (WEXITSTATUS (status), 0);
+}
+
 int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_equality_table),
-    cmocka_unit_test (test_flags_refused),
-    cmocka_unit_test (test_create),
-    cmocka_unit_test (test_rename_race),
+    cmocka_unit_test (test_equality_table), cmocka_unit_test (test_flags_refused),     cmocka_unit_test (test_create),
+    cmocka_unit_test (test_rename_race),    cmocka_unit_test (test_search_permission),
   };
   return cmocka_run_group_tests (tests, setup, teardown);
 }
