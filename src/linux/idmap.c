@@ -148,7 +148,10 @@ linux_idmap_prepare (const struct oci_spec *spec, const char *bundle, const char
           return asbx_error_wrap (err, "%s: mounts[%zu] (%s)", name, i, m->destination ? m->destination : "");
         }
       if (!o.idmap && !o.ridmap && !m->uid_mappings_len && !m->gid_mappings_len)
-        continue;
+        {
+          mount_opts_free (&o);
+          continue;
+        }
       if (!fds)
         {
           fds = xmalloc (sizeof (int) * spec->mounts_len);
@@ -156,6 +159,7 @@ linux_idmap_prepare (const struct oci_spec *spec, const char *bundle, const char
             fds[k] = -1;
         }
       fds[i] = idmap_one (spec, bundle, m, &o, err);
+      mount_opts_free (&o);
       if (fds[i] < 0)
         {
           linux_idmap_close (fds, spec->mounts_len);
