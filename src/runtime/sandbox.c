@@ -369,12 +369,14 @@ static bool
 path_under (const char *path, const char *dir)
 {
   size_t n = strlen (dir);
+  if (n == 1 && dir[0] == '/')
+    return path[0] == '/'; /* every absolute path is below "/" */
   return strncmp (path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
 /* Refuse a workspace that would bind the host read-write at /workspace (see the top of the
- * file). ws: the realpath; arg: what the user gave (NULL = the current directory); rootfs: --rootfs
- * or NULL (the host's /). */
+ * file). ws: the realpath; arg: what the user gave (NULL = the current directory); rootfs: the
+ * realpath of --rootfs, or NULL (the host's /). */
 static int
 check_workspace (const char *arg, const char *ws, const char *rootfs, asbx_err_t *err)
 {
@@ -397,10 +399,13 @@ check_workspace (const char *arg, const char *ws, const char *rootfs, asbx_err_t
   /* The host's / is the rootfs: the workspace is also visible at its own path, and below the
    * built-in profiles' allowExec paths that alias is executable - a binary or .so the agent
    * wrote in /workspace ran as /usr/local/src/proj/x (found by an outside tester). */
-  for (size_t i = 0; i < ASBX_ARRAY_SIZE (exec_dirs) && !why && !rootfs; i++)
-    if (path_under (ws, exec_dirs[i]))
-      why = "below a system directory the built-in profiles allow to execute from (what the agent "
-            "writes would be executable through its host path)";
+  /* with --rootfs R, a workspace inside R is visible at its path below R (an image's /usr/src/app) */
+  size_t rl = rootfs && strcmp (rootfs, "/") != 0 ? strlen (rootfs) : 0;
+  const char *alias = !rl ? ws : path_under (ws, rootfs) ? (ws[rl] ? ws + rl : "/") : NULL;
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (exec_dirs) && !why && alias; i++)
+    if (path_under (alias, exec_dirs[i]) || path_under (exec_dirs[i], alias))
+      why = "below or above a system directory the built-in profiles allow to execute from (what the "
+            "agent writes would be executable through its path in the rootfs)";
   if (!why && strncmp (ws, "/home/", 6) == 0 && ws[6] != '\0' && strchr (ws + 6, '/') == NULL)
     why = "a home directory (it holds credentials such as ~/.ssh)";
   if (!why && home && *home && realpath (home, home_real) != NULL && strcmp (ws, home_real) == 0)
@@ -621,10 +626,10 @@ sandbox_bundle (const struct asbx_global *g, const struct asbx_sandbox_opts *o, 
 
   if (realpath (o->workspace ? o->workspace : ".", ws) == NULL)
     return asbx_error (err, errno, "sandbox: --workspace `%s`", o->workspace ? o->workspace : ".");
-  if (check_workspace (o->workspace, ws, o->rootfs, err) < 0)
-    return -1;
   if (o->rootfs && realpath (o->rootfs, rootfs_real) == NULL)
     return asbx_error (err, errno, "sandbox: --rootfs `%s`", o->rootfs);
+  if (check_workspace (o->workspace, ws, o->rootfs ? rootfs_real : NULL, err) < 0)
+    return -1;
   if (asbx_root_open (g->root, true, err) < 0)
     return -1;
   if (mkdir (base, 0700) < 0 && errno != EEXIST)

@@ -338,6 +338,19 @@ def test_workspace_below_an_exec_directory_refused(rt, parent):
         shutil.rmtree(d, ignore_errors=True)
 
 
+@pytest.mark.parametrize("rel", ["usr/src/app", "", "lib64/x"])
+def test_rootfs_workspace_at_an_exec_path_refused(rt, rel):
+    """--rootfs R --workspace R/usr/src/app (an image's project dir): the workspace is also the
+    rootfs's /usr/src/app, which allowExec lets run (second outside tester); R itself holds /usr."""
+    root = os.path.join(rt.workdir, f"rfs-{os.urandom(2).hex()}")
+    ws = os.path.join(root, rel) if rel else root
+    os.makedirs(os.path.join(root, "usr", "bin"), exist_ok=True)
+    os.makedirs(ws, exist_ok=True)
+    r = sandbox(rt, "--rootfs", root, "--workspace", ws, "--", "/bin/true")
+    assert r.rc != 0, r
+    assert f"refusing workspace `{ws}`" in r.err and "execute" in r.err, r
+
+
 def test_symlink_to_a_dangerous_workspace_refused(rt):
     link = os.path.join(rt.workdir, "etc-link")
     os.symlink("/etc", link)
