@@ -33,7 +33,9 @@ ctx_free (scmp_filter_ctx *ctx)
  * rtnetlink for the addresses). Every other family is refused with EAFNOSUPPORT: AF_VSOCK
  * reached the host's vsock port space past every network rule (found by an outside tester), and
  * AF_TIPC, AF_RDS, AF_CAN, AF_BLUETOOTH, AF_XDP, AF_ALG... are no agent's need. A value with any
- * of the high 32 bits set is refused too (GE on the whole register). */
+ * of the high 32 bits set is refused too (GE on the whole register). AF_PACKET is left to the
+ * `raw-sockets` group (its EPERM; this filter, loaded last, would override it) and to CAP_NET_RAW,
+ * which no none/filtered container holds. */
 static int
 deny_other_families (scmp_filter_ctx ctx)
 {
@@ -42,7 +44,7 @@ deny_other_families (scmp_filter_ctx ctx)
     {
       int r = seccomp_rule_add (ctx, SCMP_ACT_ERRNO (EAFNOSUPPORT), calls[i], 1, SCMP_A0 (SCMP_CMP_GE, AF_MAX));
       for (int f = 0; r == 0 && f < AF_MAX; f++)
-        if (f != AF_UNIX && f != AF_INET && f != AF_INET6 && f != AF_NETLINK)
+        if (f != AF_UNIX && f != AF_INET && f != AF_INET6 && f != AF_NETLINK && f != AF_PACKET)
           r = seccomp_rule_add (ctx, SCMP_ACT_ERRNO (EAFNOSUPPORT), calls[i], 1, A0_FAMILY (f));
       if (r < 0)
         return r;
