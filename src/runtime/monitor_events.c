@@ -157,7 +157,7 @@ static void
 audit_exec (struct mon *m, pid_t pid)
 {
   char path[64], exe[1024], cmd[AUDIT_ARGV_BYTES + 2], comm[64] = "";
-  char *argv[AUDIT_ARGV_ITEMS];
+  char *argv[AUDIT_ARGV_ITEMS] = { NULL };
   size_t argc = 0;
   cleanup_free struct execrec *x = xmalloc0 (sizeof *x);
   bool stashed = execrec_take (pid, x);
