@@ -29,6 +29,11 @@ static void __attribute__ ((noreturn)) hook_child (const struct oci_hook *h, int
     _exit (127);
   syscall (SYS_close_range, 3U, ~0U, 0U);
   signal (SIGPIPE, SIG_DFL);
+  /* a hook starts as any program does, with no signal blocked (`sandbox` blocks the ones it
+   * forwards while a poststart hook runs) */
+  sigset_t none;
+  sigemptyset (&none);
+  sigprocmask (SIG_SETMASK, &none, NULL);
   /* a hook without `env` gets the runtime's environment (runc: exec.Cmd with a nil Env); an
    * explicit list, even an empty one, is used as given */
   execve (h->path, argv, h->env ? h->env : environ);

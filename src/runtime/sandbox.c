@@ -450,24 +450,32 @@ is_stop_signal (int sig)
   return sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT;
 }
 
+/* The signals the sandbox forwards to its container (and SIGCHLD, to wake the wait). */
+static void
+forwarded_signals (sigset_t *set)
+{
+  static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD };
+  sigemptyset (set);
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (sigs); i++)
+    sigaddset (set, sigs[i]);
+}
+
 /* Wait for the init (our child) as asbx_container_wait does, forwarding signals to it; the first
  * stop signal (SIGTERM/SIGINT/SIGHUP/SIGQUIT) starts the stop timeout, after which every process
- * of the container's cgroup is SIGKILLed (kill --all). *stop_sig: that signal, 0 if none came;
- * *forced: whether we had to SIGKILL. Returns the init's status (exit code, or 128+N). */
+ * of the container's cgroup is SIGKILLed (kill --all). The caller has blocked forwarded_signals()
+ * since before `start`, so a signal sent once the command runs is pending here, never the default
+ * action. *stop_sig: that signal, 0 if none came; *forced: whether we had to SIGKILL. Returns the
+ * init's status (exit code, or 128+N). */
 static int
 sandbox_wait (const struct asbx_global *g, const char *id, pid_t pid, int *stop_sig, bool *forced)
 {
-  static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD };
   int64_t deadline = 0;
-  sigset_t set, old;
+  sigset_t set;
   int status = 0;
 
   *stop_sig = 0;
   *forced = false;
-  sigemptyset (&set);
-  for (size_t i = 0; i < ASBX_ARRAY_SIZE (sigs); i++)
-    sigaddset (&set, sigs[i]);
-  sigprocmask (SIG_BLOCK, &set, &old);
+  forwarded_signals (&set);
   for (;;)
     {
       pid_t r = waitpid (pid, &status, WNOHANG);
@@ -510,7 +518,6 @@ sandbox_wait (const struct asbx_global *g, const char *id, pid_t pid, int *stop_
           deadline = now_ms () + stop_timeout_s () * 1000;
         }
     }
-  sigprocmask (SIG_SETMASK, &old, NULL);
   if (WIFSIGNALED (status))
     return 128 + WTERMSIG (status);
   return WEXITSTATUS (status);
@@ -676,13 +683,22 @@ asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o
   struct asbx_create_opts co = { .id = id, .bundle = bundle, .default_profile = "agent" };
   if (asbx_container_create (g, &co, &pid, err) < 0)
     goto out;
+  /* From here a stop signal must reach sandbox_wait: the command can run (and the caller see it
+   * run) before this process is scheduled again after `start`, and a SIGTERM in that gap took the
+   * default action, leaving the container, its cgroup and state behind. The init and monitor
+   * were forked by create, with the caller's mask; hooks reset theirs. */
+  sigset_t fwd, old_mask;
+  forwarded_signals (&fwd);
+  sigprocmask (SIG_BLOCK, &fwd, &old_mask);
   if (asbx_container_start (g, id, err) < 0)
     {
+      sigprocmask (SIG_SETMASK, &old_mask, NULL);
       asbx_container_delete (g, id, true, &e2);
       asbx_error_free (&e2);
       goto out;
     }
   *exit_status = sandbox_wait (g, id, pid, &stop_sig, &forced);
+  sigprocmask (SIG_SETMASK, &old_mask, NULL);
   reason = read_exit_reason (g, id);
   *exit_status = exit_code_for_reason (reason, *exit_status);
   if (forced)
