@@ -264,11 +264,15 @@ cover_inside (struct amnt *x, const struct aregion *g, asbx_err_t *err)
   cleanup_free char *place = join (x->rel, sub);
   if (path_within (g->grant, place))
     return 0; /* the grant itself on its own mount: policy_noexec and allowExec decide there */
+  /* from x's root, by the names of the filesystem (a symlink there is not the region's path);
+   * landing on another mount means one lies on the way: that place of x is not visible (and
+   * that mount is judged on its own). Not RESOLVE_NO_XDEV: pathsafe's fallback has none. */
+  uint64_t id = 0;
   cleanup_close int fd = ps_openat2 (x->fd, sub, O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
-                                     RESOLVE_BENEATH | RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
-  if (fd < 0 && errno == EXDEV)
-    return 0; /* another mount lies on the way: that place of x is not visible (that mount is judged apart) */
-  if (fd < 0 || fstat (fd, &st) < 0 || st.st_dev != g->dev || st.st_ino != g->ino)
+                                     RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+  if (fd >= 0 && mount_id (fd, &id) == 0 && id != x->id)
+    return 0;
+  if (fd < 0 || id != x->id || fstat (fd, &st) < 0 || st.st_dev != g->dev || st.st_ino != g->ino)
     return asbx_error (err, fd < 0 ? errno : ESTALE,
                        "%s: the writable mount `%s` (`%s` of device %u:%u) is also below the executable mount "
                        "`%s` (root `%s`), at `%s`, and that place cannot be %s to make it noexec; do not mount a "

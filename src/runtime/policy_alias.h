@@ -18,7 +18,7 @@
  *     MOUNT_ATTR_NOEXEC (mount_setattr, its other flags kept, its submounts judged on their own);
  *   - the region's root below X's root: the directory inside X that shows it (X's mount point +
  *     the region root's path below X's root, reached from X's root fd with RESOLVE_BENEATH |
- *     RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS and checked to be the region's inode) is covered by
+ *     RESOLVE_NO_SYMLINKS, on X itself and checked to be the region's inode) is covered by
  *     a recursive noexec bind of itself; a place already under another mount is not visible
  *     through X and is left alone; a place that cannot be reached is an error naming both.
  * Before that the container's tree is made rprivate, so no host mount propagates in later (an
