@@ -152,10 +152,13 @@ def ran(host_dir, out, routes=ROUTES):
     return [x for x in routes if os.path.exists(os.path.join(host_dir, f"M-{x}")) or f"/M-{x}" in out]
 
 
-def test_host_bind_of_the_workspace_under_usr(rt, payloads):
-    """mount --bind WS /usr/local/X on the host: X is executable in the sandbox's /usr bind"""
+@pytest.mark.parametrize("owner", [0, 65534], ids=["root-owned", "user-owned"])
+def test_host_bind_of_the_workspace_under_usr(rt, payloads, owner):
+    """mount --bind WS /usr/local/X on the host: X is executable in the sandbox's /usr bind
+    (a user-owned workspace: quick mode's user namespace, whose copied mounts are locked)"""
     ws = f"/var/tmp/{uniq('ws')}"
     fill(ws, payloads)
+    os.chown(ws, owner, owner)
     try:
         with host_bind(ws, f"/usr/local/{uniq('bind')}") as alias:
             r = run_routes(rt, ws, "/workspace", alias)
