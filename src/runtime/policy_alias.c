@@ -326,6 +326,12 @@ policy_noexec_aliases (int rootfd, const struct policy_plan *plan, asbx_err_t *e
   for (size_t i = 0; r == 0 && i < plan->fs_rules_len; i++)
     if (plan->fs_rules[i].rights & POLICY_FS_WRITE)
       r = grant_regions (rootfd, &a, &plan->fs_rules[i], err);
+  /* and every other read-write mount, whole (the rootfs's top aside: root.readonly makes it
+   * read-only at finalize, else only the grants above write it): what Landlock would refuse to
+   * write there matters where Landlock was degraded away; its own place is its `grant` */
+  for (size_t i = 0, n = a.n; r == 0 && i < n; i++)
+    if (a.m[i].fd >= 0 && !a.m[i].ro && strcmp (a.m[i].rel, "/") != 0)
+      add_region (&a, &a.m[i], xstrdup (a.m[i].root), a.m[i].fd, a.m[i].rel);
   for (size_t i = 0; r == 0 && i < a.n; i++)
     for (size_t j = 0; r == 0 && j < a.gn; j++)
       r = judge_pair (&a.m[i], &a.g[j], err);

@@ -11,7 +11,10 @@
  * rootfs mount, before pivot_root; every mount of the container exists). What the agent can
  * write is a region of a filesystem: for each writable Landlock grant of the plan, the subtree
  * of the filesystem it resolves to on a read-write mount (mountinfo's major:minor and root plus
- * the path below the mount point), and the whole of every read-write mount below the grant. For
+ * the path below the mount point), and the whole of every read-write mount below the grant or
+ * anywhere else but the rootfs's top (what Landlock keeps the agent from writing counts too:
+ * Landlock may be degraded away; an alias of such a mount is made noexec although the agent
+ * could not write it, the strict side). For
  * every visible executable mount X outside the grant on the same device (mountinfo major:minor:
  * btrfs subvolumes and bind mounts share it, an overlayfs or tmpfs has its own):
  *   - X's root at or below the region's root: X shows nothing but writable files, it gets
