@@ -147,30 +147,33 @@ look_at (int rootfd, const char *prefix, struct amnt *m, asbx_err_t *err)
 static int
 read_mounts (int rootfd, struct ainfo *a, asbx_err_t *err)
 {
-  cleanup_fclose FILE *f = fopen ("/proc/self/mountinfo", "re");
+  cleanup_fclose FILE *f = NULL;
   cleanup_free char *line = NULL;
-  cleanup_free char *root = NULL, *point = NULL;
   const char *prefix = NULL;
   size_t cap = 0;
   uint64_t root_id;
 
-  if (!f)
-    return asbx_error (err, errno, "%s: read /proc/self/mountinfo", why);
   if (mount_id (rootfd, &root_id) < 0)
     return asbx_error (err, errno, "%s: statx the rootfs", why);
+  f = fopen ("/proc/self/mountinfo", "re");
+  if (!f)
+    return asbx_error (err, errno, "%s: read /proc/self/mountinfo", why);
   while (getline (&line, &cap, f) > 0)
     {
+      /* ID PARENT MAJ:MIN ROOT POINT ... (proc_pid_mountinfo(5)); no field holds a blank */
+      char *save = NULL, *fld[5];
       unsigned long long id;
       unsigned maj, min;
-      root = xrealloc (root, cap + 1);
-      point = xrealloc (point, cap + 1);
-      if (sscanf (line, "%llu %*u %u:%u %s %s", &id, &maj, &min, root, point) != 5)
+      size_t k = 0;
+      for (char *t = strtok_r (line, " \n", &save); t && k < 5; t = strtok_r (NULL, " \n", &save))
+        fld[k++] = t;
+      if (k < 5 || sscanf (fld[0], "%llu", &id) != 1 || sscanf (fld[2], "%u:%u", &maj, &min) != 2)
         continue;
-      unescape (root);
-      unescape (point);
+      unescape (fld[3]);
+      unescape (fld[4]);
       a->m = xrealloc (a->m, (a->n + 1) * sizeof (*a->m));
       a->m[a->n++] = (struct amnt){
-        .id = id, .maj = maj, .min = min, .root = xstrdup (root), .point = xstrdup (point), .fd = -1
+        .id = id, .maj = maj, .min = min, .root = xstrdup (fld[3]), .point = xstrdup (fld[4]), .fd = -1
       };
     }
   for (size_t i = 0; i < a->n; i++)
