@@ -241,8 +241,11 @@ grant_regions (int rootfd, struct ainfo *a, const struct policy_fs_rule *r, asbx
   snprintf (proc, sizeof proc, "/proc/self/fd/%d", fd);
   len = readlink (proc, link, sizeof link - 1);
   if (!m || len <= 0 || (size_t) len >= sizeof link - 1)
-    return asbx_error (err, m ? errno : ENOENT, "%s: the mount of the grant `%s` is not in the container's view", why,
-                       r->path);
+    return asbx_error (err,
+                       !m        ? ENOENT
+                       : len < 0 ? errno
+                                 : ENAMETOOLONG,
+                       "%s: the mount of the grant `%s` is not in the container's view", why, r->path);
   link[len] = '\0';
   size_t pl = strcmp (m->point, "/") == 0 ? 0 : strlen (m->point);
   if (strncmp (link, m->point, pl) != 0 || (link[pl] != '\0' && link[pl] != '/'))
@@ -287,7 +290,7 @@ cover_inside (struct amnt *x, const struct aregion *g, asbx_err_t *err)
   if (mfd < 0 || mnt_setattr (mfd, true, MOUNT_ATTR_NOEXEC, 0, 0, err) < 0 || mnt_attach (mfd, fd, err) < 0)
     return asbx_error_wrap (err, "%s: cover `%s/%s` (the writable `%s` seen through the executable `%s`) noexec", why,
                             x->rel, sub, g->wname, x->rel);
-  log_debug ("%s: `%s/%s` shows the writable `%s`: covered noexec", why, x->rel, sub, g->wname);
+  log_info ("%s: `%s/%s` shows the writable `%s`: covered noexec", why, x->rel, sub, g->wname);
   return 0;
 }
 
@@ -303,7 +306,7 @@ judge_pair (struct amnt *x, const struct aregion *g, asbx_err_t *err)
       if (mnt_setattr (x->fd, false, MOUNT_ATTR_NOEXEC, 0, 0, err) < 0)
         return asbx_error_wrap (err, "%s: make `%s` noexec (it shows the writable `%s`)", why, x->rel, g->wname);
       x->noexec = true;
-      log_debug ("%s: `%s` shows the writable `%s`: made noexec", why, x->rel, g->wname);
+      log_info ("%s: `%s` shows the writable `%s`: made noexec", why, x->rel, g->wname);
       return 0;
     }
   if (path_within (x->root, g->root))
