@@ -279,3 +279,28 @@ def test_bundle_writable_subdirectory_of_an_exec_mount(rt, make_bundle):
         assert steps[3][1] and steps[3][1]["result"] == "ok", r
     finally:
         shutil.rmtree(t, ignore_errors=True)
+
+
+def test_explicit_exec_grant_on_a_writable_one_keeps_exec(rt, make_bundle):
+    """Control: a path in both allowWrite and allowExec is the policy's own choice (docs/policy.md):
+    the mount rule leaves /workspace executable although the same directory is also mounted at
+    /usr/local/tool"""
+    d = f"/var/tmp/{uniq('oci')}"
+    os.makedirs(d)
+    os.chmod(d, 0o777)
+    pol = {"version": 1, "extends": "agent",
+           "filesystem": {"allowExec": ["/usr", "/bin", "/workspace"]}}
+    b = policy_bundle(make_bundle)
+    b.add_mount("/workspace", "bind", d, ["rbind", "rw"])
+    b.add_mount("/usr/local/tool", "bind", d, ["rbind", "ro"])
+    steps = ["cp /usr/bin/probe /workspace/p",
+             ["/workspace/p", "write", "/workspace/M-granted", "ran\n"],
+             [PROBE, "exit", "0"]]
+    try:
+        r, _ = prun(rt, b, script(steps), profile=None, policy=pol)
+        assert r.rc == 0, r
+        res = steps_out(r, 3)
+        assert res[0][0] == 0 and res[1][0] == 0 and res[2][0] == 0, r
+        assert os.path.exists(os.path.join(d, "M-granted")), r
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
