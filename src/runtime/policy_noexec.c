@@ -22,6 +22,7 @@
 #include "core/util.h"
 #include "linux/mount.h"
 #include "linux/pathsafe.h"
+#include "runtime/policy_alias.h"
 #include "runtime/policy_noexec.h"
 
 static const char *const why = "filesystem.allowExec";
@@ -239,5 +240,8 @@ policy_apply_noexec (int rootfd, const struct policy_plan *plan, bool root_reado
     return asbx_error (err, errno, "%s: statx the rootfs", why);
   if (noexec_outside (rootfd, plan, &made, &made_n, err) < 0)
     return -1;
-  return exec_binds (rootfd, plan, made, made_n, root_readonly ? root_id : 0, err);
+  if (exec_binds (rootfd, plan, made, made_n, root_readonly ? root_id : 0, err) < 0)
+    return -1;
+  /* last: the exec binds above are mounts too */
+  return policy_noexec_aliases (rootfd, plan, err);
 }

@@ -26,6 +26,7 @@ bool policy_exec_restricted (const struct policy_plan *plan);
  * bind gets its exec right back. A mount that was noexec before (an OCI "noexec" option) stays
  * so. A bind out of the rootfs's top mount also gets MOUNT_ATTR_RDONLY when root_readonly (the
  * spec's root.readonly, applied to the top mount only later, when the rootfs is finalized).
+ * Then policy_noexec_aliases (policy_alias.h): no exec mount shows what the agent can write.
  * 0 / -1 with *err naming filesystem.allowExec. */
 int policy_apply_noexec (int rootfd, const struct policy_plan *plan, bool root_readonly, asbx_err_t *err);
 

@@ -399,7 +399,10 @@ check_workspace (const char *arg, const char *ws, const char *rootfs, asbx_err_t
   /* The host's / is the rootfs: the workspace is also visible at its own path, and below the
    * built-in profiles' allowExec paths that alias is executable - a binary or .so the agent
    * wrote in /workspace ran as /usr/local/src/proj/x (found by an outside tester). */
-  /* with --rootfs R, a workspace inside R is visible at its path below R (an image's /usr/src/app) */
+  /* with --rootfs R, a workspace inside R is visible at its path below R (an image's /usr/src/app).
+   * The mount rule (runtime/policy_alias.c) would catch these aliases too, and those no path shows
+   * (host bind mounts); this check stays for its clear message before anything is created, and
+   * because for a workspace above /usr the rule would make /usr itself noexec. */
   size_t rl = rootfs && strcmp (rootfs, "/") != 0 ? strlen (rootfs) : 0;
   const char *alias = !rl ? ws : path_under (ws, rootfs) ? (ws[rl] ? ws + rl : "/") : NULL;
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (exec_dirs) && !why && alias; i++)

@@ -7,7 +7,7 @@
  * observe rather than on what the runtime claims. It links statically so it needs nothing from
  * the rootfs, and writes JSON by hand so it depends on no library.
  *
- * Usage: probe report | write PATH [DATA] | openw PATH | stat PATH | readlink PATH | exit N |
+ * Usage: probe report | write PATH [DATA] | openw PATH | mapx PATH | stat PATH | readlink PATH | exit N |
  *        sleep SEC | ls DIR | catfile PATH | sysctl KEY | clock | kill PID SIG |
  *        syscall NAME|NR [ARG...] | int80 NR [ARG...] | escape NAME | exewatch SEC |
  *        read PATH | link OLD NEW | rename OLD NEW | symlink TARGET NEW | mkdir PATH | exec PATH [ARG...] |
@@ -512,6 +512,26 @@ cmd_write (const char *path, const char *data)
       errno = e;
     }
   return result ("write", path, rc);
+}
+
+/* Maps the first page of a file PROT_READ|PROT_EXEC (what ld.so and dlopen do with a library's
+ * code): refused with EPERM on a noexec mount (mm/mmap.c do_mmap, path_noexec). */
+static int
+cmd_mapx (const char *path)
+{
+  int fd = open (path, O_RDONLY | O_CLOEXEC);
+  int rc = fd;
+  if (fd >= 0)
+    {
+      void *p = mmap (NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+      rc = p == MAP_FAILED ? -1 : 0;
+      int e = errno;
+      if (p != MAP_FAILED)
+        munmap (p, 4096);
+      close (fd);
+      errno = e;
+    }
+  return result ("mapx", path, rc);
 }
 
 /* Opens for writing without creating, truncating or writing: checks that a path cannot be
@@ -1258,7 +1278,7 @@ cmd_unixsteal (const char *pid_s, const char *fd_s, const char *path)
 static int
 usage (void)
 {
-  fputs ("usage: probe report | write PATH [DATA] | openw PATH | stat PATH | readlink PATH |"
+  fputs ("usage: probe report | write PATH [DATA] | openw PATH | mapx PATH | stat PATH | readlink PATH |"
          " exit N | sleep SEC | ls DIR | catfile PATH | sysctl KEY | clock | syscall NAME|NR [ARG..] |"
          " int80 NR [ARG..] | escape NAME | exewatch SEC | read PATH | link OLD NEW |"
          " rename OLD NEW | symlink TARGET NEW | mkdir PATH | exec PATH [ARG..] | forks N |"
@@ -1280,6 +1300,8 @@ main (int argc, char **argv)
     rc = cmd_write (argv[2], argc >= 4 ? argv[3] : "probe\n");
   else if (strcmp (c, "openw") == 0 && argc == 3)
     rc = cmd_openw (argv[2]);
+  else if (strcmp (c, "mapx") == 0 && argc == 3)
+    rc = cmd_mapx (argv[2]);
   else if (strcmp (c, "stat") == 0 && argc == 3)
     rc = cmd_stat (argv[2]);
   else if (strcmp (c, "readlink") == 0 && argc == 3)
