@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <yajl/yajl_tree.h>
 
 #include "core/cleanup.h"
 #include "core/util.h"
@@ -29,6 +30,7 @@
 #include "policy/policy.h"
 #include "policy/profiles.h"
 #include "policy/sha256.h"
+#include "policy/syscall_groups.h"
 
 #define DATA TEST_DATA_DIR "/policy"
 
@@ -238,6 +240,72 @@ test_builtins_check (void **state)
     }
 }
 
+/* The copies of the syscall-group list name exactly the groups of POLICY_SYSCALL_GROUPS, in its
+ * order: `names` (n entries, heap strings, freed here) as read from `what` */
+static void
+expect_group_names (const char *what, char **names, size_t n)
+{
+  size_t i;
+  for (i = 0; i < n && i < policy_syscall_groups_len; i++)
+    if (strcmp (names[i], policy_syscall_groups[i].name) != 0)
+      fail_msg ("%s: group %zu is \"%s\", src/policy/syscall_groups.h has \"%s\"", what, i, names[i],
+                policy_syscall_groups[i].name);
+  if (n != policy_syscall_groups_len)
+    fail_msg ("%s lists %zu syscall groups, src/policy/syscall_groups.h %zu (first difference at %zu: %s)", what, n,
+              policy_syscall_groups_len, i, i < n ? names[i] : policy_syscall_groups[i].name);
+  for (i = 0; i < n; i++)
+    free (names[i]);
+}
+
+/* docs/policy.schema.json's syscalls.deny enum */
+static void
+test_groups_schema (void **state)
+{
+  cleanup_free char *text = slurp (TOP_SRCDIR "/docs/policy.schema.json");
+  const char *path[] = { "properties", "syscalls", "properties", "deny", "items", "enum", NULL };
+  char errbuf[256] = "";
+  char *names[64];
+  size_t n = 0;
+  assert_non_null (text);
+  yajl_val tree = yajl_tree_parse (text, errbuf, sizeof (errbuf));
+  if (tree == NULL)
+    fail_msg ("docs/policy.schema.json: %s", errbuf);
+  yajl_val e = yajl_tree_get (tree, path, yajl_t_array);
+  assert_non_null (e);
+  for (size_t i = 0; i < YAJL_GET_ARRAY (e)->len && n < 64; i++)
+    names[n++] = xstrdup (YAJL_GET_STRING (YAJL_GET_ARRAY (e)->values[i]));
+  yajl_tree_free (tree);
+  expect_group_names ("docs/policy.schema.json syscalls.deny enum", names, n);
+}
+
+/* the first column ("| `NAME` |") of docs/policy.md's table under "### 2.3 syscalls.deny", and the
+ * keys ('    "NAME":') of tests/integration/test_policy_syscalls.py's GROUPS (a group with no
+ * probe attempt there would be untested) */
+static void
+test_groups_docs_and_tests (void **state)
+{
+  char *names[64];
+  size_t n = 0;
+  cleanup_free char *md = slurp (TOP_SRCDIR "/docs/policy.md");
+  assert_non_null (md);
+  const char *p = strstr (md, "\n### 2.3 syscalls.deny");
+  assert_non_null (p);
+  p = strstr (p, "\n|---");
+  assert_non_null (p);
+  for (p = strchr (p + 1, '\n'); p && strncmp (p, "\n| `", 4) == 0 && n < 64; p = strchr (p + 1, '\n'))
+    names[n++] = xasprintf ("%.*s", (int) strcspn (p + 4, "`"), p + 4);
+  expect_group_names ("docs/policy.md §2.3 table", names, n);
+
+  n = 0;
+  cleanup_free char *py = slurp (TOP_SRCDIR "/tests/integration/test_policy_syscalls.py");
+  assert_non_null (py);
+  p = strstr (py, "\nGROUPS = {\n");
+  assert_non_null (p);
+  for (p = strchr (p + 1, '\n'); p && strncmp (p, "\n    \"", 6) == 0 && n < 64; p = strchr (p + 1, '\n'))
+    names[n++] = xasprintf ("%.*s", (int) strcspn (p + 6, "\""), p + 6);
+  expect_group_names ("tests/integration/test_policy_syscalls.py GROUPS", names, n);
+}
+
 static void
 test_sizes_durations (void **state)
 {
@@ -381,10 +449,16 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_golden),         cmocka_unit_test (test_builtins_match_json),
-    cmocka_unit_test (test_builtins_check), cmocka_unit_test (test_sizes_durations),
-    cmocka_unit_test (test_domains),        cmocka_unit_test (test_cidrs),
-    cmocka_unit_test (test_paths),          cmocka_unit_test (test_sha256),
+    cmocka_unit_test (test_golden),
+    cmocka_unit_test (test_builtins_match_json),
+    cmocka_unit_test (test_builtins_check),
+    cmocka_unit_test (test_groups_schema),
+    cmocka_unit_test (test_groups_docs_and_tests),
+    cmocka_unit_test (test_sizes_durations),
+    cmocka_unit_test (test_domains),
+    cmocka_unit_test (test_cidrs),
+    cmocka_unit_test (test_paths),
+    cmocka_unit_test (test_sha256),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }
