@@ -6,9 +6,13 @@
  *   ceiling.json (--policy), ceiling.profile (--profile), request.json (annotation
  *   io.agentsbx.policy), request.profile (annotation io.agentsbx.profile), config.json (host
  *   config; default: an empty one), sandbox (sandbox default profile "agent"), audit-dir
- * and the expected output: plan.json (pretty plan) or error.txt (the error message). Paths under
- * the data directory are written "$DATA" in expected files. Regenerate with
- * POLICY_GOLDEN_UPDATE=1 tests/unit/test_policy (then review the diff). */
+ * and the expected output: plan.json (the pretty plan without its "digest" and "effective" keys:
+ * what the case decides, so that a change to a built-in profile's text or to the effective
+ * document's form touches only the goldens whose plan it changes) or error.txt (the error
+ * message). One case (merge-narrow) holds full-plan.json instead: the whole output, effective
+ * policy and digest included; and every case checks that the digest is the SHA-256 of its
+ * effective policy. Paths under the data directory are written "$DATA" in expected files.
+ * Regenerate with POLICY_GOLDEN_UPDATE=1 tests/unit/test_policy (then review the diff). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -86,6 +90,22 @@ write_text (const char *path, const char *text)
 
 static int failures;
 
+/* The pretty plan `j` without its "digest" line and its last key, "effective" (in place). Returns
+ * false when either is missing. */
+static bool
+plan_only (char *j)
+{
+  char *d = strstr (j, "\n  \"digest\": \"");
+  char *e = strstr (j, ",\n  \"effective\": ");
+  if (d == NULL || e == NULL || e < d)
+    return false;
+  char *d_end = strchr (d + 1, '\n');
+  memmove (d, d_end, strlen (d_end) + 1);
+  e -= d_end - d;
+  strcpy (e, "\n}\n");
+  return true;
+}
+
 static void
 run_case (const char *name)
 {
@@ -134,8 +154,30 @@ run_case (const char *name)
   if (p)
     {
       cleanup_free char *j = policy_plan_to_json (p, true);
+      cleanup_free char *full = xasprintf ("%s/full-plan.json", dir);
+      char hex[65];
+      if (p->active)
+        {
+          policy_sha256_hex (p->effective_json, strlen (p->effective_json), hex);
+          cleanup_free char *digest = xasprintf ("sha256:%s", hex);
+          if (strcmp (p->digest, digest) != 0)
+            {
+              failures++;
+              print_error ("case %s: digest %s is not the SHA-256 of the effective policy\n", name, p->digest);
+            }
+        }
+      if (access (full, F_OK) == 0)
+        expect_path = steal_ptr (&full);
+      else
+        {
+          if (p->active && !plan_only (j))
+            {
+              failures++;
+              print_error ("case %s: no digest/effective in the plan\n", name);
+            }
+          expect_path = xasprintf ("%s/plan.json", dir);
+        }
       actual = scrub (j);
-      expect_path = xasprintf ("%s/plan.json", dir);
       policy_plan_free (p);
     }
   else
