@@ -8,6 +8,7 @@
 #include "libocispec/oci_spec.h"
 #include "linux/cgroup.h"
 #include "linux/landlock_ruleset.h"
+#include "linux/mountopts.h"
 #include "linux/process.h"
 #include "linux/seccomp_bpf.h"
 #include "policy/doc.h"
@@ -17,15 +18,6 @@ cli_features (struct asbx_global *g, int argc, char **argv)
 {
   static const char *const hooks[] = {
     "prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop", NULL
-  };
-  static const char *const mount_options[] = {
-    "async",       "atime",          "bind",        "defaults",     "dev",       "diratime",   "dirsync",     "exec",
-    "idmap",       "ridmap",         "mand",        "noatime",      "nodev",     "nodiratime", "noexec",      "nomand",
-    "norelatime",  "nostrictatime",  "nosuid",      "nosymfollow",  "private",   "ratime",     "rbind",       "rdev",
-    "rdiratime",   "relatime",       "remount",     "rexec",        "rnoatime",  "rnodev",     "rnodiratime", "rnoexec",
-    "rnorelatime", "rnostrictatime", "rnosuid",     "rnosymfollow", "ro",        "rprivate",   "rrelatime",   "rro",
-    "rrw",         "rshared",        "rslave",      "rstrictatime", "rsuid",     "rsymfollow", "runbindable", "rw",
-    "shared",      "slave",          "strictatime", "suid",         "symfollow", "sync",       "unbindable",  NULL
   };
   static const char *const namespaces[] = { "cgroup", "ipc", "mount", "network", "pid", "time", "user", "uts", NULL };
   asbx_err_t err = NULL;
@@ -52,7 +44,7 @@ cli_features (struct asbx_global *g, int argc, char **argv)
     .oci_version_min = "1.0.0",
     .oci_version_max = "1.3.0",
     .hooks = hooks,
-    .mount_options = mount_options,
+    .mount_options = mount_opts_feature_names (), /* the one option table: linux/mountopts.c */
     .namespaces = namespaces,
     .capabilities = pdoc_caps, /* the one capability table: policy/doc.c */
     .cgroup_v1 = true,

@@ -104,22 +104,41 @@ static const struct opt_def opt_table[] = {
   { "nomand", K_SB, false, MOUNTOPTS_SB_MAND },
 };
 
-const char *const mount_opts_known[] = {
-  "async",          "atime",       "bind",         "dev",
-  "diratime",       "dirsync",     "exec",         "idmap",
-  "mand",           "noatime",     "nodev",        "nodiratime",
-  "noexec",         "nomand",      "norelatime",   "nostrictatime",
-  "nosuid",         "nosymfollow", "private",      "ratime",
-  "rbind",          "rdev",        "rdiratime",    "relatime",
-  "remount",        "rexec",       "ridmap",       "rnoatime",
-  "rnodev",         "rnodiratime", "rnoexec",      "rnorelatime",
-  "rnostrictatime", "rnosuid",     "rnosymfollow", "ro",
-  "rprivate",       "rrelatime",   "rro",          "rrw",
-  "rshared",        "rslave",      "rstrictatime", "rsuid",
-  "rsymfollow",     "runbindable", "rw",           "shared",
-  "slave",          "strictatime", "suid",         "symfollow",
-  "sync",           "tmpcopyup",   "unbindable",   NULL,
-};
+static int
+cmp_name (const void *a, const void *b)
+{
+  return strcmp (*(const char *const *) a, *(const char *const *) b);
+}
+
+/* opt_table's names (all, or those of `features`), sorted into the static `names` */
+static const char *const *
+sorted_names (const char **names, bool features)
+{
+  size_t n = 0;
+  if (names[0])
+    return names;
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (opt_table); i++)
+    if (!features || opt_table[i].kind != K_TMPCOPYUP)
+      names[n++] = opt_table[i].name;
+  if (features)
+    names[n++] = "defaults";
+  qsort (names, n, sizeof (names[0]), cmp_name);
+  return names;
+}
+
+const char *const *
+mount_opts_names (void)
+{
+  static const char *names[ASBX_ARRAY_SIZE (opt_table) + 1];
+  return sorted_names (names, false);
+}
+
+const char *const *
+mount_opts_feature_names (void)
+{
+  static const char *names[ASBX_ARRAY_SIZE (opt_table) + 2];
+  return sorted_names (names, true);
+}
 
 static const struct opt_def *
 lookup (const char *name)

@@ -46,7 +46,14 @@ int mount_opts_parse (char *const *options, size_t n, struct mount_opts *out, as
 
 void mount_opts_free (struct mount_opts *o);
 
-/* The option names this table recognises (NULL-terminated), for the `features` document. */
-extern const char *const mount_opts_known[];
+/* The option names mount_opts_parse recognises (its one table), sorted in C order, NULL-terminated,
+ * static (built on the first call; not thread-safe before that). */
+const char *const *mount_opts_names (void);
+
+/* The `features` document's mountOptions (runtime-spec features.md), derived from the same table:
+ * every recognised option but tmpcopyup (rootfs.c refuses it, ENOTSUP), plus "defaults" (listed as
+ * runc lists it; mount_opts_parse does not know it, so it reaches the filesystem as data). Sorted,
+ * NULL-terminated, static (as mount_opts_names). */
+const char *const *mount_opts_feature_names (void);
 
 #endif

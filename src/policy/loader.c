@@ -22,8 +22,6 @@
 
 #define POLICY_MAX_FILE (1u << 20)
 
-const char *const policy_builtin_names[] = { "locked", "agent", "build", "open", NULL };
-
 const char *
 policy_builtin_profile (const char *name)
 {

@@ -51,22 +51,6 @@ struct policy_fs_rule
   char *origin;
 };
 
-/* syscall groups (POLICY.md §2 syscalls.deny); the member syscalls are listed in one table in
- * src/policy/syscall_groups.c and in docs/policy.md */
-enum policy_syscall_group
-{
-  POLICY_SYS_IO_URING = 1u << 0,
-  POLICY_SYS_USERNS = 1u << 1,
-  POLICY_SYS_BPF = 1u << 2,
-  POLICY_SYS_KEYRING = 1u << 3,
-  POLICY_SYS_PERF = 1u << 4,
-  POLICY_SYS_PTRACE = 1u << 5,
-  POLICY_SYS_MOUNT = 1u << 6,
-  POLICY_SYS_KMOD = 1u << 7,
-  POLICY_SYS_TIOCSTI = 1u << 8,
-  POLICY_SYS_RAW_SOCKETS = 1u << 9,
-};
-
 enum policy_net_mode
 {
   POLICY_NET_OPEN = 0,
@@ -106,7 +90,8 @@ struct policy_plan
   struct policy_fs_rule *fs_rules;
   size_t fs_rules_len;
 
-  /* syscalls: groups to deny, stacked on the OCI filter */
+  /* syscalls: groups to deny (POLICY_SYS_* bits of policy/syscall_groups.h, the one table of the
+   * groups), stacked on the OCI filter */
   unsigned deny_groups;
   /* syscalls.denyWriteExecMemory: prctl(PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN) for the
    * container's processes (no W+X mapping, no mapping made executable later) */

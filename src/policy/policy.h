@@ -62,7 +62,5 @@ char *policy_check (const char *json, size_t len, const char *source, const char
 
 /* Built-in profiles (contrib/profiles/NAME.json compiled in): the JSON text, or NULL. */
 const char *policy_builtin_profile (const char *name);
-/* NULL-terminated list of built-in profile names. */
-extern const char *const policy_builtin_names[];
 
 #endif

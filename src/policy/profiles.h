@@ -1,5 +1,5 @@
 /* profiles.h - internal to src/policy: the built-in profiles compiled into the binary
- * (contrib/profiles/NAME.json -> profiles_data.c by gen-profiles.sh). */
+ * (every contrib/profiles/NAME.json -> profiles_data.c by gen-profiles.sh). */
 #ifndef ASBX_POLICY_PROFILES_H
 #define ASBX_POLICY_PROFILES_H
 
@@ -12,7 +12,7 @@ struct policy_builtin
   size_t len;
 };
 
-/* NULL-name terminated, in the order locked, agent, build, open */
+/* NULL-name terminated, in the C-locale order of the file names */
 extern const struct policy_builtin policy_builtins[];
 
 #endif

@@ -94,26 +94,9 @@ static const struct policy_syscall_rule raw_socket_rules[] = {
   { "socket", 1, "SCMP_CMP_MASKED_EQ", 0xf, SOCK_RAW, EPERM }, /* the type's low bits; SOCK_CLOEXEC etc. above */
 };
 
-#define GROUP(n, b, r, d)                                                                                              \
-  {                                                                                                                    \
-    n, b, r, sizeof (r) / sizeof ((r)[0]), d                                                                           \
-  }
-const struct policy_sysgroup policy_syscall_groups[] = {
-  GROUP ("io_uring", POLICY_SYS_IO_URING, io_uring_rules, "io_uring_setup, io_uring_enter, io_uring_register: EPERM"),
-  GROUP ("userns", POLICY_SYS_USERNS, userns_rules,
-         "unshare/clone with any CLONE_NEW* flag: EPERM; clone3: ENOSYS (libc falls back to clone); "
-         "setns to a user namespace: EPERM"),
-  GROUP ("bpf", POLICY_SYS_BPF, bpf_rules, "bpf: EPERM"),
-  GROUP ("keyring", POLICY_SYS_KEYRING, keyring_rules, "add_key, request_key, keyctl: EPERM"),
-  GROUP ("perf", POLICY_SYS_PERF, perf_rules, "perf_event_open: EPERM"),
-  GROUP ("ptrace", POLICY_SYS_PTRACE, ptrace_rules, "ptrace, process_vm_readv, process_vm_writev, pidfd_getfd: EPERM"),
-  GROUP ("mount", POLICY_SYS_MOUNT, mount_rules,
-         "mount, umount2, pivot_root, fsopen, fsconfig, fsmount, fspick, move_mount, open_tree, mount_setattr: EPERM"),
-  GROUP ("kmod", POLICY_SYS_KMOD, kmod_rules, "init_module, finit_module, delete_module: EPERM"),
-  GROUP ("tiocsti", POLICY_SYS_TIOCSTI, tiocsti_rules, "ioctl TIOCSTI, TIOCLINUX: EPERM"),
-  GROUP ("raw-sockets", POLICY_SYS_RAW_SOCKETS, raw_socket_rules,
-         "socket(AF_PACKET, ...), socket(..., SOCK_RAW, ...): EPERM"),
-};
+#define GROUP(id, n, r, d) { n, POLICY_SYS_##id, r, sizeof (r) / sizeof ((r)[0]), d },
+const struct policy_sysgroup policy_syscall_groups[] = { POLICY_SYSCALL_GROUPS (GROUP) };
+#undef GROUP
 const size_t policy_syscall_groups_len = sizeof (policy_syscall_groups) / sizeof (policy_syscall_groups[0]);
 
 #ifndef SHM_EXEC

@@ -9,6 +9,47 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* THE list of the groups, one line each, in bit order:
+ *   X (ID, "name in syscalls.deny", rules array of syscall_groups.c, "one line for policy explain")
+ * Group ID's bit in policy_plan.deny_groups is POLICY_SYS_ID = 1u << its position. A new group is
+ * one line here and its rules array in syscall_groups.c; test_policy checks that the schema enum,
+ * docs/policy.md's table and test_policy_syscalls.py's GROUPS list exactly these names, and
+ * test_syscall_groups that each rule is in the built filter. */
+#define POLICY_SYSCALL_GROUPS(X)                                                                                       \
+  X (IO_URING, "io_uring", io_uring_rules, "io_uring_setup, io_uring_enter, io_uring_register: EPERM")                 \
+  X (USERNS, "userns", userns_rules,                                                                                   \
+     "unshare/clone with any CLONE_NEW* flag: EPERM; clone3: ENOSYS (libc falls back to clone); "                      \
+     "setns to a user namespace: EPERM")                                                                               \
+  X (BPF, "bpf", bpf_rules, "bpf: EPERM")                                                                              \
+  X (KEYRING, "keyring", keyring_rules, "add_key, request_key, keyctl: EPERM")                                         \
+  X (PERF, "perf", perf_rules, "perf_event_open: EPERM")                                                               \
+  X (PTRACE, "ptrace", ptrace_rules, "ptrace, process_vm_readv, process_vm_writev, pidfd_getfd: EPERM")                \
+  X (MOUNT, "mount", mount_rules,                                                                                      \
+     "mount, umount2, pivot_root, fsopen, fsconfig, fsmount, fspick, move_mount, open_tree, mount_setattr: EPERM")     \
+  X (KMOD, "kmod", kmod_rules, "init_module, finit_module, delete_module: EPERM")                                      \
+  X (TIOCSTI, "tiocsti", tiocsti_rules, "ioctl TIOCSTI, TIOCLINUX: EPERM")                                             \
+  X (RAW_SOCKETS, "raw-sockets", raw_socket_rules, "socket(AF_PACKET, ...), socket(..., SOCK_RAW, ...): EPERM")
+
+/* POLICY_SYSI_ID: the group's position in the list (and in policy_syscall_groups[]) */
+// clang-format off
+enum policy_syscall_group_index
+{
+#define POLICY_SYSI_(id, name, rules, doc) POLICY_SYSI_##id,
+  POLICY_SYSCALL_GROUPS (POLICY_SYSI_)
+#undef POLICY_SYSI_
+  POLICY_SYSI_COUNT
+};
+
+/* POLICY_SYS_ID: the group's bit in policy_plan.deny_groups (unsigned: at most 32 groups) */
+enum policy_syscall_group
+{
+#define POLICY_SYS_(id, name, rules, doc) POLICY_SYS_##id = 1u << POLICY_SYSI_##id,
+  POLICY_SYSCALL_GROUPS (POLICY_SYS_)
+#undef POLICY_SYS_
+};
+// clang-format on
+_Static_assert(POLICY_SYSI_COUNT <= 32, "policy_plan.deny_groups holds one bit per syscall group");
+
 struct policy_syscall_rule
 {
   const char *syscall; /* libseccomp name */
@@ -22,12 +63,13 @@ struct policy_syscall_rule
 struct policy_sysgroup
 {
   const char *name; /* as written in syscalls.deny */
-  unsigned bit;     /* POLICY_SYS_* of plan.h */
+  unsigned bit;     /* POLICY_SYS_* above */
   const struct policy_syscall_rule *rules;
   size_t rules_len;
   const char *doc; /* one line for docs/policy.md and `policy explain` */
 };
 
+/* POLICY_SYSCALL_GROUPS as data, in the same order (policy_syscall_groups[POLICY_SYSI_ID]) */
 extern const struct policy_sysgroup policy_syscall_groups[];
 extern const size_t policy_syscall_groups_len;
 

@@ -48,7 +48,7 @@
 
 #define OCI_VERSION "1.3.0"
 
-/* Crash-safety test hook (tests/escape/test_crash_safety.py): AGENTSBX_TEST_STOP_AT=<step>
+/* Crash-safety test hook (tests/escape/test_robustness.py): AGENTSBX_TEST_STOP_AT=<step>
  * makes the runtime die by SIGKILL at the named step (`<step>:stop` raises SIGSTOP instead), so
  * the tests can prove that `delete --force` recovers from a runtime killed anywhere. Only the
  * runtime's caller sets our environment, and it can kill us anyway: the hook adds no power. */

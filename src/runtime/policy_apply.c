@@ -752,9 +752,9 @@ oci_rule (const struct policy_syscall_rule *rule, struct oci_seccomp_syscall *c,
 }
 
 /* The denied groups, plus policy_exec_rules when allowExec is set (exec), as an OCI seccomp
- * object compiled by the same code as linux.seccomp */
-static int
-build_groups_filter (unsigned deny, bool exec, struct linux_seccomp *out, asbx_err_t *err)
+ * object compiled by the same code as linux.seccomp (see policy_apply.h) */
+int
+policy_build_groups_filter (unsigned deny, bool exec, struct linux_seccomp *out, asbx_err_t *err)
 {
 #ifdef __x86_64__
   static char *arches[] = { "SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32", NULL };
@@ -837,7 +837,7 @@ policy_prepare_process (const struct policy_plan *plan, asbx_err_t *err)
   /* always a filter: the host-file rules hold under every policy, groups denied or not */
   bool exec = policy_exec_restricted (plan);
   linux_seccomp_release (&groups);
-  if (build_groups_filter (plan->deny_groups, exec, &groups, err) < 0)
+  if (policy_build_groups_filter (plan->deny_groups, exec, &groups, err) < 0)
     {
       linux_landlock_free (ll);
       return -1;

@@ -112,11 +112,23 @@ def test_special_fs_as_regular_file(rt, bundle, target, host_guard):
 
 @pytest.mark.parametrize("target", ["proc", "sys"])
 def test_special_fs_symlink_to_host_proc(rt, bundle, target, host_guard):
-    """rootfs/proc -> /proc (absolute): resolved in the root, i.e. onto itself; never the host."""
+    """rootfs/proc -> /proc (absolute): resolved in the root, i.e. onto itself; never the host.
+    host_guard checks that no host mount appeared; the outcome itself is checked here: either the
+    run is refused naming the mount and why (agentsbx: a special filesystem's destination must be
+    a directory), or the container sees its own procfs/sysfs there. Either way the rootfs entry is
+    still the same symlink (nothing was mounted onto or created through it)."""
     p = os.path.join(bundle.rootfs, target)
     os.rmdir(p)
-    os.symlink(f"/{target}/../{target}", p)
-    probe_report(rt, bundle, check=False)
+    link = f"/{target}/../{target}"
+    os.symlink(link, p)
+    r = probe_report(rt, bundle, check=False)
+    if r.rc == 0:
+        rep = json_lines(r.out)[-1]
+        fstype = {m["mountpoint"]: m.get("fstype") for m in rep["mounts"]}
+        assert fstype.get(f"/{target}") == {"proc": "proc", "sys": "sysfs"}[target], fstype
+    elif not rt.is_runc:
+        assert f"(/{target}): destination must be a directory, not a symlink" in r.err, r
+    assert os.path.islink(p) and os.readlink(p) == link, "the rootfs's symlink was replaced"
 
 
 def test_dev_symlink_with_dev_mount(rt, bundle, host_guard):

@@ -568,6 +568,16 @@ def run(rt, bundle, args=None):
     return r
 
 
+def assert_refused(rt, r, *names):
+    """A refusal: a non-zero exit and, under agentsbx, an error message naming each of `names`
+    (the field, option or value at fault, as the house rule asks: one clear message naming what
+    was wrong). runc's wording is its own, so against runc only the exit status is checked."""
+    assert r.rc != 0, r
+    if not rt.is_runc:
+        for n in names:
+            assert n in r.err, f"the refusal does not name {n!r}: {r}"
+
+
 def probe_json(result):
     """The last JSON line a probe active check printed."""
     return json.loads(result.out.strip().splitlines()[-1])

@@ -28,6 +28,15 @@ v1_only = pytest.mark.skipif(UNIFIED, reason="reads cgroup v1 files; v2 counterp
                              "test_cgroups_v2.py")
 
 
+def wait_for(pred, timeout, what):
+    """Poll `pred` until it holds (a condition, not a fixed pause); fail naming `what` after
+    `timeout` seconds (a generous guard against hangs only)."""
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
 def cg(ctl, path, name):
     with open(os.path.join(V1, ctl, path.lstrip("/"), name)) as f:
         return f.read().strip()
@@ -84,11 +93,8 @@ def test_memory_hog_killed_at_limit(rt, bundle):
 def test_fork_bomb_stopped_at_pids_max(rt, bundle):
     cid, path = start(rt, bundle, {"pids": {"limit": 8}},
                       args=("/bin/sh", "-c", "i=0; while [ $i -lt 40 ]; do sleep 600 & i=$((i+1)); done; sleep 600"))
-    deadline = time.time() + 10
-    while time.time() < deadline and int(cg("pids", path, "pids.events").split()[-1]) == 0 \
-            if os.path.exists(os.path.join(V1, "pids", path.lstrip("/"), "pids.events")) else False:
-        time.sleep(0.1)
-    time.sleep(1)
+    # the shell forks 40 sleepers: wait until the controller has refused a fork ("max N")
+    wait_for(lambda: int(cg("pids", path, "pids.events").split()[-1]) > 0, 30, "a fork refused at pids.max")
     assert int(cg("pids", path, "pids.current")) <= 8
     assert int(cg("pids", path, "pids.events").split()[-1]) > 0  # "max N": forks refused
     rt.delete(cid, force=True)
@@ -98,9 +104,11 @@ def test_fork_bomb_stopped_at_pids_max(rt, bundle):
 def test_cpu_quota_throttles(rt, bundle):
     cid, path = start(rt, bundle, {"cpu": {"quota": 10000, "period": 100000}},
                       args=("/bin/sh", "-c", "while :; do :; done"))
-    time.sleep(1.5)
-    stat = dict(l.split() for l in cg("cpu", path, "cpu.stat").splitlines())
-    assert int(stat["nr_throttled"]) > 0
+
+    def throttled():
+        return int(dict(l.split() for l in cg("cpu", path, "cpu.stat").splitlines())["nr_throttled"])
+    wait_for(lambda: throttled() > 0, 30, "the busy loop throttled at its 10% quota")
+    assert throttled() > 0
     rt.delete(cid, force=True)
 
 
@@ -195,7 +203,8 @@ def test_ps_and_events_shape(rt, bundle):
 def test_events_reports_oom(rt, bundle):
     lim = 32 << 20
     cid, path = start(rt, bundle, {"memory": {"limit": lim, "swap": lim}},
-                      args=("/bin/sh", "-c", "sleep 2; dd if=/dev/zero of=/dev/null bs=64M count=1; sleep 600"))
+                      args=("/bin/sh", "-c", "while [ ! -e /oom-go ]; do sleep 0.1; done; "
+                            "dd if=/dev/zero of=/dev/null bs=64M count=1; sleep 600"))
     import subprocess
     p = subprocess.Popen([rt.binary, "--root", rt.root, "events", "--interval", "1s", cid],
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -207,6 +216,10 @@ def test_events_reports_oom(rt, bundle):
             if not line:
                 break
             lines.append(json.loads(line))
+            # events is watching once it printed its first record: only then let the container
+            # run into its limit (instead of a fixed pause before the dd)
+            if len(lines) == 1:
+                open(os.path.join(bundle.rootfs, "oom-go"), "w").close()
             if any(x["type"] == "oom" for x in lines):
                 break
     finally:

@@ -9,6 +9,8 @@ import os
 
 import pytest
 
+from conftest import assert_refused
+
 pytestmark = pytest.mark.runc_reference
 
 VERBS = ["create", "start", "run", "state", "kill", "delete", "list", "spec", "features"]
@@ -38,7 +40,7 @@ def test_version(rt):
 
 def test_unknown_verb_fails(rt):
     r = rt.cmd("no-such-verb")
-    assert not r.ok
+    assert_refused(rt, r, "no-such-verb")
 
 
 @pytest.mark.parametrize("verb", [["state"], ["start"], ["kill"], ["delete"],
@@ -58,19 +60,19 @@ def test_delete_force_unknown_id(rt):
 def test_missing_id_argument(rt):
     for verb in ("state", "start", "delete", "kill", "create"):
         r = rt.cmd(verb)
-        assert r.rc != 0, f"{verb} without an id must fail: {r}"
+        assert_refused(rt, r, f"agentsbx {verb}:", "container id")
 
 
 @pytest.mark.parametrize("bad", ["../x", "a/b", "..", "x/../../y", ""])
 def test_bad_id_refused(rt, bundle, bad):
     r, _ = rt.create(bundle, bad)
-    assert r.rc != 0, r
+    assert_refused(rt, r, "container id", bad)
     # Nothing was created anywhere near the state dir.
     if os.path.isdir(rt.root):
         assert os.listdir(rt.root) == [], os.listdir(rt.root)
     assert not os.path.exists(os.path.join(os.path.dirname(rt.root), "x"))
     r = rt.state(bad)
-    assert r.rc != 0
+    assert_refused(rt, r, "container id", bad)
 
 
 def test_state_json_shape(rt, bundle):
@@ -148,7 +150,7 @@ def test_spec_refuses_overwrite(rt, tmp_path):
     cfg = tmp_path / "config.json"
     cfg.write_text("sentinel")
     r = rt.cmd("spec", "--bundle", str(tmp_path), root=False)
-    assert r.rc != 0
+    assert_refused(rt, r, str(cfg), "exists")
     assert cfg.read_text() == "sentinel"
 
 
@@ -193,7 +195,7 @@ def test_log_text_format(rt, tmp_path):
 
 def test_bad_log_format_refused(rt, tmp_path):
     r = rt.cmd("list", global_args=["--log-format", "yaml"])
-    assert r.rc != 0
+    assert_refused(rt, r, "--log-format", "yaml")
 
 
 def test_debug_flag_accepted(rt):
@@ -205,7 +207,7 @@ def test_kill_bad_signal(rt, bundle):
     bundle.args("/probe", "sleep", "600")
     r, cid = rt.create(bundle)
     assert r.ok, r
-    assert rt.kill(cid, "NOTASIGNAL").rc != 0
+    assert_refused(rt, rt.kill(cid, "NOTASIGNAL"), "signal", "NOTASIGNAL")
     assert rt.status(cid) == "created"
 
 

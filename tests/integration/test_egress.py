@@ -168,6 +168,23 @@ def nft_table(netns):
     return r.stdout if r.returncode == 0 else None
 
 
+def udp_settled(lab):
+    """udp.log once every datagram sent before now has been handled, waited on as a condition
+    rather than a fixed pause: a sync datagram sent to the UDP counter from inside the upstream
+    namespace (v4 and v6; logged with the upstream's own address as the source, which no
+    container uses) is queued behind anything already delivered to those sockets, so once both
+    are logged so has every datagram the container sent before it exited. Returns the log
+    without the sync entries."""
+    for addr, fam in ((UP4, "AF_INET"), (UP6, "AF_INET6")):
+        sh("ip", "netns", "exec", lab.up, "python3", "-c",
+           f"import socket; socket.socket(socket.{fam}, socket.SOCK_DGRAM).sendto(b'sync', ('{addr}', 9999))")
+    deadline = time.monotonic() + 30
+    while not {UP4, UP6} <= set(lab.log("udp.log")):
+        assert time.monotonic() < deadline, f"the upstream did not count the sync datagrams: {lab.log('udp.log')}"
+        time.sleep(0.05)
+    return [a for a in lab.log("udp.log") if a not in (UP4, UP6)]
+
+
 # ---- the table, in an engine-given (joined) namespace -------------------------------------------
 
 def test_control_without_policy(rt, ebundle, lab):
@@ -199,8 +216,9 @@ def test_joined_netns_only_loopback(rt, ebundle, lab, tmp_path, profile):
     table = nft_table(lab.c)
     assert table is not None and "policy drop" in table
     assert ("@allow4" in table) is (profile == "agent")
-    time.sleep(0.5)  # the datagrams were sent before the container exited; give them a moment
-    assert lab.log("udp.log") == [] and lab.log("http.log") == []
+    # the datagrams were sent before the container exited: wait until the upstream has handled
+    # everything sent before now, then nothing of the container's may be there
+    assert udp_settled(lab) == [] and lab.log("http.log") == []
 
 
 # ---- filtered: the DNS stub and the sets -------------------------------------------------------
@@ -303,8 +321,10 @@ def test_filtered_direct_addresses(filtered, lab):
     for r in (v4, v6, mapped, not_resolved):
         assert not r["ok"] and r["error"] == "ECONNREFUSED", r
     assert cidr4["ok"] and cidr6["ok"], (cidr4, cidr6)
-    time.sleep(0.5)
-    assert lab.log("udp.log") == []
+    assert udp_settled(lab) == []
+    deadline = time.monotonic() + 10
+    while len(lab.log("http.log")) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert lab.log("http.log") == ["", ""]  # only the two allowedCidrs connects reached a server
 
 

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from conftest import probe_json
+from conftest import assert_refused, probe_json
 
 pytestmark = pytest.mark.runc_reference
 
@@ -106,7 +106,7 @@ def test_exec_detach_pid_file(rt, running, tmp_path):
 def test_exec_bad_user_string(rt, running):
     for bad in ("abc:", "1000:x", "-1", ":5"):
         r = rt.cmd("exec", "--user", bad, running, "/probe", "exit", "0")
-        assert r.rc != 0, bad
+        assert_refused(rt, r, "--user", repr(bad)[1:-1])
 
 
 def test_exec_paused_refused(rt, running):

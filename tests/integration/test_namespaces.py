@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import holder_process, probe_report, run
+from conftest import assert_refused, holder_process, probe_report, run
 
 pytestmark = pytest.mark.runc_reference
 
@@ -75,14 +75,14 @@ def test_join_two_containers_share_netns(rt, make_bundle):
 def test_join_missing_path_fails(rt, bundle):
     bundle.set_namespace("network", "/proc/999999999/ns/net")
     r = probe_report(rt, bundle, check=False)
-    assert r.rc != 0
+    assert_refused(rt, r, "linux.namespaces", "/proc/999999999/ns/net")
 
 
 def test_join_wrong_type_fails(rt, bundle):
     with holder_process("--uts") as pid:
         bundle.set_namespace("network", f"/proc/{pid}/ns/uts")
         r = probe_report(rt, bundle, check=False)
-        assert r.rc != 0
+        assert_refused(rt, r, "linux.namespaces", f"/proc/{pid}/ns/uts")
 
 
 def test_join_non_namespace_file_fails(rt, bundle, tmp_path):
@@ -90,7 +90,7 @@ def test_join_non_namespace_file_fails(rt, bundle, tmp_path):
     f.write_text("")
     bundle.set_namespace("ipc", str(f))
     r = probe_report(rt, bundle, check=False)
-    assert r.rc != 0
+    assert_refused(rt, r, "linux.namespaces", str(f))
 
 
 def test_user_namespace_mappings(rt, bundle):
@@ -149,7 +149,7 @@ def test_time_offsets_without_time_namespace_refused(rt, bundle):
     bundle.remove_namespace("time")
     bundle.linux["timeOffsets"] = {"monotonic": {"secs": 100, "nanosecs": 0}}
     r = probe_report(rt, bundle, check=False)
-    assert r.rc != 0
+    assert_refused(rt, r, "linux.timeOffsets")
 
 
 def test_cgroup_namespace_root(rt, bundle):
@@ -163,7 +163,7 @@ def test_cgroup_namespace_root(rt, bundle):
 def test_duplicate_namespace_refused(rt, bundle):
     bundle.linux["namespaces"] = bundle.linux["namespaces"] + [{"type": "ipc"}, {"type": "ipc"}]
     r = probe_report(rt, bundle, check=False)
-    assert r.rc != 0
+    assert_refused(rt, r, "linux.namespaces", "ipc")
 
 
 def lo_flags(r):

@@ -10,7 +10,7 @@ import resource
 
 import pytest
 
-from conftest import caps_mask, probe_json, probe_report, run
+from conftest import assert_refused, caps_mask, probe_json, probe_report, run
 
 pytestmark = pytest.mark.runc_reference
 
@@ -174,7 +174,7 @@ def test_rlimit_above_hard_limit_fails_clearly(rt, bundle):
 def test_unknown_rlimit_refused(rt, bundle):
     bundle.process["rlimits"] = [{"type": "RLIMIT_BOGUS", "soft": 1, "hard": 1}]
     r = probe_report(rt, bundle, check=False)
-    assert r.rc != 0
+    assert_refused(rt, r, "process.rlimits", "RLIMIT_BOGUS")
 
 
 def test_oom_score_adj(rt, bundle):
@@ -203,7 +203,7 @@ def test_hostname_without_uts_namespace_refused(rt, bundle):
     bundle.remove_namespace("uts")
     bundle.config["hostname"] = "must-not-reach-host"
     r = probe_report(rt, bundle, check=False)
-    assert r.rc != 0
+    assert_refused(rt, r, "hostname", "UTS namespace")
     with open("/proc/sys/kernel/hostname") as f:
         assert f.read().strip() != "must-not-reach-host"
 
@@ -230,7 +230,7 @@ def test_sysctl_in_host_netns_refused(rt, bundle):
     bundle.remove_namespace("network")
     bundle.linux["sysctl"] = {"net.ipv4.ip_unprivileged_port_start": "81"}
     r = probe_report(rt, bundle, check=False)
-    assert r.rc != 0
+    assert_refused(rt, r, "linux.sysctl", "net.ipv4.ip_unprivileged_port_start")
     with open("/proc/sys/net/ipv4/ip_unprivileged_port_start") as f:
         assert f.read() == before
 
@@ -240,7 +240,7 @@ def test_sysctl_not_namespaced_refused(rt, bundle):
         before = f.read()
     bundle.linux["sysctl"] = {"kernel.panic": "17"}
     r = probe_report(rt, bundle, check=False)
-    assert r.rc != 0
+    assert_refused(rt, r, "linux.sysctl", "kernel.panic")
     with open("/proc/sys/kernel/panic") as f:
         assert f.read() == before
 

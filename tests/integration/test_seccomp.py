@@ -17,7 +17,7 @@ import threading
 
 import pytest
 
-from conftest import probe_json, probe_report, run
+from conftest import assert_refused, probe_json, probe_report, run
 
 pytestmark = pytest.mark.runc_reference
 
@@ -363,7 +363,7 @@ def test_listener_missing_fails_create(rt, bundle):
 def test_notify_without_listener_path_refused(rt, bundle):
     bundle.linux["seccomp"] = allow_all(rule("getppid", "SCMP_ACT_NOTIFY"))
     r, _ = rt.create(bundle)
-    assert not r.ok, r
+    assert_refused(rt, r, "linux.seccomp", "listenerPath")
 
 
 # ---- the containers-common default profile on Debian -----------------------------------------

@@ -147,19 +147,43 @@ test_empty_and_errors (void **state)
 static void
 test_known_list_sorted_and_complete (void **state)
 {
+  const char *const *known = mount_opts_names ();
   size_t n = 0;
-  for (; mount_opts_known[n]; n++)
+  for (; known[n]; n++)
     {
       struct mount_opts o;
       asbx_err_t err = NULL;
-      char *v[] = { (char *) mount_opts_known[n] };
+      char *v[] = { (char *) known[n] };
       if (n > 0)
-        assert_true (strcmp (mount_opts_known[n - 1], mount_opts_known[n]) < 0);
+        assert_true (strcmp (known[n - 1], known[n]) < 0);
       assert_int_equal (mount_opts_parse (v, 1, &o, &err), 0);
       /* every listed option is recognised, so none ends up as fs data */
       assert_null (o.data);
+      mount_opts_free (&o);
     }
   assert_true (n >= 50);
+  assert_ptr_equal (mount_opts_names (), known); /* built once */
+}
+
+/* the `features` list is the table less tmpcopyup, plus "defaults" */
+static void
+test_feature_names (void **state)
+{
+  const char *const *known = mount_opts_names (), *const *feat = mount_opts_feature_names ();
+  size_t nk = 0, nf = 0;
+  bool defaults = false, tmpcopyup = false;
+  for (; known[nk]; nk++)
+    ;
+  for (; feat[nf]; nf++)
+    {
+      if (nf > 0)
+        assert_true (strcmp (feat[nf - 1], feat[nf]) < 0);
+      defaults |= strcmp (feat[nf], "defaults") == 0;
+      tmpcopyup |= strcmp (feat[nf], "tmpcopyup") == 0;
+    }
+  assert_true (defaults);
+  assert_false (tmpcopyup);
+  assert_int_equal (nf, nk);
 }
 
 int
@@ -170,6 +194,7 @@ main (void)
     cmocka_unit_test (test_last_wins),        cmocka_unit_test (test_bind_and_propagation),
     cmocka_unit_test (test_recursive_attrs),  cmocka_unit_test (test_sb_and_specials),
     cmocka_unit_test (test_empty_and_errors), cmocka_unit_test (test_known_list_sorted_and_complete),
+    cmocka_unit_test (test_feature_names),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -6,9 +6,13 @@
  *   ceiling.json (--policy), ceiling.profile (--profile), request.json (annotation
  *   io.agentsbx.policy), request.profile (annotation io.agentsbx.profile), config.json (host
  *   config; default: an empty one), sandbox (sandbox default profile "agent"), audit-dir
- * and the expected output: plan.json (pretty plan) or error.txt (the error message). Paths under
- * the data directory are written "$DATA" in expected files. Regenerate with
- * POLICY_GOLDEN_UPDATE=1 tests/unit/test_policy (then review the diff). */
+ * and the expected output: plan.json (the pretty plan without its "digest" and "effective" keys:
+ * what the case decides, so that a change to a built-in profile's text or to the effective
+ * document's form touches only the goldens whose plan it changes) or error.txt (the error
+ * message). One case (merge-narrow) holds full-plan.json instead: the whole output, effective
+ * policy and digest included; and every case checks that the digest is the SHA-256 of its
+ * effective policy. Paths under the data directory are written "$DATA" in expected files.
+ * Regenerate with POLICY_GOLDEN_UPDATE=1 tests/unit/test_policy (then review the diff). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +26,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <yajl/yajl_tree.h>
 
 #include "core/cleanup.h"
 #include "core/util.h"
@@ -29,6 +34,7 @@
 #include "policy/policy.h"
 #include "policy/profiles.h"
 #include "policy/sha256.h"
+#include "policy/syscall_groups.h"
 
 #define DATA TEST_DATA_DIR "/policy"
 
@@ -84,6 +90,22 @@ write_text (const char *path, const char *text)
 
 static int failures;
 
+/* The pretty plan `j` without its "digest" line and its last key, "effective" (in place). Returns
+ * false when either is missing. */
+static bool
+plan_only (char *j)
+{
+  char *d = strstr (j, "\n  \"digest\": \"");
+  char *e = strstr (j, ",\n  \"effective\": ");
+  if (d == NULL || e == NULL || e < d)
+    return false;
+  char *d_end = strchr (d + 1, '\n');
+  memmove (d, d_end, strlen (d_end) + 1);
+  e -= d_end - d;
+  strcpy (e, "\n}\n");
+  return true;
+}
+
 static void
 run_case (const char *name)
 {
@@ -132,8 +154,30 @@ run_case (const char *name)
   if (p)
     {
       cleanup_free char *j = policy_plan_to_json (p, true);
+      cleanup_free char *full = xasprintf ("%s/full-plan.json", dir);
+      char hex[65];
+      if (p->active)
+        {
+          policy_sha256_hex (p->effective_json, strlen (p->effective_json), hex);
+          cleanup_free char *digest = xasprintf ("sha256:%s", hex);
+          if (strcmp (p->digest, digest) != 0)
+            {
+              failures++;
+              print_error ("case %s: digest %s is not the SHA-256 of the effective policy\n", name, p->digest);
+            }
+        }
+      if (access (full, F_OK) == 0)
+        expect_path = steal_ptr (&full);
+      else
+        {
+          if (p->active && !plan_only (j))
+            {
+              failures++;
+              print_error ("case %s: no digest/effective in the plan\n", name);
+            }
+          expect_path = xasprintf ("%s/plan.json", dir);
+        }
       actual = scrub (j);
-      expect_path = xasprintf ("%s/plan.json", dir);
       policy_plan_free (p);
     }
   else
@@ -187,11 +231,27 @@ test_golden (void **state)
   assert_int_equal (failures, 0);
 }
 
-/* profiles_data.c must be exactly contrib/profiles/NAME.json */
+/* profiles_data.c must be exactly contrib/profiles/NAME.json, one entry per JSON file there (a
+ * profile added or removed without the generated file being rebuilt fails here) */
 static void
 test_builtins_match_json (void **state)
 {
-  size_t n = 0;
+  cleanup_closedir DIR *d = opendir (TOP_SRCDIR "/contrib/profiles");
+  struct dirent *e;
+  size_t files = 0, n = 0;
+  assert_non_null (d);
+  while ((e = readdir (d)))
+    {
+      size_t l = strlen (e->d_name);
+      if (e->d_name[0] != '.' && l > 5 && strcmp (e->d_name + l - 5, ".json") == 0)
+        {
+          cleanup_free char *name = xstrdup (e->d_name);
+          name[l - 5] = '\0';
+          if (policy_builtin_profile (name) == NULL)
+            fail_msg ("contrib/profiles/%s is not built in (src/policy/profiles_data.c not regenerated?)", e->d_name);
+          files++;
+        }
+    }
   for (const struct policy_builtin *b = policy_builtins; b->name; b++, n++)
     {
       cleanup_free char *path = xasprintf ("%s/contrib/profiles/%s.json", TOP_SRCDIR, b->name);
@@ -201,23 +261,91 @@ test_builtins_match_json (void **state)
       assert_int_equal (strlen (text), b->len);
       assert_ptr_equal (policy_builtin_profile (b->name), b->json);
     }
-  assert_int_equal (n, 4);
+  assert_true (n > 0);
+  assert_int_equal (n, files);
   assert_null (policy_builtin_profile ("nope"));
 }
 
+/* every built-in profile passes `policy check` */
 static void
 test_builtins_check (void **state)
 {
-  for (const char *const *n = policy_builtin_names; *n; n++)
+  for (const struct policy_builtin *b = policy_builtins; b->name; b++)
     {
       asbx_err_t err = NULL;
-      const char *j = policy_builtin_profile (*n);
-      cleanup_free char *source = xasprintf ("profile %s", *n);
+      const char *j = policy_builtin_profile (b->name);
+      cleanup_free char *source = xasprintf ("profile %s", b->name);
       cleanup_free char *out = policy_check (j, strlen (j), source, DATA "/no-such-dir", &err);
       if (err)
         fail_msg ("%s", err->msg);
       assert_non_null (out);
     }
+}
+
+/* The copies of the syscall-group list name exactly the groups of POLICY_SYSCALL_GROUPS, in its
+ * order: `names` (n entries, heap strings, freed here) as read from `what` */
+static void
+expect_group_names (const char *what, char **names, size_t n)
+{
+  size_t i;
+  for (i = 0; i < n && i < policy_syscall_groups_len; i++)
+    if (strcmp (names[i], policy_syscall_groups[i].name) != 0)
+      fail_msg ("%s: group %zu is \"%s\", src/policy/syscall_groups.h has \"%s\"", what, i, names[i],
+                policy_syscall_groups[i].name);
+  if (n != policy_syscall_groups_len)
+    fail_msg ("%s lists %zu syscall groups, src/policy/syscall_groups.h %zu (first difference at %zu: %s)", what, n,
+              policy_syscall_groups_len, i, i < n ? names[i] : policy_syscall_groups[i].name);
+  for (i = 0; i < n; i++)
+    free (names[i]);
+}
+
+/* docs/policy.schema.json's syscalls.deny enum */
+static void
+test_groups_schema (void **state)
+{
+  cleanup_free char *text = slurp (TOP_SRCDIR "/docs/policy.schema.json");
+  const char *path[] = { "properties", "syscalls", "properties", "deny", "items", "enum", NULL };
+  char errbuf[256] = "";
+  char *names[64];
+  size_t n = 0;
+  assert_non_null (text);
+  yajl_val tree = yajl_tree_parse (text, errbuf, sizeof (errbuf));
+  if (tree == NULL)
+    fail_msg ("docs/policy.schema.json: %s", errbuf);
+  yajl_val e = yajl_tree_get (tree, path, yajl_t_array);
+  assert_non_null (e);
+  for (size_t i = 0; i < YAJL_GET_ARRAY (e)->len && n < 64; i++)
+    names[n++] = xstrdup (YAJL_GET_STRING (YAJL_GET_ARRAY (e)->values[i]));
+  yajl_tree_free (tree);
+  expect_group_names ("docs/policy.schema.json syscalls.deny enum", names, n);
+}
+
+/* the first column ("| `NAME` |") of docs/policy.md's table under "### 2.3 syscalls.deny", and the
+ * keys ('    "NAME":') of tests/integration/test_policy_syscalls.py's GROUPS (a group with no
+ * probe attempt there would be untested) */
+static void
+test_groups_docs_and_tests (void **state)
+{
+  char *names[64];
+  size_t n = 0;
+  cleanup_free char *md = slurp (TOP_SRCDIR "/docs/policy.md");
+  assert_non_null (md);
+  const char *p = strstr (md, "\n### 2.3 syscalls.deny");
+  assert_non_null (p);
+  p = strstr (p, "\n|---");
+  assert_non_null (p);
+  for (p = strchr (p + 1, '\n'); p && strncmp (p, "\n| `", 4) == 0 && n < 64; p = strchr (p + 1, '\n'))
+    names[n++] = xasprintf ("%.*s", (int) strcspn (p + 4, "`"), p + 4);
+  expect_group_names ("docs/policy.md §2.3 table", names, n);
+
+  n = 0;
+  cleanup_free char *py = slurp (TOP_SRCDIR "/tests/integration/test_policy_syscalls.py");
+  assert_non_null (py);
+  p = strstr (py, "\nGROUPS = {\n");
+  assert_non_null (p);
+  for (p = strchr (p + 1, '\n'); p && strncmp (p, "\n    \"", 6) == 0 && n < 64; p = strchr (p + 1, '\n'))
+    names[n++] = xasprintf ("%.*s", (int) strcspn (p + 6, "\""), p + 6);
+  expect_group_names ("tests/integration/test_policy_syscalls.py GROUPS", names, n);
 }
 
 static void
@@ -363,10 +491,16 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_golden),         cmocka_unit_test (test_builtins_match_json),
-    cmocka_unit_test (test_builtins_check), cmocka_unit_test (test_sizes_durations),
-    cmocka_unit_test (test_domains),        cmocka_unit_test (test_cidrs),
-    cmocka_unit_test (test_paths),          cmocka_unit_test (test_sha256),
+    cmocka_unit_test (test_golden),
+    cmocka_unit_test (test_builtins_match_json),
+    cmocka_unit_test (test_builtins_check),
+    cmocka_unit_test (test_groups_schema),
+    cmocka_unit_test (test_groups_docs_and_tests),
+    cmocka_unit_test (test_sizes_durations),
+    cmocka_unit_test (test_domains),
+    cmocka_unit_test (test_cidrs),
+    cmocka_unit_test (test_paths),
+    cmocka_unit_test (test_sha256),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }
