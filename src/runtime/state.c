@@ -305,17 +305,61 @@ asbx_state_alive (const struct asbx_state *st)
   return s != 0 && s == st->pid_start;
 }
 
-const char *
+enum asbx_status
 asbx_state_status (int dirfd, const struct asbx_state *st)
 {
   struct stat sb;
   if (!asbx_state_alive (st))
-    return "stopped";
+    return ASBX_STATUS_STOPPED;
   if (fstatat (dirfd, "start.sock", &sb, AT_SYMLINK_NOFOLLOW) == 0)
-    return "created";
+    return ASBX_STATUS_CREATED;
   if (st->cgroup_path && cgroup_is_frozen (st->cgroup_path, NULL) == 1)
-    return "paused";
-  return "running";
+    return ASBX_STATUS_PAUSED;
+  return ASBX_STATUS_RUNNING;
+}
+
+const char *
+asbx_status_name (enum asbx_status s)
+{
+  static const char *const names[] = {
+    [ASBX_STATUS_CREATING] = "creating", [ASBX_STATUS_CREATED] = "created", [ASBX_STATUS_RUNNING] = "running",
+    [ASBX_STATUS_PAUSED] = "paused",     [ASBX_STATUS_STOPPED] = "stopped",
+  };
+  return (unsigned) s < ASBX_ARRAY_SIZE (names) ? names[s] : "unknown";
+}
+
+/* The lifecycle's one table (runc's state_linux.go keeps the same rules as a type per state):
+ * for each operation, the statuses it may start from and, for those that run hooks, the
+ * status the hooks' state says (runtime.md "Lifecycle"); -1 = the op has no hooks. */
+#define ST(x) (1u << ASBX_STATUS_##x)
+static const struct
+{
+  unsigned from; /* mask of ST() */
+  int to;        /* enum asbx_status, or -1 */
+} transitions[] = {
+  /* prestart/createRuntime/createContainer hooks see "created", as runc's do */
+  [ASBX_OP_CREATE] = { ST (CREATING), ASBX_STATUS_CREATED },
+  [ASBX_OP_START] = { ST (CREATED), ASBX_STATUS_RUNNING },
+  /* running and paused need --force (SIGKILL first) */
+  [ASBX_OP_DELETE] = { ST (CREATED) | ST (STOPPED), ASBX_STATUS_STOPPED },
+  [ASBX_OP_EXEC] = { ST (RUNNING), -1 },
+  [ASBX_OP_EXEC_PAUSED] = { ST (RUNNING) | ST (PAUSED), -1 },
+  [ASBX_OP_CHECKPOINT] = { ST (RUNNING) | ST (PAUSED), -1 },
+  /* runc: update needs a container that is not stopped; pause and resume then read the freezer */
+  [ASBX_OP_CGROUP] = { ST (CREATED) | ST (RUNNING) | ST (PAUSED), -1 },
+};
+#undef ST
+
+bool
+asbx_status_allows (enum asbx_status s, enum asbx_op op)
+{
+  return (unsigned) op < ASBX_ARRAY_SIZE (transitions) && (transitions[op].from & (1u << s)) != 0;
+}
+
+enum asbx_status
+asbx_status_after (enum asbx_op op)
+{
+  return transitions[op].to >= 0 ? (enum asbx_status) transitions[op].to : ASBX_STATUS_RUNNING;
 }
 
 void
