@@ -79,7 +79,8 @@ asbx_container_update (const struct asbx_global *g, const char *id, const struct
       asbx_error (err, 0, "cannot update container `%s`: it is stopped", id);
       goto out;
     }
-  if (cgroup_check_resources (res, err) < 0 || cgroup_apply_resources (o.st.cgroup_path, res, NULL, 0, true, err) < 0)
+  if (cgroup_check_resources (res, err) < 0
+      || cgroup_apply_resources (o.st.cgroup_path, NULL, res, NULL, 0, true, err) < 0)
     {
       asbx_error_wrap (err, "update container `%s`", id);
       goto out;

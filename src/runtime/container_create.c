@@ -26,6 +26,7 @@
 #include "core/util.h"
 #include "libocispec/oci_spec.h"
 #include "linux/cgroup.h"
+#include "linux/cgroup_systemd.h"
 #include "linux/idmap.h"
 #include "linux/ns.h"
 #include "linux/process.h"
@@ -95,6 +96,7 @@ struct create_ctx
   int dirfd;
   const char *id;
   char *cgroup_path;
+  struct cgroup_systemd_unit cgroup_unit; /* the systemd driver's unit for cgroup_path, or empty */
   unsigned long cgroup_mask;
   pid_t init_pid;
   bool new_netns;                /* this create makes the network namespace (nobody wires it): for the monitor */
@@ -395,7 +397,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
           config_path);
       goto out;
     }
-  c.cgroup_path = cgroup_resolve_path (spec->linux_->cgroups_path, o->id, g->systemd_cgroup, err);
+  c.cgroup_path = cgroup_resolve_path (spec->linux_->cgroups_path, o->id, g->systemd_cgroup, &c.cgroup_unit, err);
   if (!c.cgroup_path)
     goto out;
   add_listen_fds (spec, &preserve);
@@ -436,6 +438,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
     .bundle = bundle,
     .rootfs = rootfs,
     .cgroup_path = c.cgroup_path,
+    .cgroup_unit = &c.cgroup_unit,
     .start_fd = startfd,
     .console_fd = console,
     .preserve_fds = preserve,
@@ -477,6 +480,7 @@ out:
   linux_seccomp_handover_clear ();
   ns_plan_close (&ns);
   free (c.cgroup_path);
+  cgroup_systemd_unit_clear (&c.cgroup_unit);
   free (c.missing_grants);
   linux_idmap_close (idmap_fds, spec ? spec->mounts_len : 0);
   if (plan)

@@ -12,7 +12,7 @@
 #include "linux/ns.h"
 #include "policy/plan.h"
 
-/* Everything the init process needs; filled by container.c, read-only in the children. */
+/* Everything the init process needs; filled by container_create.c, read-only in the children. */
 struct init_args
 {
   const struct oci_spec *spec;
@@ -20,10 +20,12 @@ struct init_args
   const char *bundle;      /* absolute */
   const char *rootfs;      /* absolute, real path */
   const char *cgroup_path; /* relative to the hierarchy roots */
-  int sync_fd;             /* child end of the socketpair */
-  int start_fd;            /* listening socket start.sock: I accepts `start`'s connection on it */
-  int console_fd;          /* connected --console-socket, or -1 */
-  int preserve_fds;        /* fds 3 .. 3+preserve_fds-1 stay open in the container */
+  /* the systemd unit cgroup_resolve_path gave for cgroup_path (linux/cgroup_systemd.h), or NULL */
+  const struct cgroup_systemd_unit *cgroup_unit;
+  int sync_fd;      /* child end of the socketpair */
+  int start_fd;     /* listening socket start.sock: I accepts `start`'s connection on it */
+  int console_fd;   /* connected --console-socket, or -1 */
+  int preserve_fds; /* fds 3 .. 3+preserve_fds-1 stay open in the container */
   bool no_pivot;
   bool no_new_keyring;
   /* fds of the runtime the children must close at once: the state dir fd carries the
