@@ -82,6 +82,28 @@ write_all (int fd, const void *buf, size_t len)
   return 0;
 }
 
+ssize_t
+read_proc_small (pid_t pid, const char *name, char *buf, size_t size)
+{
+  char path[64];
+  ssize_t n;
+  snprintf (path, sizeof path, "/proc/%d/%s", (int) pid, name);
+  cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  while ((n = read (fd, buf, size - 1)) < 0 && errno == EINTR)
+    ;
+  if (n < 0)
+    return -1;
+  if (n == 0)
+    {
+      errno = ENODATA;
+      return -1;
+    }
+  buf[n] = '\0';
+  return n;
+}
+
 int
 write_pid_file (const char *path, pid_t pid, asbx_err_t *err)
 {

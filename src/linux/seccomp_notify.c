@@ -19,6 +19,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "core/cleanup.h"
+#include "core/fdpass.h"
 #include "core/util.h"
 #include "linux/seccomp_bpf.h"
 
@@ -135,29 +136,11 @@ linux_seccomp_process_state (const char *state_json, const char *metadata, asbx_
 int
 linux_seccomp_listener_send (int sock, int notify_fd, const char *json, asbx_err_t *err)
 {
-  struct iovec iov = { .iov_base = (void *) json, .iov_len = strlen (json) };
-  union
-  {
-    char buf[CMSG_SPACE (sizeof (int))];
-    struct cmsghdr align;
-  } u;
-  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
-  struct cmsghdr *c;
-
-  memset (u.buf, 0, sizeof u.buf);
-  c = CMSG_FIRSTHDR (&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN (sizeof (int));
-  memcpy (CMSG_DATA (c), &notify_fd, sizeof (int));
-  for (;;)
-    {
-      ssize_t w = sendmsg (sock, &msg, MSG_NOSIGNAL);
-      if (w >= 0 && (size_t) w == iov.iov_len)
-        return 0;
-      if (w >= 0)
-        return asbx_error (err, EIO, "seccomp listener: short write (%zd of %zu bytes)", w, iov.iov_len);
-      if (errno != EINTR)
-        return asbx_error (err, errno, "seccomp listener: send the notify fd and the container state");
-    }
+  size_t len = strlen (json);
+  ssize_t w = fdpass_send (sock, notify_fd, json, len);
+  if (w < 0)
+    return asbx_error (err, errno, "seccomp listener: send the notify fd and the container state");
+  if ((size_t) w != len)
+    return asbx_error (err, EIO, "seccomp listener: short write (%zd of %zu bytes)", w, len);
+  return 0;
 }

@@ -103,7 +103,9 @@ struct create_ctx
   char *missing_grants;          /* "ORIGIN\tPATH\n" lines from the init (policy_apply_mounts), or NULL */
   const char *host_mntns_rootfs; /* no mount namespace of its own: its mounts below this rootfs are
                                     in ours, detached on undo (state file `host-mounts`) */
-  int unixsock_fd;               /* the monitor's end of the unix-socket confinement channel, or -1 */
+  /* per spec mount: the sources prepared here (idmapped clones; bind clones around the spawn) */
+  struct linux_mount_src *mount_srcs;
+  int unixsock_fd; /* the monitor's end of the unix-socket confinement channel, or -1 */
 };
 
 /* An allowWrite grant whose path is missing creates nothing: the path stays read-only (or
@@ -136,7 +138,7 @@ report_missing_grants (const char *lines)
  * the idmapped binds, made here in the host's user and mount namespace (linux/idmap.h). */
 static int
 create_mount_prep (struct create_ctx *c, const struct ns_plan *ns, const struct oci_spec *spec, const char *bundle,
-                   const char *rootfs, const char *config_path, int **idmap_fds, asbx_err_t *err)
+                   const char *rootfs, const char *config_path, asbx_err_t *err)
 {
   if (!((ns->new_flags | ns->join_flags) & CLONE_NEWNS))
     {
@@ -145,7 +147,7 @@ create_mount_prep (struct create_ctx *c, const struct ns_plan *ns, const struct 
         return asbx_error (err, errno, "state directory: create %s", HOST_MOUNTS_MARK);
       c->host_mntns_rootfs = rootfs;
     }
-  return linux_idmap_prepare (spec, bundle, config_path, idmap_fds, err);
+  return linux_idmap_prepare (spec, bundle, config_path, &c->mount_srcs, err);
 }
 
 static void
@@ -247,11 +249,11 @@ create_spawned (const struct asbx_global *g, const struct asbx_create_opts *o, s
   a->sync_fd = sp[1];
   /* in a new user namespace the bind sources are opened here, as the host's root: the init's
    * mapped root may not reach them (runc does the same) */
-  int *bind_fds = (a->ns->new_flags & CLONE_NEWUSER) ? linux_rootfs_open_bind_sources (spec, bundle) : NULL;
-  a->bind_fds = bind_fds;
+  if (a->ns->new_flags & CLONE_NEWUSER)
+    linux_rootfs_open_bind_sources (spec, bundle, &c->mount_srcs);
+  a->mount_srcs = c->mount_srcs;
   int r = spawn_init (a, psync, &c->init_pid, &c->cgroup_mask, err);
-  linux_rootfs_close_bind_sources (bind_fds, spec->mounts_len);
-  a->bind_fds = NULL;
+  linux_rootfs_close_bind_sources (c->mount_srcs, spec->mounts_len);
   if (a->sync_fd >= 0) /* spawn_init closes it once S is forked */
     close (a->sync_fd);
   if (r < 0)
@@ -347,7 +349,6 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   struct ns_plan ns = { 0 };
   struct policy_plan *plan = NULL;
   struct create_ctx c = { .rootfd = -1, .dirfd = -1, .id = o->id, .unixsock_fd = -1 };
-  int *idmap_fds = NULL;
   int r_spawn;
   size_t raw_len;
   int preserve = o->preserve_fds;
@@ -429,10 +430,10 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
         goto undo;
       linux_seccomp_handover_set (spec->linux_->seccomp, &f);
     }
-  if (create_mount_prep (&c, &ns, spec, bundle, rootfs, config_path, &idmap_fds, err) < 0)
+  if (create_mount_prep (&c, &ns, spec, bundle, rootfs, config_path, err) < 0)
     goto undo;
   struct init_args a = {
-    .idmap_fds = idmap_fds,
+    .mount_srcs = c.mount_srcs,
     .spec = spec,
     .ns = &ns,
     .bundle = bundle,
@@ -482,7 +483,7 @@ out:
   free (c.cgroup_path);
   cgroup_systemd_unit_clear (&c.cgroup_unit);
   free (c.missing_grants);
-  linux_idmap_close (idmap_fds, spec ? spec->mounts_len : 0);
+  linux_mount_srcs_free (c.mount_srcs, spec ? spec->mounts_len : 0);
   if (plan)
     policy_plan_free (plan);
   return ret;

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "libocispec/oci_spec.h"
 #include "linux/ns.h"
+#include "linux/rootfs.h"
 #include "policy/plan.h"
 
 /* Everything the init process needs; filled by container_create.c, read-only in the children. */
@@ -32,11 +33,11 @@ struct init_args
    * container's flock, which a child would otherwise hold until exec */
   int close_fds[4];
   const struct policy_plan *plan; /* the agent policy (inactive plan or NULL: plain OCI) */
-  const int *bind_fds;            /* new user namespace: the bind sources the runtime opened
-                                     (linux_rootfs_open_bind_sources), else NULL */
-  const int *idmap_fds;           /* per spec mount: P's idmapped clone or -1 (linux/idmap.h); NULL = none */
-  int unixsock_fd;                /* socketpair end to the monitor for the unix-socket confinement's
-                                     notify fd (runtime/unixsock.h), or -1 */
+  /* per spec mount: the source P prepared (idmapped clone, linux/idmap.h; in a new user
+   * namespace the bind sources, linux_rootfs_open_bind_sources), NULL = none */
+  const struct linux_mount_src *mount_srcs;
+  int unixsock_fd; /* socketpair end to the monitor for the unix-socket confinement's
+                      notify fd (runtime/unixsock.h), or -1 */
 };
 
 /* Fork S and, through it, I. Places S in the cgroup first (so I and a new cgroup namespace are
