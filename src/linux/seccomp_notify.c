@@ -20,6 +20,7 @@
 
 #include "core/cleanup.h"
 #include "core/fdpass.h"
+#include "core/json.h"
 #include "core/util.h"
 #include "linux/seccomp_bpf.h"
 
@@ -44,39 +45,6 @@ linux_seccomp_listener_connect (const char *path, asbx_err_t *err)
   return steal_fd (&fd);
 }
 
-/* Re-emit a parsed JSON value (the state document) into g. */
-static void
-gen_value (yajl_gen g, yajl_val v)
-{
-  if (YAJL_IS_STRING (v))
-    yajl_gen_string (g, (const unsigned char *) v->u.string, strlen (v->u.string));
-  else if (YAJL_IS_NUMBER (v))
-    yajl_gen_number (g, v->u.number.r, strlen (v->u.number.r));
-  else if (YAJL_IS_TRUE (v))
-    yajl_gen_bool (g, 1);
-  else if (YAJL_IS_FALSE (v))
-    yajl_gen_bool (g, 0);
-  else if (YAJL_IS_OBJECT (v))
-    {
-      yajl_gen_map_open (g);
-      for (size_t i = 0; i < v->u.object.len; i++)
-        {
-          yajl_gen_string (g, (const unsigned char *) v->u.object.keys[i], strlen (v->u.object.keys[i]));
-          gen_value (g, v->u.object.values[i]);
-        }
-      yajl_gen_map_close (g);
-    }
-  else if (YAJL_IS_ARRAY (v))
-    {
-      yajl_gen_array_open (g);
-      for (size_t i = 0; i < v->u.array.len; i++)
-        gen_value (g, v->u.array.values[i]);
-      yajl_gen_array_close (g);
-    }
-  else
-    yajl_gen_null (g);
-}
-
 static void
 gen_key (yajl_gen g, const char *k)
 {
@@ -90,8 +58,6 @@ linux_seccomp_process_state (const char *state_json, const char *metadata, asbx_
   yajl_val st = yajl_tree_parse (state_json ? state_json : "", ebuf, sizeof ebuf);
   const char *pid_path[] = { "pid", NULL };
   const char *ver_path[] = { "ociVersion", NULL };
-  const unsigned char *buf;
-  size_t len;
   char *out;
 
   if (st == NULL || !YAJL_IS_OBJECT (st))
@@ -103,7 +69,7 @@ linux_seccomp_process_state (const char *state_json, const char *metadata, asbx_
     }
   yajl_val pid = yajl_tree_get (st, pid_path, yajl_t_number);
   yajl_val ver = yajl_tree_get (st, ver_path, yajl_t_string);
-  yajl_gen g = yajl_gen_alloc (NULL);
+  yajl_gen g = json_gen_new (0);
   yajl_gen_map_open (g);
   gen_key (g, "ociVersion");
   gen_key (g, ver ? ver->u.string : "1.3.0");
@@ -122,13 +88,9 @@ linux_seccomp_process_state (const char *state_json, const char *metadata, asbx_
       gen_key (g, metadata);
     }
   gen_key (g, "state");
-  gen_value (g, st);
+  json_gen_value (g, st);
   yajl_gen_map_close (g);
-  yajl_gen_get_buf (g, &buf, &len);
-  out = xmalloc (len + 1);
-  memcpy (out, buf, len);
-  out[len] = '\0';
-  yajl_gen_free (g);
+  out = json_gen_finish (g, false, NULL);
   yajl_tree_free (st);
   return out;
 }

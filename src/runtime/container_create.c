@@ -68,15 +68,31 @@ start_socket_listen (int dirfd, asbx_err_t *err)
   return steal_fd (&fd);
 }
 
-/* Checks that need no resources: parse, validate, rlimits/caps/sysctl/resources. */
+/* The host's LSM state for spec_validate (sysfs; spec/ makes no syscalls). */
+static void
+host_lsm_probe (struct spec_host *h)
+{
+  cleanup_free char *aa = NULL;
+  h->apparmor_enabled = read_file_at (AT_FDCWD, "/sys/module/apparmor/parameters/enabled", 64, &aa, NULL, NULL) == 0
+                        && aa[0] == 'Y';
+  h->selinux_enabled = access ("/sys/fs/selinux/enforce", F_OK) == 0;
+}
+
+/* Checks that need no resources: parse, validate, scheduler/memory policy,
+ * rlimits/caps/sysctl/resources. */
 static int
 create_check (const struct asbx_global *g, struct oci_spec *spec, const char *config_path, struct ns_plan *ns,
               asbx_err_t *err)
 {
   struct spec_host host;
-  spec_host_probe (&host);
+  cleanup_free char *where = xasprintf ("%s: ", config_path);
+  host_lsm_probe (&host);
   if (spec_validate (spec, &host, config_path, err) < 0)
     return -1;
+  if (linux_sched_check (spec->process, where, err) < 0)
+    return -1;
+  if (linux_mempolicy_check (spec->linux_->memory_policy, err) < 0)
+    return asbx_error_wrap (err, "%s", config_path);
   if (linux_rlimits_check (spec->process, err) < 0 || linux_caps_check (spec->process->capabilities, err) < 0)
     return asbx_error_wrap (err, "%s", config_path);
   if (ns_plan_build (spec->linux_, ns, err) < 0)

@@ -13,6 +13,7 @@
 #include <yajl/yajl_gen.h>
 
 #include "core/cleanup.h"
+#include "core/json.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "libocispec/oci_spec.h"
@@ -187,7 +188,7 @@ asbx_container_list (const struct asbx_global *g, const char *format, bool quiet
     return asbx_error (err, errno, "open state root `%s`", g->root);
   if (json)
     {
-      gen = yajl_gen_alloc (NULL);
+      gen = json_gen_new (0);
       yajl_gen_array_open (gen);
     }
   else if (!quiet)
@@ -216,13 +217,10 @@ asbx_container_list (const struct asbx_global *g, const char *format, bool quiet
     }
   if (json)
     {
-      const unsigned char *buf;
-      size_t len;
       yajl_gen_array_close (gen);
-      yajl_gen_get_buf (gen, &buf, &len);
+      cleanup_free char *text = json_gen_finish (gen, true, NULL);
       if (!quiet)
-        printf ("%.*s\n", (int) len, buf);
-      yajl_gen_free (gen);
+        fputs (text, stdout);
     }
   return 0;
 }

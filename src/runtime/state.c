@@ -17,6 +17,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "core/cleanup.h"
+#include "core/json.h"
 #include "core/util.h"
 #include "linux/cgroup.h"
 #include "runtime/state.h"
@@ -155,35 +156,25 @@ asbx_state_dir_remove (int rootfd, const char *id, asbx_err_t *err)
 
 #define GS(g, s) yajl_gen_string (g, (const unsigned char *) (s), strlen (s))
 
-static void
-gen_kv (yajl_gen g, const char *k, const char *v)
-{
-  GS (g, k);
-  if (v)
-    GS (g, v);
-  else
-    yajl_gen_null (g);
-}
-
 int
 asbx_state_write (int dirfd, const struct asbx_state *st, asbx_err_t *err)
 {
-  yajl_gen g = yajl_gen_alloc (NULL);
-  const unsigned char *buf;
+  yajl_gen g = json_gen_new (0);
+  cleanup_free char *buf = NULL;
   size_t len;
   cleanup_close int fd = -1;
   int ret = 0;
 
   yajl_gen_map_open (g);
-  gen_kv (g, "id", st->id);
+  json_gen_kv (g, "id", st->id);
   GS (g, "pid");
   yajl_gen_integer (g, st->pid);
   GS (g, "pidStart");
   yajl_gen_integer (g, (long long) st->pid_start);
-  gen_kv (g, "bundle", st->bundle);
-  gen_kv (g, "rootfs", st->rootfs);
-  gen_kv (g, "created", st->created);
-  gen_kv (g, "cgroupPath", st->cgroup_path);
+  json_gen_kv (g, "bundle", st->bundle);
+  json_gen_kv (g, "rootfs", st->rootfs);
+  json_gen_kv (g, "created", st->created);
+  json_gen_kv (g, "cgroupPath", st->cgroup_path);
   GS (g, "cgroupMask");
   yajl_gen_integer (g, (long long) st->cgroup_mask);
   GS (g, "systemdCgroup");
@@ -193,17 +184,16 @@ asbx_state_write (int dirfd, const struct asbx_state *st, asbx_err_t *err)
   GS (g, "annotations");
   yajl_gen_map_open (g);
   for (size_t i = 0; i < st->annotations.len; i++)
-    gen_kv (g, st->annotations.keys[i], st->annotations.values[i]);
+    json_gen_kv (g, st->annotations.keys[i], st->annotations.values[i]);
   yajl_gen_map_close (g);
   yajl_gen_map_close (g);
-  yajl_gen_get_buf (g, &buf, &len);
+  buf = json_gen_finish (g, false, &len);
 
   fd = openat (dirfd, "state.json.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0 || write_all (fd, buf, len) < 0 || fsync (fd) < 0)
     ret = asbx_error (err, errno, "write state.json");
   else if (renameat (dirfd, "state.json.tmp", dirfd, "state.json") < 0)
     ret = asbx_error (err, errno, "rename state.json");
-  yajl_gen_free (g);
   return ret;
 }
 

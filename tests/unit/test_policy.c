@@ -28,7 +28,7 @@
 #include "policy/doc.h"
 #include "policy/policy.h"
 #include "policy/profiles.h"
-#include "policy/sha256.h"
+#include "core/sha256.h"
 
 #define DATA TEST_DATA_DIR "/policy"
 
@@ -350,12 +350,12 @@ static void
 test_sha256 (void **state)
 {
   char hex[65];
-  policy_sha256_hex ("abc", 3, hex);
+  sha256_hex ("abc", 3, hex);
   assert_string_equal (hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  policy_sha256_hex ("", 0, hex);
+  sha256_hex ("", 0, hex);
   assert_string_equal (hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   const char *m = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
-  policy_sha256_hex (m, strlen (m), hex);
+  sha256_hex (m, strlen (m), hex);
   assert_string_equal (hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
 
