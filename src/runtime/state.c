@@ -266,14 +266,12 @@ asbx_state_read (int dirfd, struct asbx_state *st, asbx_err_t *err)
 uint64_t
 asbx_pid_start_time (pid_t pid)
 {
-  char path[64];
-  cleanup_free char *data = NULL;
+  char data[4096];
   char *p;
   unsigned long long start = 0;
   char state;
 
-  snprintf (path, sizeof path, "/proc/%d/stat", pid);
-  if (read_file_at (AT_FDCWD, path, 4096, &data, NULL, NULL) < 0)
+  if (read_proc_small (pid, "stat", data, sizeof data) < 0)
     return 0;
   /* comm may contain spaces and ')': fields start after the last ')' */
   p = strrchr (data, ')');
