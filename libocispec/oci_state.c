@@ -11,6 +11,7 @@
 #include <yajl/yajl_gen.h>
 
 #include "core/cleanup.h"
+#include "core/json.h"
 #include "core/util.h"
 #include "libocispec/oci_spec.h"
 
@@ -91,16 +92,11 @@ gen_key_enabled (struct gen *o, const char *key, bool enabled)
 static void
 gen_open (struct gen *o, bool pretty, const char *indent)
 {
-  o->g = yajl_gen_alloc (NULL);
-  if (o->g == NULL)
-    abort ();
+  o->g = json_gen_new (JSON_GEN_VALIDATE_UTF8 | (pretty ? JSON_GEN_PRETTY : 0));
   o->st = yajl_gen_status_ok;
-  yajl_gen_config (o->g, yajl_gen_validate_utf8, 1);
-  if (pretty)
-    {
-      yajl_gen_config (o->g, yajl_gen_beautify, 1);
-      yajl_gen_config (o->g, yajl_gen_indent_string, indent);
-    }
+  /* `features` prints with its own indent (four spaces) */
+  if (pretty && strcmp (indent, JSON_GEN_INDENT) != 0)
+    yajl_gen_config (o->g, yajl_gen_indent_string, indent);
 }
 
 /* Take the text out (dropping yajl's final newline when asked) and free the generator. */

@@ -13,6 +13,7 @@
 #include <yajl/yajl_gen.h>
 
 #include "cleanup.h"
+#include "json.h"
 #include "log.h"
 #include "util.h"
 
@@ -71,11 +72,8 @@ emit (enum asbx_log_level level, const char *msg)
   rfc3339_now (ts, sizeof ts);
   if (log_format == ASBX_LOG_JSON)
     {
-      yajl_gen g = yajl_gen_alloc (NULL);
-      const unsigned char *buf;
+      yajl_gen g = json_gen_new (0);
       size_t len;
-      if (!g)
-        return;
       yajl_gen_map_open (g);
       yajl_gen_string (g, (const unsigned char *) "level", 5);
       yajl_gen_string (g, (const unsigned char *) level_names[level], strlen (level_names[level]));
@@ -84,14 +82,8 @@ emit (enum asbx_log_level level, const char *msg)
       yajl_gen_string (g, (const unsigned char *) "time", 4);
       yajl_gen_string (g, (const unsigned char *) ts, strlen (ts));
       yajl_gen_map_close (g);
-      if (yajl_gen_get_buf (g, &buf, &len) == yajl_gen_status_ok)
-        {
-          cleanup_free char *line = xmalloc (len + 2);
-          memcpy (line, buf, len);
-          line[len] = '\n';
-          write_all (log_fd, line, len + 1);
-        }
-      yajl_gen_free (g);
+      cleanup_free char *line = json_gen_finish (g, true, &len);
+      write_all (log_fd, line, len);
     }
   else
     {

@@ -82,6 +82,44 @@ write_all (int fd, const void *buf, size_t len)
   return 0;
 }
 
+ssize_t
+read_proc_small (pid_t pid, const char *name, char *buf, size_t size)
+{
+  char path[64];
+  ssize_t n;
+  snprintf (path, sizeof path, "/proc/%d/%s", (int) pid, name);
+  cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  while ((n = read (fd, buf, size - 1)) < 0 && errno == EINTR)
+    ;
+  if (n < 0)
+    return -1;
+  if (n == 0)
+    {
+      errno = ENODATA;
+      return -1;
+    }
+  buf[n] = '\0';
+  return n;
+}
+
+int
+write_pid_file (const char *path, pid_t pid, asbx_err_t *err)
+{
+  cleanup_free char *tmp = xasprintf ("%s.%d.tmp", path, getpid ());
+  char buf[32];
+  int n = snprintf (buf, sizeof buf, "%d", pid);
+  cleanup_close int fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0 || write_all (fd, buf, (size_t) n) < 0 || rename (tmp, path) < 0)
+    {
+      int e = errno;
+      unlink (tmp);
+      return asbx_error (err, e, "write --pid-file `%s`", path);
+    }
+  return 0;
+}
+
 int
 read_all_fd (int fd, size_t max, char **out, size_t *len)
 {

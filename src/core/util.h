@@ -24,6 +24,17 @@ int read_file_at (int dirfd, const char *path, size_t max, char **out, size_t *l
 /* Write a string to an existing file (open O_WRONLY, no create) - for /proc and cgroup files. */
 int write_file_at (int dirfd, const char *path, const char *data, size_t len, asbx_err_t *err);
 
+/* Read the small procfs file /proc/PID/NAME (status, stat, ...) with one read(2) into buf,
+ * NUL-terminated: at most size - 1 bytes, the rest is cut (procfs hands such files out whole
+ * in one read). Returns the byte count (> 0), or -1: errno of open/read, or ENODATA when the
+ * read returned nothing. Source: proc(5). */
+ssize_t read_proc_small (pid_t pid, const char *name, char *buf, size_t size);
+
+/* Write pid as decimal text to path, atomically: a temporary "PATH.OURPID.tmp" renamed over
+ * path (runc's --pid-file, which tools read while we write it). The temporary file never stays
+ * behind. 0 / -1 with *err "write --pid-file `PATH`" and the errno of open/write/rename. */
+int write_pid_file (const char *path, pid_t pid, asbx_err_t *err);
+
 /* Parse a decimal number strictly (whole string, no sign for unsigned). 0 / -1 (EINVAL/ERANGE) */
 int parse_u64 (const char *s, uint64_t *out);
 int parse_i64 (const char *s, int64_t *out);

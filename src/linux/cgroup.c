@@ -127,13 +127,13 @@ resolve_relative (const struct cgroup_layout_info *info, const char *in, const c
 
 char *
 cgroup_resolve_path_in (const struct cgroup_layout_info *info, const char *cgroups_path, const char *id, bool systemd,
-                        bool systemd_running, asbx_err_t *err)
+                        bool systemd_running, struct cgroup_systemd_unit *unit, asbx_err_t *err)
 {
   cleanup_free char *norm = NULL;
 
   /* the systemd driver (cgroup_systemd.c): the unit's computed path, started by cgroup_enter */
   if (systemd || is_systemd_form (cgroups_path))
-    return cgroup_systemd_prepare (cgroups_path, id, systemd_running, err);
+    return cgroup_systemd_prepare (cgroups_path, id, systemd_running, unit, err);
   if (cgroups_path == NULL || cgroups_path[0] == '\0')
     {
       if (id == NULL || id[0] == '\0' || strchr (id, '/') || strcmp (id, ".") == 0 || strcmp (id, "..") == 0)
@@ -152,14 +152,15 @@ cgroup_resolve_path_in (const struct cgroup_layout_info *info, const char *cgrou
 }
 
 char *
-cgroup_resolve_path (const char *cgroups_path, const char *id, bool systemd, asbx_err_t *err)
+cgroup_resolve_path (const char *cgroups_path, const char *id, bool systemd, struct cgroup_systemd_unit *unit,
+                     asbx_err_t *err)
 {
   const struct cgroup_layout_info *info = cgroup_layout_get (err);
   bool running = access ("/run/systemd/system", F_OK) == 0;
 
   if (info == NULL)
     return NULL;
-  return cgroup_resolve_path_in (info, cgroups_path, id, systemd, running, err);
+  return cgroup_resolve_path_in (info, cgroups_path, id, systemd, running, unit, err);
 }
 
 char *
@@ -310,7 +311,8 @@ move_back (const struct cgroup_hier *h, int leaffd, pid_t pid, asbx_err_t *err)
 }
 
 int
-cgroup_enter (const char *path, pid_t pid, unsigned long *created_mask, asbx_err_t *err)
+cgroup_enter (const char *path, const struct cgroup_systemd_unit *unit, pid_t pid, unsigned long *created_mask,
+              asbx_err_t *err)
 {
   const struct cgroup_layout_info *info = cgroup_layout_get (err);
   int fds[CGROUP_MAX_HIERARCHIES];
@@ -319,11 +321,11 @@ cgroup_enter (const char *path, pid_t pid, unsigned long *created_mask, asbx_err
   int ret = -1;
   /* systemd driver: systemd creates the cgroup and moves pid (30 s for its job, runc's bound);
    * the walk below then joins it and creates what systemd did not (v1 hierarchies) */
-  bool sd = cgroup_systemd_is_pending (path);
+  bool sd = cgroup_systemd_is_pending (unit, path);
 
   if (info == NULL)
     return -1;
-  if (sd && cgroup_systemd_start (path, pid, 30000, err) < 0)
+  if (sd && cgroup_systemd_start (unit, path, pid, 30000, err) < 0)
     return -1;
   for (i = 0; i < info->n; i++)
     fds[i] = -1;

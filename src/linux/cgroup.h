@@ -21,6 +21,8 @@
 #include "core/error.h"
 #include "libocispec/oci_spec.h"
 
+struct cgroup_systemd_unit; /* cgroup_systemd.h */
+
 enum cgroup_layout
 {
   CGROUP_LAYOUT_UNIFIED,
@@ -36,23 +38,26 @@ int cgroup_layout_detect (enum cgroup_layout *out, asbx_err_t *err);
  * (systemd form) or systemd=true selects the systemd driver (cgroup_systemd.h): the unit's
  * cgroup path ("/system.slice/prefix-name.scope"), which cgroup_enter() then asks systemd to
  * create; a clear ENOTSUP error where systemd does not run or the build lacks libsystemd.
- * Returns a heap string or NULL with *err set. */
-char *cgroup_resolve_path (const char *cgroups_path, const char *id, bool systemd, asbx_err_t *err);
+ * *unit (zeroed by the caller) receives
+ * that unit (the caller clears it with cgroup_systemd_unit_clear and hands it to cgroup_enter
+ * and cgroup_apply_resources); it stays empty for the cgroupfs driver. Returns a heap string
+ * or NULL with *err set. */
+char *cgroup_resolve_path (const char *cgroups_path, const char *id, bool systemd, struct cgroup_systemd_unit *unit,
+                           asbx_err_t *err);
 
 /* Checks of linux.resources that need no cgroup (device rules well-formed). The rest is checked
  * by the kernel when cgroup_apply_resources() writes. 0 / -1 with *err naming the field. */
 int cgroup_check_resources (const struct oci_resources *res, asbx_err_t *err);
 
 /* Write linux.resources (may be NULL) into the container's cgroup `path` (as resolved by
- * cgroup_resolve_path). devs = linux.devices (allowed rwm in the device filter, as runc does).
- * update=false (create): the device filter is always installed (deny all, the config's rules,
- * the default devices). update=true: only the fields present are written, devices only when
- * rules are given. Errors name the field and the file:
- * "linux.resources.memory.limit: write `1` to /sys/fs/cgroup/memory/x/memory.limit_in_bytes: ...".
- * A controller missing on this host for a field that is set: ENOTSUP. 0 / -1 with *err.
- * Source: runtime-spec config-linux.md "Control groups" and its subsections. */
-int cgroup_apply_resources (const char *path, const struct oci_resources *res, const struct oci_device *devs,
-                            size_t ndevs, bool update, asbx_err_t *err);
+ * cgroup_resolve_path; `unit` the systemd unit it resolved, or NULL: see cgroup_systemd_set_resources). devs =
+ * linux.devices (allowed rwm in the device filter, as runc does). update=false (create): the device filter is always
+ * installed (deny all, the config's rules, the default devices). update=true: only the fields present are written,
+ * devices only when rules are given. Errors name the field and the file: "linux.resources.memory.limit: write `1` to
+ * /sys/fs/cgroup/memory/x/memory.limit_in_bytes: ...". A controller missing on this host for a field that is set:
+ * ENOTSUP. 0 / -1 with *err. Source: runtime-spec config-linux.md "Control groups" and its subsections. */
+int cgroup_apply_resources (const char *path, const struct cgroup_systemd_unit *unit, const struct oci_resources *res,
+                            const struct oci_device *devs, size_t ndevs, bool update, asbx_err_t *err);
 
 /* Freeze (true) or thaw (false) every process of the cgroup: v1 freezer.state FROZEN/THAWED,
  * v2 cgroup.freeze 1/0; waits (bounded, `timeout_ms`) until the kernel reports the state
@@ -80,8 +85,11 @@ int cgroup_oom_count (const char *path, uint64_t *count, asbx_err_t *err);
 /* Create the cgroup in every mounted hierarchy (mkdir -p; existing directories are joined, as
  * runc does) and move `pid` into it (cgroup.procs). *created_mask: bit per hierarchy that this
  * call created the leaf directory in (so delete removes only what we made) - opaque to callers,
- * stored in the state file. 0 / -1 with *err; on failure everything created is removed. */
-int cgroup_enter (const char *path, pid_t pid, unsigned long *created_mask, asbx_err_t *err);
+ * stored in the state file. `unit`: the systemd unit cgroup_resolve_path gave for `path` (systemd
+ * starts it with pid in it first), or NULL. 0 / -1 with *err; on failure everything created is
+ * removed. */
+int cgroup_enter (const char *path, const struct cgroup_systemd_unit *unit, pid_t pid, unsigned long *created_mask,
+                  asbx_err_t *err);
 
 /* Move pid into an existing cgroup (exec). 0 / -1. */
 int cgroup_join (const char *path, pid_t pid, asbx_err_t *err);

@@ -12,6 +12,8 @@
 #include "core/error.h"
 #include "linux/cgroup.h"
 
+#include <string.h>
+
 /* At most this many hierarchies: one bit each in the created mask. */
 #define CGROUP_MAX_HIERARCHIES 32
 
@@ -59,7 +61,7 @@ const struct cgroup_layout_info *cgroup_layout_get (asbx_err_t *err);
  * between hierarchies (hybrid hosts often) - the list "KEY:/path;KEY:/path;..." with one entry
  * per hierarchy (KEY as in struct cgroup_hier). */
 char *cgroup_resolve_path_in (const struct cgroup_layout_info *info, const char *cgroups_path, const char *id,
-                              bool systemd, bool systemd_running, asbx_err_t *err);
+                              bool systemd, bool systemd_running, struct cgroup_systemd_unit *unit, asbx_err_t *err);
 
 /* The path of resolved path `path` in hierarchy h (heap, absolute inside the hierarchy) or NULL
  * with *err (a list without an entry for h). */
@@ -179,5 +181,13 @@ int cgroup_devices_bpf_build (const struct cgroup_dev_rule *r, size_t n, void **
 /* v2: load the program and attach it to the cgroup directory fd (BPF_F_ALLOW_MULTI), then
  * detach the programs that were attached before (update replaces). 0 / -1. */
 int cgroup_devices_bpf_attach (int cgroup_dirfd, const struct cgroup_dev_rule *r, size_t n, asbx_err_t *err);
+
+/* Whether name s ends in suf (a unit's ".scope" / ".slice"). */
+static inline bool
+cgroup_has_suffix (const char *s, const char *suf)
+{
+  size_t a = strlen (s), b = strlen (suf);
+  return a >= b && strcmp (s + a - b, suf) == 0;
+}
 
 #endif

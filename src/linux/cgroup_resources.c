@@ -190,11 +190,11 @@ apply_devices (const char *path, const struct oci_resources *r, const struct oci
 }
 
 int
-cgroup_apply_resources (const char *path, const struct oci_resources *r, const struct oci_device *devs, size_t ndevs,
-                        bool update, asbx_err_t *err)
+cgroup_apply_resources (const char *path, const struct cgroup_systemd_unit *unit, const struct oci_resources *r,
+                        const struct oci_device *devs, size_t ndevs, bool update, asbx_err_t *err)
 {
   /* systemd driver: the unit's properties first, then the files (cgroup_systemd.h) */
-  if (cgroup_systemd_set_resources (path, r, err) < 0)
+  if (cgroup_systemd_set_resources (path, unit, r, err) < 0)
     return -1;
   if (r)
     {

@@ -19,6 +19,7 @@
 #include <yajl/yajl_gen.h>
 
 #include "core/cleanup.h"
+#include "core/json.h"
 #include "core/util.h"
 #include "linux/cgroup_internal.h"
 
@@ -386,9 +387,7 @@ cgroup_stats_json (const char *path, const char *id, asbx_err_t *err)
 {
   struct cgroup_dir cpu = CGROUP_DIR_INIT, acct = CGROUP_DIR_INIT, cpuset = CGROUP_DIR_INIT, mem = CGROUP_DIR_INIT,
                     pids = CGROUP_DIR_INIT, blk = CGROUP_DIR_INIT, huge = CGROUP_DIR_INIT;
-  yajl_gen g = yajl_gen_alloc (NULL);
-  const unsigned char *buf;
-  size_t len;
+  yajl_gen g = json_gen_new (0);
   char *out;
 
   if (cgroup_layout_get (err) == NULL)
@@ -412,11 +411,7 @@ cgroup_stats_json (const char *path, const char *id, asbx_err_t *err)
   S (g, "network_interfaces"), yajl_gen_null (g);
   yajl_gen_map_close (g);
   yajl_gen_map_close (g);
-  yajl_gen_get_buf (g, &buf, &len);
-  out = xmalloc (len + 1);
-  memcpy (out, buf, len);
-  out[len] = '\0';
-  yajl_gen_free (g);
+  out = json_gen_finish (g, false, NULL);
   cgroup_dir_clear (&cpu), cgroup_dir_clear (&acct), cgroup_dir_clear (&cpuset), cgroup_dir_clear (&mem);
   cgroup_dir_clear (&pids), cgroup_dir_clear (&blk), cgroup_dir_clear (&huge);
   return out;

@@ -8,7 +8,7 @@
  * The cgroup path is computed from the slice and the unit name ("a-b.slice:p:n" ->
  * "/a.slice/a-b.slice/p-n.scope"), returned by cgroup_resolve_path() like any other path, and
  * checked against /proc/PID/cgroup once systemd has placed the process. cgroup_enter() starts
- * the unit for the path resolved last in this process (cgroup_systemd_is_pending) and marks
+ * the unit resolved for that path, passed along by the caller (cgroup_systemd_is_pending), and marks
  * the created mask with CGROUP_MASK_SYSTEMD so that cgroup_remove() (in a later `delete`)
  * stops the unit instead of only removing directories.
  *
@@ -83,25 +83,28 @@ void cgroup_sd_props_free (struct cgroup_sd_prop *p, size_t n);
 
 /* Resolve for the systemd driver: parse (cgroup_systemd_parse), refuse when systemd is not
  * running (`systemd_running`) or the build has no libsystemd (ENOTSUP, clear message), and
- * remember the unit as this process's pending unit for cgroup_enter(). Heap path / NULL. */
-char *cgroup_systemd_prepare (const char *cgroups_path, const char *id, bool systemd_running, asbx_err_t *err);
+ * fill *unit (the pending unit: the caller passes it to cgroup_enter() and clears it; a unit
+ * it held before is cleared first). Heap path / NULL (then *unit is left as it was). */
+char *cgroup_systemd_prepare (const char *cgroups_path, const char *id, bool systemd_running,
+                              struct cgroup_systemd_unit *unit, asbx_err_t *err);
 
-/* Whether `path` is the pending unit's path from cgroup_systemd_prepare() in this process. */
-bool cgroup_systemd_is_pending (const char *path);
+/* Whether `path` is the path of the pending unit `unit` (NULL or empty: false). */
+bool cgroup_systemd_is_pending (const struct cgroup_systemd_unit *unit, const char *path);
 
-/* Start the pending unit for `path` with `pid` in it (scopes: PIDs=[pid]; slices: the caller
- * writes the pid itself), Slice/Wants, Description, Delegate=yes, DefaultDependencies=no and
- * the accounting switches, wait for its job (JobRemoved, bounded by `timeout_ms`), and check
- * /proc/PID/cgroup names `path`. Errors name the unit and the D-Bus error. Connection: as root
- * systemd's private socket /run/systemd/private (works without dbus-daemon), else the system
- * bus. Source: org.freedesktop.systemd1(5) StartTransientUnit, JobRemoved. 0 / -1. */
-int cgroup_systemd_start (const char *path, pid_t pid, int timeout_ms, asbx_err_t *err);
+/* Start the pending unit `unit` (cgroup_systemd_prepare) for `path` with `pid` in it (scopes: PIDs=[pid]; slices: the
+ * caller writes the pid itself), Slice/Wants, Description, Delegate=yes, DefaultDependencies=no and the accounting
+ * switches, wait for its job (JobRemoved, bounded by `timeout_ms`), and check /proc/PID/cgroup names `path`. Errors
+ * name the unit and the D-Bus error. Connection: as root systemd's private socket /run/systemd/private (works without
+ * dbus-daemon), else the system bus. Source: org.freedesktop.systemd1(5) StartTransientUnit, JobRemoved. 0 / -1. */
+int cgroup_systemd_start (const struct cgroup_systemd_unit *unit, const char *path, pid_t pid, int timeout_ms,
+                          asbx_err_t *err);
 
-/* If `path` is a unit (the pending one, or a leaf "*.scope"/"*.slice" whose unit systemd knows
+/* If `path` is a unit (the pending one `unit`, may be NULL, or a leaf "*.scope"/"*.slice" whose unit systemd knows
  * with ControlGroup == path), give systemd the resource properties of `res` with
  * SetUnitProperties(runtime=true). 0 also when it is not a systemd unit or there is nothing to
  * set; -1 with *err naming the unit and the D-Bus error. */
-int cgroup_systemd_set_resources (const char *path, const struct oci_resources *res, asbx_err_t *err);
+int cgroup_systemd_set_resources (const char *path, const struct cgroup_systemd_unit *unit,
+                                  const struct oci_resources *res, asbx_err_t *err);
 
 /* Stop the unit whose cgroup is `path` (StopUnit "replace", wait for the job, then
  * ResetFailedUnit so a failed scope is collected); KillUnit(SIGKILL) first, so a process

@@ -134,17 +134,18 @@ idmap_one (const struct oci_spec *spec, const char *bundle, const struct oci_mou
 }
 
 int
-linux_idmap_prepare (const struct oci_spec *spec, const char *bundle, const char *name, int **fds_out, asbx_err_t *err)
+linux_idmap_prepare (const struct oci_spec *spec, const char *bundle, const char *name,
+                     struct linux_mount_src **srcs_out, asbx_err_t *err)
 {
-  int *fds = NULL;
-  *fds_out = NULL;
+  struct linux_mount_src *srcs = NULL;
+  *srcs_out = NULL;
   for (size_t i = 0; i < spec->mounts_len; i++)
     {
       const struct oci_mount *m = &spec->mounts[i];
       struct mount_opts o;
       if (mount_opts_parse (m->options, m->options_len, &o, err) < 0)
         {
-          linux_idmap_close (fds, i);
+          linux_mount_srcs_free (srcs, i);
           return asbx_error_wrap (err, "%s: mounts[%zu] (%s)", name, i, m->destination ? m->destination : "");
         }
       if (!o.idmap && !o.ridmap && !m->uid_mappings_len && !m->gid_mappings_len)
@@ -152,31 +153,17 @@ linux_idmap_prepare (const struct oci_spec *spec, const char *bundle, const char
           mount_opts_free (&o);
           continue;
         }
-      if (!fds)
-        {
-          fds = xmalloc (sizeof (int) * spec->mounts_len);
-          for (size_t k = 0; k < spec->mounts_len; k++)
-            fds[k] = -1;
-        }
-      fds[i] = idmap_one (spec, bundle, m, &o, err);
+      if (!srcs)
+        srcs = linux_mount_srcs_new (spec->mounts_len);
+      int fd = idmap_one (spec, bundle, m, &o, err);
       mount_opts_free (&o);
-      if (fds[i] < 0)
+      if (fd < 0)
         {
-          linux_idmap_close (fds, spec->mounts_len);
+          linux_mount_srcs_free (srcs, spec->mounts_len);
           return asbx_error_wrap (err, "%s: mounts[%zu] (%s)", name, i, m->destination ? m->destination : "");
         }
+      srcs[i] = (struct linux_mount_src){ .fd = fd, .kind = LINUX_MOUNT_SRC_IDMAP };
     }
-  *fds_out = fds;
+  *srcs_out = srcs;
   return 0;
-}
-
-void
-linux_idmap_close (int *fds, size_t n)
-{
-  if (!fds)
-    return;
-  for (size_t i = 0; i < n; i++)
-    if (fds[i] >= 0)
-      close (fds[i]);
-  free (fds);
 }

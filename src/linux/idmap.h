@@ -6,19 +6,18 @@
 
 #include "core/error.h"
 #include "libocispec/oci_spec.h"
+#include "linux/rootfs.h"
 
 /* For every spec mount with uidMappings/gidMappings or the idmap/ridmap option: a detached clone
  * of its bind source (relative sources against `bundle`) with MOUNT_ATTR_IDMAP set from a user
  * namespace carrying the mapping (the mount's, else the container's linux.uid/gidMappings).
  * Must run in the host's user and mount namespace with CAP_SYS_ADMIN (P, before spawning).
- * *fds_out: NULL when no mount is idmapped, else an array of spec->mounts_len fds (-1 for the
- * others; close-on-exec; release with linux_idmap_close). Errors name `name`, the mount index
+ * *srcs_out: NULL when no mount is idmapped, else an array of spec->mounts_len prepared sources
+ * (LINUX_MOUNT_SRC_IDMAP, close-on-exec, for those; NONE for the others; release with
+ * linux_mount_srcs_free). Errors name `name`, the mount index
  * and destination: not a bind mount, only one of uid/gidMappings, no mapping at all, or the
  * kernel's refusal (a filesystem without idmap support: EINVAL). 0 / -1 with *err. */
-int linux_idmap_prepare (const struct oci_spec *spec, const char *bundle, const char *name, int **fds_out,
-                         asbx_err_t *err);
-
-/* Close the n fds of linux_idmap_prepare and free the array (NULL: nothing). */
-void linux_idmap_close (int *fds, size_t n);
+int linux_idmap_prepare (const struct oci_spec *spec, const char *bundle, const char *name,
+                         struct linux_mount_src **srcs_out, asbx_err_t *err);
 
 #endif

@@ -69,12 +69,14 @@ open_dir_dest_nofollow (int rootfd, const char *dest, asbx_err_t *err)
   return fd;
 }
 
-/* the idmapped clone P made for this spec mount, or -1 */
-static int
-idmap_fd (const struct linux_rootfs_opts *opts, const struct oci_mount *m)
+/* the source P prepared for this spec mount (kind NONE: none) */
+static struct linux_mount_src
+prepared_src (const struct linux_rootfs_opts *opts, const struct oci_mount *m)
 {
   size_t i = (size_t) (m - opts->spec->mounts);
-  return opts->idmap_fds && i < opts->spec->mounts_len ? opts->idmap_fds[i] : -1;
+  if (opts->srcs && i < opts->spec->mounts_len)
+    return opts->srcs[i];
+  return (struct linux_mount_src){ .fd = -1, .kind = LINUX_MOUNT_SRC_NONE };
 }
 
 /* the mount to attach for one spec entry (detached), and whether its root is a directory */
@@ -90,20 +92,20 @@ make_mount (const struct linux_rootfs_opts *opts, const struct oci_mount *m, con
   if (bind)
     {
       cleanup_free char *src = NULL;
-      size_t idx = (size_t) (m - opts->spec->mounts);
+      const struct linux_mount_src ps = prepared_src (opts, m);
       if (source == NULL)
         return asbx_error (err, EINVAL, "bind mount without a source");
       src = source[0] == '/' ? xstrdup (source) : xasprintf ("%s/%s", opts->bundle, source);
-      if (idmap_fd (opts, m) >= 0)
+      if (ps.kind == LINUX_MOUNT_SRC_IDMAP)
         {
           /* idmapped: P cloned and idmapped it in the host's namespaces (linux/idmap.c) */
-          mfd = fcntl (idmap_fd (opts, m), F_DUPFD_CLOEXEC, 3);
+          mfd = fcntl (ps.fd, F_DUPFD_CLOEXEC, 3);
           if (mfd < 0)
             return asbx_error (err, errno, "dup the idmapped mount of `%s`", src);
         }
-      else if (opts->bind_fds && idx < opts->spec->mounts_len && opts->bind_fds[idx] >= 0 && source == m->source)
+      else if (ps.kind == LINUX_MOUNT_SRC_BIND && source == m->source)
         {
-          mfd = fcntl (opts->bind_fds[idx], F_DUPFD_CLOEXEC, 3); /* opened by the runtime, as host root */
+          mfd = fcntl (ps.fd, F_DUPFD_CLOEXEC, 3); /* opened by the runtime, as host root */
           if (mfd < 0)
             return asbx_error (err, errno, "bind `%s`: dup the runtime's clone", src);
         }
@@ -225,7 +227,8 @@ mount_one (const struct linux_rootfs_opts *opts, int rootfd, const struct oci_mo
     top_set &= ~(uint64_t) MOUNT_ATTR_RDONLY;
   if (o.tmpcopyup)
     r = asbx_error (err, ENOTSUP, "option tmpcopyup is not supported");
-  else if ((o.idmap || o.ridmap || m->uid_mappings_len || m->gid_mappings_len) && idmap_fd (opts, m) < 0)
+  else if ((o.idmap || o.ridmap || m->uid_mappings_len || m->gid_mappings_len)
+           && prepared_src (opts, m).kind != LINUX_MOUNT_SRC_IDMAP)
     r = asbx_error (err, EINVAL, "idmapped mount not prepared by the runtime (linux/idmap.c)");
   else if (o.remount)
     r = remount (rootfd, dest, &o, err);
@@ -301,40 +304,60 @@ dev_is_bind (const struct oci_spec *spec, bool *devpts)
   return bind;
 }
 
-int *
-linux_rootfs_open_bind_sources (const struct oci_spec *spec, const char *bundle)
+struct linux_mount_src *
+linux_mount_srcs_new (size_t n)
 {
-  int *fds;
+  struct linux_mount_src *srcs = xmalloc (n * sizeof (*srcs));
+  for (size_t i = 0; i < n; i++)
+    srcs[i] = (struct linux_mount_src){ .fd = -1, .kind = LINUX_MOUNT_SRC_NONE };
+  return srcs;
+}
 
+void
+linux_mount_srcs_free (struct linux_mount_src *srcs, size_t n)
+{
+  for (size_t i = 0; srcs && i < n; i++)
+    if (srcs[i].fd >= 0)
+      close (srcs[i].fd);
+  free (srcs);
+}
+
+void
+linux_rootfs_open_bind_sources (const struct oci_spec *spec, const char *bundle, struct linux_mount_src **srcs)
+{
   if (spec->mounts_len == 0)
-    return NULL;
-  fds = xmalloc (spec->mounts_len * sizeof (*fds));
+    return;
+  if (*srcs == NULL)
+    *srcs = linux_mount_srcs_new (spec->mounts_len);
   for (size_t i = 0; i < spec->mounts_len; i++)
     {
       const struct oci_mount *m = &spec->mounts[i];
       struct mount_opts o;
       cleanup_free char *src = NULL;
 
-      fds[i] = -1;
-      if (m->source == NULL || mount_opts_parse (m->options, m->options_len, &o, NULL) < 0)
+      if ((*srcs)[i].kind != LINUX_MOUNT_SRC_NONE || m->source == NULL
+          || mount_opts_parse (m->options, m->options_len, &o, NULL) < 0)
         continue;
       if ((o.bind || streq (m->type, "bind")) && !o.remount && !o.idmap && !o.ridmap)
         {
           src = m->source[0] == '/' ? xstrdup (m->source) : xasprintf ("%s/%s", bundle, m->source);
-          fds[i] = mnt_clone (AT_FDCWD, src, o.recursive, NULL);
+          int fd = mnt_clone (AT_FDCWD, src, o.recursive, NULL);
+          if (fd >= 0)
+            (*srcs)[i] = (struct linux_mount_src){ .fd = fd, .kind = LINUX_MOUNT_SRC_BIND };
         }
       mount_opts_free (&o);
     }
-  return fds;
 }
 
 void
-linux_rootfs_close_bind_sources (int *fds, size_t n)
+linux_rootfs_close_bind_sources (struct linux_mount_src *srcs, size_t n)
 {
-  for (size_t i = 0; fds && i < n; i++)
-    if (fds[i] >= 0)
-      close (fds[i]);
-  free (fds);
+  for (size_t i = 0; srcs && i < n; i++)
+    if (srcs[i].kind == LINUX_MOUNT_SRC_BIND)
+      {
+        close (srcs[i].fd);
+        srcs[i] = (struct linux_mount_src){ .fd = -1, .kind = LINUX_MOUNT_SRC_NONE };
+      }
 }
 
 /* the spec mounts and the devices below *rootfd; hands *rootfd over to *rootfd_out */

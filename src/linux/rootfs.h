@@ -21,6 +21,28 @@
 #include "core/error.h"
 #include "libocispec/oci_spec.h"
 
+/* A mount source the runtime (P) prepared for one spec mount, before the container's
+ * namespaces exist; the init attaches it instead of opening the source itself. */
+enum linux_mount_src_kind
+{
+  LINUX_MOUNT_SRC_NONE,  /* fd -1: the init opens the source */
+  LINUX_MOUNT_SRC_BIND,  /* a detached clone of the bind source, opened as the host's root
+                            (linux_rootfs_open_bind_sources) */
+  LINUX_MOUNT_SRC_IDMAP, /* the detached idmapped clone (linux/idmap.h) */
+};
+
+struct linux_mount_src
+{
+  int fd;
+  enum linux_mount_src_kind kind;
+};
+
+/* A heap array of n entries, all LINUX_MOUNT_SRC_NONE. */
+struct linux_mount_src *linux_mount_srcs_new (size_t n);
+
+/* Close every prepared fd of the n entries and free the array (NULL: nothing). */
+void linux_mount_srcs_free (struct linux_mount_src *srcs, size_t n);
+
 struct linux_rootfs_opts
 {
   const struct oci_spec *spec;
@@ -33,25 +55,25 @@ struct linux_rootfs_opts
   bool readonly_recursive; /* agent policy: every submount of the rootfs tree (e.g. of an rbind'ed
                               host "/") read-only before the spec mounts; the top mount itself
                               becomes read-only in finalize (root.readonly) */
-  const int *bind_fds;     /* NULL, or per spec->mounts index a detached clone of that bind's
-                              source made by the runtime (linux_rootfs_open_bind_sources), -1: none */
   bool host_mntns;         /* no mount namespace of its own (runc's "no mount entry"): the init works in
                               the runtime's; "/" keeps its propagation, the rootfs gets no self-bind
                               and the spec mounts land below it in that namespace (undone by
                               linux_rootfs_host_cleanup) */
-  const int *idmap_fds;    /* per spec mount: the detached idmapped clone P made (linux/idmap.h),
-                              -1 for the others; NULL = no idmapped mount */
+  /* NULL, or per spec->mounts index the source the runtime prepared (a bind source's clone,
+   * an idmapped clone, or none) */
+  const struct linux_mount_src *srcs;
 };
 
 /* For a container in a new user namespace, called by the runtime (host root, before the user
  * namespace exists): a detached clone (open_tree OPEN_TREE_CLONE, AT_RECURSIVE for rbind) of
  * every bind mount's source, so that a source only the host's root may reach is still bound;
- * the container's mapped root would get EACCES (runc 1.2 opens its sources the same way). A
- * heap array of spec->mounts_len fds, -1 for entries that are not binds and for sources that
- * cannot be opened here (the init reports those as before); NULL when there are no mounts.
- * Free with linux_rootfs_close_bind_sources. Never fails. */
-int *linux_rootfs_open_bind_sources (const struct oci_spec *spec, const char *bundle);
-void linux_rootfs_close_bind_sources (int *fds, size_t n);
+ * the container's mapped root would get EACCES (runc 1.2 opens its sources the same way).
+ * Fills the LINUX_MOUNT_SRC_NONE entries of *srcs (allocated here when NULL and there are
+ * mounts) that are binds and whose source can be opened here (the init reports the others as
+ * before); idmapped entries are left as they are. Never fails.
+ * linux_rootfs_close_bind_sources closes the LINUX_MOUNT_SRC_BIND entries again (NONE). */
+void linux_rootfs_open_bind_sources (const struct oci_spec *spec, const char *bundle, struct linux_mount_src **srcs);
+void linux_rootfs_close_bind_sources (struct linux_mount_src *srcs, size_t n);
 
 /* Make the mount tree private (or linux.rootfsPropagation), bind-mount the rootfs onto itself,
  * perform every spec mount in order (options: bind, rbind, ro/rw, nosuid/suid, nodev/dev,

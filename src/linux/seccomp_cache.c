@@ -42,7 +42,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "linux/seccomp_cache.h"
-#include "policy/sha256.h"
+#include "core/sha256.h"
 
 /* Bump when the entry layout or the key's serialisation changes. */
 #define CACHE_FORMAT 1u
@@ -168,7 +168,7 @@ linux_seccomp_cache_key (const struct oci_seccomp *s, char out[65])
         }
     }
   owned = b.p;
-  policy_sha256_hex (b.p, b.len, out);
+  sha256_hex (b.p, b.len, out);
 }
 
 /* ---- the directory ---- */
@@ -208,7 +208,7 @@ entry_digest (char *buf, size_t len, char out[65])
 
   memcpy (saved, h->digest, sizeof saved);
   memset (h->digest, 0, sizeof h->digest);
-  policy_sha256_hex (buf, len, out);
+  sha256_hex (buf, len, out);
   memcpy (h->digest, saved, sizeof saved);
 }
 

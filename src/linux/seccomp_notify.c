@@ -19,6 +19,8 @@
 #include <yajl/yajl_tree.h>
 
 #include "core/cleanup.h"
+#include "core/fdpass.h"
+#include "core/json.h"
 #include "core/util.h"
 #include "linux/seccomp_bpf.h"
 
@@ -43,39 +45,6 @@ linux_seccomp_listener_connect (const char *path, asbx_err_t *err)
   return steal_fd (&fd);
 }
 
-/* Re-emit a parsed JSON value (the state document) into g. */
-static void
-gen_value (yajl_gen g, yajl_val v)
-{
-  if (YAJL_IS_STRING (v))
-    yajl_gen_string (g, (const unsigned char *) v->u.string, strlen (v->u.string));
-  else if (YAJL_IS_NUMBER (v))
-    yajl_gen_number (g, v->u.number.r, strlen (v->u.number.r));
-  else if (YAJL_IS_TRUE (v))
-    yajl_gen_bool (g, 1);
-  else if (YAJL_IS_FALSE (v))
-    yajl_gen_bool (g, 0);
-  else if (YAJL_IS_OBJECT (v))
-    {
-      yajl_gen_map_open (g);
-      for (size_t i = 0; i < v->u.object.len; i++)
-        {
-          yajl_gen_string (g, (const unsigned char *) v->u.object.keys[i], strlen (v->u.object.keys[i]));
-          gen_value (g, v->u.object.values[i]);
-        }
-      yajl_gen_map_close (g);
-    }
-  else if (YAJL_IS_ARRAY (v))
-    {
-      yajl_gen_array_open (g);
-      for (size_t i = 0; i < v->u.array.len; i++)
-        gen_value (g, v->u.array.values[i]);
-      yajl_gen_array_close (g);
-    }
-  else
-    yajl_gen_null (g);
-}
-
 static void
 gen_key (yajl_gen g, const char *k)
 {
@@ -89,8 +58,6 @@ linux_seccomp_process_state (const char *state_json, const char *metadata, asbx_
   yajl_val st = yajl_tree_parse (state_json ? state_json : "", ebuf, sizeof ebuf);
   const char *pid_path[] = { "pid", NULL };
   const char *ver_path[] = { "ociVersion", NULL };
-  const unsigned char *buf;
-  size_t len;
   char *out;
 
   if (st == NULL || !YAJL_IS_OBJECT (st))
@@ -102,7 +69,7 @@ linux_seccomp_process_state (const char *state_json, const char *metadata, asbx_
     }
   yajl_val pid = yajl_tree_get (st, pid_path, yajl_t_number);
   yajl_val ver = yajl_tree_get (st, ver_path, yajl_t_string);
-  yajl_gen g = yajl_gen_alloc (NULL);
+  yajl_gen g = json_gen_new (0);
   yajl_gen_map_open (g);
   gen_key (g, "ociVersion");
   gen_key (g, ver ? ver->u.string : "1.3.0");
@@ -121,13 +88,9 @@ linux_seccomp_process_state (const char *state_json, const char *metadata, asbx_
       gen_key (g, metadata);
     }
   gen_key (g, "state");
-  gen_value (g, st);
+  json_gen_value (g, st);
   yajl_gen_map_close (g);
-  yajl_gen_get_buf (g, &buf, &len);
-  out = xmalloc (len + 1);
-  memcpy (out, buf, len);
-  out[len] = '\0';
-  yajl_gen_free (g);
+  out = json_gen_finish (g, false, NULL);
   yajl_tree_free (st);
   return out;
 }
@@ -135,29 +98,11 @@ linux_seccomp_process_state (const char *state_json, const char *metadata, asbx_
 int
 linux_seccomp_listener_send (int sock, int notify_fd, const char *json, asbx_err_t *err)
 {
-  struct iovec iov = { .iov_base = (void *) json, .iov_len = strlen (json) };
-  union
-  {
-    char buf[CMSG_SPACE (sizeof (int))];
-    struct cmsghdr align;
-  } u;
-  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
-  struct cmsghdr *c;
-
-  memset (u.buf, 0, sizeof u.buf);
-  c = CMSG_FIRSTHDR (&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN (sizeof (int));
-  memcpy (CMSG_DATA (c), &notify_fd, sizeof (int));
-  for (;;)
-    {
-      ssize_t w = sendmsg (sock, &msg, MSG_NOSIGNAL);
-      if (w >= 0 && (size_t) w == iov.iov_len)
-        return 0;
-      if (w >= 0)
-        return asbx_error (err, EIO, "seccomp listener: short write (%zd of %zu bytes)", w, iov.iov_len);
-      if (errno != EINTR)
-        return asbx_error (err, errno, "seccomp listener: send the notify fd and the container state");
-    }
+  size_t len = strlen (json);
+  ssize_t w = fdpass_send (sock, notify_fd, json, len);
+  if (w < 0)
+    return asbx_error (err, errno, "seccomp listener: send the notify fd and the container state");
+  if ((size_t) w != len)
+    return asbx_error (err, EIO, "seccomp listener: short write (%zd of %zu bytes)", w, len);
+  return 0;
 }

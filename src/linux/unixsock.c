@@ -14,6 +14,7 @@
 #include <linux/filter.h>
 
 #include "core/cleanup.h"
+#include "core/fdpass.h"
 #include "core/util.h"
 #include "linux/unixsock.h"
 
@@ -135,14 +136,6 @@ int
 linux_unixsock_install (const struct linux_seccomp *f, int chan, asbx_err_t *err)
 {
   cleanup_close int nfd = -1;
-  char byte = 'L';
-  struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-  union
-  {
-    struct cmsghdr h;
-    char buf[CMSG_SPACE (sizeof (int))];
-  } cm;
-  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf, .msg_controllen = sizeof cm.buf };
 
   if (f->notify && chan < 0)
     return asbx_error (err, EINVAL, "unix socket filter: no channel to the monitor");
@@ -150,14 +143,8 @@ linux_unixsock_install (const struct linux_seccomp *f, int chan, asbx_err_t *err
     return asbx_error_wrap (err, "network (unix socket confinement)");
   if (!f->notify)
     return 0;
-  memset (&cm, 0, sizeof cm);
-  cm.h.cmsg_level = SOL_SOCKET;
-  cm.h.cmsg_type = SCM_RIGHTS;
-  cm.h.cmsg_len = CMSG_LEN (sizeof (int));
-  memcpy (CMSG_DATA (&cm.h), &nfd, sizeof nfd);
   /* sendmsg on a connected socket: not intercepted by this filter */
-  while (sendmsg (chan, &msg, MSG_NOSIGNAL) < 0)
-    if (errno != EINTR)
-      return asbx_error (err, errno, "network (unix socket confinement): hand the notify fd to the monitor");
+  if (fdpass_send (chan, nfd, "L", 1) < 0)
+    return asbx_error (err, errno, "network (unix socket confinement): hand the notify fd to the monitor");
   return 0;
 }

@@ -17,7 +17,7 @@
 #include "core/util.h"
 #include "policy/compile.h"
 #include "policy/doc.h"
-#include "policy/sha256.h"
+#include "core/sha256.h"
 
 static bool
 covered_by (const struct pdoc_paths *list, const char *path, bool strict)
@@ -262,7 +262,7 @@ policy_compile (const struct pdoc *e)
   p->audit_on_full_continue = e->audit_on_full == 1;
   p->degrade = strv_dup (e->degrade.v, e->degrade.len, &p->degrade_len);
   p->effective_json = pdoc_to_json (e, false);
-  policy_sha256_hex (p->effective_json, strlen (p->effective_json), hex);
+  sha256_hex (p->effective_json, strlen (p->effective_json), hex);
   p->digest = xasprintf ("sha256:%s", hex);
   return p;
 }

@@ -7,6 +7,7 @@
 #include <yajl/yajl_gen.h>
 
 #include "core/cleanup.h"
+#include "core/json.h"
 #include "core/util.h"
 #include "policy/doc.h"
 #include "policy/plan.h"
@@ -199,18 +200,7 @@ pdoc_gen (void *gen, const struct pdoc *d)
 char *
 pdoc_to_json (const struct pdoc *d, bool pretty)
 {
-  yajl_gen g = yajl_gen_alloc (NULL);
-  const unsigned char *buf;
-  size_t len;
-  if (g == NULL)
-    abort ();
-  yajl_gen_config (g, yajl_gen_beautify, pretty ? 1 : 0);
-  yajl_gen_config (g, yajl_gen_indent_string, "  ");
+  yajl_gen g = json_gen_new (pretty ? JSON_GEN_PRETTY : 0);
   pdoc_gen (g, d);
-  yajl_gen_get_buf (g, &buf, &len);
-  char *out = xmalloc (len + 1);
-  memcpy (out, buf, len);
-  out[len] = '\0';
-  yajl_gen_free (g);
-  return out;
+  return json_gen_finish (g, false, NULL);
 }

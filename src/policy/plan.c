@@ -7,6 +7,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "core/cleanup.h"
+#include "core/json.h"
 #include "core/util.h"
 #include "policy/doc.h"
 #include "policy/plan.h"
@@ -57,15 +58,8 @@ policy_plan_free (struct policy_plan *p)
 
 #define S(g, s) yajl_gen_string (g, (const unsigned char *) (s), strlen (s))
 
-static void
-kv_str (yajl_gen g, const char *k, const char *v)
-{
-  S (g, k);
-  if (v)
-    S (g, v);
-  else
-    yajl_gen_null (g);
-}
+/* key and string (NULL: null): the core helper under this file's kv_ names */
+#define kv_str json_gen_kv
 
 static void
 kv_bool (yajl_gen g, const char *k, bool v)
@@ -215,39 +209,6 @@ gen_rest (yajl_gen g, const struct policy_plan *p)
   kv_strv (g, "clamps", p->clamps, p->clamps_len);
 }
 
-/* a parsed JSON value re-emitted (recursion bounded: we generated the text ourselves) */
-static void
-gen_val (yajl_gen g, yajl_val v)
-{
-  if (YAJL_IS_OBJECT (v))
-    {
-      yajl_gen_map_open (g);
-      for (size_t i = 0; i < v->u.object.len; i++)
-        {
-          S (g, v->u.object.keys[i]);
-          gen_val (g, v->u.object.values[i]);
-        }
-      yajl_gen_map_close (g);
-    }
-  else if (YAJL_IS_ARRAY (v))
-    {
-      yajl_gen_array_open (g);
-      for (size_t i = 0; i < v->u.array.len; i++)
-        gen_val (g, v->u.array.values[i]);
-      yajl_gen_array_close (g);
-    }
-  else if (YAJL_IS_STRING (v))
-    S (g, v->u.string);
-  else if (YAJL_IS_NUMBER (v))
-    yajl_gen_number (g, v->u.number.r, strlen (v->u.number.r));
-  else if (YAJL_IS_TRUE (v))
-    yajl_gen_bool (g, 1);
-  else if (YAJL_IS_FALSE (v))
-    yajl_gen_bool (g, 0);
-  else
-    yajl_gen_null (g);
-}
-
 /* the effective policy is embedded as an object, not a string, so goldens stay readable */
 static void
 gen_effective (yajl_gen g, const char *json)
@@ -259,20 +220,14 @@ gen_effective (yajl_gen g, const char *json)
       yajl_gen_null (g);
       return;
     }
-  gen_val (g, v);
+  json_gen_value (g, v); /* recursion bounded: we generated the text ourselves */
   yajl_tree_free (v);
 }
 
 char *
 policy_plan_to_json (const struct policy_plan *p, bool pretty)
 {
-  yajl_gen g = yajl_gen_alloc (NULL);
-  const unsigned char *buf;
-  size_t len;
-  if (g == NULL)
-    abort ();
-  yajl_gen_config (g, yajl_gen_beautify, pretty ? 1 : 0);
-  yajl_gen_config (g, yajl_gen_indent_string, "  ");
+  yajl_gen g = json_gen_new (pretty ? JSON_GEN_PRETTY : 0);
   yajl_gen_map_open (g);
   kv_bool (g, "active", p->active);
   kv_strv (g, "sources", p->sources, p->sources_len);
@@ -284,10 +239,5 @@ policy_plan_to_json (const struct policy_plan *p, bool pretty)
       gen_effective (g, p->effective_json);
     }
   yajl_gen_map_close (g);
-  yajl_gen_get_buf (g, &buf, &len);
-  char *out = xmalloc (len + 2);
-  memcpy (out, buf, len);
-  out[len] = '\0';
-  yajl_gen_free (g);
-  return out;
+  return json_gen_finish (g, false, NULL);
 }

@@ -23,6 +23,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "core/cleanup.h"
+#include "core/json.h"
 #include "core/util.h"
 #include "runtime/approvals.h"
 #include "runtime/audit.h"
@@ -98,25 +99,20 @@ audit_approval (struct approvals *a, const struct question *q, const char *actio
 static void
 send_gen (struct client *c, yajl_gen g)
 {
-  const unsigned char *buf;
   size_t len;
-  yajl_gen_get_buf (g, &buf, &len);
-  cleanup_free char *line = xmalloc (len + 1);
-  memcpy (line, buf, len);
-  line[len] = '\n';
+  cleanup_free char *line = json_gen_finish (g, true, &len);
   /* an approver that does not read is dropped rather than blocking the monitor */
-  if (c->fd >= 0 && send (c->fd, line, len + 1, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t) (len + 1))
+  if (c->fd >= 0 && send (c->fd, line, len, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t) len)
     {
       close (c->fd);
       c->fd = -1;
     }
-  yajl_gen_free (g);
 }
 
 static void
 send_question (struct client *c, const struct question *q)
 {
-  yajl_gen g = yajl_gen_alloc (NULL);
+  yajl_gen g = json_gen_new (0);
   yajl_gen_map_open (g);
   G_STR (g, "id");
   yajl_gen_integer (g, (long long) q->id);
@@ -137,7 +133,7 @@ send_question (struct client *c, const struct question *q)
 static void
 send_reply (struct client *c, const char *key, long long id, const char *error)
 {
-  yajl_gen g = yajl_gen_alloc (NULL);
+  yajl_gen g = json_gen_new (0);
   yajl_gen_map_open (g);
   G_STR (g, key);
   yajl_gen_integer (g, id);

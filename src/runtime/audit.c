@@ -23,6 +23,7 @@
 #include <yajl/yajl_gen.h>
 
 #include "core/cleanup.h"
+#include "core/json.h"
 #include "core/util.h"
 #include "policy/policy.h"
 #include "runtime/audit.h"
@@ -138,11 +139,8 @@ audit_rec_new (const char *container, const char *event)
   struct audit_rec *r = xmalloc0 (sizeof *r);
   char ts[40];
 
-  r->gen = yajl_gen_alloc (NULL);
-  if (!r->gen)
-    abort ();
   /* input is sanitised first; validation stays on as a second line of defence */
-  yajl_gen_config (r->gen, yajl_gen_validate_utf8, 1);
+  r->gen = json_gen_new (JSON_GEN_VALIDATE_UTF8);
   audit_timestamp (ts, sizeof ts);
   snprintf (r->event, sizeof r->event, "%s", event);
   yajl_gen_map_open (r->gen);
@@ -214,15 +212,9 @@ audit_rec_line (struct audit_rec *r, size_t *len)
 {
   if (!r->closed)
     {
-      const unsigned char *buf;
-      size_t blen;
       yajl_gen_map_close (r->gen);
-      yajl_gen_get_buf (r->gen, &buf, &blen);
-      r->line = xmalloc (blen + 2);
-      memcpy (r->line, buf, blen);
-      r->line[blen] = '\n';
-      r->line[blen + 1] = '\0';
-      r->len = blen + 1;
+      r->line = json_gen_finish (r->gen, true, &r->len);
+      r->gen = NULL;
       r->closed = true;
     }
   if (len)
@@ -235,7 +227,8 @@ audit_rec_free (struct audit_rec *r)
 {
   if (!r)
     return;
-  yajl_gen_free (r->gen);
+  if (r->gen)
+    yajl_gen_free (r->gen);
   free (r->line);
   free (r);
 }

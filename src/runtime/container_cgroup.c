@@ -32,10 +32,18 @@ open_state (const struct asbx_global *g, const char *id, struct asbx_opened *o, 
   return 0;
 }
 
+/* events' watch loop, after the lock and the dir fd are released: is the init still there */
 static bool
 running (const struct asbx_opened *o)
 {
   return asbx_state_alive (&o->st);
+}
+
+/* update, pause, resume, ps, events: the transition table's rule (state.h) */
+static bool
+live (const struct asbx_opened *o)
+{
+  return asbx_status_allows (asbx_state_status (o->dirfd, &o->st), ASBX_OP_CGROUP);
 }
 
 struct oci_resources *
@@ -66,12 +74,13 @@ asbx_container_update (const struct asbx_global *g, const char *id, const struct
 
   if (open_state (g, id, &o, err) < 0)
     goto out;
-  if (!running (&o))
+  if (!live (&o))
     {
       asbx_error (err, 0, "cannot update container `%s`: it is stopped", id);
       goto out;
     }
-  if (cgroup_check_resources (res, err) < 0 || cgroup_apply_resources (o.st.cgroup_path, res, NULL, 0, true, err) < 0)
+  if (cgroup_check_resources (res, err) < 0
+      || cgroup_apply_resources (o.st.cgroup_path, NULL, res, NULL, 0, true, err) < 0)
     {
       asbx_error_wrap (err, "update container `%s`", id);
       goto out;
@@ -90,7 +99,7 @@ asbx_container_pause (const struct asbx_global *g, const char *id, bool freeze, 
 
   if (open_state (g, id, &o, err) < 0)
     goto out;
-  if (!running (&o))
+  if (!live (&o))
     {
       asbx_error (err, 0, "container `%s` is not running", id);
       goto out;
@@ -124,7 +133,7 @@ asbx_container_pids (const struct asbx_global *g, const char *id, pid_t **pids, 
 
   if (open_state (g, id, &o, err) < 0)
     goto out;
-  if (!running (&o))
+  if (!live (&o))
     {
       asbx_error (err, 0, "container `%s` is not running", id);
       goto out;
@@ -189,7 +198,7 @@ asbx_container_events (const struct asbx_global *g, const char *id, bool stats_o
 
   if (open_state (g, id, &o, err) < 0)
     goto out;
-  if (!running (&o))
+  if (!live (&o))
     {
       asbx_error (err, 0, "container `%s` is not running", id);
       goto out;

@@ -197,10 +197,10 @@ asbx_container_checkpoint (const struct asbx_global *g, const struct asbx_checkp
 
   if (asbx_container_open (g->root, o->id, &oc, err) < 0)
     goto out;
-  const char *status = oc.has_state ? asbx_state_status (oc.dirfd, &oc.st) : "creating";
-  if (strcmp (status, "running") != 0 && strcmp (status, "paused") != 0)
+  const enum asbx_status status = oc.has_state ? asbx_state_status (oc.dirfd, &oc.st) : ASBX_STATUS_CREATING;
+  if (!asbx_status_allows (status, ASBX_OP_CHECKPOINT))
     {
-      asbx_error (err, 0, "checkpoint: container `%s` is %s, not running", o->id, status);
+      asbx_error (err, 0, "checkpoint: container `%s` is %s, not running", o->id, asbx_status_name (status));
       goto out;
     }
   if (faccessat (oc.dirfd, "policy.json", F_OK, AT_SYMLINK_NOFOLLOW) == 0)

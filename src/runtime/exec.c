@@ -419,22 +419,6 @@ fail:
   return -1;
 }
 
-static int
-write_pid_file (const char *path, pid_t pid, asbx_err_t *err)
-{
-  cleanup_free char *tmp = xasprintf ("%s.%d.tmp", path, getpid ());
-  char buf[32];
-  int n = snprintf (buf, sizeof buf, "%d", pid);
-  cleanup_close int fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0 || write_all (fd, buf, (size_t) n) < 0 || rename (tmp, path) < 0)
-    {
-      int e = errno;
-      unlink (tmp);
-      return asbx_error (err, e, "write --pid-file `%s`", path);
-    }
-  return 0;
-}
-
 int
 asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o, int *exit_status, asbx_err_t *err)
 {
@@ -460,10 +444,11 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
     }
   const int dirfd = oc.dirfd;
   const struct asbx_state st = oc.st;
-  const char *status = asbx_state_status (dirfd, &st);
-  if (strcmp (status, "running") != 0 && !(strcmp (status, "paused") == 0 && o->ignore_paused))
+  const enum asbx_status status = asbx_state_status (dirfd, &st);
+  if (!asbx_status_allows (status, o->ignore_paused ? ASBX_OP_EXEC_PAUSED : ASBX_OP_EXEC))
     {
-      asbx_error (err, 0, "cannot exec in container `%s`: container is %s, not running", o->id, status);
+      asbx_error (err, 0, "cannot exec in container `%s`: container is %s, not running", o->id,
+                  asbx_status_name (status));
       goto out;
     }
   pidfd = (int) syscall (SYS_pidfd_open, st.pid, 0);

@@ -101,13 +101,9 @@ rd_str (pid_t pid, uintptr_t addr, char *buf, size_t cap)
 static pid_t
 tgid_of (pid_t tid)
 {
-  char path[64], buf[512];
-  snprintf (path, sizeof path, "/proc/%d/status", (int) tid);
-  cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC);
-  ssize_t n = fd < 0 ? -1 : read (fd, buf, sizeof buf - 1);
-  if (n <= 0)
+  char buf[512];
+  if (read_proc_small (tid, "status", buf, sizeof buf) < 0)
     return -1;
-  buf[n] = '\0';
   char *p = strstr (buf, "\nTgid:");
   return p ? (pid_t) strtol (p + 6, NULL, 10) : -1;
 }

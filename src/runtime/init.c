@@ -152,8 +152,7 @@ init_main (struct init_args *a)
     .new_cgroupns = a->ns->new_flags & CLONE_NEWCGROUP,
     .cgroup_path = a->cgroup_path,
     .readonly_recursive = a->plan && a->plan->active && a->plan->rootfs_readonly,
-    .bind_fds = a->bind_fds,
-    .idmap_fds = a->idmap_fds,
+    .srcs = a->mount_srcs,
     .host_mntns = !((a->ns->new_flags | a->ns->join_flags) & CLONE_NEWNS),
   };
   if (linux_rootfs_prepare (&ro, &rootfd, &err) < 0)

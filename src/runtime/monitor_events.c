@@ -128,13 +128,9 @@ mon_den_member (pid_t pid, void *data)
 static int64_t
 argv_bytes (pid_t pid, char *comm, size_t commlen)
 {
-  char path[64], buf[2048];
-  snprintf (path, sizeof path, "/proc/%d/stat", (int) pid);
-  cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC);
-  ssize_t n = fd < 0 ? -1 : read (fd, buf, sizeof buf - 1);
-  if (n <= 0)
+  char buf[2048];
+  if (read_proc_small (pid, "stat", buf, sizeof buf) < 0)
     return -1;
-  buf[n] = '\0';
   char *open_paren = strchr (buf, '('), *p = strrchr (buf, ')'); /* comm may hold spaces and ')' */
   if (!open_paren || !p)
     return -1;

@@ -237,16 +237,9 @@ mon_limits_start (struct mon *m, asbx_err_t *err)
 static bool
 status_from_stat (pid_t pid, int *status)
 {
-  char path[64];
-  cleanup_free char *buf = NULL;
-  size_t len;
-  asbx_err_t e = NULL;
-  snprintf (path, sizeof path, "/proc/%d/stat", (int) pid);
-  if (read_file_at (AT_FDCWD, path, 4096, &buf, &len, &e) < 0)
-    {
-      asbx_error_free (&e);
-      return false;
-    }
+  char buf[4096];
+  if (read_proc_small (pid, "stat", buf, sizeof buf) < 0)
+    return false;
   char *p = strrchr (buf, ')'); /* comm may contain spaces and ')' */
   int field = 2;
   for (; p && *p; p++)

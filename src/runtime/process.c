@@ -23,6 +23,7 @@
 #include <linux/openat2.h>
 
 #include "core/cleanup.h"
+#include "core/fdpass.h"
 #include "core/util.h"
 #include "linux/process.h"
 #include "linux/landlock_ruleset.h"
@@ -53,24 +54,8 @@ process_connect_console (const char *path, asbx_err_t *err)
 int
 process_send_fd (int sock, int fd, asbx_err_t *err)
 {
-  char dummy = 'x';
-  struct iovec iov = { .iov_base = &dummy, .iov_len = 1 };
-  union
-  {
-    char buf[CMSG_SPACE (sizeof (int))];
-    struct cmsghdr align;
-  } u;
-  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
-  struct cmsghdr *c = CMSG_FIRSTHDR (&msg);
-
-  memset (u.buf, 0, sizeof u.buf);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN (sizeof (int));
-  memcpy (CMSG_DATA (c), &fd, sizeof (int));
-  while (sendmsg (sock, &msg, MSG_NOSIGNAL) < 0)
-    if (errno != EINTR)
-      return asbx_error (err, errno, "send the pty master to --console-socket");
+  if (fdpass_send (sock, fd, "x", 1) < 0)
+    return asbx_error (err, errno, "send the pty master to --console-socket");
   return 0;
 }
 

@@ -32,6 +32,7 @@
 #include <yajl/yajl_gen.h>
 
 #include "core/cleanup.h"
+#include "core/json.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "runtime/container.h"
@@ -186,10 +187,7 @@ sandbox_config (const struct asbx_sandbox_opts *o, const char *rootfs, const cha
                                         "/proc/timer_list", "/proc/sched_debug", "/sys/firmware", "/proc/scsi" };
   static const char *const ro_paths[] = { "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger" };
   static const char *const ns[] = { "pid", "network", "ipc", "uts", "mount", "cgroup" };
-  yajl_gen g = yajl_gen_alloc (NULL);
-  const unsigned char *buf;
-  size_t len;
-  char *out;
+  yajl_gen g = json_gen_new (0);
 
   yajl_gen_map_open (g);
   G_STR (g, "ociVersion");
@@ -232,12 +230,7 @@ sandbox_config (const struct asbx_sandbox_opts *o, const char *rootfs, const cha
   gen_strv (g, "readonlyPaths", ro_paths, ASBX_ARRAY_SIZE (ro_paths));
   yajl_gen_map_close (g);
   yajl_gen_map_close (g);
-  yajl_gen_get_buf (g, &buf, &len);
-  out = xmalloc (len + 1);
-  memcpy (out, buf, len);
-  out[len] = '\0';
-  yajl_gen_free (g);
-  return out;
+  return json_gen_finish (g, false, NULL);
 }
 
 /* the skeleton: mount points for the exposed dirs, the usrmerge symlinks, and the rest */

@@ -10,9 +10,10 @@
 #include "core/error.h"
 #include "libocispec/oci_spec.h"
 #include "linux/ns.h"
+#include "linux/rootfs.h"
 #include "policy/plan.h"
 
-/* Everything the init process needs; filled by container.c, read-only in the children. */
+/* Everything the init process needs; filled by container_create.c, read-only in the children. */
 struct init_args
 {
   const struct oci_spec *spec;
@@ -20,21 +21,23 @@ struct init_args
   const char *bundle;      /* absolute */
   const char *rootfs;      /* absolute, real path */
   const char *cgroup_path; /* relative to the hierarchy roots */
-  int sync_fd;             /* child end of the socketpair */
-  int start_fd;            /* listening socket start.sock: I accepts `start`'s connection on it */
-  int console_fd;          /* connected --console-socket, or -1 */
-  int preserve_fds;        /* fds 3 .. 3+preserve_fds-1 stay open in the container */
+  /* the systemd unit cgroup_resolve_path gave for cgroup_path (linux/cgroup_systemd.h), or NULL */
+  const struct cgroup_systemd_unit *cgroup_unit;
+  int sync_fd;      /* child end of the socketpair */
+  int start_fd;     /* listening socket start.sock: I accepts `start`'s connection on it */
+  int console_fd;   /* connected --console-socket, or -1 */
+  int preserve_fds; /* fds 3 .. 3+preserve_fds-1 stay open in the container */
   bool no_pivot;
   bool no_new_keyring;
   /* fds of the runtime the children must close at once: the state dir fd carries the
    * container's flock, which a child would otherwise hold until exec */
   int close_fds[4];
   const struct policy_plan *plan; /* the agent policy (inactive plan or NULL: plain OCI) */
-  const int *bind_fds;            /* new user namespace: the bind sources the runtime opened
-                                     (linux_rootfs_open_bind_sources), else NULL */
-  const int *idmap_fds;           /* per spec mount: P's idmapped clone or -1 (linux/idmap.h); NULL = none */
-  int unixsock_fd;                /* socketpair end to the monitor for the unix-socket confinement's
-                                     notify fd (runtime/unixsock.h), or -1 */
+  /* per spec mount: the source P prepared (idmapped clone, linux/idmap.h; in a new user
+   * namespace the bind sources, linux_rootfs_open_bind_sources), NULL = none */
+  const struct linux_mount_src *mount_srcs;
+  int unixsock_fd; /* socketpair end to the monitor for the unix-socket confinement's
+                      notify fd (runtime/unixsock.h), or -1 */
 };
 
 /* Fork S and, through it, I. Places S in the cgroup first (so I and a new cgroup namespace are

@@ -17,6 +17,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "core/cleanup.h"
+#include "core/json.h"
 #include "core/util.h"
 #include "linux/cgroup.h"
 #include "runtime/state.h"
@@ -155,35 +156,25 @@ asbx_state_dir_remove (int rootfd, const char *id, asbx_err_t *err)
 
 #define GS(g, s) yajl_gen_string (g, (const unsigned char *) (s), strlen (s))
 
-static void
-gen_kv (yajl_gen g, const char *k, const char *v)
-{
-  GS (g, k);
-  if (v)
-    GS (g, v);
-  else
-    yajl_gen_null (g);
-}
-
 int
 asbx_state_write (int dirfd, const struct asbx_state *st, asbx_err_t *err)
 {
-  yajl_gen g = yajl_gen_alloc (NULL);
-  const unsigned char *buf;
+  yajl_gen g = json_gen_new (0);
+  cleanup_free char *buf = NULL;
   size_t len;
   cleanup_close int fd = -1;
   int ret = 0;
 
   yajl_gen_map_open (g);
-  gen_kv (g, "id", st->id);
+  json_gen_kv (g, "id", st->id);
   GS (g, "pid");
   yajl_gen_integer (g, st->pid);
   GS (g, "pidStart");
   yajl_gen_integer (g, (long long) st->pid_start);
-  gen_kv (g, "bundle", st->bundle);
-  gen_kv (g, "rootfs", st->rootfs);
-  gen_kv (g, "created", st->created);
-  gen_kv (g, "cgroupPath", st->cgroup_path);
+  json_gen_kv (g, "bundle", st->bundle);
+  json_gen_kv (g, "rootfs", st->rootfs);
+  json_gen_kv (g, "created", st->created);
+  json_gen_kv (g, "cgroupPath", st->cgroup_path);
   GS (g, "cgroupMask");
   yajl_gen_integer (g, (long long) st->cgroup_mask);
   GS (g, "systemdCgroup");
@@ -193,17 +184,16 @@ asbx_state_write (int dirfd, const struct asbx_state *st, asbx_err_t *err)
   GS (g, "annotations");
   yajl_gen_map_open (g);
   for (size_t i = 0; i < st->annotations.len; i++)
-    gen_kv (g, st->annotations.keys[i], st->annotations.values[i]);
+    json_gen_kv (g, st->annotations.keys[i], st->annotations.values[i]);
   yajl_gen_map_close (g);
   yajl_gen_map_close (g);
-  yajl_gen_get_buf (g, &buf, &len);
+  buf = json_gen_finish (g, false, &len);
 
   fd = openat (dirfd, "state.json.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0 || write_all (fd, buf, len) < 0 || fsync (fd) < 0)
     ret = asbx_error (err, errno, "write state.json");
   else if (renameat (dirfd, "state.json.tmp", dirfd, "state.json") < 0)
     ret = asbx_error (err, errno, "rename state.json");
-  yajl_gen_free (g);
   return ret;
 }
 
@@ -276,14 +266,12 @@ asbx_state_read (int dirfd, struct asbx_state *st, asbx_err_t *err)
 uint64_t
 asbx_pid_start_time (pid_t pid)
 {
-  char path[64];
-  cleanup_free char *data = NULL;
+  char data[4096];
   char *p;
   unsigned long long start = 0;
   char state;
 
-  snprintf (path, sizeof path, "/proc/%d/stat", pid);
-  if (read_file_at (AT_FDCWD, path, 4096, &data, NULL, NULL) < 0)
+  if (read_proc_small (pid, "stat", data, sizeof data) < 0)
     return 0;
   /* comm may contain spaces and ')': fields start after the last ')' */
   p = strrchr (data, ')');
@@ -305,17 +293,61 @@ asbx_state_alive (const struct asbx_state *st)
   return s != 0 && s == st->pid_start;
 }
 
-const char *
+enum asbx_status
 asbx_state_status (int dirfd, const struct asbx_state *st)
 {
   struct stat sb;
   if (!asbx_state_alive (st))
-    return "stopped";
+    return ASBX_STATUS_STOPPED;
   if (fstatat (dirfd, "start.sock", &sb, AT_SYMLINK_NOFOLLOW) == 0)
-    return "created";
+    return ASBX_STATUS_CREATED;
   if (st->cgroup_path && cgroup_is_frozen (st->cgroup_path, NULL) == 1)
-    return "paused";
-  return "running";
+    return ASBX_STATUS_PAUSED;
+  return ASBX_STATUS_RUNNING;
+}
+
+const char *
+asbx_status_name (enum asbx_status s)
+{
+  static const char *const names[] = {
+    [ASBX_STATUS_CREATING] = "creating", [ASBX_STATUS_CREATED] = "created", [ASBX_STATUS_RUNNING] = "running",
+    [ASBX_STATUS_PAUSED] = "paused",     [ASBX_STATUS_STOPPED] = "stopped",
+  };
+  return (unsigned) s < ASBX_ARRAY_SIZE (names) ? names[s] : "unknown";
+}
+
+/* The lifecycle's one table (runc's state_linux.go keeps the same rules as a type per state):
+ * for each operation, the statuses it may start from and, for those that run hooks, the
+ * status the hooks' state says (runtime.md "Lifecycle"); -1 = the op has no hooks. */
+#define ST(x) (1u << ASBX_STATUS_##x)
+static const struct
+{
+  unsigned from; /* mask of ST() */
+  int to;        /* enum asbx_status, or -1 */
+} transitions[] = {
+  /* prestart/createRuntime/createContainer hooks see "created", as runc's do */
+  [ASBX_OP_CREATE] = { ST (CREATING), ASBX_STATUS_CREATED },
+  [ASBX_OP_START] = { ST (CREATED), ASBX_STATUS_RUNNING },
+  /* running and paused need --force (SIGKILL first) */
+  [ASBX_OP_DELETE] = { ST (CREATED) | ST (STOPPED), ASBX_STATUS_STOPPED },
+  [ASBX_OP_EXEC] = { ST (RUNNING), -1 },
+  [ASBX_OP_EXEC_PAUSED] = { ST (RUNNING) | ST (PAUSED), -1 },
+  [ASBX_OP_CHECKPOINT] = { ST (RUNNING) | ST (PAUSED), -1 },
+  /* runc: update needs a container that is not stopped; pause and resume then read the freezer */
+  [ASBX_OP_CGROUP] = { ST (CREATED) | ST (RUNNING) | ST (PAUSED), -1 },
+};
+#undef ST
+
+bool
+asbx_status_allows (enum asbx_status s, enum asbx_op op)
+{
+  return (unsigned) op < ASBX_ARRAY_SIZE (transitions) && (transitions[op].from & (1u << s)) != 0;
+}
+
+enum asbx_status
+asbx_status_after (enum asbx_op op)
+{
+  return transitions[op].to >= 0 ? (enum asbx_status) transitions[op].to : ASBX_STATUS_RUNNING;
 }
 
 void

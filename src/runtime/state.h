@@ -81,8 +81,41 @@ void asbx_container_close (struct asbx_opened *o);
 /* Start time of pid from /proc/PID/stat; 0 when the process is gone. */
 uint64_t asbx_pid_start_time (pid_t pid);
 
-/* Compute the OCI status string ("created", "running", "paused", "stopped") for a read state. Static string. */
-const char *asbx_state_status (int dirfd, const struct asbx_state *st);
+/* The container's status (runtime-spec runtime.md "State": creating, created, running, stopped;
+ * paused as runc and the cgroup freezer add it). */
+enum asbx_status
+{
+  ASBX_STATUS_CREATING, /* state dir without state.json */
+  ASBX_STATUS_CREATED,  /* init alive, start.sock present */
+  ASBX_STATUS_RUNNING,  /* init alive, released */
+  ASBX_STATUS_PAUSED,   /* init alive, its cgroup frozen */
+  ASBX_STATUS_STOPPED,  /* init gone (pid + start time no longer match) */
+};
+
+/* The operations whose allowed statuses the transition table holds (state.c). */
+enum asbx_op
+{
+  ASBX_OP_CREATE,      /* creating -> created */
+  ASBX_OP_START,       /* created -> running */
+  ASBX_OP_DELETE,      /* created, stopped -> gone (running and paused need --force) */
+  ASBX_OP_EXEC,        /* running */
+  ASBX_OP_EXEC_PAUSED, /* exec --ignore-paused: running, paused */
+  ASBX_OP_CHECKPOINT,  /* running, paused */
+  ASBX_OP_CGROUP,      /* update, pause, resume, ps, events: any live container */
+};
+
+/* The OCI name of a status ("creating", "created", "running", "paused", "stopped"); static. */
+const char *asbx_status_name (enum asbx_status s);
+
+/* true when the transition table allows op on a container in status s. */
+bool asbx_status_allows (enum asbx_status s, enum asbx_op op);
+
+/* The status the state given to an op's hooks names: CREATE created, START running, DELETE
+ * stopped (runtime.md "Lifecycle"). Only for those three (the others run no hooks). */
+enum asbx_status asbx_status_after (enum asbx_op op);
+
+/* Compute the status of a read state (never CREATING: that is a dir without state.json). */
+enum asbx_status asbx_state_status (int dirfd, const struct asbx_state *st);
 
 /* true when st->pid is still the init we started (pid + start time match, not a zombie). */
 bool asbx_state_alive (const struct asbx_state *st);

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "core/cleanup.h"
+#include "core/fdpass.h"
 #include "runtime/tty.h"
 
 int
@@ -42,25 +43,11 @@ int
 asbx_tty_recv_master (int sock, asbx_err_t *err)
 {
   char dummy;
-  struct iovec iov = { .iov_base = &dummy, .iov_len = 1 };
-  union
-  {
-    char buf[CMSG_SPACE (sizeof (int))];
-    struct cmsghdr align;
-  } u;
-  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
-  ssize_t n;
-  int fd;
-
-  memset (u.buf, 0, sizeof u.buf);
-  while ((n = recvmsg (sock, &msg, MSG_CMSG_CLOEXEC)) < 0)
-    if (errno != EINTR)
-      return asbx_error (err, errno, "receive the pty master");
-  struct cmsghdr *c = CMSG_FIRSTHDR (&msg);
-  if (n == 0 || !c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS
-      || c->cmsg_len != CMSG_LEN (sizeof (int)))
+  int fd = fdpass_recv (sock, &dummy, 1, 0);
+  if (fd < 0 && errno == EPROTO)
     return asbx_error (err, EPROTO, "receive the pty master: no descriptor from the container");
-  memcpy (&fd, CMSG_DATA (c), sizeof fd);
+  if (fd < 0)
+    return asbx_error (err, errno, "receive the pty master");
   return fd;
 }
 

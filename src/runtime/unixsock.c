@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "core/cleanup.h"
+#include "core/fdpass.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "runtime/execrec.h"
@@ -518,21 +519,10 @@ static void
 recv_listener (struct unixsock_sup *s, struct src *x)
 {
   char byte;
-  int nfd = -1;
-  struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-  union
-  {
-    struct cmsghdr h;
-    char buf[CMSG_SPACE (sizeof (int))];
-  } cm;
-  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf, .msg_controllen = sizeof cm.buf };
-  ssize_t n = recvmsg (x->fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-  struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR (&msg) : NULL;
+  int nfd = fdpass_recv (x->fd, &byte, 1, MSG_DONTWAIT);
 
-  if (n < 0 && (errno == EAGAIN || errno == EINTR))
+  if (nfd < 0 && errno == EAGAIN)
     return;
-  if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN (sizeof (int)))
-    memcpy (&nfd, CMSG_DATA (c), sizeof (int));
   /* EOF (the process died before exec) or the fd: the channel has served */
   src_drop (s, x);
   if (nfd >= 0)

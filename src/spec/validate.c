@@ -1,36 +1,22 @@
-/* validate.c - config.json semantic checks before anything is created. Pure: no syscalls except
- * the LSM probe, which only reads sysfs. */
+/* validate.c - config.json semantic checks before anything is created. Pure: no syscalls; the
+ * host's LSM state comes in as struct spec_host (probed by the runtime, container_create.c),
+ * and the mechanism modules' own value checks (process.scheduler, linux.memoryPolicy) are run
+ * by the runtime right after this (create_check). */
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/cleanup.h"
 #include "core/log.h"
 #include "core/util.h"
-#include "linux/ns.h"
-#include "linux/process.h"
 #include "spec/validate.h"
 
-#ifndef CLONE_NEWTIME
-#define CLONE_NEWTIME 0x00000080
-#endif
-
-void
-spec_host_probe (struct spec_host *h)
-{
-  cleanup_free char *aa = NULL;
-  h->apparmor_enabled = read_file_at (-100, "/sys/module/apparmor/parameters/enabled", 64, &aa, NULL, NULL) == 0
-                        && aa[0] == 'Y';
-  h->selinux_enabled = access ("/sys/fs/selinux/enforce", F_OK) == 0;
-}
-
+/* Is a namespace of this runtime-spec type ("mount", "user", ...) listed; *has_path: joined */
 static bool
-ns_listed (const struct oci_linux *l, int flag, bool *has_path)
+ns_listed (const struct oci_linux *l, const char *type, bool *has_path)
 {
   for (size_t i = 0; l && i < l->namespaces_len; i++)
-    if (ns_flag_from_type (l->namespaces[i].type) == flag)
+    if (l->namespaces[i].type && strcmp (l->namespaces[i].type, type) == 0)
       {
         if (has_path)
           *has_path = l->namespaces[i].path && *l->namespaces[i].path;
@@ -48,9 +34,6 @@ validate_process (const struct oci_process *p, const char *name, asbx_err_t *err
     return asbx_error (err, 0, "%s: process.args: expected at least one argument", name);
   if (p->cwd == NULL || p->cwd[0] != '/')
     return asbx_error (err, 0, "%s: process.cwd: expected an absolute path", name);
-  cleanup_free char *where = xasprintf ("%s: ", name);
-  if (linux_sched_check (p, where, err) < 0)
-    return -1;
   if (p->exec_cpu_affinity)
     return asbx_error (err, 0, "%s: process.execCPUAffinity: not supported by this build", name);
   return 0;
@@ -97,7 +80,7 @@ validate_linux (const struct oci_spec *s, const char *name, asbx_err_t *err)
 
   if (l == NULL)
     return asbx_error (err, 0, "%s: linux: required (namespaces, mounts)", name);
-  if (!ns_listed (l, CLONE_NEWNS, &has_path))
+  if (!ns_listed (l, "mount", &has_path))
     {
       /* the runtime's mount namespace (runc's "no mount entry"): the container chroots into the
        * rootfs there; what would change the shared namespace itself is refused */
@@ -118,7 +101,7 @@ validate_linux (const struct oci_spec *s, const char *name, asbx_err_t *err)
                            "propagation of the runtime's \"/\")",
                            name);
     }
-  bool user = ns_listed (l, CLONE_NEWUSER, &has_path);
+  bool user = ns_listed (l, "user", &has_path);
   if ((l->uid_mappings_len || l->gid_mappings_len) && !user)
     return asbx_error (err, 0, "%s: linux.uidMappings: mappings given without a user namespace", name);
   if (user && !has_path && (l->uid_mappings_len == 0 || l->gid_mappings_len == 0))
@@ -126,11 +109,11 @@ validate_linux (const struct oci_spec *s, const char *name, asbx_err_t *err)
   if (user && has_path && (l->uid_mappings_len || l->gid_mappings_len))
     return asbx_error (err, 0, "%s: linux.uidMappings: cannot be set when joining an existing user namespace", name);
   if (l->has_time_offsets_boottime || l->has_time_offsets_monotonic)
-    if (!ns_listed (l, CLONE_NEWTIME, &has_path) || has_path)
+    if (!ns_listed (l, "time", &has_path) || has_path)
       return asbx_error (err, 0, "%s: linux.timeOffsets: needs a new time namespace", name);
-  if ((s->hostname && *s->hostname) && !ns_listed (l, CLONE_NEWUTS, NULL))
+  if ((s->hostname && *s->hostname) && !ns_listed (l, "uts", NULL))
     return asbx_error (err, 0, "%s: hostname: unable to set hostname without a private UTS namespace", name);
-  if ((s->domainname && *s->domainname) && !ns_listed (l, CLONE_NEWUTS, NULL))
+  if ((s->domainname && *s->domainname) && !ns_listed (l, "uts", NULL))
     return asbx_error (err, 0, "%s: domainname: unable to set domainname without a private UTS namespace", name);
   if (l->intel_rdt)
     return asbx_error (err, 0, "%s: linux.intelRdt: not supported", name);
@@ -138,8 +121,6 @@ validate_linux (const struct oci_spec *s, const char *name, asbx_err_t *err)
     return asbx_error (err, 0, "%s: linux.personality: not supported by this build yet", name);
   if (l->net_devices_len)
     return asbx_error (err, 0, "%s: linux.netDevices: not supported by this build yet", name);
-  if (linux_mempolicy_check (l->memory_policy, err) < 0)
-    return asbx_error_wrap (err, "%s", name);
   return 0;
 }
 

@@ -15,11 +15,10 @@ struct spec_host
   bool selinux_enabled;  /* selinuxfs mounted */
 };
 
-/* Probe the host's LSM state for spec_validate. */
-void spec_host_probe (struct spec_host *h);
-
-/* Validate for create/run. `name` prefixes errors ("config.json: linux.uidMappings: ...").
- * 0 / -1 with *err (errnum 0). */
+/* Validate for create/run. `host`: the host's LSM state, probed by the caller (the runtime).
+ * Not checked here (the mechanism modules' checks, which the caller runs next):
+ * process.scheduler/ioPriority (linux_sched_check), linux.memoryPolicy (linux_mempolicy_check). `name` prefixes errors
+ * ("config.json: linux.uidMappings: ..."). 0 / -1 with *err (errnum 0). */
 int spec_validate (const struct oci_spec *spec, const struct spec_host *host, const char *name, asbx_err_t *err);
 
 #endif

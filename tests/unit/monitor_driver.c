@@ -113,7 +113,7 @@ main (int argc, char **argv)
       _exit (127);
     }
   close (go[0]);
-  if (cgroup && cgroup_enter (cgroup, child, &mask, &err) < 0)
+  if (cgroup && cgroup_enter (cgroup, NULL, child, &mask, &err) < 0)
     {
       kill (child, SIGKILL);
       return die (&err);

@@ -14,6 +14,7 @@
 #include "core/cleanup.h"
 #include "core/error.h"
 #include "linux/cgroup_internal.h"
+#include "linux/cgroup_systemd.h"
 
 static const char proc_cgroups_hybrid[] = "#subsys_name\thierarchy\tnum_cgroups\tenabled\n"
                                           "cpuset\t3\t1\t1\ncpu\t1\t1\t1\ncpuacct\t2\t1\t1\nblkio\t7\t1\t1\n"
@@ -152,7 +153,9 @@ static char *
 resolve (const struct cgroup_layout_info *info, const char *p, bool systemd, bool running, char **msg)
 {
   asbx_err_t err = NULL;
-  char *r = cgroup_resolve_path_in (info, p, "ctr1", systemd, running, &err);
+  struct cgroup_systemd_unit unit = { NULL, NULL, NULL };
+  char *r = cgroup_resolve_path_in (info, p, "ctr1", systemd, running, &unit, &err);
+  cgroup_systemd_unit_clear (&unit);
   *msg = err ? strdup (err->msg) : NULL;
   asbx_error_free (&err);
   return r;

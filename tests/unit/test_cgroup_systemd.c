@@ -192,22 +192,25 @@ static void
 test_prepare (void **state)
 {
   asbx_err_t err = NULL;
+  struct cgroup_systemd_unit unit = { NULL, NULL, NULL };
   char *r;
   (void) state;
 
-  r = cgroup_systemd_prepare ("system.slice:agentsbx:abc", "abc", false, &err);
+  r = cgroup_systemd_prepare ("system.slice:agentsbx:abc", "abc", false, &unit, &err);
   assert_null (r);
   assert_string_equal (err->msg, "systemd cgroup driver requested but systemd is not running (no "
                                  "/run/systemd/system): Operation not supported");
   asbx_error_free (&err);
-  assert_false (cgroup_systemd_is_pending ("/system.slice/agentsbx-abc.scope"));
+  assert_false (cgroup_systemd_is_pending (&unit, "/system.slice/agentsbx-abc.scope"));
+  assert_false (cgroup_systemd_is_pending (NULL, "/system.slice/agentsbx-abc.scope"));
 
-  r = cgroup_systemd_prepare ("system.slice:agentsbx:abc", "abc", true, &err);
+  r = cgroup_systemd_prepare ("system.slice:agentsbx:abc", "abc", true, &unit, &err);
 #ifdef HAVE_LIBSYSTEMD
   assert_string_equal (r, "/system.slice/agentsbx-abc.scope");
-  assert_true (cgroup_systemd_is_pending (r));
-  assert_false (cgroup_systemd_is_pending ("/agentsbx/abc"));
+  assert_true (cgroup_systemd_is_pending (&unit, r));
+  assert_false (cgroup_systemd_is_pending (&unit, "/agentsbx/abc"));
   free (r);
+  cgroup_systemd_unit_clear (&unit);
 #else
   assert_null (r);
   assert_non_null (strstr (err->msg, "built without libsystemd"));

@@ -33,7 +33,7 @@
 #include "policy/doc.h"
 #include "policy/policy.h"
 #include "policy/profiles.h"
-#include "policy/sha256.h"
+#include "core/sha256.h"
 #include "policy/syscall_groups.h"
 
 #define DATA TEST_DATA_DIR "/policy"
@@ -158,7 +158,7 @@ run_case (const char *name)
       char hex[65];
       if (p->active)
         {
-          policy_sha256_hex (p->effective_json, strlen (p->effective_json), hex);
+          sha256_hex (p->effective_json, strlen (p->effective_json), hex);
           cleanup_free char *digest = xasprintf ("sha256:%s", hex);
           if (strcmp (p->digest, digest) != 0)
             {
@@ -478,12 +478,12 @@ static void
 test_sha256 (void **state)
 {
   char hex[65];
-  policy_sha256_hex ("abc", 3, hex);
+  sha256_hex ("abc", 3, hex);
   assert_string_equal (hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  policy_sha256_hex ("", 0, hex);
+  sha256_hex ("", 0, hex);
   assert_string_equal (hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   const char *m = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
-  policy_sha256_hex (m, strlen (m), hex);
+  sha256_hex (m, strlen (m), hex);
   assert_string_equal (hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
 

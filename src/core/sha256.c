@@ -1,10 +1,11 @@
-/* sha256.c - SHA-256 (FIPS 180-4) for the effective policy's digest, written from the standard;
- * no dependency on a crypto library for one hash of a few kilobytes. Pure. */
+/* sha256.c - SHA-256 (FIPS 180-4) for the effective policy's digest and the seccomp cache
+ * keys, written from the standard; no dependency on a crypto library for one hash of a few
+ * kilobytes. Pure. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "policy/sha256.h"
+#include "core/sha256.h"
 
 static const uint32_t K[64] = {
   0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -42,7 +43,7 @@ block (uint32_t h[8], const unsigned char *p)
 }
 
 void
-policy_sha256_hex (const void *data, size_t len, char out[65])
+sha256_hex (const void *data, size_t len, char out[65])
 {
   uint32_t h[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
   const unsigned char *p = data;
