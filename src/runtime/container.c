@@ -38,6 +38,7 @@
 #include "policy/policy.h"
 #include "runtime/monitor.h"
 #include "runtime/policy_apply.h"
+#include "runtime/policy_pin.h"
 #include "runtime/process.h"
 #include "runtime/spawn.h"
 #include "runtime/state.h"
@@ -269,6 +270,8 @@ create_undo (struct create_ctx *c)
       log_warning ("cleanup after failed create: %s", e->msg);
       asbx_error_free (&e);
     }
+  if (c->dirfd >= 0)
+    policy_pin_release (c->rootfd, c->dirfd); /* after the init is gone */
   if (c->dirfd >= 0 && asbx_state_dir_remove (c->rootfd, c->id, &e) < 0)
     {
       log_warning ("cleanup after failed create: %s", e->msg);
@@ -404,6 +407,13 @@ create_spawned (const struct asbx_global *g, const struct asbx_create_opts *o, s
     return -1;
   creating_record (c);
   test_stop_at ("create:spawned");
+  /* the files the init masked inside writable binds: pinned in our namespace (policy_pin.h) */
+  struct policy_pin_ctx pc = {
+    .spec = spec, .bundle = bundle, .rootfs = a->rootfs, .state_rootfd = c->rootfd, .dirfd = c->dirfd
+  };
+  if (policy_pin_receive (psync, &pc, err) < 0)
+    return -1;
+  test_stop_at ("create:pinned");
   if (sync_recv (psync, SYNC_CREATE_RUNTIME, m, err) < 0)
     return -1;
   if (m->text[0])
@@ -822,6 +832,8 @@ asbx_container_delete (const struct asbx_global *g, const char *id, bool force, 
     }
   else
     creating_cleanup (o.dirfd); /* we hold the lock: the create that made this entry died */
+  /* the container's processes are gone: its pins of masked files go (policy_pin.h) */
+  policy_pin_release (o.rootfd, o.dirfd);
   /* the monitor writes exit_reason and its last audit record after the init is gone: let it
    * finish before the directory goes */
   monitor_wait_exit (o.dirfd, 5000);

@@ -35,6 +35,7 @@
 #include "runtime/policy_homes.h"
 #include "runtime/policy_hostfiles.h"
 #include "runtime/policy_noexec.h"
+#include "runtime/policy_pin.h"
 #include "runtime/process.h"
 #include "runtime/unixsock.h"
 
@@ -467,6 +468,9 @@ apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy
         break;
       }
     }
+  /* a deny inside a writable bind grant: P pins the file in the host's namespace (policy_pin.h) */
+  if (r == 0 && (m->kind == POLICY_MOUNT_BIND_RO || m->kind == POLICY_MOUNT_MASK))
+    r = policy_pin_note (covering_grant (plan, m->path), m->path, fd, err);
   return r < 0 ? asbx_error_wrap (err, "policy %s (%s)", m->origin, m->path) : 0;
 }
 
