@@ -417,8 +417,11 @@ static int
 unpin_at (const struct pin_rec *r, const char *path)
 {
   struct mnt_ids id;
-  cleanup_close int fd = ps_openat2 (AT_FDCWD, path, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0,
-                                     RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+  cleanup_close int top = open ("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  /* beneath "/" (the userspace fallback of pathsafe needs a scope; the path is absolute) */
+  cleanup_close int fd = top < 0 ? -1
+                                 : ps_openat2 (top, path + 1, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0,
+                                               RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
   if (fd < 0 || mnt_ids_of (fd, &id) < 0 || !id.root || id.unique != r->unique)
     return 0;
   /* the fd is the pin itself: unmount it through the fd, not through a path */
