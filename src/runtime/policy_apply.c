@@ -295,7 +295,9 @@ bind_self (int fd, bool rw, bool noexec, asbx_err_t *err)
   uint64_t clr = rw ? MOUNT_ATTR_RDONLY : 0;
   if (mfd < 0 || mnt_attach (mfd, fd, err) < 0)
     return -1;
-  return mnt_setattr (mfd, true, set, clr, 0, err);
+  /* a read-only deny receives no propagation: under rslave, a host mount on the file (the
+   * runtime's own pin, runtime/policy_pin.h) would otherwise land on top of it, read-write */
+  return mnt_setattr (mfd, true, set, clr, rw ? 0 : MS_PRIVATE, err);
 }
 
 static int
@@ -317,9 +319,9 @@ mask (int rootfd, int fd, asbx_err_t *err)
         return asbx_error (err, EINVAL, "/dev/null in the container is not the null device");
       mfd = mnt_clone (null, "", false, err);
     }
-  if (mfd < 0)
+  if (mfd < 0 || mnt_attach (mfd, fd, err) < 0)
     return -1;
-  return mnt_attach (mfd, fd, err);
+  return mnt_setattr (mfd, false, 0, 0, MS_PRIVATE, err); /* as bind_self's read-only denies */
 }
 
 /* The writable grant (allowWrite bind or tmpfs) whose hierarchy strictly contains `path`, the

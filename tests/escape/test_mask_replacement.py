@@ -34,8 +34,8 @@ def git(ws, *args):
     return subprocess.run(["git", "-C", ws, *args], capture_output=True, text=True, timeout=GUARD)
 
 
-def make_repo(rt):
-    ws = os.path.join(rt.workdir, f"ws-pin-{os.urandom(3).hex()}")
+def make_repo(rt, base=None):
+    ws = os.path.join(base or rt.workdir, f"ws-pin-{os.urandom(3).hex()}")
     os.makedirs(ws)
     os.chmod(ws, 0o777)
     for a in (["init", "-q"], ["config", "user.email", "t@example.invalid"], ["config", "user.name", "t"]):
@@ -55,6 +55,24 @@ def pins_under(path):
             if mp == path or mp.startswith(path + "/"):
                 out.append(mp)
     return out
+
+
+@pytest.fixture(params=["private", "shared"])
+def base(request, rt):
+    """Where the workspace lies: on the test's own directory (a private mount here), or on a
+    tmpfs made shared, as / is on a systemd host: the pin then propagates into the container's
+    rslave binds, and must land under its read-only masks, never over them."""
+    if request.param == "private":
+        yield None
+        return
+    d = os.path.join(rt.workdir, f"shared-{os.urandom(3).hex()}")
+    os.makedirs(d)
+    assert subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", d]).returncode == 0
+    try:
+        assert subprocess.run(["mount", "--make-shared", d]).returncode == 0
+        yield d
+    finally:
+        subprocess.run(["umount", "-l", d])
 
 
 class Sandbox:
@@ -96,12 +114,12 @@ def read(path):
         return f.read()
 
 
-def test_host_git_rewrite_does_not_unmask_config(rt):
+def test_host_git_rewrite_does_not_unmask_config(rt, base):
     """The tester's attack: while host git rewrites .git/config (lock file + rename) and a host
     script renames a new file over it, the agent keeps appending a core.fsmonitor payload. No
     host git run executes it, the host file never holds the agent's text, and the host's
     replacement fails visibly (EBUSY) instead of silently dropping the mask."""
-    ws = make_repo(rt)
+    ws = make_repo(rt, base)
     cfg = os.path.join(ws, ".git", "config")
     marker = os.path.join(rt.workdir, f"fsmonitor-ran-{os.urandom(3).hex()}")
     payload = f"[core]\\n\\tfsmonitor = touch {marker}; false\\n"
@@ -133,11 +151,11 @@ def test_host_git_rewrite_does_not_unmask_config(rt):
     assert all(busy), f"a host replacement of .git/config was not refused with EBUSY: {busy}"
 
 
-def test_host_delete_and_recreate_of_denied_paths(rt):
+def test_host_delete_and_recreate_of_denied_paths(rt, base):
     """unlink + recreate of .git/config, a rename of .git/hooks and of a denyRead .env by the host
     while the sandbox runs: refused with EBUSY, or (before the fix) the agent writes the new
     config, plants a hook and reads the new secret."""
-    ws = make_repo(rt)
+    ws = make_repo(rt, base)
     secret = "NEWSECRET-" + os.urandom(4).hex()
     with open(os.path.join(ws, ".env"), "w") as f:
         f.write("OLD\n")
