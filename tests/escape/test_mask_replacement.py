@@ -267,3 +267,26 @@ def test_symlink_swap_cannot_redirect_cleanup(rt, tmp_path):
         assert read(os.path.join(decoy, "config")) == "decoy\n"
     finally:
         subprocess.run(["umount", "-l", os.path.join(decoy, "config")])
+
+
+def test_two_sandboxes_on_one_workspace_share_the_pin(rt):
+    """Two sandboxes on one workspace: the first to exit leaves the file pinned for the other
+    (host replacement still EBUSY); after the second exits no pin is left."""
+    ws = make_repo(rt)
+    cfg = os.path.join(ws, ".git", "config")
+    a = Sandbox(rt, ws, "while [ ! -e /workspace/stop ]; do sleep 0.05; done")
+    os.unlink(os.path.join(ws, "started"))
+    b = Sandbox(rt, ws, "while [ ! -e /workspace/stop-b ]; do sleep 0.05; done")
+    try:
+        assert a.stop() == 0, a.log()
+        r_between = git(ws, "config", "x.y", "between")
+        between = pins_under(ws)
+    finally:
+        with open(os.path.join(ws, "stop-b"), "w"):
+            pass
+        assert b.p.wait(timeout=GUARD) == 0, b.log()
+    assert cfg in between, f"the second sandbox lost its pin when the first exited: {between}"
+    assert r_between.returncode != 0 and "busy" in r_between.stderr.lower(), r_between
+    assert "between" not in read(cfg)
+    assert pins_under(ws) == [], f"pins left after both exited: {pins_under(ws)}"
+    assert git(ws, "config", "x.y", "z").returncode == 0
