@@ -31,10 +31,16 @@ GUARD = 60  # seconds: hang guards only
 
 
 def git(ws, *args):
-    return subprocess.run(["git", "-C", ws, *args], capture_output=True, text=True, timeout=GUARD)
+    # safe.directory: the user-owned workspace is not root's (git refuses it otherwise)
+    return subprocess.run(["git", "-c", "safe.directory=*", "-C", ws, *args], capture_output=True, text=True,
+                          timeout=GUARD)
+
+
+WS_OWNER = 23456  # a non-root workspace owner: quick mode adds a user namespace mapping root to it
 
 
 def make_repo(rt, base=None):
+    base, owner = base if isinstance(base, tuple) else (base, None)
     ws = os.path.join(base or rt.workdir, f"ws-pin-{os.urandom(3).hex()}")
     os.makedirs(ws)
     os.chmod(ws, 0o777)
@@ -43,6 +49,10 @@ def make_repo(rt, base=None):
     with open(os.path.join(ws, "f"), "w") as f:
         f.write("x\n")
     assert git(ws, "add", "f").returncode == 0 and git(ws, "commit", "-qm", "init").returncode == 0
+    if owner is not None:
+        os.chmod(rt.workdir, 0o711)
+        subprocess.run(["chown", "-R", f"{owner}:{owner}", ws], check=True)
+        os.chmod(ws, 0o755)
     return ws
 
 
@@ -57,13 +67,17 @@ def pins_under(path):
     return out
 
 
-@pytest.fixture(params=["private", "shared"])
+@pytest.fixture(params=["private", "shared", "user-owned"])
 def base(request, rt):
     """Where the workspace lies: on the test's own directory (a private mount here), or on a
     tmpfs made shared, as / is on a systemd host: the pin then propagates into the container's
-    rslave binds, and must land under its read-only masks, never over them."""
+    rslave binds, and must land under its read-only masks, never over them; or owned by a
+    non-root user (quick mode's user namespace: the init masks as the mapped root)."""
     if request.param == "private":
         yield None
+        return
+    if request.param == "user-owned":
+        yield (None, WS_OWNER)
         return
     d = os.path.join(rt.workdir, f"shared-{os.urandom(3).hex()}")
     os.makedirs(d)
