@@ -304,3 +304,22 @@ def test_two_sandboxes_on_one_workspace_share_the_pin(rt):
     assert "between" not in read(cfg)
     assert pins_under(ws) == [], f"pins left after both exited: {pins_under(ws)}"
     assert git(ws, "config", "x.y", "z").returncode == 0
+
+
+def test_failed_create_removes_its_pins(rt, make_bundle):
+    """A create that fails after pinning (its prestart hook, run in the runtime's namespaces,
+    sees the pin in mountinfo and fails) leaves no pin."""
+    ws = make_repo(rt)
+    seen = os.path.join(rt.workdir, f"hook-saw-pin-{os.urandom(3).hex()}")
+    hook = os.path.join(rt.workdir, "prestart-fail.sh")
+    with open(hook, "w") as f:
+        f.write(f"#!/bin/sh\ngrep -q ' {ws}/.git/config ' /proc/self/mountinfo && touch {seen}\nexit 1\n")
+    os.chmod(hook, 0o755)
+    b = policy_bundle(make_bundle, args=("/usr/bin/probe", "sleep", "600"))
+    b.add_mount("/workspace", "bind", ws, ["rbind", "rw"])
+    b.hook("prestart", hook)
+    r, cid = rt.create(b, None, global_args=gflags(rt, "agent"))
+    assert not r.ok, r
+    assert os.path.exists(seen), "the file was not pinned during create"
+    assert pins_under(ws) == [], "the failed create left pins"
+    assert git(ws, "config", "x.y", "z").returncode == 0
