@@ -323,3 +323,25 @@ def test_failed_create_removes_its_pins(rt, make_bundle):
     assert os.path.exists(seen), "the file was not pinned during create"
     assert pins_under(ws) == [], "the failed create left pins"
     assert git(ws, "config", "x.y", "z").returncode == 0
+
+
+def test_pin_of_another_inode_refused(rt, make_bundle):
+    """Fail closed: when the host's file at the masked path is not the inode the container masks
+    (here a host mount over .git/config that the container's non-recursive bind does not show),
+    nothing can be pinned for the container's mask: create is refused, naming the path."""
+    ws = make_repo(rt)
+    other = os.path.join(rt.workdir, f"other-config-{os.urandom(3).hex()}")
+    with open(other, "w") as f:
+        f.write("[core]\n")
+    cfg = os.path.join(ws, ".git", "config")
+    assert subprocess.run(["mount", "--bind", other, cfg]).returncode == 0
+    try:
+        b = policy_bundle(make_bundle, args=("/usr/bin/probe", "sleep", "600"))
+        b.add_mount("/workspace", "bind", ws, ["bind", "rw"])
+        r, cid = rt.create(b, None, global_args=gflags(rt, "agent"))
+        if r.ok:
+            rt.delete(cid, force=True)
+        assert not r.ok and "/workspace/.git/config" in r.err and "not the file the container masks" in r.err, r
+    finally:
+        subprocess.run(["umount", "-l", cfg])
+    assert pins_under(ws) == [], "pins left"
