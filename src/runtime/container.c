@@ -26,6 +26,7 @@
 #include "runtime/container_internal.h"
 #include "runtime/hooks.h"
 #include "runtime/monitor.h"
+#include "runtime/policy_pin.h"
 #include "runtime/state.h"
 
 /* Crash-safety test hook (tests/escape/test_robustness.py): AGENTSBX_TEST_STOP_AT=<step>
@@ -276,6 +277,8 @@ asbx_container_delete (const struct asbx_global *g, const char *id, bool force, 
     }
   else
     creating_cleanup (o.dirfd); /* we hold the lock: the create that made this entry died */
+  /* the container's processes are gone: its pins of masked files go (policy_pin.h) */
+  policy_pin_release (o.rootfd, o.dirfd);
   /* the monitor writes exit_reason and its last audit record after the init is gone: let it
    * finish before the directory goes */
   monitor_wait_exit (o.dirfd, 5000);

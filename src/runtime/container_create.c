@@ -40,6 +40,7 @@
 #include "runtime/policy_apply.h"
 #include "runtime/process.h"
 #include "runtime/spawn.h"
+#include "runtime/policy_pin.h"
 #include "runtime/state.h"
 #include "runtime/sync.h"
 #include "runtime/tty.h"
@@ -183,6 +184,8 @@ create_undo (struct create_ctx *c)
       log_warning ("cleanup after failed create: %s", e->msg);
       asbx_error_free (&e);
     }
+  if (c->dirfd >= 0)
+    policy_pin_release (c->rootfd, c->dirfd); /* after the init is gone */
   if (c->dirfd >= 0 && asbx_state_dir_remove (c->rootfd, c->id, &e) < 0)
     {
       log_warning ("cleanup after failed create: %s", e->msg);
@@ -276,6 +279,13 @@ create_spawned (const struct asbx_global *g, const struct asbx_create_opts *o, s
     return -1;
   creating_record (c->dirfd, c->cgroup_path, c->cgroup_mask);
   test_stop_at ("create:spawned");
+  /* the files the init masked inside writable binds: pinned in our namespace (policy_pin.h) */
+  struct policy_pin_ctx pc = {
+    .spec = spec, .bundle = bundle, .rootfs = a->rootfs, .state_rootfd = c->rootfd, .dirfd = c->dirfd
+  };
+  if (policy_pin_receive (psync, &pc, err) < 0)
+    return -1;
+  test_stop_at ("create:pinned");
   if (sync_recv (psync, SYNC_CREATE_RUNTIME, m, err) < 0)
     return -1;
   if (m->text[0])

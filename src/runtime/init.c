@@ -29,6 +29,7 @@
 #include "linux/seccomp_cache.h"
 #include "runtime/hooks.h"
 #include "runtime/policy_apply.h"
+#include "runtime/policy_pin.h"
 #include "runtime/process.h"
 #include "runtime/spawn.h"
 #include "runtime/sync.h"
@@ -182,7 +183,7 @@ init_main (struct init_args *a)
   if (!userns && policy_apply_memfd_noexec (a->plan, (a->ns->new_flags & CLONE_NEWPID) != 0, &err) < 0)
     fail (a, &err);
   /* 4. prestart + createRuntime hooks run in the runtime's namespaces: P runs them */
-  if (sync_send (a->sync_fd, SYNC_CREATE_RUNTIME, 0, missing_grants, &err) < 0
+  if (policy_pin_send (a->sync_fd, &err) < 0 || sync_send (a->sync_fd, SYNC_CREATE_RUNTIME, 0, missing_grants, &err) < 0
       || sync_recv (a->sync_fd, SYNC_HOOKS_DONE, &m, &err) < 0)
     fail (a, &err);
   /* 4a. in a user namespace P wrote vm.memfd_noexec for us (policy_apply.h): check it did */

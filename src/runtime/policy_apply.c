@@ -35,6 +35,7 @@
 #include "runtime/policy_homes.h"
 #include "runtime/policy_hostfiles.h"
 #include "runtime/policy_noexec.h"
+#include "runtime/policy_pin.h"
 #include "runtime/process.h"
 #include "runtime/unixsock.h"
 
@@ -294,7 +295,9 @@ bind_self (int fd, bool rw, bool noexec, asbx_err_t *err)
   uint64_t clr = rw ? MOUNT_ATTR_RDONLY : 0;
   if (mfd < 0 || mnt_attach (mfd, fd, err) < 0)
     return -1;
-  return mnt_setattr (mfd, true, set, clr, 0, err);
+  /* a read-only deny receives no propagation: under rslave, a host mount on the file (the
+   * runtime's own pin, runtime/policy_pin.h) would otherwise land on top of it, read-write */
+  return mnt_setattr (mfd, true, set, clr, rw ? 0 : MS_PRIVATE, err);
 }
 
 static int
@@ -316,9 +319,9 @@ mask (int rootfd, int fd, asbx_err_t *err)
         return asbx_error (err, EINVAL, "/dev/null in the container is not the null device");
       mfd = mnt_clone (null, "", false, err);
     }
-  if (mfd < 0)
+  if (mfd < 0 || mnt_attach (mfd, fd, err) < 0)
     return -1;
-  return mnt_attach (mfd, fd, err);
+  return mnt_setattr (mfd, false, 0, 0, MS_PRIVATE, err); /* as bind_self's read-only denies */
 }
 
 /* The writable grant (allowWrite bind or tmpfs) whose hierarchy strictly contains `path`, the
@@ -467,6 +470,9 @@ apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy
         break;
       }
     }
+  /* a deny inside a writable bind grant: P pins the file in the host's namespace (policy_pin.h) */
+  if (r == 0 && (m->kind == POLICY_MOUNT_BIND_RO || m->kind == POLICY_MOUNT_MASK))
+    r = policy_pin_note (covering_grant (plan, m->path), m->path, fd, err);
   return r < 0 ? asbx_error_wrap (err, "policy %s (%s)", m->origin, m->path) : 0;
 }
 

@@ -5,6 +5,8 @@
  *           config.json           the bundle's config as parsed at create (hooks, annotations)
  *           start.sock            exists while the container is `created`: the init's listening
  *                                 socket; `start` connects to release it
+ *           pins                  the host-side pins of masked files (runtime/policy_pin.h), removed
+ *                                 by delete
  * A per-container lock (flock on the directory fd) serialises create/start/kill/delete on one id.
  * Status (runtime-spec runtime.md "State"): creating = dir without state.json; stopped = the init
  * process is gone (pid + start time from /proc/PID/stat no longer match); created = alive and

@@ -13,6 +13,7 @@
  *                                  fork I ------------------------>
  *            <-------------------- PID(I)   ; S exits
  *                                                                  prepare rootfs (mounts, devices)
+ *   pin masked files (policy_pin.h) <---------------------------------- PINS (value 1: more follow)
  *            <---------------------------------------------------- CREATE_RUNTIME
  *   prestart + createRuntime hooks
  *   HOOKS_DONE(state JSON) ------------------------------------------>
@@ -43,6 +44,7 @@ enum sync_type
   SYNC_CREATE_RUNTIME,
   SYNC_HOOKS_DONE,
   SYNC_READY,
+  SYNC_PINS, /* I -> P before CREATE_RUNTIME: the inodes to pin (runtime/policy_pin.h) */
   SYNC_ERROR,
 };
 
