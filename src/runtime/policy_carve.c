@@ -91,8 +91,8 @@ path_pop (char *done)
 }
 
 /* `path` resolved beneath rootfd: symlinks of ancestors (and of the last component when
- * follow_last) followed inside the root, from the first missing component on kept as written
- * (lexically normalised). Heap "/a/b", or NULL with *err. */
+ * follow_last) followed inside the root, from the first missing (or unsearchable) component on
+ * kept as written (lexically normalised). Heap "/a/b", or NULL with *err. */
 static char *
 resolve (int rootfd, const char *path, bool follow_last, asbx_err_t *err)
 {
@@ -130,7 +130,9 @@ resolve (int rootfd, const char *path, bool follow_last, asbx_err_t *err)
         }
       int fd = openat (cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
       struct stat st;
-      if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+      /* missing, or beneath a directory the init may not search (a 0700 /root under a user
+       * namespace: the sandbox may not either): the rest as written */
+      if (fd < 0 && (errno == ENOENT || errno == ENOTDIR || errno == EACCES || errno == EPERM))
         {
           missing = true;
           path_push (&done, comp);
@@ -394,8 +396,8 @@ carve_entry (struct carve_ctx *x, const struct cnode *node, int dfd, const char 
     return 0; /* the denied name: no rule at all */
   cleanup_free char *sub = xasprintf ("%s/%s", strcmp (path, "/") ? path : "", name);
   cleanup_close int cfd = openat (dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-  if (cfd < 0 && (errno == ENOENT || errno == ENOTDIR))
-    return 0; /* gone since readdir: nothing to grant */
+  if (cfd < 0 && (errno == ENOENT || errno == ENOTDIR || errno == EACCES || errno == EPERM))
+    return 0; /* gone since readdir, or in a directory the init may list but not search: no rule */
   if (cfd < 0 || fstat (cfd, &st) < 0)
     return asbx_error (err, errno, "policy filesystem.denyRead: carve `%s`: open `%s`", x->rule, sub);
   if (S_ISLNK (st.st_mode))

@@ -29,6 +29,8 @@ from policyutil import audit_dir, policy_bundle, prun  # noqa: E402
 
 pytestmark = pytest.mark.agentsbx_only("agent policy")
 
+WS_OWNER = 23456  # a workspace owned by a user: quick mode adds a user namespace
+
 # (path under a home, what the host does, a file inside when the denied path is a directory)
 ACTIONS = {
     "rename": [".netrc", ".git-credentials"],
@@ -146,9 +148,15 @@ def fake_home(rt):
     shutil.rmtree(home, ignore_errors=True)
 
 
+@pytest.mark.parametrize("owner", ["root-owned", "user-owned"])
 @pytest.mark.parametrize("action", sorted(ACTIONS))
-def test_quick_mode_denied_read_survives_host_change(rt, fake_home, action):
+def test_quick_mode_denied_read_survives_host_change(rt, fake_home, action, owner):
+    """user-owned: quick mode's user namespace (container root is the workspace's owner), in
+    which the runtime lists the carved directories with that uid's rights."""
     home, ws = fake_home, os.path.join(fake_home, "proj")
+    if owner == "user-owned":
+        os.chown(ws, WS_OWNER, WS_OWNER)
+        os.chmod(ws, 0o755)
     # /tmp is the sandbox's own; /var/tmp is the host's (/var is carved, /var/tmp is not)
     other = os.path.join("/var/tmp", f"asbx-carve-{os.getpid()}-{os.urandom(3).hex()}")
     os.makedirs(other)
@@ -216,3 +224,19 @@ def test_oci_mode_denied_read_survives_host_change(rt, make_bundle, action):
     r = run_while_host_acts(
         lambda: prun(rt, b, ["/bin/sh", "-c", script], profile=None, policy=pol, timeout=150)[0], ws, act)
     check(r, denied, markers, list(homes), controls)
+
+
+def test_carve_too_large_refused_not_widened(rt, make_bundle):
+    """Fail closed: a denied path in a directory of more entries than the carve may add rules
+    (POLICY_CARVE_MAX_RULES, 65536) refuses create naming the rule; it never falls back to the
+    hierarchy rule (which would leave a later file at the denied name readable)."""
+    b = policy_bundle(make_bundle)
+    big = os.path.join(b.rootfs, "srv/big")
+    os.makedirs(big)
+    for i in range(66000):
+        os.close(os.open(os.path.join(big, f"f{i}"), os.O_CREAT | os.O_WRONLY, 0o644))
+    pol = {"version": 1, "extends": "agent",
+           "filesystem": {"denyRead": ["/srv/big/secret"]}}
+    r, _ = prun(rt, b, ["/bin/true"], profile=None, policy=pol)
+    assert r.rc != 0, r
+    assert "65536" in r.err and "/srv/big" in r.err, r
