@@ -31,6 +31,7 @@
 #include "linux/pathsafe.h"
 #include "policy/doc.h"
 #include "runtime/policy_carve.h"
+#include "runtime/policy_noexec.h"
 
 #define CARVE_FILE_RIGHTS                                                                                              \
   (ASBX_LL_FS_EXECUTE | ASBX_LL_FS_WRITE_FILE | ASBX_LL_FS_READ_FILE | ASBX_LL_FS_TRUNCATE | ASBX_LL_FS_IOCTL_DEV)
@@ -41,6 +42,13 @@ struct policy_carve
   char **denied; /* resolved absolute paths */
   size_t n;
   size_t rules;
+  struct
+  {
+    char *path, *real; /* a denied path's parent, as written and resolved (~80 rules share a home) */
+  } * parents;
+  size_t nparents;
+  const char **writable; /* borrowed from the plan, for the collect only */
+  size_t nwritable;
 };
 
 struct cnode
@@ -198,54 +206,100 @@ covers (const char *outer, const char *inner)
   return pval_path_covers (outer, inner);
 }
 
-static bool
-under_writable (const struct policy_plan *plan, const char *path)
+/* the writable grants of the plan (rules with a write right, rw binds, tmpfs), borrowed */
+static void
+list_writable (struct policy_carve *c, const struct policy_plan *plan)
 {
+  c->writable = xmalloc0 ((plan->fs_rules_len + plan->mounts_len + 1) * sizeof (char *));
   if (!plan->rootfs_readonly)
-    return true;
+    c->writable[c->nwritable++] = "/";
   for (size_t i = 0; i < plan->fs_rules_len; i++)
-    if ((plan->fs_rules[i].rights & POLICY_FS_WRITE) && covers (plan->fs_rules[i].path, path))
-      return true;
+    if (plan->fs_rules[i].rights & POLICY_FS_WRITE)
+      c->writable[c->nwritable++] = plan->fs_rules[i].path;
   for (size_t i = 0; i < plan->mounts_len; i++)
-    if ((plan->mounts[i].kind == POLICY_MOUNT_BIND_RW || plan->mounts[i].kind == POLICY_MOUNT_TMPFS)
-        && covers (plan->mounts[i].path, path))
+    if (plan->mounts[i].kind == POLICY_MOUNT_BIND_RW || plan->mounts[i].kind == POLICY_MOUNT_TMPFS)
+      c->writable[c->nwritable++] = plan->mounts[i].path;
+}
+
+static bool
+under_writable (const struct policy_carve *c, const char *path)
+{
+  for (size_t i = 0; i < c->nwritable; i++)
+    if (covers (c->writable[i], path))
       return true;
   return false;
 }
 
+/* A home in an allowExec path (Debian's bin:/bin, daemon:/usr/sbin, games:/usr/games): a system
+ * account's, in a directory only the package manager writes. Carving it would make every
+ * program a host upgrade replaces there unreadable and unexecutable until the sandbox restarts
+ * (and cost a rule per program); its `~/x` paths keep the mount layer only (docs/policy.md). */
+static bool
+in_exec_area (const struct policy_plan *plan, const char *path)
+{
+  if (!policy_exec_restricted (plan))
+    return false;
+  for (size_t i = 0; i < plan->fs_rules_len; i++)
+    if ((plan->fs_rules[i].rights & POLICY_FS_EXEC) && covers (plan->fs_rules[i].path, path))
+      return true;
+  return false;
+}
+
+/* duplicates are harmless (the trie merges them) and ~1500 paths make a dedup quadratic */
 static void
 add_denied (struct policy_carve *c, char *path)
 {
-  for (size_t i = 0; i < c->n; i++)
-    if (strcmp (c->denied[i], path) == 0)
-      {
-        free (path);
-        return;
-      }
   c->denied = xrealloc (c->denied, (c->n + 1) * sizeof (char *));
   c->denied[c->n++] = path;
+}
+
+/* `path` (a denied path's parent) resolved, once per create; borrowed from c */
+static const char *
+parent_real (struct policy_carve *c, int rootfd, const char *path, asbx_err_t *err)
+{
+  for (size_t i = 0; i < c->nparents; i++)
+    if (strcmp (c->parents[i].path, path) == 0)
+      return c->parents[i].real;
+  char *real = resolve (rootfd, path, true, err);
+  if (!real)
+    return NULL;
+  c->parents = xrealloc (c->parents, (c->nparents + 1) * sizeof (*c->parents));
+  c->parents[c->nparents].path = xstrdup (path);
+  c->parents[c->nparents].real = real;
+  return c->parents[c->nparents++].real;
 }
 
 /* one denied path: at its name (ancestors resolved) and, when it is a symlink, at its target */
 static int
 deny_one (struct policy_carve *c, int rootfd, const struct policy_plan *plan, const char *path, asbx_err_t *err)
 {
-  if (under_writable (plan, path) || strcmp (path, "/") == 0)
+  if (under_writable (c, path) || strcmp (path, "/") == 0)
     return 0;
   cleanup_free char *parent = xstrdup (path);
   char *slash = strrchr (parent, '/');
   const char *base = path + (slash - parent) + 1;
   *slash = '\0';
-  cleanup_free char *rp = resolve (rootfd, *parent ? parent : "/", true, err);
-  char *full = rp ? resolve (rootfd, path, true, err) : NULL;
-  if (!full)
+  const char *rp = parent_real (c, rootfd, *parent ? parent : "/", err);
+  if (!rp)
     return asbx_error_wrap (err, "policy filesystem.denyRead `%s`", path);
-  if (!under_writable (plan, full))
-    add_denied (c, full);
-  else
-    free (full);
   char *named = xasprintf ("%s/%s", strcmp (rp, "/") ? rp : "", base);
-  if (!under_writable (plan, named))
+  /* the resolved parent has no symlink: ELOOP here means the denied name is one */
+  cleanup_close int fd = ps_openat2 (rootfd, named, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0,
+                                     RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+  if (fd < 0 && errno == ELOOP)
+    {
+      char *full = resolve (rootfd, path, true, err);
+      if (!full)
+        {
+          free (named);
+          return asbx_error_wrap (err, "policy filesystem.denyRead `%s`", path);
+        }
+      if (!under_writable (c, full))
+        add_denied (c, full);
+      else
+        free (full);
+    }
+  if (!under_writable (c, named))
     add_denied (c, named);
   else
     free (named);
@@ -256,6 +310,7 @@ struct policy_carve *
 policy_carve_collect (int rootfd, const struct policy_plan *plan, asbx_err_t *err)
 {
   struct policy_carve *c = xmalloc0 (sizeof *c);
+  list_writable (c, plan);
   for (size_t i = 0; i < plan->mounts_len; i++)
     {
       const struct policy_mount *m = &plan->mounts[i];
@@ -277,7 +332,10 @@ policy_carve_collect (int rootfd, const struct policy_plan *plan, asbx_err_t *er
         {
           const char *home = own ? v[h].path : kept.paths[h];
           cleanup_free char *p = xasprintf ("%s/%s", strcmp (home, "/") ? home : "", m->each_child);
-          if (deny_one (c, rootfd, plan, p, err) < 0)
+          const char *real = in_exec_area (plan, home) ? NULL : parent_real (c, rootfd, home, err);
+          if (in_exec_area (plan, home) || (real && in_exec_area (plan, real)))
+            continue;
+          if (!real || deny_one (c, rootfd, plan, p, err) < 0)
             {
               policy_homes_free (v, (size_t) n);
               goto fail;
@@ -285,6 +343,9 @@ policy_carve_collect (int rootfd, const struct policy_plan *plan, asbx_err_t *er
         }
       policy_homes_free (v, (size_t) n);
     }
+  free (c->writable);
+  c->writable = NULL;
+  c->nwritable = 0;
   return c;
 fail:
   policy_carve_free (c);
@@ -388,17 +449,21 @@ static int carve_dir (struct carve_ctx *x, const struct cnode *node, int fd, con
 
 static int
 carve_entry (struct carve_ctx *x, const struct cnode *node, int dfd, const char *path, const char *name,
-             asbx_err_t *err)
+             unsigned char type, asbx_err_t *err)
 {
   const struct cnode *k = kid ((struct cnode *) node, name, strlen (name), false);
-  struct stat st;
+  struct stat st = { 0 };
   if (k && k->denied)
     return 0; /* the denied name: no rule at all */
   cleanup_free char *sub = xasprintf ("%s/%s", strcmp (path, "/") ? path : "", name);
   cleanup_close int cfd = openat (dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
   if (cfd < 0 && (errno == ENOENT || errno == ENOTDIR || errno == EACCES || errno == EPERM))
     return 0; /* gone since readdir, or in a directory the init may list but not search: no rule */
-  if (cfd < 0 || fstat (cfd, &st) < 0)
+  /* a known non-directory needs no fstat (nothing but a file can be mounted over a file) */
+  bool file = !k && type != DT_UNKNOWN && type != DT_DIR && type != DT_LNK;
+  if (cfd >= 0 && file)
+    st.st_mode = S_IFREG;
+  if (cfd < 0 || (!file && fstat (cfd, &st) < 0))
     return asbx_error (err, errno, "policy filesystem.denyRead: carve `%s`: open `%s`", x->rule, sub);
   if (S_ISLNK (st.st_mode))
     return 0; /* the target has its rights where it lives */
@@ -436,7 +501,9 @@ carve_dir (struct carve_ctx *x, const struct cnode *node, int fd, const char *pa
     {
       if (de->d_name[0] == '.' && (de->d_name[1] == '\0' || (de->d_name[1] == '.' && de->d_name[2] == '\0')))
         continue;
-      if (carve_entry (x, node, dirfd (d), path, de->d_name, err) < 0)
+      if (de->d_type == DT_LNK)
+        continue; /* no rule on a symlink (carve_entry checks again for DT_UNKNOWN) */
+      if (carve_entry (x, node, dirfd (d), path, de->d_name, de->d_type, err) < 0)
         return -1;
     }
   if (errno)
@@ -494,6 +561,13 @@ policy_carve_free (struct policy_carve *c)
     return;
   for (size_t i = 0; i < c->n; i++)
     free (c->denied[i]);
+  for (size_t i = 0; i < c->nparents; i++)
+    {
+      free (c->parents[i].path);
+      free (c->parents[i].real);
+    }
+  free (c->parents);
+  free (c->writable);
   free (c->denied);
   free (c);
 }
