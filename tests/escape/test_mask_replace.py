@@ -25,7 +25,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-from policyutil import audit_dir, policy_bundle, prun  # noqa: E402
+from policyutil import audit_dir, pcreate, policy_bundle, prun  # noqa: E402
 
 pytestmark = pytest.mark.agentsbx_only("agent policy")
 
@@ -240,3 +240,26 @@ def test_carve_too_large_refused_not_widened(rt, make_bundle):
     r, _ = prun(rt, b, ["/bin/true"], profile=None, policy=pol)
     assert r.rc != 0, r
     assert "65536" in r.err and "/srv/big" in r.err, r
+
+
+def test_exec_process_carved_from_the_view_at_exec(rt, make_bundle):
+    """`agentsbx exec` builds its own Landlock ruleset: the carve is made again from the
+    container's view at that time, so a credential the host created or replaced since create
+    (its mask detached, or none) is unreadable to the exec'd process too."""
+    b = policy_bundle(make_bundle, args=("/bin/sleep", "120"))
+    home = os.path.join(b.rootfs, "root")
+    plant_home(home)
+    r, cid = pcreate(rt, b)
+    assert r.rc == 0, r
+    assert rt.start(cid).rc == 0
+    markers = host_act(home, "rename", "exec") + host_act(home, "create", "exec")
+    paths = [f"/root/{rel}" for rel in ACTIONS["rename"] + ACTIONS["create"]]
+    r = rt.cmd("exec", cid, "/bin/sh", "-c",
+               "for f in " + " ".join(paths + ["/root/.bashrc"]) + "; do echo \"== $f\"; cat \"$f\" 2>&1; done",
+               timeout=60)
+    got = sections(r.out)
+    for m in markers:
+        assert m not in r.out, f"new content {m} read by the exec'd process: {r.out}"
+    for p in paths:
+        assert "Permission denied" in got.get(p, ""), (p, r.out)
+    assert "SIBLING-BASHRC" in got.get("/root/.bashrc", ""), r.out
