@@ -115,7 +115,14 @@ resolve (int rootfd, const char *path, bool follow_last, asbx_err_t *err)
       if (*p == '\0')
         break;
       size_t len = strcspn (p, "/");
-      cleanup_free char *comp = strndup (p, len);
+      char comp[NAME_MAX + 1];
+      if (len > NAME_MAX)
+        {
+          asbx_error (err, ENAMETOOLONG, "resolve `%s`: a component is longer than %d bytes", path, NAME_MAX);
+          goto fail;
+        }
+      memcpy (comp, p, len);
+      comp[len] = '\0';
       cleanup_free char *after = xstrdup (p + len);
       bool last = after[strspn (after, "/")] == '\0';
       free (rest);
@@ -283,10 +290,12 @@ deny_one (struct policy_carve *c, int rootfd, const struct policy_plan *plan, co
   if (!rp)
     return asbx_error_wrap (err, "policy filesystem.denyRead `%s`", path);
   char *named = xasprintf ("%s/%s", strcmp (rp, "/") ? rp : "", base);
-  /* the resolved parent has no symlink: ELOOP here means the denied name is one */
+  /* the resolved parent has no symlink (ELOOP otherwise: resolved again below); O_PATH with
+   * O_NOFOLLOW opens a symlink at the denied name itself */
+  struct stat st;
   cleanup_close int fd = ps_openat2 (rootfd, named, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0,
                                      RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
-  if (fd < 0 && errno == ELOOP)
+  if ((fd < 0 && errno == ELOOP) || (fd >= 0 && fstat (fd, &st) == 0 && S_ISLNK (st.st_mode)))
     {
       char *full = resolve (rootfd, path, true, err);
       if (!full)
@@ -363,8 +372,10 @@ kid (struct cnode *node, const char *name, size_t len, bool create)
   if (!create)
     return NULL;
   struct cnode *k = xmalloc0 (sizeof *k);
-  k->name = strndup (name, len);
-  node->kids = xrealloc (node->kids, (node->n + 1) * sizeof (*node->kids));
+  k->name = xmalloc (len + 1);
+  memcpy (k->name, name, len);
+  k->name[len] = '\0';
+  node->kids = xrealloc (node->kids, (node->n + 1) * sizeof (struct cnode *));
   node->kids[node->n++] = k;
   return k;
 }

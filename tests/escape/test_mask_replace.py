@@ -263,3 +263,46 @@ def test_exec_process_carved_from_the_view_at_exec(rt, make_bundle):
     for p in paths:
         assert "Permission denied" in got.get(p, ""), (p, r.out)
     assert "SIBLING-BASHRC" in got.get("/root/.bashrc", ""), r.out
+
+
+def test_symlinked_home_and_symlinked_credential(rt, make_bundle):
+    """A home that is a symlink (/home/linked -> /srv/linked) is carved where it really is, and a
+    denied path that is itself a symlink (~/.netrc -> dotfiles/netrc, a dotfiles checkout) is
+    carved at its target too: the host replacing either by rename leaves nothing readable."""
+    b = policy_bundle(make_bundle)
+    real = os.path.join(b.rootfs, "srv/linked")
+    plant_home(real)
+    os.symlink("/srv/linked", os.path.join(b.rootfs, "home/linked"))
+    user = os.path.join(b.rootfs, "home/user")
+    plant_home(user)
+    os.makedirs(os.path.join(user, "dotfiles"))
+    with open(os.path.join(user, "dotfiles/netrc"), "w") as f:
+        f.write("OLD-DOTFILES-NETRC\n")
+    with open(os.path.join(user, "dotfiles/vimrc"), "w") as f:
+        f.write("SIBLING-VIMRC\n")
+    os.unlink(os.path.join(user, ".netrc"))
+    os.symlink("dotfiles/netrc", os.path.join(user, ".netrc"))
+    ws_in, ws = "/home/user/proj", os.path.join(user, "proj")
+    paths = ["/home/linked/.netrc", "/home/linked/.config/gh/hosts.yml", "/home/user/.netrc",
+             "/home/user/dotfiles/netrc", "/home/user/dotfiles/vimrc", "/home/linked/.bashrc"]
+    script = SCRIPT.format(paths=" ".join(paths)).replace("/workspace/", ws_in + "/")
+    pol = {"version": 1, "extends": "agent", "filesystem": {"allowWrite": ["/workspace", "/tmp", ws_in]}}
+    markers = []
+
+    def act():
+        markers.extend(host_act(real, "rename", "linked"))
+        os.makedirs(os.path.join(real, ".config/gh"))
+        with open(os.path.join(real, ".config/gh/hosts.yml"), "w") as f:
+            f.write("CARVE-NEW-linked-gh\n")
+        markers.append("CARVE-NEW-linked-gh")
+        with open(os.path.join(user, "dotfiles/netrc+"), "w") as f:
+            f.write("CARVE-NEW-dotfiles\n")
+        os.rename(os.path.join(user, "dotfiles/netrc+"), os.path.join(user, "dotfiles/netrc"))
+        markers.append("CARVE-NEW-dotfiles")
+        with open(os.path.join(ws, "hostnew"), "w") as f:
+            f.write("CONTROL-WS-sym\n")
+
+    r = run_while_host_acts(
+        lambda: prun(rt, b, ["/bin/sh", "-c", script], profile=None, policy=pol, timeout=150)[0], ws, act)
+    check(r, paths[:4], markers, [], {"/home/user/dotfiles/vimrc": "SIBLING-VIMRC",
+                                      "/home/linked/.bashrc": "SIBLING-BASHRC"})
