@@ -426,7 +426,17 @@ carve_add (struct carve_ctx *x, int fd, const char *what, uint64_t rights, asbx_
                        "needs more than %d Landlock rules (at `%s`); refusing rather than granting the whole "
                        "hierarchy",
                        x->rule, POLICY_CARVE_MAX_RULES, what);
-  return linux_landlock_allow_fd (x->ll, fd, what, rights, err);
+  if (linux_landlock_allow_fd (x->ll, fd, what, rights, err) == 0)
+    return 0;
+  /* a bind-mounted pseudo file (nsfs, pipefs) takes no rule: it stays without any, as a denied
+   * name does (the entry only gets less) */
+  if (*err && (*err)->errnum == EBADFD)
+    {
+      log_debug ("policy carve: `%s` takes no Landlock rule (EBADFD): left without a right", what);
+      asbx_error_free (err);
+      return 0;
+    }
+  return -1;
 }
 
 /* record the carved directories that exist (dev, ino) */
