@@ -5,7 +5,9 @@
  * allowExec rule covers the path: writable and executable are disjoint by default), fresh
  * tmpfs for `tmpfs`, ro binds for denyWrite, masks for denyRead. Landlock rules are allow-only
  * (Landlock cannot carve a hole in a granted hierarchy), so deny rules live in the mount layer;
- * an exact-path deny also removes the right from the Landlock rule of that path. A deny rule on
+ * an exact-path deny also removes the right from the Landlock rule of that path, and the
+ * enforcement carves the read-only rules around the denyRead paths beneath them (a runtime
+ * fact: it lists directories; runtime/policy_carve.h). A deny rule on
  * a path that is missing at create cannot be checked here (existence is a runtime fact): the
  * rule carries writable_parent and the enforcement decides (plan.h).
  * Capabilities: CAP_NET_ADMIN and CAP_NET_RAW are dropped whenever the network is not open,
