@@ -21,6 +21,7 @@
 #include "linux/cgroup.h"
 #include "linux/proc_events.h"
 #include "runtime/denials.h"
+#include "runtime/execfail.h"
 #include "runtime/execrec.h"
 #include "runtime/monitor_internal.h"
 
@@ -240,12 +241,19 @@ on_event (const struct proc_ev *ev, void *data)
           audit_rec_int (r, "pid", ev->tgid);
           mon_audit_put (m, r);
         }
+      execfail_note_exec (ev->tgid, ev->ts_ns);
       if (m->plan->audit_events & POLICY_AUDIT_EXEC)
         audit_exec (m, ev->tgid);
       break;
     case PROC_EV_EXIT:
       if (ev->pid != ev->tgid)
-        break; /* a thread; the process exit is the leader's event */
+        {
+          /* a thread; the process exit is the leader's event. Its open run of execve
+           * attempts ends here (runtime/execfail.h) */
+          if (pidset_has (&m->procs, ev->tgid))
+            execfail_note_exit (ev->pid, ev->tgid, ev->ts_ns, 0, false);
+          break;
+        }
       if (ev->tgid == m->o->init_pid || pidset_has (&m->procs, ev->tgid))
         {
           denials_note_exit (m->den, ev->tgid); /* its audit records may come after this event */
@@ -255,16 +263,14 @@ on_event (const struct proc_ev *ev, void *data)
         {
           m->have_status = true;
           m->status = ev->exit_code;
+          execfail_note_exit (ev->tgid, ev->tgid, ev->ts_ns, ev->exit_code, false); /* its own runs */
           break;
         }
       if (!pidset_has (&m->procs, ev->tgid))
         break;
       pidset_del (&m->procs, ev->tgid);
-      if (ev->exit_code == 0 || mon_reason_get (m))
-        break; /* processes our own kill ended are not failures of the agent */
-      m->failed++;
-      if (m->plan->failed_execs && m->failed >= m->plan->failed_execs)
-        mon_limit_kill (m, "failed-execs", "failedExecs", m->plan->failed_execs, m->failed);
+      /* processes our own kill ended are not failures of the agent */
+      execfail_note_exit (ev->tgid, ev->tgid, ev->ts_ns, ev->exit_code, !mon_reason_get (m));
       break;
     }
 }
@@ -297,9 +303,10 @@ mon_procs_resync (struct mon *m)
     pidset_add (&m->procs, pids[i]);
 }
 
-void
-mon_drain_events (struct mon *m)
+static void
+drain_connector (void *data)
 {
+  struct mon *m = data;
   asbx_err_t e = NULL;
   if (m->conn < 0)
     return;
@@ -313,4 +320,17 @@ mon_drain_events (struct mon *m)
       mon_audit_put (m, a);
       mon_procs_resync (m);
     }
+}
+
+/* The connector's events, then the execve attempts they settle (runtime/execfail.h): failures
+ * against limits.failedExecs. */
+void
+mon_drain_events (struct mon *m)
+{
+  uint64_t n = execfail_settle (drain_connector, m);
+  if (!n)
+    return;
+  m->failed += n;
+  if (m->plan->failed_execs && m->failed >= m->plan->failed_execs)
+    mon_limit_kill (m, "failed-execs", "failedExecs", m->plan->failed_execs, m->failed);
 }

@@ -363,3 +363,70 @@ def test_execve_sourced_records_keep_the_caps(rt, tmp_path):
     for x in execs:
         if x not in big:
             assert x["argvSource"] == "execve" and x["argvBytes"] == sum(len(a) + 1 for a in x["argv"]), x
+
+
+# ---- §5: failedExecs counts failed execve calls inside one process ----------------------------
+
+EXEC_LOOP = r"""
+import os, sys
+open("/workspace/noexec", "w").write("not a program")
+n = 0
+for i in range(3000):
+    for p in ("/nonexistent/missing", "/workspace/noexec"):
+        try:
+            os.execv(p, [p, "x"])
+        except OSError:
+            n += 1
+open("/workspace/survived", "w").write("%d failed execve calls\n" % n)
+"""
+
+
+@pytest.mark.parametrize("mode", ["filtered", "open"])
+def test_failed_execve_in_one_process_hits_the_budget(rt, tmp_path, mode):
+    """One python process calls execve 6000 times on a missing and on a non-executable file and
+    never exits non-zero: with failedExecs 100 it is killed, under filtered and under open (the
+    execve notification is installed for the budget too). Judged from the host: the marker the
+    process writes after its loop is absent, and its pid is gone. On main the process survived
+    (only processes that exited non-zero counted)."""
+    pol = {"version": 1, "extends": "agent", "limits": {"failedExecs": 100}}
+    if mode == "open":
+        pol["network"] = {"mode": "open"}
+    p = tmp_path / "pol.json"
+    p.write_text(json.dumps(pol))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "loop.py").write_text(EXEC_LOOP)
+    cid = f"fx-{uuid.uuid4().hex[:8]}"
+    r = rt.cmd("sandbox", "--id", cid, "--workspace", str(ws), "--", "/usr/bin/python3", "/workspace/loop.py",
+               global_args=["--policy", str(p), "--audit-dir", str(tmp_path / "audit")], timeout=120)
+    assert (ws / "noexec").exists(), r  # the loop ran
+    assert not (ws / "survived").exists(), f"the process finished its loop: {(ws / 'survived').read_text()}"
+    assert r.rc != 0, r
+    recs = read_audit(tmp_path / "audit" / f"{cid}.jsonl")
+    assert not alive(lifecycle(recs, "created")[-1]["pid"])
+
+
+PATH_SEARCH = r"""
+P=; for d in $(seq 1 30); do P="$P/nope$d:"; done; export PATH="${P}/usr/bin:/bin"
+i=0; while [ $i -lt 300 ]; do env cat /dev/null || exit 3; i=$((i+1)); done
+python3 -c 'import subprocess; [subprocess.check_call(["true"]) for _ in range(30)]' || exit 4
+echo done > /workspace/done
+"""
+
+
+@pytest.mark.parametrize("mode", ["filtered", "open"])
+def test_path_search_is_not_a_failed_exec(rt, tmp_path, mode):
+    """300 commands run by env (execvp: one failing execve per directory of a 32-entry PATH,
+    then the one that works) and 30 by python's subprocess (the same search): a PATH search
+    that ends in an exec counts nothing, so a budget of 100 is not reached."""
+    pol = {"version": 1, "extends": "agent", "limits": {"failedExecs": 100}}
+    if mode == "open":
+        pol["network"] = {"mode": "open"}
+    p = tmp_path / "pol.json"
+    p.write_text(json.dumps(pol))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    r = rt.cmd("sandbox", "--id", f"px-{uuid.uuid4().hex[:8]}", "--workspace", str(ws), "--", "/bin/sh", "-c",
+               PATH_SEARCH, global_args=["--policy", str(p), "--audit-dir", str(tmp_path / "audit")], timeout=120)
+    assert r.rc == 0, r
+    assert (ws / "done").read_text() == "done\n"
