@@ -430,3 +430,40 @@ def test_path_search_is_not_a_failed_exec(rt, tmp_path, mode):
                PATH_SEARCH, global_args=["--policy", str(p), "--audit-dir", str(tmp_path / "audit")], timeout=120)
     assert r.rc == 0, r
     assert (ws / "done").read_text() == "done\n"
+
+
+def test_argv_flipped_during_execve_is_flagged(rt, tmp_path):
+    """§4, the argv race: 30 processes each exec /bin/sh with a last argument a sibling thread
+    keeps flipping between an innocent and a secret one. The shell writes the argument the kernel
+    really gave it (the ground truth, from the workspace). No exec record may show only the
+    innocent argument where the kernel gave the secret: the monitor compares its execve copy with
+    the new image's cmdline and records both (argvMismatch, argvAtExec). On main 6 of 30 were
+    forged. A script run by its #! line (argv rewritten by the kernel) is no mismatch."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    shutil.copy2(os.path.join(HERE, "attack", "argvflip.py"), ws / "argvflip.py")
+    (ws / "s.sh").write_text("#!/bin/sh\nsleep 0.2\n")
+    (ws / "s.sh").chmod(0o755)
+    p = tmp_path / "pol.json"
+    # filtered (the seccomp supervisor copies execve's argv), exec anywhere: the script runs from
+    # the workspace
+    p.write_text(json.dumps({"version": 1, "network": {"mode": "filtered"}, "audit": {"events": ["exec"]}}))
+    cid = f"flip-{uuid.uuid4().hex[:8]}"
+    r = rt.cmd("sandbox", "--id", cid, "--workspace", str(ws), "--", "/bin/sh", "-c",
+               "/workspace/s.sh SCRIPT-ARG && /usr/bin/python3 /workspace/argvflip.py 30",
+               global_args=["--policy", str(p), "--audit-dir", str(tmp_path / "audit")], timeout=120)
+    assert r.rc == 0, r
+    truth = {line[-2:]: line for line in (ws / "truth.txt").read_text().split()}
+    assert len(truth) == 30, truth
+    recs = read_audit(tmp_path / "audit" / f"{cid}.jsonl")
+    shells = [x for x in recs if x["event"] == "exec" and len(x.get("argv") or []) == 4
+              and x["argv"][1] == "-c" and x["argv"][3][-2:] in truth]
+    assert len(shells) == 30, shells[:2]
+    secret = [x for x in shells if truth[x["argv"][3][-2:]].startswith("EXFIL")]
+    forged = [x for x in secret if not x["argv"][3].startswith("EXFIL") and not x.get("argvMismatch")]
+    assert not forged, f"{len(forged)} of {len(secret)} records hide the secret argv: {forged[:2]}"
+    for x in shells:
+        if x.get("argvMismatch"):  # the new image's cmdline is what the kernel gave it
+            assert x["argvAtExec"][3] == truth[x["argv"][3][-2:]] != x["argv"][3], x
+    script = [x for x in recs if x["event"] == "exec" and "SCRIPT-ARG" in (x.get("argv") or [])]
+    assert script and not any(x.get("argvMismatch") for x in script), script
