@@ -467,3 +467,31 @@ def test_argv_flipped_during_execve_is_flagged(rt, tmp_path):
             assert x["argvAtExec"][3] == truth[x["argv"][3][-2:]] != x["argv"][3], x
     script = [x for x in recs if x["event"] == "exec" and "SCRIPT-ARG" in (x.get("argv") or [])]
     assert script and not any(x.get("argvMismatch") for x in script), script
+
+
+def test_exec_flood_does_not_hide_a_network_denial(rt, tmp_path):
+    """§4: the audit quota has a bucket per kind. 5500 fast execs empty the exec bucket (most of
+    them are suppressed and counted); a connection to an unlisted address made during the flood
+    must still be on record - five of them, back to back. On main one bucket was shared and the
+    denials were suppressed too."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.chmod(ws, 0o777)
+    shutil.copy2(os.path.join(HERE, "egress", "client.py"), ws / "client.py")
+    cid = f"qk-{uuid.uuid4().hex[:8]}"
+    pol = tmp_path / "deny.json"
+    pol.write_text(json.dumps({"version": 1, "extends": "agent", "approvals": {"network": "deny"}}))
+    ports = list(range(8090, 8095))
+    # 1000 execs use up the burst; the flood goes on while the connection is tried, so the exec
+    # records take every token a shared bucket refills
+    script = ("i=0; while [ $i -lt 1000 ]; do /bin/true; i=$((i+1)); done; "
+              "for j in 1 2 3; do (i=0; while [ $i -lt 1500 ]; do /bin/true; i=$((i+1)); done) & done; sleep 0.5; "
+              f"/usr/bin/python3 /workspace/client.py '{json.dumps([['connect', UP4, p] for p in ports])}'; wait")
+    r = rt.cmd("sandbox", "--id", cid, "--workspace", str(ws), "--", "/bin/sh", "-c", script,
+               global_args=audit_args(tmp_path, "--policy", str(pol)), timeout=120)
+    assert r.rc == 0, r
+    recs = read_audit(tmp_path / "audit" / f"{cid}.jsonl")
+    exited = lifecycle(recs, "exited")[-1]
+    assert exited["suppressed"]["exec"] > 1000, exited  # the flood did exhaust the exec bucket
+    net = {x.get("port") for x in recs if x["event"] == "network" and x.get("addr") == UP4}
+    assert net == set(ports), (net, exited)
