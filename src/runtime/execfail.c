@@ -55,7 +55,7 @@ static struct
 
 /* monitor only: items waiting for their horizon, the open runs, the processes already counted */
 static struct items held;
-static uint64_t seq;
+static uint64_t next_seq;
 
 struct run
 {
@@ -140,7 +140,8 @@ execfail_attempt (pid_t tid, pid_t tgid, uint64_t cmd, uint64_t file)
 void
 execfail_note_exec (pid_t tgid, uint64_t ts_ns)
 {
-  struct item it = { .ts = ts_ns, .seq = ++seq, .kind = K_EXEC, .tid = tgid, .tgid = tgid };
+  struct item it = { .ts = ts_ns, .kind = K_EXEC, .tid = tgid, .tgid = tgid };
+  it.seq = ++next_seq;
   items_push (&held, &it);
 }
 
@@ -148,8 +149,9 @@ void
 execfail_note_exit (pid_t tid, pid_t tgid, uint64_t ts_ns, int exit_code, bool counted)
 {
   struct item it = {
-    .ts = ts_ns, .seq = ++seq, .kind = K_EXIT, .tid = tid, .tgid = tgid, .exit_code = exit_code, .counted = counted
+    .ts = ts_ns, .kind = K_EXIT, .tid = tid, .tgid = tgid, .exit_code = exit_code, .counted = counted
   };
+  it.seq = ++next_seq;
   items_push (&held, &it);
 }
 
@@ -276,7 +278,7 @@ execfail_settle (void (*drain) (void *), void *data)
   pthread_mutex_unlock (&queue.lock);
   for (size_t i = 0; i < q.n; i++)
     {
-      q.v[i].seq = ++seq;
+      q.v[i].seq = ++next_seq;
       items_push (&held, &q.v[i]);
     }
   free (q.v);

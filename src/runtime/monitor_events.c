@@ -176,7 +176,7 @@ argv_agrees (const struct execrec *x, const char *cmd, size_t len, bool more)
       return true;
   const char *rest = memchr (x->text, '\0', x->len); /* argv[1..] */
   size_t rl = rest ? x->len - (size_t) (rest + 1 - x->text) : 0, pl = strlen (x->path) + 1;
-  if (!x->path[0] || more || x->truncated || len < pl + rl)
+  if (!rest || !x->path[0] || more || x->truncated || len < pl + rl)
     return false;
   /* the tail of cmdline: "filename\0argv[1]\0..." right after a NUL (or at the start) */
   size_t at = len - rl - pl;
