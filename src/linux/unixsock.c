@@ -81,7 +81,8 @@ deny_unix_types (scmp_filter_ctx ctx, bool allow_stream)
 }
 
 int
-linux_unixsock_filter_compile (bool supervised, bool exec_notify, struct linux_seccomp *out, asbx_err_t *err)
+linux_unixsock_filter_compile (bool confine, bool supervised, bool exec_notify, struct linux_seccomp *out,
+                               asbx_err_t *err)
 {
   __attribute__ ((cleanup (ctx_free))) scmp_filter_ctx ctx = seccomp_init (SCMP_ACT_ALLOW);
   cleanup_close int fd = -1;
@@ -94,24 +95,25 @@ linux_unixsock_filter_compile (bool supervised, bool exec_notify, struct linux_s
   /* a foreign ABI (int 0x80, x32) gets ENOSYS for everything: socketcall(2) would hide the
    * family and type from the filter */
   r = seccomp_attr_set (ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ERRNO (ENOSYS));
-  if (r == 0)
+  if (r == 0 && confine)
     r = deny_unix_types (ctx, supervised);
-  if (r == 0)
+  if (r == 0 && confine)
     r = deny_other_families (ctx);
-  if (r == 0 && supervised)
+  if (r == 0 && confine && supervised)
     r = seccomp_rule_add (ctx, SCMP_ACT_NOTIFY, SCMP_SYS (connect), 0);
-  /* execve/execveat: the monitor copies filename and argv for the exec record, then answers
-   * CONTINUE (runtime/execrec.h) - the caller cannot rewrite its argv before /proc is read */
+  /* execve/execveat: the monitor copies filename and argv for the exec record and counts the
+   * failed ones (runtime/execfail.h), then answers CONTINUE (runtime/execrec.h) - the caller
+   * cannot rewrite its argv before /proc is read */
   if (r == 0 && supervised && exec_notify)
     r = seccomp_rule_add (ctx, SCMP_ACT_NOTIFY, SCMP_SYS (execve), 0);
   if (r == 0 && supervised && exec_notify)
     r = seccomp_rule_add (ctx, SCMP_ACT_NOTIFY, SCMP_SYS (execveat), 0);
   /* io_uring's IORING_OP_CONNECT/SENDMSG never pass through seccomp: no ring at all */
-  if (r == 0)
+  if (r == 0 && confine)
     r = seccomp_rule_add (ctx, SCMP_ACT_ERRNO (EPERM), SCMP_SYS (io_uring_setup), 0);
   /* an unsupervised `exec` process must not take an unconnected AF_UNIX socket out of the
    * supervised tree (same uid; without Landlock nothing else stops it) and connect it itself */
-  if (r == 0)
+  if (r == 0 && confine)
     r = seccomp_rule_add (ctx, SCMP_ACT_ERRNO (EPERM), SCMP_SYS (pidfd_getfd), 0);
   if (r < 0)
     return asbx_error (err, -r, "unix socket filter: add the rules");

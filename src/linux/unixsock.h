@@ -26,10 +26,12 @@
 #include "linux/seccomp_bpf.h"
 
 /* Compile the filter described above into *out (out->notify set when `supervised`; with
- * `exec_notify` too, execve and execveat are notified as well: runtime/execrec.h).
+ * `exec_notify` too, execve and execveat are notified as well: runtime/execrec.h). `confine`
+ * false (network.mode open): only the execve notification, none of the socket rules above.
  * Pure libseccomp work, no kernel state; the caller owns out->insns (linux_seccomp_release).
  * 0 / -1 with *err (the libseccomp errno). */
-int linux_unixsock_filter_compile (bool supervised, bool exec_notify, struct linux_seccomp *out, asbx_err_t *err);
+int linux_unixsock_filter_compile (bool confine, bool supervised, bool exec_notify, struct linux_seccomp *out,
+                                   asbx_err_t *err);
 
 /* Load a filter from linux_unixsock_filter_compile on the calling thread and, when supervised,
  * send its notify fd with SCM_RIGHTS over `chan` (a connected socket whose peer is the monitor),

@@ -239,14 +239,31 @@ audit_rec_free (struct audit_rec *r)
 static const char *const sink_kinds[] = { "exec", "dns", "network", "denial", "approval", "other" };
 #define SINK_KINDS (sizeof sink_kinds / sizeof sink_kinds[0])
 
+/* The quota's buckets: each has the whole rate and burst of its own, and a guaranteed share of
+ * the byte quota, so a flood of one kind (execs) cannot suppress a record of another (a network
+ * denial that follows) - issue 14 §4. */
+enum
+{
+  B_EXEC,
+  B_NET, /* network, dns */
+  B_DENIAL,
+  B_OTHER, /* approval and anything else not reserved */
+  B_N
+};
+#define BUCKET_SHARE_DIV 8 /* each bucket's bytes kept for it: bytes_max / 8 */
+
 static struct
 {
   pthread_mutex_t mu;
   int fd; /* -1: no sink, every fd is written plainly */
   struct audit_sink_opts o;
-  uint64_t bytes;                      /* bytes of non-reserved records written */
-  double tokens;                       /* the rate's bucket */
-  uint64_t last_ns;                    /* its last refill */
+  uint64_t bytes; /* bytes of non-reserved records written */
+  struct
+  {
+    double tokens;    /* the rate's bucket */
+    uint64_t last_ns; /* its last refill */
+    uint64_t bytes;   /* bytes written of its kinds */
+  } b[B_N];
   uint64_t last_report_ns;             /* the last suppression report */
   bool full;                           /* the file system could not take the reserve any more */
   bool full_reported;                  /* the on_full callback ran */
@@ -267,6 +284,27 @@ kind_index (const char *event)
     if (strcmp (sink_kinds[i], event) == 0)
       return i;
   return SINK_KINDS - 1;
+}
+
+static size_t
+kind_bucket (const char *event)
+{
+  if (strcmp (event, "exec") == 0)
+    return B_EXEC;
+  if (strcmp (event, "network") == 0 || strcmp (event, "dns") == 0)
+    return B_NET;
+  return strcmp (event, "denial") == 0 ? B_DENIAL : B_OTHER;
+}
+
+/* the bytes the other buckets have not used of their guaranteed shares */
+static uint64_t
+kept_for_others (size_t bk)
+{
+  uint64_t share = sink.o.bytes_max / BUCKET_SHARE_DIV, kept = 0;
+  for (size_t i = 0; i < B_N; i++)
+    if (i != bk && sink.b[i].bytes < share)
+      kept += share - sink.b[i].bytes;
+  return kept;
 }
 
 static uint64_t
@@ -362,8 +400,11 @@ audit_sink_setup (int fd, const struct audit_sink_opts *o)
   pthread_mutex_lock (&sink.mu);
   sink.fd = fd;
   sink.o = *o;
-  sink.tokens = o->burst;
-  sink.last_ns = mono_ns ();
+  for (size_t i = 0; i < B_N; i++)
+    {
+      sink.b[i].tokens = o->burst;
+      sink.b[i].last_ns = mono_ns ();
+    }
   pthread_mutex_unlock (&sink.mu);
   (void) reserve_ok (fd, 0);
 }
@@ -381,12 +422,13 @@ audit_sink_counts (struct audit_rec *r)
 static bool
 sink_admit (const struct audit_rec *r, size_t len, uint64_t now, bool *call_full)
 {
-  size_t k = kind_index (r->event);
-  sink.tokens += (double) (now - sink.last_ns) / 1e9 * sink.o.rate;
-  if (sink.tokens > sink.o.burst)
-    sink.tokens = sink.o.burst;
-  sink.last_ns = now;
-  if (sink.full || sink.tokens < 1 || sink.bytes + len > sink.o.bytes_max)
+  size_t k = kind_index (r->event), bk = kind_bucket (r->event);
+  double *tokens = &sink.b[bk].tokens;
+  *tokens += (double) (now - sink.b[bk].last_ns) / 1e9 * sink.o.rate;
+  if (*tokens > sink.o.burst)
+    *tokens = sink.o.burst;
+  sink.b[bk].last_ns = now;
+  if (sink.full || *tokens < 1 || sink.bytes + len + kept_for_others (bk) > sink.o.bytes_max)
     {
       sink.suppressed[k]++;
       return false;
@@ -399,7 +441,7 @@ sink_admit (const struct audit_rec *r, size_t len, uint64_t now, bool *call_full
       sink.full_reported = true;
       return false;
     }
-  sink.tokens -= 1;
+  *tokens -= 1;
   return true;
 }
 
@@ -440,7 +482,10 @@ audit_rec_write (struct audit_rec *r, int fd, asbx_err_t *err)
           ret = asbx_error (err, e, "write audit record");
         }
       else if (!reserved)
-        sink.bytes += len;
+        {
+          sink.bytes += len;
+          sink.b[kind_bucket (r->event)].bytes += len;
+        }
     }
   if (!reserved)
     sink_report (sink.o.container, now, false);

@@ -30,7 +30,7 @@
 /* The monitor's per-container quota (issue 14 §4; docs/policy.md §2.7 "Volume"). Reserved kinds
  * (lifecycle, policy, limit) are always written and never counted against it. */
 #define AUDIT_QUOTA_BYTES (32ull << 20) /* non-reserved bytes per container and monitor */
-#define AUDIT_RATE_PER_SEC 100.0        /* non-reserved records per second, sustained */
+#define AUDIT_RATE_PER_SEC 100.0        /* non-reserved records per second and bucket, sustained */
 #define AUDIT_BURST 500.0               /* ... and in one burst */
 #define AUDIT_RESERVE_BYTES (16u << 10) /* kept preallocated past the end for reserved records */
 #define AUDIT_ARGV_BYTES 1024           /* exec records: argv text kept (the rest: argvBytes) */
@@ -51,13 +51,14 @@ struct audit_sink_opts
 };
 
 /* Make fd (the monitor's audit log, opened by audit_open) the quota'd sink of this process: from
- * now on audit_rec_write to fd admits a non-reserved record only within the rate, the byte quota
- * and while the file system keeps AUDIT_RESERVE_BYTES for the reserved ones (fallocate
- * KEEP_SIZE past the end; free space where fallocate is not supported). Refused records are
- * counted per kind (exec, dns, network, denial, approval, other; `lost` = reserved records the
- * disk refused) and reported in a `limit` record {"limit":"audit","action":"suppress"|"full",
- * "suppressed":{...}} at most once a second and before every reserved record. Thread-safe: the
- * monitor's loop and its limits thread share it. One sink per process. */
+ * now on audit_rec_write to fd admits a non-reserved record only within the rate of its bucket
+ * (exec; network and dns; denial; the rest - each with the whole rate and burst), the byte quota
+ * (of which each bucket keeps 1/8 for itself until it used it) and while the file system keeps AUDIT_RESERVE_BYTES for
+ * the reserved ones (fallocate KEEP_SIZE past the end; free space where fallocate is not supported). Refused records
+ * are counted per kind (exec, dns, network, denial, approval, other; `lost` = reserved records the disk refused) and
+ * reported in a `limit` record {"limit":"audit","action":"suppress"|"full", "suppressed":{...}} at most once a second
+ * and before every reserved record. Thread-safe: the monitor's loop and its limits thread share it. One sink per
+ * process. */
 void audit_sink_setup (int fd, const struct audit_sink_opts *o);
 
 /* Add the sink's counters to r as "suppressed": {...} (nothing without a sink). */

@@ -477,7 +477,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   };
   int usp[2] = { -1, -1 };
   /* the init hands the notify fd of its unix-socket filter to the monitor over this pair */
-  if (unixsock_confined (plan) && socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, usp) < 0)
+  if (unixsock_supervised (plan) && socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, usp) < 0)
     {
       asbx_error (err, errno, "socketpair (unix socket confinement)");
       goto undo;

@@ -516,7 +516,7 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
 
   /* the monitor supervises this process's connect(2) too (runtime/unixsock.h); without its
    * socket (a monitor that has none) the process gets no AF_UNIX sockets at all */
-  if (unixsock_confined (plan))
+  if (unixsock_supervised (plan))
     uchan = unixsock_exec_channel (dirfd);
   /* the lock is not needed while the process runs: release it so other verbs are not blocked */
   close (oc.dirfd);

@@ -29,6 +29,7 @@
 #include "core/cleanup.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "runtime/execfail.h"
 #include "runtime/execrec.h"
 
 /* processes between their execve and the exec event (a failed execve stays until the next one
@@ -189,7 +190,16 @@ execrec_handle (int nfd, const struct seccomp_notif *req)
   pid_t tgid = tgid_of (tid);
   /* still the same waiting caller (not a reused pid): then the copy is its own */
   if (tgid > 0 && ioctl (nfd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0)
-    put (tgid, tid, x);
+    {
+      put (tgid, tid, x);
+      /* for limits.failedExecs (runtime/execfail.h): the command is the filename's basename and
+       * the argv, so a PATH search is one command tried in several directories */
+      const char *base = strrchr (x->path, '/');
+      base = base ? base + 1 : x->path;
+      uint64_t cmd = execfail_hash (EXECFAIL_HASH0, base, strlen (base) + 1);
+      cmd = execfail_hash (cmd, x->text, x->len);
+      execfail_attempt (tid, tgid, cmd, execfail_hash (EXECFAIL_HASH0, x->path, strlen (x->path)));
+    }
   free (x);
   struct seccomp_notif_resp resp = { .id = req->id, .error = 0, .val = 0, .flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE };
   if (ioctl (nfd, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0 && errno != ENOENT)

@@ -3,8 +3,9 @@
  * prctl, a write to its stack - before the monitor reads /proc/PID/cmdline, and the record
  * shows what it chose).
  *
- * Under network.mode none/filtered with the exec audit event on, the unix-socket filter
- * (linux/unixsock.h) also turns execve and execveat into seccomp user notifications. The
+ * With the exec audit event or limits.failedExecs on (under every network.mode: under open the
+ * filter holds nothing else), the unix-socket filter (linux/unixsock.h) also turns execve and
+ * execveat into seccomp user notifications; each is also handed to runtime/execfail.h. The
  * supervisor thread (runtime/unixsock.c) hands each one here: one bounded read of the caller's
  * memory (process_vm_readv), a stash keyed by thread-group id, and the answer
  * SECCOMP_USER_NOTIF_FLAG_CONTINUE. The monitor's exec event (the proc connector's EXEC, which

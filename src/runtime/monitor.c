@@ -50,6 +50,7 @@
 #include "runtime/audit.h"
 #include "runtime/denials.h"
 #include "runtime/dnsstub.h"
+#include "runtime/execfail.h"
 #include "runtime/monitor.h"
 #include "runtime/monitor_internal.h"
 #include "runtime/pasta.h"
@@ -182,6 +183,7 @@ static void __attribute__ ((noreturn)) monitor_loop (struct mon *m)
     P_GUARD,
     P_DNS,
     P_DEN,
+    P_EXEC,
     P_N
   };
   struct pollfd p[P_N] = {
@@ -190,6 +192,8 @@ static void __attribute__ ((noreturn)) monitor_loop (struct mon *m)
     [P_GUARD] = { .fd = m->guard_pidfd, .events = POLLIN },
     [P_DNS] = { .fd = m->dns ? dnsstub_fd (m->dns) : -1, .events = POLLIN },
     [P_DEN] = { .fd = denials_fd (m->den), .events = POLLIN },
+    /* execve attempts the supervisor saw (runtime/execfail.h) */
+    [P_EXEC] = { .fd = m->usock ? execfail_fd () : -1, .events = POLLIN },
   };
 
   /* the wall clock and CPU timers are the limits thread's (monitor_limits.c) */
@@ -203,7 +207,7 @@ static void __attribute__ ((noreturn)) monitor_loop (struct mon *m)
           mon_container_kill (m); /* cannot supervise any more: fail closed */
           p[P_INIT].revents = POLLIN;
         }
-      if (p[P_CONN].revents)
+      if (p[P_CONN].revents || p[P_EXEC].revents)
         mon_drain_events (m);
       if (p[P_DEN].revents)
         {
@@ -378,7 +382,7 @@ mon_setup (struct mon *m, asbx_err_t *err)
   if (m->o->cgroup_path)
     m->cg_paths = cgroup_path_forms (m->o->cgroup_path);
   /* the supervisor of connect(2) (runtime/unixsock.h); the notify fd arrives at `start` */
-  if (m->o->unixsock_fd >= 0 && unixsock_confined (pl))
+  if (m->o->unixsock_fd >= 0 && unixsock_supervised (pl))
     m->usock = unixsock_sup_new (pl, m->o->unixsock_fd, m->o->new_netns, m->dirfd);
   if (m->o->cgroup_path && cgroup_oom_count (m->o->cgroup_path, &oom, &e) == 0)
     m->oom_at_start = oom;

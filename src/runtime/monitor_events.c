@@ -21,6 +21,7 @@
 #include "linux/cgroup.h"
 #include "linux/proc_events.h"
 #include "runtime/denials.h"
+#include "runtime/execfail.h"
 #include "runtime/execrec.h"
 #include "runtime/monitor_internal.h"
 
@@ -143,45 +144,99 @@ argv_bytes (pid_t pid, char *comm, size_t commlen)
   return -1;
 }
 
+/* /proc/PID/cmdline into buf (cap bytes, NUL-terminated); bytes read (at most cap - 1), 0 when
+ * it could not be read */
+static size_t
+read_cmdline (pid_t pid, char *buf, size_t cap)
+{
+  char path[64];
+  snprintf (path, sizeof path, "/proc/%d/cmdline", (int) pid);
+  cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC);
+  ssize_t len = fd < 0 ? -1 : read (fd, buf, cap - 1);
+  if (len < 0)
+    len = 0;
+  buf[len] = '\0';
+  return (size_t) len;
+}
+
+/* The new image's argv (cmdline, `len` bytes read, `more` when there was more) agrees with the
+ * execve copy x: the same bytes, or - a script - the copy's filename and argv[1..] after the
+ * interpreter's words (binfmt_script replaces argv[0] by the interpreter, its argument and the
+ * filename). Where either side was cut, only the common part is compared. */
+static bool
+argv_agrees (const struct execrec *x, const char *cmd, size_t len, bool more)
+{
+  size_t cut = len < x->len ? len : x->len;
+  if (len == x->len || ((more || x->truncated) && cut))
+    if (memcmp (cmd, x->text, cut) == 0)
+      return true;
+  const char *rest = memchr (x->text, '\0', x->len); /* argv[1..] */
+  size_t rl = rest ? x->len - (size_t) (rest + 1 - x->text) : 0, pl = strlen (x->path) + 1;
+  if (!rest || !x->path[0] || more || x->truncated || len < pl + rl)
+    return false;
+  /* the tail of cmdline: "filename\0argv[1]\0..." right after a NUL (or at the start) */
+  size_t at = len - rl - pl;
+  return (at == 0 || cmd[at - 1] == '\0') && memcmp (cmd + at, x->path, pl) == 0
+         && memcmp (cmd + at + pl, rest + 1, rl) == 0;
+}
+
+/* argv strings of text (len bytes) into v (at most AUDIT_ARGV_ITEMS); the count; *rest: bytes
+ * not split (more than AUDIT_ARGV_ITEMS strings) */
+static size_t
+split_argv (char *text, size_t len, char **v, bool *rest)
+{
+  size_t argc = 0, i = 0;
+  for (; i < len && argc < AUDIT_ARGV_ITEMS; i += strlen (text + i) + 1)
+    v[argc++] = text + i;
+  *rest = i < len;
+  return argc;
+}
+
 /* The exec record: path and argv as /proc shows them right after the exec event, capped
  * (AUDIT_ARGV_BYTES of text, AUDIT_ARGV_ITEMS arguments; argvBytes and argvTruncated tell the
  * original size). A process already gone by then (it exited at once): its zombie's comm (the
  * executable's name, 15 bytes) stands for the path and argv is null with argvLost - never a
  * silent []. With the execve stash (runtime/execrec.h) argv is the one passed to execve
- * (argvSource "execve"; the process cannot rewrite it), else /proc's (argvSource "proc"). */
+ * (argvSource "execve"; the process cannot rewrite it), else /proc's (argvSource "proc").
+ * With the stash, the new image's cmdline is read once as well: a sibling thread (or CLONE_VM
+ * process) that rewrote argv between our copy and the kernel's, or the new image rewriting its
+ * own, shows as argvMismatch with argvAtExec (issue 14 §4: a forgery must win both races). */
 static void
 audit_exec (struct mon *m, pid_t pid)
 {
-  char path[64], exe[1024], cmd[AUDIT_ARGV_BYTES + 2], comm[64] = "";
-  char *argv[AUDIT_ARGV_ITEMS] = { NULL };
-  size_t argc = 0;
+  char path[64], exe[1024], cmd[AUDIT_ARGV_BYTES + 2], now[AUDIT_ARGV_BYTES + 2], comm[64] = "";
+  char *argv[AUDIT_ARGV_ITEMS] = { NULL }, *argv2[AUDIT_ARGV_ITEMS] = { NULL };
+  size_t argc = 0, argc2 = 0, nlen = 0;
   cleanup_free struct execrec *x = xmalloc0 (sizeof *x);
   bool stashed = execrec_take (pid, x);
-  bool more;
-  ssize_t len, i = 0;
+  bool more, nmore = false, mismatch = false, rest = false, rest2 = false;
+  ssize_t len;
 
+  /* cmdline first, then exe: a process that exits at once is gone within microseconds */
+  nlen = read_cmdline (pid, now, AUDIT_ARGV_BYTES + 2);
+  nmore = nlen > AUDIT_ARGV_BYTES; /* there is more than we keep */
+  if (nmore)
+    nlen = AUDIT_ARGV_BYTES;
+  now[nlen] = '\0';
   if (stashed)
     {
       len = (ssize_t) x->len;
       more = x->truncated;
       memcpy (cmd, x->text, x->len);
+      /* nothing read: the image is gone already (a quick exit), nothing to compare */
+      mismatch = nlen > 0 && !argv_agrees (x, now, nlen, nmore);
     }
   else
     {
-      /* cmdline first, then exe: a process that exits at once is gone within microseconds */
-      snprintf (path, sizeof path, "/proc/%d/cmdline", (int) pid);
-      cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC);
-      len = fd < 0 ? -1 : read (fd, cmd, AUDIT_ARGV_BYTES + 1);
-      if (len < 0)
-        len = 0;
-      more = len > AUDIT_ARGV_BYTES; /* there is more than we keep */
-      if (more)
-        len = AUDIT_ARGV_BYTES;
+      len = (ssize_t) nlen;
+      more = nmore;
+      memcpy (cmd, now, nlen);
     }
   cmd[len] = '\0';
   int64_t total = argv_bytes (pid, comm, sizeof comm); /* 0 once the process lost its memory */
-  for (; i < len && argc < AUDIT_ARGV_ITEMS; i += (ssize_t) strlen (cmd + i) + 1)
-    argv[argc++] = cmd + i;
+  argc = split_argv (cmd, (size_t) len, argv, &rest);
+  if (mismatch)
+    argc2 = split_argv (now, nlen, argv2, &rest2);
   snprintf (path, sizeof path, "/proc/%d/exe", (int) pid);
   ssize_t n = readlink (path, exe, sizeof exe - 1);
   if (n >= 0)
@@ -200,11 +255,16 @@ audit_exec (struct mon *m, pid_t pid)
   audit_rec_str (r, "argvSource", stashed ? "execve" : "proc");
   if (stashed && x->ambiguous)
     audit_rec_bool (r, "argvAmbiguous", 1); /* two threads called execve: the latest is shown */
+  if (mismatch)
+    {
+      audit_rec_bool (r, "argvMismatch", 1);
+      audit_rec_strv (r, "argvAtExec", argv2, argc2); /* what the new image's cmdline shows */
+    }
   if (stashed && !more)
     total = len; /* the whole execve argv (the new image's, in stat, differs for a script) */
   if (total > 0 && total >= len)
     audit_rec_int (r, "argvBytes", total); /* absent: unknown (the process was already gone) */
-  if (more || (total > 0 && total > len) || i < len)
+  if (more || (total > 0 && total > len) || rest)
     audit_rec_bool (r, "argvTruncated", 1);
   mon_audit_put (m, r);
 }
@@ -236,12 +296,19 @@ on_event (const struct proc_ev *ev, void *data)
           audit_rec_int (r, "pid", ev->tgid);
           mon_audit_put (m, r);
         }
+      execfail_note_exec (ev->tgid, ev->ts_ns);
       if (m->plan->audit_events & POLICY_AUDIT_EXEC)
         audit_exec (m, ev->tgid);
       break;
     case PROC_EV_EXIT:
       if (ev->pid != ev->tgid)
-        break; /* a thread; the process exit is the leader's event */
+        {
+          /* a thread; the process exit is the leader's event. Its open run of execve
+           * attempts ends here (runtime/execfail.h) */
+          if (pidset_has (&m->procs, ev->tgid))
+            execfail_note_exit (ev->pid, ev->tgid, ev->ts_ns, 0, false);
+          break;
+        }
       if (ev->tgid == m->o->init_pid || pidset_has (&m->procs, ev->tgid))
         {
           denials_note_exit (m->den, ev->tgid); /* its audit records may come after this event */
@@ -251,16 +318,14 @@ on_event (const struct proc_ev *ev, void *data)
         {
           m->have_status = true;
           m->status = ev->exit_code;
+          execfail_note_exit (ev->tgid, ev->tgid, ev->ts_ns, ev->exit_code, false); /* its own runs */
           break;
         }
       if (!pidset_has (&m->procs, ev->tgid))
         break;
       pidset_del (&m->procs, ev->tgid);
-      if (ev->exit_code == 0 || mon_reason_get (m))
-        break; /* processes our own kill ended are not failures of the agent */
-      m->failed++;
-      if (m->plan->failed_execs && m->failed >= m->plan->failed_execs)
-        mon_limit_kill (m, "failed-execs", "failedExecs", m->plan->failed_execs, m->failed);
+      /* processes our own kill ended are not failures of the agent */
+      execfail_note_exit (ev->tgid, ev->tgid, ev->ts_ns, ev->exit_code, !mon_reason_get (m));
       break;
     }
 }
@@ -293,9 +358,10 @@ mon_procs_resync (struct mon *m)
     pidset_add (&m->procs, pids[i]);
 }
 
-void
-mon_drain_events (struct mon *m)
+static void
+drain_connector (void *data)
 {
+  struct mon *m = data;
   asbx_err_t e = NULL;
   if (m->conn < 0)
     return;
@@ -309,4 +375,17 @@ mon_drain_events (struct mon *m)
       mon_audit_put (m, a);
       mon_procs_resync (m);
     }
+}
+
+/* The connector's events, then the execve attempts they settle (runtime/execfail.h): failures
+ * against limits.failedExecs. */
+void
+mon_drain_events (struct mon *m)
+{
+  uint64_t n = execfail_settle (drain_connector, m);
+  if (!n)
+    return;
+  m->failed += n;
+  if (m->plan->failed_execs && m->failed >= m->plan->failed_execs)
+    mon_limit_kill (m, "failed-execs", "failedExecs", m->plan->failed_execs, m->failed);
 }

@@ -883,16 +883,30 @@ int
 policy_prepare_unixsock (const struct policy_plan *plan, int chan, bool oci_listener, asbx_err_t *err)
 {
   static struct linux_seccomp filter;
+  bool confine = unixsock_confined (plan);
 
-  if (!unixsock_confined (plan))
+  if (!unixsock_supervised (plan))
     return 0;
-  if (chan >= 0 && oci_listener)
+  if (!confine)
+    {
+      /* network.mode open: only the execve notification (failed execs, exec records). Without
+       * the monitor's channel (an `exec` with no monitor socket) there is nothing to notify. */
+      if (chan < 0)
+        return 0;
+      if (oci_listener && plan->failed_execs)
+        return asbx_error (err, EBUSY,
+                           "limits.failedExecs counts failed execve calls with a seccomp listener, and "
+                           "linux.seccomp.listenerPath asks for another: the kernel allows one listener per process");
+      if (oci_listener)
+        return 0; /* the exec records then read /proc (argvSource proc) */
+    }
+  else if (chan >= 0 && oci_listener)
     return asbx_error (err, EBUSY,
                        "network.mode %s confines unix sockets with a seccomp listener, and linux.seccomp.listenerPath "
                        "asks for another: the kernel allows one listener per process",
                        plan->net_mode == POLICY_NET_NONE ? "none" : "filtered");
   linux_seccomp_release (&filter);
-  if (linux_unixsock_filter_compile (chan >= 0, (plan->audit_events & POLICY_AUDIT_EXEC) != 0, &filter, err) < 0)
+  if (linux_unixsock_filter_compile (confine, chan >= 0, unixsock_exec_notified (plan), &filter, err) < 0)
     return asbx_error_wrap (err, "policy network (unix socket confinement)");
   process_set_unixsock (&filter, chan);
   return 0;

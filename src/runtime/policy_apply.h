@@ -103,8 +103,10 @@ int policy_prepare_process (const struct policy_plan *plan, asbx_err_t *err);
  * string (caller frees) or NULL. */
 char *policy_apply_landlock_degraded (const struct policy_plan *plan);
 /* network.mode none/filtered: compile the unix-socket confinement's filter (linux/unixsock.h)
- * and register it with process_set_unixsock(). `chan` >= 0: the init's channel to the monitor,
- * connect(2) is supervised (the init's socketpair, or exec's connection to the monitor's
+ * and register it with process_set_unixsock(). Under open with limits.failedExecs or the exec
+ * audit event (unixsock_exec_notified): a filter that only notifies execve/execveat, when `chan`
+ * >= 0; with `oci_listener` that is EBUSY for failedExecs, and no filter for exec records alone. `chan` >= 0: the
+ * init's channel to the monitor, connect(2) is supervised (the init's socketpair, or exec's connection to the monitor's
  * unixsock.sock); -1 (exec without that channel): AF_UNIX sockets cannot be created at all.
  * `oci_listener`: linux.seccomp has its own listener - the kernel allows one per process, so a
  * supervised filter is refused (EBUSY) rather than failing at start. 0 / -1 with *err. */

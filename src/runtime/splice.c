@@ -652,6 +652,20 @@ on_event (struct splice *s, struct conn *c, bool upstream, uint32_t events)
   if (!upstream && (events & EPOLLIN) && !c->c_eof)
     fill (c->cfd, &c->c2u, &c->c_eof);
   http_scan (s, c);
+  size_t keep = sendable (c) > c->c2u.off ? sendable (c) : c->c2u.off;
+  if (c->c_eof && c->c2u.len > keep)
+    {
+      /* the client is done, and bytes wait for a check that needs more of them (the start of a
+       * body - an `Expect: 100-continue` client that sent part of it at once - a head without
+       * its end, what follows an Upgrade): they can never leave. Drop them, so the half-close
+       * goes on and the connection can end - else the client's EPOLLHUP, reported whatever the
+       * interests, woke the relay in a loop (100% of a core) until the monitor ended. */
+      c->c2u.len = keep;
+      if (c->c2u.chk > c->c2u.len)
+        c->c2u.chk = c->c2u.len;
+      if (c->c2u.hold > c->c2u.len)
+        c->c2u.hold = c->c2u.len;
+    }
   if (c->u_eof && c->u2c.len == 0 && c->refuse_403)
     {
       /* every response before the refused request is delivered: now the refusal */

@@ -99,6 +99,18 @@ unixsock_confined (const struct policy_plan *plan)
   return plan && plan->active && plan->net_mode != POLICY_NET_OPEN;
 }
 
+bool
+unixsock_exec_notified (const struct policy_plan *plan)
+{
+  return plan && plan->active && (plan->failed_execs || (plan->audit_events & POLICY_AUDIT_EXEC));
+}
+
+bool
+unixsock_supervised (const struct policy_plan *plan)
+{
+  return unixsock_confined (plan) || unixsock_exec_notified (plan);
+}
+
 static void
 src_add (struct unixsock_sup *s, enum src_kind kind, int fd)
 {

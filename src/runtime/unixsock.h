@@ -31,6 +31,15 @@
 /* true when the plan confines unix sockets (network.mode none or filtered) */
 bool unixsock_confined (const struct policy_plan *plan);
 
+/* true when the plan wants every execve to reach the monitor (limits.failedExecs, or the exec
+ * audit event: runtime/execrec.h, runtime/execfail.h), under every network.mode */
+bool unixsock_exec_notified (const struct policy_plan *plan);
+
+/* true when the container's processes get the supervised filter and the monitor its supervisor:
+ * unixsock_confined, or unixsock_exec_notified under network.mode open (the filter then only
+ * notifies execve and execveat) */
+bool unixsock_supervised (const struct policy_plan *plan);
+
 /* The socket in the container's state dir on which the monitor takes the notify fds of `exec`'d
  * processes (one SOCK_SEQPACKET connection each, one SCM_RIGHTS message). */
 #define UNIXSOCK_EXEC_SOCKET "unixsock.sock"

@@ -1044,3 +1044,53 @@ def test_expect_100_continue_head_not_held(filtered, lab):
     assert bad["ok"] and bad["statuses"][0] == "HTTP/1.1 100 Continue", bad
     assert "HTTP/1.1 403 Forbidden" in bad["statuses"], bad
     assert vt["ok"] and "HTTP/1.1 403 Forbidden" in vt["statuses"], vt  # a leading VT: still a request
+
+
+def monitor_ticks(rt, cid):
+    """utime + stime (clock ticks) of the container's monitor, from the host; None when gone."""
+    try:
+        with open(os.path.join(rt.root, cid, "monitor.pid")) as f:
+            pid = int(f.read().split()[0])
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def test_expect_100_body_sent_at_once_no_busy_loop(rt, ebundle, lab, tmp_path):
+    """`Expect: 100-continue` from a client that does not wait: the head and the start of its
+    body at once, then the client shuts down its side and, after the server's answer, closes.
+    Exactly one `100 Continue` reaches it, and the relay does not spin afterwards: on main the
+    bytes held for the body check kept the connection open and the client's EPOLLHUP woke the
+    monitor in a loop (a whole core while the container slept 4 s). Judged from the host: the
+    monitor's CPU time (/proc/PID/stat) over the run."""
+    import threading
+    lab.zone(ZONE)
+    pol = tmp_path / "policy.json"
+    pol.write_text(json.dumps(POLICY))
+    head = ("POST /up HTTP/1.1\r\nHost: naive.mirror.test\r\nExpect: 100-continue\r\n"
+            "Content-Length: 8\r\nConnection: close\r\n\r\n")
+    ebundle.args("/usr/bin/python3", "/egress/client.py",
+                 json.dumps([["resolve", "naive.mirror.test"], ["http_expect_now", UP4N, 80, head, "abc", 5, True],
+                             ["run", "/bin/sleep", "4"]]))
+    cid = f"e100-{uuid.uuid4().hex[:8]}"
+    out, ticks = {}, []
+    env = dict(os.environ, AGENTSBX_UPSTREAM_DNS=HOSTUP4)
+    t = threading.Thread(target=lambda: out.update(r=rt.run(ebundle, cid, global_args=audit_args(
+        tmp_path, "--policy", str(pol)), env=env)[0]))
+    t.start()
+    while t.is_alive():
+        v = monitor_ticks(rt, cid)
+        if v is not None:
+            ticks.append(v)
+        time.sleep(0.1)
+    t.join()
+    r = out["r"]
+    assert r.ok, r
+    res = json.loads(r.out.strip().splitlines()[-1])
+    assert res[1]["ok"] and res[1]["continues"] == 1, res[1]
+    assert res[1]["statuses"][:2] == ["HTTP/1.1 100 Continue", "HTTP/1.1 200 OK"], res[1]
+    assert ticks, "the monitor was never seen"
+    hz = os.sysconf("SC_CLK_TCK")
+    assert ticks[-1] < hz, f"the monitor used {ticks[-1] / hz:.2f} s of CPU in a run that mostly slept"

@@ -363,3 +363,135 @@ def test_execve_sourced_records_keep_the_caps(rt, tmp_path):
     for x in execs:
         if x not in big:
             assert x["argvSource"] == "execve" and x["argvBytes"] == sum(len(a) + 1 for a in x["argv"]), x
+
+
+# ---- §5: failedExecs counts failed execve calls inside one process ----------------------------
+
+EXEC_LOOP = r"""
+import os, sys
+open("/workspace/noexec", "w").write("not a program")
+n = 0
+for i in range(3000):
+    for p in ("/nonexistent/missing", "/workspace/noexec"):
+        try:
+            os.execv(p, [p, "x"])
+        except OSError:
+            n += 1
+open("/workspace/survived", "w").write("%d failed execve calls\n" % n)
+"""
+
+
+@pytest.mark.parametrize("mode", ["filtered", "open"])
+def test_failed_execve_in_one_process_hits_the_budget(rt, tmp_path, mode):
+    """One python process calls execve 6000 times on a missing and on a non-executable file and
+    never exits non-zero: with failedExecs 100 it is killed, under filtered and under open (the
+    execve notification is installed for the budget too). Judged from the host: the marker the
+    process writes after its loop is absent, and its pid is gone. On main the process survived
+    (only processes that exited non-zero counted)."""
+    pol = {"version": 1, "extends": "agent", "limits": {"failedExecs": 100}}
+    if mode == "open":
+        pol["network"] = {"mode": "open"}
+    p = tmp_path / "pol.json"
+    p.write_text(json.dumps(pol))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "loop.py").write_text(EXEC_LOOP)
+    cid = f"fx-{uuid.uuid4().hex[:8]}"
+    r = rt.cmd("sandbox", "--id", cid, "--workspace", str(ws), "--", "/usr/bin/python3", "/workspace/loop.py",
+               global_args=["--policy", str(p), "--audit-dir", str(tmp_path / "audit")], timeout=120)
+    assert (ws / "noexec").exists(), r  # the loop ran
+    assert not (ws / "survived").exists(), f"the process finished its loop: {(ws / 'survived').read_text()}"
+    assert r.rc != 0, r
+    recs = read_audit(tmp_path / "audit" / f"{cid}.jsonl")
+    assert not alive(lifecycle(recs, "created")[-1]["pid"])
+
+
+PATH_SEARCH = r"""
+P=; for d in $(seq 1 30); do P="$P/nope$d:"; done; export PATH="${P}/usr/bin:/bin"
+i=0; while [ $i -lt 300 ]; do env cat /dev/null || exit 3; i=$((i+1)); done
+python3 -c 'import subprocess; [subprocess.check_call(["true"]) for _ in range(30)]' || exit 4
+echo done > /workspace/done
+"""
+
+
+@pytest.mark.parametrize("mode", ["filtered", "open"])
+def test_path_search_is_not_a_failed_exec(rt, tmp_path, mode):
+    """300 commands run by env (execvp: one failing execve per directory of a 32-entry PATH,
+    then the one that works) and 30 by python's subprocess (the same search): a PATH search
+    that ends in an exec counts nothing, so a budget of 100 is not reached."""
+    pol = {"version": 1, "extends": "agent", "limits": {"failedExecs": 100}}
+    if mode == "open":
+        pol["network"] = {"mode": "open"}
+    p = tmp_path / "pol.json"
+    p.write_text(json.dumps(pol))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    r = rt.cmd("sandbox", "--id", f"px-{uuid.uuid4().hex[:8]}", "--workspace", str(ws), "--", "/bin/sh", "-c",
+               PATH_SEARCH, global_args=["--policy", str(p), "--audit-dir", str(tmp_path / "audit")], timeout=120)
+    assert r.rc == 0, r
+    assert (ws / "done").read_text() == "done\n"
+
+
+def test_argv_flipped_during_execve_is_flagged(rt, tmp_path):
+    """§4, the argv race: 30 processes each exec /bin/sh with a last argument a sibling thread
+    keeps flipping between an innocent and a secret one. The shell writes the argument the kernel
+    really gave it (the ground truth, from the workspace). No exec record may show only the
+    innocent argument where the kernel gave the secret: the monitor compares its execve copy with
+    the new image's cmdline and records both (argvMismatch, argvAtExec). On main 6 of 30 were
+    forged. A script run by its #! line (argv rewritten by the kernel) is no mismatch."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    shutil.copy2(os.path.join(HERE, "attack", "argvflip.py"), ws / "argvflip.py")
+    (ws / "s.sh").write_text("#!/bin/sh\nsleep 0.2\n")
+    (ws / "s.sh").chmod(0o755)
+    p = tmp_path / "pol.json"
+    # filtered (the seccomp supervisor copies execve's argv), exec anywhere: the script runs from
+    # the workspace
+    p.write_text(json.dumps({"version": 1, "network": {"mode": "filtered"}, "audit": {"events": ["exec"]}}))
+    cid = f"flip-{uuid.uuid4().hex[:8]}"
+    r = rt.cmd("sandbox", "--id", cid, "--workspace", str(ws), "--", "/bin/sh", "-c",
+               "/workspace/s.sh SCRIPT-ARG && /usr/bin/python3 /workspace/argvflip.py 30",
+               global_args=["--policy", str(p), "--audit-dir", str(tmp_path / "audit")], timeout=120)
+    assert r.rc == 0, r
+    truth = {line[-2:]: line for line in (ws / "truth.txt").read_text().split()}
+    assert len(truth) == 30, truth
+    recs = read_audit(tmp_path / "audit" / f"{cid}.jsonl")
+    shells = [x for x in recs if x["event"] == "exec" and len(x.get("argv") or []) == 4
+              and x["argv"][1] == "-c" and x["argv"][3][-2:] in truth]
+    assert len(shells) == 30, shells[:2]
+    secret = [x for x in shells if truth[x["argv"][3][-2:]].startswith("EXFIL")]
+    forged = [x for x in secret if not x["argv"][3].startswith("EXFIL") and not x.get("argvMismatch")]
+    assert not forged, f"{len(forged)} of {len(secret)} records hide the secret argv: {forged[:2]}"
+    for x in shells:
+        if x.get("argvMismatch"):  # the new image's cmdline is what the kernel gave it
+            assert x["argvAtExec"][3] == truth[x["argv"][3][-2:]] != x["argv"][3], x
+    script = [x for x in recs if x["event"] == "exec" and "SCRIPT-ARG" in (x.get("argv") or [])]
+    assert script and not any(x.get("argvMismatch") for x in script), script
+
+
+def test_exec_flood_does_not_hide_a_network_denial(rt, tmp_path):
+    """§4: the audit quota has a bucket per kind. 5500 fast execs empty the exec bucket (most of
+    them are suppressed and counted); a connection to an unlisted address made during the flood
+    must still be on record - five of them, back to back. On main one bucket was shared and the
+    denials were suppressed too."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.chmod(ws, 0o777)
+    shutil.copy2(os.path.join(HERE, "egress", "client.py"), ws / "client.py")
+    cid = f"qk-{uuid.uuid4().hex[:8]}"
+    pol = tmp_path / "deny.json"
+    pol.write_text(json.dumps({"version": 1, "extends": "agent", "approvals": {"network": "deny"}}))
+    ports = list(range(8090, 8095))
+    # 1000 execs use up the burst; the flood goes on while the connection is tried, so the exec
+    # records take every token a shared bucket refills
+    script = ("i=0; while [ $i -lt 1000 ]; do /bin/true; i=$((i+1)); done; "
+              "for j in 1 2 3; do (i=0; while [ $i -lt 1500 ]; do /bin/true; i=$((i+1)); done) & done; sleep 0.5; "
+              f"/usr/bin/python3 /workspace/client.py '{json.dumps([['connect', UP4, p] for p in ports])}'; wait")
+    r = rt.cmd("sandbox", "--id", cid, "--workspace", str(ws), "--", "/bin/sh", "-c", script,
+               global_args=audit_args(tmp_path, "--policy", str(pol)), timeout=120)
+    assert r.rc == 0, r
+    recs = read_audit(tmp_path / "audit" / f"{cid}.jsonl")
+    exited = lifecycle(recs, "exited")[-1]
+    assert exited["suppressed"]["exec"] > 1000, exited  # the flood did exhaust the exec bucket
+    net = {x.get("port") for x in recs if x["event"] == "network" and x.get("addr") == UP4}
+    assert net == set(ports), (net, exited)

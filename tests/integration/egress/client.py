@@ -178,6 +178,29 @@ def http_expect(addr, port, head, body):
     return {"statuses": out}
 
 
+def http_expect_now(addr, port, head, body, wait=3, half_close=False):
+    """`Expect: 100-continue` with the body (or its start) sent right after the head, by a
+    client that does not wait for the 100 (`half_close`: then shuts its sending side down):
+    every byte the server sends until it closes or `wait` s pass; the socket is closed then."""
+    s = socket.create_connection((addr, int(port)), timeout=10)
+    s.sendall((head + body).encode("latin-1"))
+    if half_close:
+        s.shutdown(socket.SHUT_WR)
+    s.settimeout(float(wait))
+    data = b""
+    try:
+        while (chunk := s.recv(65536)):
+            data += chunk
+    except OSError as e:
+        closed = err_name(e)
+    else:
+        closed = "eof"
+    s.close()
+    text = data.decode("latin-1")
+    return {"continues": text.count("100 Continue"), "bytes": len(data), "closed": closed,
+            "statuses": [ln for ln in text.split("\r\n") if ln.startswith("HTTP/1.")]}
+
+
 def raw(addr):
     fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
     s = socket.socket(fam, socket.SOCK_RAW, socket.IPPROTO_ICMPV6 if fam == socket.AF_INET6 else socket.IPPROTO_ICMP)
@@ -258,5 +281,5 @@ def run(*argv):
 ACTIONS = {"connect": connect, "udp": udp, "resolve": resolve, "http": http, "tls": tls,
            "loopback": loopback, "run": run, "rawdns": rawdns, "tcpdns": tcpdns,
            "http_as": http_as, "tls_as": tls_as, "http_reqs": http_reqs, "raw": raw, "dnsmsg": dnsmsg,
-           "http_expect": http_expect}
+           "http_expect": http_expect, "http_expect_now": http_expect_now}
 print(json.dumps([timed(lambda a=a: ACTIONS[a[0]](*a[1:])) for a in json.loads(sys.argv[1])]))
