@@ -365,3 +365,53 @@ def test_git_workspace_refused_without_root(user, binary, ws):
     with open(os.path.join(ws, ".git", "config")) as f:
         assert f.read() == "[core]\n"
     assert not no_user_processes(user.pw_uid)
+
+
+# issue 13 §1's quick-mode cases (tests/escape/test_workspace_privilege.py), now with a non-root
+# caller: nothing the agent leaves in the workspace may carry a setuid/setgid bit or a file
+# capability, and everything is owned by the user. Judged from the host (lstat, getxattr, and
+# an executable run as uid 65534: `id` prints euid= only when a setuid bit took effect).
+PRIV_CASES = [
+    ("chmod-4755", "cp /usr/bin/id f; chmod 4755 f"),
+    ("chmod-2755", "cp /usr/bin/id f; chmod 2755 f"),
+    ("chmod-gs-dir", "mkdir f; chmod g+s f"),
+    ("cp-a-setuid", "cp -a src-suid f"),
+    ("install-m-4755", "install -m 4755 /usr/bin/id f"),
+    ("mkfifo-6666", "python3 -c \"import os; os.mkfifo('f', 0o6666)\""),
+    ("openat-creat-04755", "python3 -c \"import os; fd=os.open('f', os.O_CREAT|os.O_WRONLY, 0o4755); "
+     "os.write(fd, open('/usr/bin/id','rb').read())\""),
+    ("fchmodat2", "cp /usr/bin/id f; python3 -c \"import ctypes; "
+     "ctypes.CDLL(None, use_errno=True).syscall(452, -100, b'f', 0o4755, 0)\""),
+    ("setcap-v2", "cp /usr/bin/id f; python3 -c \"import os; os.setxattr('f', 'security.capability', "
+     "bytes.fromhex('0100000200000000000000000000000000000000'))\""),
+]
+
+
+@pytest.mark.parametrize("case,cmd", PRIV_CASES, ids=[c[0] for c in PRIV_CASES])
+def test_workspace_privilege_as_user(user, binary, ws, case, cmd):
+    src = os.path.join(ws, "src-suid")
+    shutil.copy("/usr/bin/id", src)
+    os.chown(src, user.pw_uid, user.pw_gid)
+    os.chmod(src, 0o4755)  # the user's own setuid file (allowed on the host): cp -a must drop the bit
+    r = sandbox(user, binary, ws, "/bin/sh", "-c", f"cd /workspace && {{ {cmd}; }}; echo done")
+    assert "done" in r.out, r
+    p = os.path.join(ws, "f")
+    if not os.path.lexists(p):
+        return  # refused outright
+    st = os.lstat(p)
+    bad = []
+    if st.st_mode & 0o6000:
+        bad.append(f"mode {oct(st.st_mode)}")
+    if (st.st_uid, st.st_gid) != (user.pw_uid, user.pw_gid):
+        bad.append(f"owner {st.st_uid}:{st.st_gid}")
+    try:
+        os.getxattr(p, "security.capability", follow_symlinks=False)
+        bad.append("security.capability set")
+    except OSError:
+        pass
+    if os.path.isfile(p) and st.st_size and st.st_mode & 0o001:
+        o = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", p],
+                           capture_output=True, text=True, timeout=30)
+        if "euid=" in o.stdout or "egid=" in o.stdout:
+            bad.append(f"ran as 65534: {o.stdout.strip()}")
+    assert not bad, (bad, r)
