@@ -6,12 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <seccomp.h>
 
 #include "cli/cli.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "runtime/userdirs.h"
 
 static const struct
 {
@@ -126,6 +128,38 @@ enum
   OPT_AUDIT_DIR,
 };
 
+/* A non-root caller (issue 17): its own state root and audit directory unless --root /
+ * --audit-dir name others (runtime/userdirs.h). Not for the verbs that touch no state. The strings
+ * live until exit. 0, or -1 after printing the error. */
+static int
+user_dirs (struct asbx_global *g, const char *verb, bool root_given)
+{
+  asbx_err_t err = NULL;
+  char *dir;
+
+  if (strcmp (verb, "spec") == 0 || strcmp (verb, "features") == 0 || strcmp (verb, "policy") == 0)
+    return 0;
+  if (!root_given)
+    {
+      if (!(dir = asbx_user_state_root (&err)))
+        {
+          cli_fail (&err);
+          return -1;
+        }
+      g->root = dir;
+    }
+  if (!g->audit_dir)
+    {
+      if (!(dir = asbx_user_audit_dir (&err)))
+        {
+          cli_fail (&err);
+          return -1;
+        }
+      g->audit_dir = dir;
+    }
+  return 0;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -148,6 +182,7 @@ main (int argc, char **argv)
   struct asbx_global g = { .root = "/run/agentsbx" };
   const char *log_path = NULL, *log_format = "text";
   asbx_err_t err = NULL;
+  bool root_given = false;
   int c;
 
   signal (SIGPIPE, SIG_IGN);
@@ -155,7 +190,7 @@ main (int argc, char **argv)
   while ((c = getopt_long_only (argc, argv, "+hv", opts, NULL)) != -1)
     switch (c)
       {
-      case OPT_ROOT: g.root = optarg; break;
+      case OPT_ROOT: g.root = optarg, root_given = true; break;
       case OPT_LOG: log_path = optarg; break;
       case OPT_LOG_FORMAT: log_format = optarg; break;
       case OPT_DEBUG: g.debug = true; break;
@@ -185,6 +220,8 @@ main (int argc, char **argv)
       {
         if (verbs[i].spawns)
           asbx_ensure_sealed_exe (argv);
+        if (geteuid () != 0 && user_dirs (&g, verb, root_given) < 0)
+          return 1;
         int vargc = argc - optind;
         char **vargv = argv + optind;
         optind = 0; /* full re-initialisation of getopt for the verb */

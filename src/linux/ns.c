@@ -145,6 +145,15 @@ ns_write_id_maps (pid_t pid, const struct oci_linux *linux_, asbx_err_t *err)
 {
   if (write_map (pid, "uid_map", linux_->uid_mappings, linux_->uid_mappings_len, err) < 0)
     return -1;
+  /* without CAP_SETGID over the parent namespace (a non-root caller, issue 17) the kernel takes
+   * a gid_map only after setgroups(2) was denied in the child namespace (user_namespaces(7));
+   * the init then keeps the caller's supplementary groups (linux/user.c skips setgroups) */
+  if (geteuid () != 0 && linux_->gid_mappings_len)
+    {
+      cleanup_free char *sg = xasprintf ("/proc/%d/setgroups", pid);
+      if (write_file_at (AT_FDCWD, sg, "deny", 4, err) < 0)
+        return asbx_error_wrap (err, "write user namespace mapping (linux.gidMappings): deny setgroups first");
+    }
   return write_map (pid, "gid_map", linux_->gid_mappings, linux_->gid_mappings_len, err);
 }
 

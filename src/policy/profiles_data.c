@@ -142,10 +142,23 @@ static const char profile_open[] =
   "}\n"
   ;
 
+static const char profile_rootless[] =
+  "{\n"
+  "  \"version\": 1,\n"
+  "  \"extends\": \"agent\",\n"
+  "  \"description\": \"`agent` for a non-root caller without a delegated cgroup (issue 17): no network, and memory/pids/CPU limits knowingly given up (`degrade: cgroup`, recorded in the audit log); wall clock, failedExecs and rlimits still hold.\",\n"
+  "  \"network\": {\n"
+  "    \"mode\": \"none\"\n"
+  "  },\n"
+  "  \"degrade\": [\"cgroup\"]\n"
+  "}\n"
+  ;
+
 const struct policy_builtin policy_builtins[] = {
   { "agent", profile_agent, sizeof (profile_agent) - 1 },
   { "build", profile_build, sizeof (profile_build) - 1 },
   { "locked", profile_locked, sizeof (profile_locked) - 1 },
   { "open", profile_open, sizeof (profile_open) - 1 },
+  { "rootless", profile_rootless, sizeof (profile_rootless) - 1 },
   { NULL, NULL, 0 },
 };

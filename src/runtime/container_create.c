@@ -27,6 +27,7 @@
 #include "libocispec/oci_spec.h"
 #include "linux/cgroup.h"
 #include "linux/cgroup_systemd.h"
+#include "runtime/rootless.h"
 #include "linux/idmap.h"
 #include "linux/ns.h"
 #include "linux/process.h"
@@ -293,8 +294,11 @@ create_spawned (const struct asbx_global *g, const struct asbx_create_opts *o, s
       c->missing_grants = xstrdup (m->text);
       report_missing_grants (c->missing_grants);
     }
-  /* an init in a user namespace cannot write /proc/sys: the memfd sysctl is ours to set */
-  if (((a->ns->new_flags | a->ns->join_flags) & CLONE_NEWUSER)
+  /* an init in a user namespace cannot write /proc/sys: the memfd sysctl is ours to set; a
+   * non-root runtime cannot either (the kernel lets only global root write vm.* sysctls): then
+   * the policy's seccomp rules refusing memfd_create/memfd_secret (policy/syscall_groups.c
+   * policy_exec_rules, loaded under the same condition) are what holds */
+  if (((a->ns->new_flags | a->ns->join_flags) & CLONE_NEWUSER) && !a->rootless
       && policy_apply_memfd_noexec_from_parent (a->plan, c->init_pid, (a->ns->new_flags & CLONE_NEWPID) != 0, err) < 0)
     return -1;
   /* runtime.md / runtime-tools hooks_stdin: the state on a prestart/createRuntime (and
@@ -424,8 +428,12 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
           config_path);
       goto out;
     }
-  c.cgroup_path = cgroup_resolve_path (spec->linux_->cgroups_path, o->id, g->systemd_cgroup, &c.cgroup_unit, err);
-  if (!c.cgroup_path)
+  /* a non-root caller has no cgroup and no filtered network (runtime/rootless.h): refused or degraded */
+  if (rootless_caller () && rootless_check (plan, spec->linux_, err) < 0)
+    goto out;
+  if (!rootless_caller ()
+      && !(c.cgroup_path = cgroup_resolve_path (spec->linux_->cgroups_path, o->id, g->systemd_cgroup, &c.cgroup_unit,
+                                                err)))
     goto out;
   add_listen_fds (spec, &preserve);
 
@@ -474,6 +482,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
     .close_fds = { rootfd, dirfd, -1, -1 },
     .plan = plan,
     .unixsock_fd = -1,
+    .rootless = rootless_caller (),
   };
   int usp[2] = { -1, -1 };
   /* the init hands the notify fd of its unix-socket filter to the monitor over this pair */

@@ -52,6 +52,7 @@
 #include "runtime/dnsstub.h"
 #include "runtime/execfail.h"
 #include "runtime/monitor.h"
+#include "runtime/rootless.h"
 #include "runtime/monitor_internal.h"
 #include "runtime/pasta.h"
 #include "runtime/policy_apply.h"
@@ -458,7 +459,14 @@ audit_created (struct mon *m)
   audit_rec_strv (r, "clamps", pl->clamps, pl->clamps_len);
   /* what was degraded on this host, not what the policy would accept (issue 14 §5) */
   cleanup_free char *ll = policy_apply_landlock_degraded (pl);
-  audit_rec_strv (r, "degradations", ll ? &ll : NULL, ll ? 1 : 0);
+  cleanup_free char *cg = rootless_cgroup_degraded (pl);
+  char *degr[2];
+  size_t nd = 0;
+  if (ll)
+    degr[nd++] = ll;
+  if (cg)
+    degr[nd++] = cg;
+  audit_rec_strv (r, "degradations", nd ? degr : NULL, nd);
   audit_rec_strv (r, "degradeAccepted", pl->degrade, pl->degrade_len);
   audit_rec_str (r, "kernelDenials", denials_status (m->den));
   if (m->kaudit_error)

@@ -292,8 +292,12 @@ pin_new (int dirfd, int fd, const char *path, const char *hostpath, asbx_err_t *
     return asbx_error_wrap (err,
                             "policy: pin `%s` (host `%s`) in the runtime's mount namespace: a deny inside a "
                             "writable bind grant needs it (CAP_SYS_ADMIN there), so that replacing the file on the "
-                            "host cannot drop the mask - refused",
-                            path, hostpath);
+                            "host cannot drop the mask - refused%s",
+                            path, hostpath,
+                            geteuid () != 0 ? " (agentsbx run by a non-root user cannot mount in the host's mount "
+                                              "namespace: a workspace holding such a file, e.g. a git repository's "
+                                              ".git/config under `agent`, is not yet supported without root)"
+                                            : "");
   if (mnt_ids_of (tree, &id) < 0)
     {
       int e = errno;

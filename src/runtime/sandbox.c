@@ -603,7 +603,13 @@ sandbox_userns_ids (const char *ws, const char *rootfs, struct sandbox_ids *ids)
 {
   struct stat st;
 
-  if (geteuid () != 0 || stat (ws, &st) < 0 || st.st_uid == 0 || st.st_gid == 0)
+  if (geteuid () != 0)
+    {
+      /* a non-root caller (issue 17): always a user namespace, container root = the caller */
+      ids->uid = geteuid (), ids->gid = getegid ();
+      return true;
+    }
+  if (stat (ws, &st) < 0 || st.st_uid == 0 || st.st_gid == 0)
     return false;
   ids->uid = st.st_uid, ids->gid = st.st_gid;
   if (!searchable_by (ws, ids->uid, ids->gid) || (rootfs && !searchable_by (rootfs, ids->uid, ids->gid)))
@@ -641,10 +647,11 @@ sandbox_bundle (const struct asbx_global *g, const struct asbx_sandbox_opts *o, 
     return asbx_error (err, errno == EEXIST ? 0 : errno, "sandbox: bundle `%s` already exists", bundle);
   *bundle_out = xstrdup (bundle);
   bool userns = sandbox_userns_ids (ws, o->rootfs ? rootfs_real : NULL, &ids);
-  if (userns && !o->rootfs)
+  if (userns && !o->rootfs && geteuid () == 0)
     {
       /* the init resolves the rootfs as the mapped uid: the skeleton must lie on a path that
-       * uid can search, which the state root (0700) is not */
+       * uid can search, which the state root (0700) is not; a non-root caller's state root is
+       * its own (runtime/userdirs.h): the skeleton stays in the bundle */
       free (rootfs);
       rootfs = xasprintf ("%s/%s", USERNS_SKELETONS, id);
       if (mkdir (USERNS_SKELETONS, 0711) < 0 && errno != EEXIST)

@@ -140,15 +140,17 @@ spawn_init (struct init_args *a, int psync, pid_t *init_pid, unsigned long *cgro
   a->sync_fd = -1;
   struct timespec t0, t1;
   clock_gettime (CLOCK_MONOTONIC, &t0);
-  if (cgroup_enter (a->cgroup_path, a->cgroup_unit, stage, cgroup_mask, err) < 0)
+  /* no cgroup: a non-root caller's container (runtime/rootless.h) stays in the caller's */
+  if (a->cgroup_path && cgroup_enter (a->cgroup_path, a->cgroup_unit, stage, cgroup_mask, err) < 0)
     goto fail;
   clock_gettime (CLOCK_MONOTONIC, &t1);
   /* the migration's grace period shows here when the priming in selfexe.c came too late */
   log_debug ("cgroup_enter: %ld us", (long) ((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000));
   /* limits before SYNC_GO: the stage child has not run any container code yet */
-  if (cgroup_apply_resources (a->cgroup_path, a->cgroup_unit, a->spec->linux_->resources, a->spec->linux_->devices,
-                              a->spec->linux_->devices_len, false, err)
-      < 0)
+  if (a->cgroup_path
+      && cgroup_apply_resources (a->cgroup_path, a->cgroup_unit, a->spec->linux_->resources, a->spec->linux_->devices,
+                                 a->spec->linux_->devices_len, false, err)
+             < 0)
     goto fail;
   if (sync_send (psync, SYNC_GO, 0, NULL, err) < 0)
     goto fail;

@@ -38,6 +38,9 @@ struct init_args
   const struct linux_mount_src *mount_srcs;
   int unixsock_fd; /* socketpair end to the monitor for the unix-socket confinement's
                       notify fd (runtime/unixsock.h), or -1 */
+  /* a non-root caller (runtime/rootless.h): nobody can write vm.memfd_noexec for the container,
+   * so the init does not check it (memfd_create stays refused by the policy's seccomp rules) */
+  bool rootless;
 };
 
 /* Fork S and, through it, I. Places S in the cgroup first (so I and a new cgroup namespace are

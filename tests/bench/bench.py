@@ -15,6 +15,10 @@ noise hits all runtimes alike; two warm-up rounds are not counted):
   parallel     100 `R run` started at once on this machine: wall time and containers per second
   sandbox      `agentsbx sandbox --rootfs ROOTFS -- /bin/true` (agent profile) against a plain
                `agentsbx run` of a bundle with the same rootfs
+  sandbox-user `agentsbx sandbox --profile rootless -- /bin/true` run by a throw-away user the bench
+               creates (issue 17: own user namespace, no cgroup, per-user state) against the
+               same command as root; both through the same setpriv + env -i exec chain, on the
+               same user-owned workspace (so root's run has quick mode's user namespace too)
   egress       network.mode filtered vs open, same container: TCP connect, a small HTTP request
                and a 64 MiB download through the SNI/Host splice, DNS through the stub (see
                tests/bench/egress_bench.py; a fake upstream in namespaces of its own)
@@ -371,6 +375,42 @@ class Bench:
                     note="agentsbx sandbox (profile agent) vs agentsbx run, same rootfs")
 
 
+    def s_sandbox_user(self):
+        if os.geteuid() != 0 or not shutil.which("useradd") or not shutil.which("setpriv"):
+            print("sandbox-user: needs root, useradd and setpriv", file=sys.stderr)
+            return
+        name = f"asbxb{os.getpid() % 100000}"
+        subprocess.run(["useradd", "-m", "-s", "/bin/sh", name], check=True)
+        import pwd
+        pw = pwd.getpwnam(name)
+        try:
+            ws = os.path.join(pw.pw_dir, "ws")
+            os.mkdir(ws, 0o755)
+            os.chown(ws, pw.pw_uid, pw.pw_gid)
+            binary = os.path.join(self.work, "agentsbx-user")
+            shutil.copy2(self.rts[0].path, binary)
+            os.chmod(self.work, 0o755)
+            os.chmod(binary, 0o755)
+            as_root = Runtime("sandbox-root", binary)
+            as_user = Runtime("sandbox-user", binary)
+
+            def one(rt):
+                ids = (0, 0, "/root") if rt is as_root else (pw.pw_uid, pw.pw_gid, pw.pw_dir)
+                argv = ["setpriv", f"--reuid={ids[0]}", f"--regid={ids[1]}", "--init-groups", "env", "-i",
+                        f"HOME={ids[2]}", "PATH=/usr/bin:/bin", binary]
+                if rt is as_root:
+                    argv += ["--root", self.root(rt)]
+                argv += ["sandbox", "--profile", "rootless", "--id", self.cid(rt), "--workspace", ws, "--", "/bin/true"]
+                dt, rc, _ = timed(argv, cwd=ws)
+                if rc != 0:
+                    raise RuntimeError(f"sandbox failed ({rc}): {LAST_ERR[0].strip()}")
+                return dt
+            self.record("sandbox-user", "ms", self.interleave(one, self.a.n, [as_root, as_user]), 1000,
+                        note="agentsbx sandbox --profile rootless as a non-root user vs as root, same workspace")
+        finally:
+            subprocess.run(["userdel", "-r", "-f", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            shutil.rmtree(f"/tmp/agentsbx-{pw.pw_uid}", ignore_errors=True)
+
     def s_egress(self):
         import egress_bench  # tests/bench/egress_bench.py (sys.path[0] is this directory)
         try:
@@ -469,7 +509,7 @@ def ensure_packages(a):
         subprocess.run(["apt-get", "install", "-y", "-q"] + missing, stdout=subprocess.DEVNULL)
 
 
-SCENARIOS = ["floor", "run", "run_seccomp", "exec", "rss", "syscalls", "memlimit", "parallel", "sandbox", "egress"]
+SCENARIOS = ["floor", "run", "run_seccomp", "exec", "rss", "syscalls", "memlimit", "parallel", "sandbox", "sandbox_user", "egress"]
 
 
 def main():

@@ -1,0 +1,417 @@
+"""`agentsbx sandbox` run by an ordinary user (issue 17, first slice; docs/security.md "When the
+caller is not root").
+
+The suite creates a throw-away user (useradd, removed at the end) and runs the runtime as that
+user with setpriv(1) - no setuid helper, no capability. What is judged is what the host sees (the
+owner of a file the sandbox wrote, a marker that must not appear in /etc, the user's processes
+in /proc, the directories the runtime made) or what the command inside prints (a planted secret
+must not). On main every run here fails before anything starts (`open state root /run/agentsbx:
+Permission denied`)."""
+
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+import time
+import uuid
+
+import pytest
+
+SECRET = "ROOTLESS-NETRC-SECRET"
+HANG_GUARD = 120  # seconds, against hangs only
+
+
+def _need(tool):
+    if shutil.which(tool) is None:
+        pytest.skip(f"{tool} not installed (needed to create or act as the test user)")
+
+
+@pytest.fixture(scope="module")
+def user():
+    """A fresh local user with a home, removed (with its home) after the module."""
+    if os.geteuid() != 0:
+        pytest.skip("creating the test user needs root (useradd)")
+    for t in ("useradd", "userdel", "setpriv"):
+        _need(t)
+    with open("/proc/sys/kernel/unprivileged_userns_clone" if os.path.exists(
+            "/proc/sys/kernel/unprivileged_userns_clone") else "/proc/sys/user/max_user_namespaces") as f:
+        if f.read().strip() == "0":
+            pytest.skip("unprivileged user namespaces are disabled on this host")
+    name = f"asbxrl{uuid.uuid4().hex[:6]}"
+    subprocess.run(["useradd", "-m", "-s", "/bin/sh", name], check=True)
+    pw = pwd.getpwnam(name)
+    try:
+        yield pw
+    finally:
+        # the user's processes must all be gone (tests assert it); userdel refuses otherwise
+        subprocess.run(["userdel", "-r", "-f", name], check=False,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        shutil.rmtree(f"/tmp/agentsbx-{pw.pw_uid}", ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def binary(subject_binary):
+    if os.path.basename(subject_binary).startswith("runc"):
+        pytest.skip("agentsbx-only: `sandbox` is not a runc verb")
+    d = tempfile.mkdtemp(prefix="asbx-rl-bin-")
+    os.chmod(d, 0o755)
+    b = os.path.join(d, "agentsbx")
+    shutil.copy2(subject_binary, b)
+    os.chmod(b, 0o755)
+    yield b
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def ws(user):
+    d = os.path.join(user.pw_dir, f"proj-{uuid.uuid4().hex[:6]}")
+    os.mkdir(d, 0o755)
+    os.chown(d, user.pw_uid, user.pw_gid)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+class R:
+    def __init__(self, p):
+        self.rc, self.out, self.err = p.returncode, p.stdout, p.stderr
+
+    def __repr__(self):
+        return f"rc={self.rc}\n--- stdout\n{self.out}\n--- stderr\n{self.err}"
+
+
+def as_user(user, argv, env=None, cwd=None, timeout=HANG_GUARD, wait=True):
+    e = {"HOME": user.pw_dir, "USER": user.pw_name, "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"}
+    e.update(env or {})
+    cmd = ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--init-groups"]
+    cmd += ["env", "-i"] + [f"{k}={v}" for k, v in e.items()] + list(argv)
+    if not wait:
+        return subprocess.Popen(cmd, cwd=cwd or user.pw_dir, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    return R(subprocess.run(cmd, cwd=cwd or user.pw_dir, capture_output=True, text=True,
+                            timeout=timeout))
+
+
+def policy_file(user, pol):
+    p = os.path.join(user.pw_dir, f"pol-{uuid.uuid4().hex[:6]}.json")
+    with open(p, "w") as f:
+        json.dump(pol, f)
+    os.chown(p, user.pw_uid, user.pw_gid)
+    return p
+
+
+def sandbox(user, binary, ws, *cmd, profile="rootless", policy=None, sid=None, env=None, wait=True):
+    a = [binary, "sandbox", "--workspace", ws]
+    if policy is not None:
+        a += ["--policy", policy_file(user, policy)]
+    elif profile:
+        a += ["--profile", profile]
+    if sid:
+        a += ["--id", sid]
+    return as_user(user, a + ["--"] + list(cmd), env=env, cwd=ws, wait=wait)
+
+
+def user_processes(uid):
+    out = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open(f"/proc/{p}/status") as f:
+                for line in f:
+                    if line.startswith("Uid:"):
+                        if int(line.split()[1]) == uid:
+                            with open(f"/proc/{p}/cmdline", "rb") as c:
+                                cmdline = c.read().replace(b"\0", b" ").decode(errors="replace")
+                            out.append(f"{p}: {cmdline}")
+                        break
+        except OSError:
+            pass
+    return out
+
+
+def no_user_processes(uid, within=15):
+    """The user's processes (sandboxed command, monitor, guard) gone within `within` s: the
+    monitor writes its last records after the command ended, so give it a moment."""
+    deadline = time.monotonic() + within
+    while True:
+        left = user_processes(uid)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.2)
+
+
+NONE_DEGRADED = {"version": 1, "extends": "agent", "network": {"mode": "none"}, "degrade": ["cgroup"]}
+
+
+def test_workspace_write_owned_by_user(user, binary, ws):
+    r = sandbox(user, binary, ws, "/bin/sh", "-c", "id -u; echo hi > /workspace/f && echo wrote")
+    assert r.rc == 0, r
+    assert r.out.split() == ["0", "wrote"], r  # root inside the user namespace
+    st = os.stat(os.path.join(ws, "f"))
+    assert (st.st_uid, st.st_gid) == (user.pw_uid, user.pw_gid), r
+    with open(os.path.join(ws, "f")) as f:
+        assert f.read() == "hi\n"
+
+
+def test_etc_write_refused(user, binary, ws):
+    marker = f"/etc/asbx-rootless-{uuid.uuid4().hex[:8]}"
+    r = sandbox(user, binary, ws, "/bin/sh", "-c", f"echo x > {marker} && echo WROTE || echo refused")
+    assert r.rc == 0, r
+    assert "refused" in r.out and "WROTE" not in r.out, r
+    assert not os.path.exists(marker)
+
+
+def test_netrc_masked(user, binary, ws):
+    netrc = os.path.join(user.pw_dir, ".netrc")
+    with open(netrc, "w") as f:
+        f.write(f"machine example.org login u password {SECRET}\n")
+    os.chown(netrc, user.pw_uid, user.pw_gid)
+    os.chmod(netrc, 0o600)
+    try:
+        # control: the user itself reads it on the host, so only the sandbox can hide it
+        c = as_user(user, ["cat", netrc])
+        assert SECRET in c.out, c
+        r = sandbox(user, binary, ws, "/bin/sh", "-c", f"cat {netrc}; echo done")
+        assert "done" in r.out, r
+        assert SECRET not in r.out and SECRET not in r.err, r
+    finally:
+        os.unlink(netrc)
+
+
+def test_unshare_user_refused(user, binary, ws):
+    _need("unshare")
+    # control: outside the sandbox the user can make a user namespace on this host
+    c = as_user(user, ["unshare", "-U", "-r", "id", "-u"])
+    if c.rc != 0:
+        pytest.skip(f"the test user cannot unshare -U on the host either: {c.err.strip()}")
+    r = sandbox(user, binary, ws, "/bin/sh", "-c",
+                "unshare -U -r id -u && echo NESTED || echo refused; unshare -U true && echo NESTED2 || echo refused2")
+    assert r.rc == 0, r
+    assert r.out.split() == ["refused", "refused2"], r
+
+
+def test_limits_refused_without_degrade(user, binary, ws):
+    marker = os.path.join(ws, "ran")
+    pol = {"version": 1, "extends": "agent", "network": {"mode": "none"}}
+    r = sandbox(user, binary, ws, "/bin/sh", "-c", f"touch {marker}", policy=pol)
+    assert r.rc != 0, r
+    assert "limits.memoryBytes" in r.err and "limits.pids" in r.err and "degrade" in r.err, r
+    assert not os.path.exists(marker), r  # refused before the command ran
+    assert not no_user_processes(user.pw_uid)
+
+
+def test_limits_accepted_with_degrade_and_audited(user, binary, ws):
+    sid = f"rl-{uuid.uuid4().hex[:8]}"
+    r = sandbox(user, binary, ws, "/bin/sh", "-c", "echo ran", policy=NONE_DEGRADED, sid=sid)
+    assert r.rc == 0 and r.out.split() == ["ran"], r
+    log = os.path.join(user.pw_dir, ".local", "state", "agentsbx", f"{sid}.jsonl")
+    recs = [json.loads(line) for line in open(log)]
+    pol = [x for x in recs if x.get("event") == "policy"]
+    assert pol and any(d.startswith("cgroup:") and "limits.memoryBytes" in d
+                       for d in pol[0]["degradations"]), pol
+
+
+def test_default_profile_refused_with_hint(user, binary, ws):
+    # `agent` (the default) is filtered: not yet supported without root; the message says so
+    # and names the way out
+    marker = os.path.join(ws, "ran")
+    r = sandbox(user, binary, ws, "/bin/sh", "-c", f"touch {marker}", profile=None)
+    assert r.rc != 0, r
+    assert "network.mode filtered" in r.err and "not yet supported" in r.err, r
+    assert "--profile rootless" in r.err, r
+    assert not os.path.exists(marker)
+
+
+def test_network_none_has_only_loopback(user, binary, ws):
+    r = sandbox(user, binary, ws, "/bin/sh", "-c", "cat /proc/net/dev")
+    assert r.rc == 0, r
+    ifs = [line.split(":")[0].strip() for line in r.out.splitlines() if ":" in line]
+    assert ifs == ["lo"], r
+
+
+def test_wall_clock_kills_every_process(user, binary, ws):
+    pol = dict(NONE_DEGRADED, limits={"wallClockSeconds": 2})
+    r = sandbox(user, binary, ws, "/bin/sh", "-c", "sleep 300 & sleep 300 & sleep 300", policy=pol)
+    assert r.rc == 124, r
+    assert "wallclock" in r.err, r
+    left = no_user_processes(user.pw_uid)
+    assert not left, left
+
+
+def test_failed_execs_without_cgroup(user, binary, ws):
+    pol = dict(NONE_DEGRADED, limits={"failedExecs": 3})
+    r = sandbox(user, binary, ws, "/bin/sh", "-c",
+                "for i in 1 2 3 4 5 6 7 8; do /bin/false; done; sleep 300", policy=pol)
+    assert r.rc == 125, r
+    assert not no_user_processes(user.pw_uid)
+
+
+def test_state_and_audit_dirs(user, binary, ws):
+    """$XDG_RUNTIME_DIR/agentsbx/<id> while it runs, owned by the user, 0700; gone after; the
+    audit log in $XDG_STATE_HOME/agentsbx (and ~/.local/state/agentsbx without it)."""
+    xdg = tempfile.mkdtemp(prefix=f"asbx-xdg-{user.pw_uid}-")
+    os.chown(xdg, user.pw_uid, user.pw_gid)
+    state_home = os.path.join(user.pw_dir, "st")
+    try:
+        sid = f"rl-{uuid.uuid4().hex[:8]}"
+        p = sandbox(user, binary, ws, "/bin/sh", "-c", "touch /workspace/up; sleep 300", sid=sid, wait=False,
+                    env={"XDG_RUNTIME_DIR": xdg, "XDG_STATE_HOME": state_home})
+        try:
+            deadline = time.monotonic() + HANG_GUARD
+            while not os.path.exists(os.path.join(ws, "up")):
+                assert p.poll() is None, p.communicate()
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+            sd = os.path.join(xdg, "agentsbx", sid)
+            st = os.lstat(sd)
+            assert (st.st_uid, st.st_mode & 0o7777) == (user.pw_uid, 0o700)
+            st = os.lstat(os.path.join(xdg, "agentsbx"))
+            assert (st.st_uid, st.st_mode & 0o7777) == (user.pw_uid, 0o700)
+            assert not os.path.exists(f"/run/agentsbx/{sid}")
+        finally:
+            p.terminate()  # setpriv execs, so this is the runtime: it forwards and stops
+            out, err = p.communicate(timeout=HANG_GUARD)
+        assert p.returncode == 128 + 15, (out, err)
+        assert not os.path.exists(os.path.join(xdg, "agentsbx", sid))
+        assert [e for e in os.listdir(os.path.join(xdg, "agentsbx")) if e != "sandbox"] == []
+        assert os.listdir(os.path.join(xdg, "agentsbx", "sandbox")) == []
+        log = os.path.join(state_home, "agentsbx", f"{sid}.jsonl")
+        st = os.stat(log)
+        assert (st.st_uid, st.st_mode & 0o077) == (user.pw_uid, 0)
+        assert any(json.loads(x).get("event") == "lifecycle" for x in open(log))
+        assert not no_user_processes(user.pw_uid)
+    finally:
+        shutil.rmtree(xdg, ignore_errors=True)
+        shutil.rmtree(state_home, ignore_errors=True)
+
+
+def test_fallback_state_root_under_tmp(user, binary, ws):
+    d = f"/tmp/agentsbx-{user.pw_uid}"
+    shutil.rmtree(d, ignore_errors=True)
+    r = sandbox(user, binary, ws, "/bin/true")  # no XDG_RUNTIME_DIR in the environment
+    assert r.rc == 0, r
+    st = os.lstat(d)
+    assert (st.st_uid, st.st_mode & 0o7777) == (user.pw_uid, 0o700)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.parametrize("kind", ["other-owner", "symlink", "group-writable"])
+def test_fallback_state_root_taken_by_another_user(user, binary, ws, kind):
+    """Another local user made /tmp/agentsbx-<uid> first: refused, never used or repaired."""
+    d = f"/tmp/agentsbx-{user.pw_uid}"
+    shutil.rmtree(d, ignore_errors=True)
+    target = tempfile.mkdtemp(prefix="asbx-rl-hostile-")
+    os.chmod(target, 0o777)
+    try:
+        if kind == "other-owner":
+            os.mkdir(d, 0o777)
+            os.chmod(d, 0o777)
+            os.chown(d, 65534, 65534)
+        elif kind == "symlink":
+            os.chown(target, user.pw_uid, user.pw_gid)  # even a dir of the user's, reached by a link
+            os.chmod(target, 0o700)
+            os.symlink(target, d)
+        else:
+            os.mkdir(d)
+            os.chown(d, user.pw_uid, user.pw_gid)
+            os.chmod(d, 0o770)
+        r = sandbox(user, binary, ws, "/bin/sh", "-c", "touch /workspace/ran")
+        assert r.rc != 0, r
+        assert d in r.err, r
+        assert not os.path.exists(os.path.join(ws, "ran"))
+        seen = os.listdir(target) + (os.listdir(d) if os.path.isdir(d) and not os.path.islink(d) else [])
+        assert seen == [], seen
+        if kind != "symlink":
+            assert os.lstat(d).st_mode & 0o777 == (0o777 if kind == "other-owner" else 0o770)  # not repaired
+    finally:
+        if os.path.islink(d):
+            os.unlink(d)
+        shutil.rmtree(d, ignore_errors=True)
+        shutil.rmtree(target, ignore_errors=True)
+
+
+def test_own_audit_log_and_state_hidden_inside(user, binary, ws):
+    """The sandbox cannot read the user's other sandboxes' audit logs (the same rule as for
+    root's /var/log/agentsbx; the state root is under /tmp or /run, fresh tmpfs inside)."""
+    first = sandbox(user, binary, ws, "/bin/true", sid=f"rl-{uuid.uuid4().hex[:8]}")
+    assert first.rc == 0, first
+    adir = os.path.join(user.pw_dir, ".local", "state", "agentsbx")
+    assert os.listdir(adir)
+    r = sandbox(user, binary, ws, "/bin/sh", "-c",
+                f"cat {adir}/*.jsonl 2>/dev/null | head -c 200; echo done")
+    assert "done" in r.out, r
+    assert '"event"' not in r.out, r
+    # control: the user reads it on the host
+    c = as_user(user, ["/bin/sh", "-c", f"cat {adir}/*.jsonl | head -c 200"])
+    assert '"event"' in c.out, c
+
+
+def test_git_workspace_refused_without_root(user, binary, ws):
+    """`agent`'s denyWrite of .git/config inside the writable workspace needs a pin in the host's
+    mount namespace (issue 13 §5), which a non-root caller cannot mount: refused up front, with
+    the reason, and the command never runs (fail closed; docs/policy.md §5a)."""
+    os.makedirs(os.path.join(ws, ".git", "hooks"))
+    with open(os.path.join(ws, ".git", "config"), "w") as f:
+        f.write("[core]\n")
+    for root, dirs, files in os.walk(os.path.join(ws, ".git")):
+        for n in [root] + [os.path.join(root, x) for x in files]:
+            os.chown(n, user.pw_uid, user.pw_gid)
+    r = sandbox(user, binary, ws, "/bin/sh", "-c", "echo x >> /workspace/.git/config; touch /workspace/ran")
+    assert r.rc != 0, r
+    assert "/workspace/.git/config" in r.err and "non-root" in r.err, r
+    assert not os.path.exists(os.path.join(ws, "ran"))
+    with open(os.path.join(ws, ".git", "config")) as f:
+        assert f.read() == "[core]\n"
+    assert not no_user_processes(user.pw_uid)
+
+
+# issue 13 §1's quick-mode cases (tests/escape/test_workspace_privilege.py), now with a non-root
+# caller: nothing the agent leaves in the workspace may carry a setuid/setgid bit or a file
+# capability, and everything is owned by the user. Judged from the host (lstat, getxattr, and
+# an executable run as uid 65534: `id` prints euid= only when a setuid bit took effect).
+PRIV_CASES = [
+    ("chmod-4755", "cp /usr/bin/id f; chmod 4755 f"),
+    ("chmod-2755", "cp /usr/bin/id f; chmod 2755 f"),
+    ("chmod-gs-dir", "mkdir f; chmod g+s f"),
+    ("cp-a-setuid", "cp -a src-suid f"),
+    ("install-m-4755", "install -m 4755 /usr/bin/id f"),
+    ("mkfifo-6666", "python3 -c \"import os; os.mkfifo('f', 0o6666)\""),
+    ("openat-creat-04755", "python3 -c \"import os; fd=os.open('f', os.O_CREAT|os.O_WRONLY, 0o4755); "
+     "os.write(fd, open('/usr/bin/id','rb').read())\""),
+    ("fchmodat2", "cp /usr/bin/id f; python3 -c \"import ctypes; "
+     "ctypes.CDLL(None, use_errno=True).syscall(452, -100, b'f', 0o4755, 0)\""),
+    ("setcap-v2", "cp /usr/bin/id f; python3 -c \"import os; os.setxattr('f', 'security.capability', "
+     "bytes.fromhex('0100000200000000000000000000000000000000'))\""),
+]
+
+
+@pytest.mark.parametrize("case,cmd", PRIV_CASES, ids=[c[0] for c in PRIV_CASES])
+def test_workspace_privilege_as_user(user, binary, ws, case, cmd):
+    src = os.path.join(ws, "src-suid")
+    shutil.copy("/usr/bin/id", src)
+    os.chown(src, user.pw_uid, user.pw_gid)
+    os.chmod(src, 0o4755)  # the user's own setuid file (allowed on the host): cp -a must drop the bit
+    r = sandbox(user, binary, ws, "/bin/sh", "-c", f"cd /workspace && {{ {cmd}; }}; echo done")
+    assert "done" in r.out, r
+    p = os.path.join(ws, "f")
+    if not os.path.lexists(p):
+        return  # refused outright
+    st = os.lstat(p)
+    bad = []
+    if st.st_mode & 0o6000:
+        bad.append(f"mode {oct(st.st_mode)}")
+    if (st.st_uid, st.st_gid) != (user.pw_uid, user.pw_gid):
+        bad.append(f"owner {st.st_uid}:{st.st_gid}")
+    try:
+        os.getxattr(p, "security.capability", follow_symlinks=False)
+        bad.append("security.capability set")
+    except OSError:
+        pass
+    if os.path.isfile(p) and st.st_size and st.st_mode & 0o001:
+        o = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", p],
+                           capture_output=True, text=True, timeout=30)
+        if "euid=" in o.stdout or "egid=" in o.stdout:
+            bad.append(f"ran as 65534: {o.stdout.strip()}")
+    assert not bad, (bad, r)
