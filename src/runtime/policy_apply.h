@@ -9,7 +9,11 @@
  *   I/E (after pivot): policy_prepare_process - the Landlock ruleset and the syscall-group filter,
  *                                              installed last by process_finalize_and_exec
  * Fail closed: a layer this kernel cannot enforce is an error naming the field and the
- * mechanism, unless the policy lists it in `degrade`. */
+ * mechanism, unless the policy lists it in `degrade`.
+ * One module per mechanism: policy_apply.c (the spec), policy_process.c (capabilities,
+ * no_new_privs, rlimits, the seccomp filters), policy_net.c (nftables, resolv.conf),
+ * policy_mounts.c (the mount layer), policy_landlock.c (+ policy_carve.c: Landlock),
+ * policy_memfd.c (vm.memfd_noexec). */
 #ifndef ASBX_RUNTIME_POLICY_APPLY_H
 #define ASBX_RUNTIME_POLICY_APPLY_H
 
