@@ -124,6 +124,7 @@ init_main (struct init_args *a)
   struct linux_seccomp filter = { 0 };
   int listener = -1;
   char *process_state = NULL;
+  struct process_layers layers = PROCESS_LAYERS_INIT;
 
   /* No PR_SET_PDEATHSIG here: our parent S exits at once, and the init must outlive `create`.
    * If P dies during create, the next sync_recv sees EOF and we exit. */
@@ -243,8 +244,8 @@ init_main (struct init_args *a)
     fail (a, &err);
   /* 10b. the policy's process layers (Landlock paths resolve in the container's root now),
    * built before READY so an unenforceable policy fails `create` */
-  if (policy_prepare_process (a->plan, &err) < 0
-      || policy_prepare_unixsock (a->plan, a->unixsock_fd, seccomp && filter.notify, &err) < 0)
+  if (policy_prepare_process (a->plan, &layers, &err) < 0
+      || policy_prepare_unixsock (a->plan, a->unixsock_fd, seccomp && filter.notify, &layers, &err) < 0)
     fail (a, &err);
   /* 11. created: tell P, then wait for `start` */
   if (sync_send (a->sync_fd, SYNC_READY, 0, NULL, &err) < 0)
@@ -267,7 +268,11 @@ init_main (struct init_args *a)
   /* 13. identity, security and exec: shared with `exec` (runtime/process.c); seccomp is
    * installed there, last (or before the capabilities go when noNewPrivileges is false) */
   if (seccomp)
-    process_set_seccomp (&filter, listener, process_state);
-  process_finalize_and_exec (proc, ro.userns, a->preserve_fds, exe, &err);
+    {
+      layers.seccomp = &filter;
+      layers.listener = listener;
+      layers.process_state = process_state;
+    }
+  process_finalize_and_exec (proc, ro.userns, a->preserve_fds, exe, &layers, &err);
   fail_after_start (&err);
 }

@@ -12,8 +12,8 @@
  * runtime/policy_carve.h) plus the standard devices and the terminal, paths opened in the
  * current root (after pivot_root). Handles what this kernel's Landlock ABI offers; a right it
  * lacks is an error unless the policy lists `landlock` in `degrade` (then a warning). Heap object
- * (caller frees with linux_landlock_free, or hands it to process_set_policy) or NULL with *err
- * naming the rule's origin. */
+ * (caller frees with linux_landlock_free, or hands it to process_finalize_and_exec in struct process_layers) or NULL
+ * with *err naming the rule's origin. */
 struct linux_landlock *policy_build_landlock (const struct policy_plan *plan, asbx_err_t *err);
 
 #endif

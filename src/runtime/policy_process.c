@@ -177,9 +177,8 @@ policy_build_groups_filter (unsigned deny, bool exec, struct linux_seccomp *out,
 }
 
 int
-policy_prepare_process (const struct policy_plan *plan, asbx_err_t *err)
+policy_prepare_process (const struct policy_plan *plan, struct process_layers *out, asbx_err_t *err)
 {
-  static struct linux_seccomp groups;
   struct linux_landlock *ll = NULL;
 
   if (!plan || !plan->active)
@@ -192,20 +191,21 @@ policy_prepare_process (const struct policy_plan *plan, asbx_err_t *err)
     }
   /* always a filter: the host-file rules hold under every policy, groups denied or not */
   bool exec = policy_exec_restricted (plan);
-  linux_seccomp_release (&groups);
-  if (policy_build_groups_filter (plan->deny_groups, exec, &groups, err) < 0)
+  linux_seccomp_release (&out->groups);
+  if (policy_build_groups_filter (plan->deny_groups, exec, &out->groups, err) < 0)
     {
       linux_landlock_free (ll);
       return -1;
     }
-  process_set_policy (&groups, ll, plan->deny_write_exec_memory);
+  out->landlock = ll;
+  out->deny_wx = plan->deny_write_exec_memory;
   return 0;
 }
 
 int
-policy_prepare_unixsock (const struct policy_plan *plan, int chan, bool oci_listener, asbx_err_t *err)
+policy_prepare_unixsock (const struct policy_plan *plan, int chan, bool oci_listener, struct process_layers *out,
+                         asbx_err_t *err)
 {
-  static struct linux_seccomp filter;
   bool confine = unixsock_confined (plan);
 
   if (!unixsock_supervised (plan))
@@ -228,9 +228,9 @@ policy_prepare_unixsock (const struct policy_plan *plan, int chan, bool oci_list
                        "network.mode %s confines unix sockets with a seccomp listener, and linux.seccomp.listenerPath "
                        "asks for another: the kernel allows one listener per process",
                        plan->net_mode == POLICY_NET_NONE ? "none" : "filtered");
-  linux_seccomp_release (&filter);
-  if (linux_unixsock_filter_compile (confine, chan >= 0, unixsock_exec_notified (plan), &filter, err) < 0)
+  linux_seccomp_release (&out->unixsock);
+  if (linux_unixsock_filter_compile (confine, chan >= 0, unixsock_exec_notified (plan), &out->unixsock, err) < 0)
     return asbx_error_wrap (err, "policy network (unix socket confinement)");
-  process_set_unixsock (&filter, chan);
+  out->unixsock_chan = chan;
   return 0;
 }
