@@ -14,6 +14,7 @@
 #include "policy/plan.h"
 
 /* Everything the init process needs; filled by container_create.c, read-only in the children. */
+struct linux_seccomp;
 struct init_args
 {
   const struct oci_spec *spec;
@@ -38,6 +39,10 @@ struct init_args
   const struct linux_mount_src *mount_srcs;
   int unixsock_fd; /* socketpair end to the monitor for the unix-socket confinement's
                       notify fd (runtime/unixsock.h), or -1 */
+  /* linux.seccomp as P compiled it (through the state root's cache, linux/seccomp_cache.h, which
+   * the init cannot reach after pivot_root and should not touch at all); the init has its own
+   * copy through fork and installs it. NULL: the init compiles spec->linux_->seccomp itself. */
+  const struct linux_seccomp *seccomp_filter;
 };
 
 /* Fork S and, through it, I. Places S in the cgroup first (so I and a new cgroup namespace are
