@@ -118,15 +118,14 @@ pin_ancestors (int rootfd, const struct policy_plan *plan, const char *path, asb
   return 0;
 }
 
-/* "origin\tpath\n" lines of the allowWrite grants whose path did not exist (policy_apply_mounts) */
-static char *missing_grants;
-
+/* add m to *missing: "origin\tpath\n" lines of the allowWrite grants whose path did not exist
+ * (policy_apply_mounts) */
 static void
-note_missing_grant (const struct policy_mount *m)
+note_missing_grant (char **missing, const struct policy_mount *m)
 {
-  char *line = xasprintf ("%s%s\t%s\n", missing_grants ? missing_grants : "", m->origin, m->path);
-  free (missing_grants);
-  missing_grants = line;
+  char *line = xasprintf ("%s%s\t%s\n", *missing ? *missing : "", m->origin, m->path);
+  free (*missing);
+  *missing = line;
 }
 
 /* The caller is in a user namespace that maps exactly one uid and one gid (quick mode's): every
@@ -162,7 +161,8 @@ unreachable (int rootfd, const char *path)
 }
 
 static int
-apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy_mount *m, asbx_err_t *err)
+apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy_mount *m, char **missing,
+                 asbx_err_t *err)
 {
   if ((m->kind == POLICY_MOUNT_BIND_RO || m->kind == POLICY_MOUNT_MASK) && unreachable (rootfd, m->path))
     {
@@ -183,7 +183,7 @@ apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy
            * grant that silently leaves its path read-only is reported at create (issue 15) */
           log_debug ("policy %s (%s): path does not exist, not enforced", m->origin, m->path);
           if (m->kind == POLICY_MOUNT_BIND_RW && !m->optional)
-            note_missing_grant (m);
+            note_missing_grant (missing, m);
           return 0;
         }
       if (m->writable_parent)
@@ -254,7 +254,7 @@ homes_cache_fill (struct homes_cache *c, int rootfd, const char *dir, asbx_err_t
 
 static int
 apply_each_child (int rootfd, const struct policy_plan *plan, const struct policy_mount *m, struct homes_cache *hc,
-                  asbx_err_t *err)
+                  char **missing, asbx_err_t *err)
 {
   int r = 0;
 
@@ -270,7 +270,7 @@ apply_each_child (int rootfd, const struct policy_plan *plan, const struct polic
       if (homes[i].from_passwd)
         one.writable_parent = covering_grant (plan, path) != NULL;
       one.optional = m->optional || !one.writable_parent || (homes[i].from_passwd && m->kind == POLICY_MOUNT_MASK);
-      r = apply_one_mount (rootfd, plan, &one, err);
+      r = apply_one_mount (rootfd, plan, &one, missing, err);
     }
   return r;
 }
@@ -310,6 +310,7 @@ int
 policy_apply_mounts (int rootfd, const struct policy_plan *plan, bool root_readonly, char **missing, asbx_err_t *err)
 {
   struct homes_cache hc = { 0 };
+  cleanup_free char *found = NULL; /* the grants on missing paths, for *missing */
   int r = 0;
 
   *missing = NULL;
@@ -327,7 +328,8 @@ policy_apply_mounts (int rootfd, const struct policy_plan *plan, bool root_reado
               r = homes_cache_fill (&hc, rootfd, plan->mounts[j].path, err);
         if ((pass == 0) != grant || r < 0)
           continue;
-        r = m->each_child ? apply_each_child (rootfd, plan, m, &hc, err) : apply_one_mount (rootfd, plan, m, err);
+        r = m->each_child ? apply_each_child (rootfd, plan, m, &hc, &found, err)
+                          : apply_one_mount (rootfd, plan, m, &found, err);
       }
   if (hc.dir) /* listed before any deny mount: the Landlock carve (policy_carve.h) uses the same homes */
     policy_carve_keep_homes (hc.dir, hc.v, hc.n);
@@ -339,10 +341,7 @@ policy_apply_mounts (int rootfd, const struct policy_plan *plan, bool root_reado
   if (r == 0)
     r = policy_apply_noexec (rootfd, plan, root_readonly, err);
   if (r < 0)
-    {
-      free (steal_ptr (&missing_grants));
-      return -1;
-    }
-  *missing = steal_ptr (&missing_grants);
+    return -1;
+  *missing = steal_ptr (&found);
   return 0;
 }
