@@ -468,10 +468,10 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
     .preserve_fds = preserve,
     .no_pivot = o->no_pivot,
     .no_new_keyring = o->no_new_keyring,
+    .seccomp_filter = sc_filter.insns ? &sc_filter : NULL,
     .close_fds = { rootfd, dirfd, -1, -1 },
     .plan = plan,
     .unixsock_fd = -1,
-    .seccomp_filter = sc_filter.insns ? &sc_filter : NULL,
   };
   int usp[2] = { -1, -1 };
   /* the init hands the notify fd of its unix-socket filter to the monitor over this pair */
