@@ -105,7 +105,7 @@ explain_fs (const struct policy_plan *p)
 }
 
 /* The nftables text the runtime loads into the container's network namespace (the very string
- * policy_apply.c passes to libnftables), so a reviewer reads the rules, not a paraphrase.
+ * policy_net.c passes to libnftables), so a reviewer reads the rules, not a paraphrase.
  * Indented by two spaces under its heading; nothing for `open`. */
 static int
 explain_nft (const struct policy_plan *p)

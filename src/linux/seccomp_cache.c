@@ -7,9 +7,10 @@
  *
  * Where the lookup happens (the design with the fewest moving parts): in the runtime parent P,
  * which holds the state root's fd anyway. `exec` compiled in P already; `create` now compiles in P
- * before forking the stage child, and the init inherits the program through fork (hand-over slot
- * below) instead of compiling it itself. So the container's processes never see the cache, no fd
- * is passed, and the sync protocol is unchanged. A bad profile still fails `create` (earlier).
+ * before forking the stage child, and the init inherits the program through fork (runtime/spawn.h
+ * init_args.seccomp_filter) instead of compiling it itself. So the container's processes never
+ * see the cache, no fd is passed, and the sync protocol is unchanged. A bad profile still fails
+ * `create` (earlier).
  *
  * Threat model: whoever can write an entry chooses the filter of every later container, so an
  * entry is trusted only when (1) the directory is a real directory (O_NOFOLLOW) owned by our euid
@@ -424,40 +425,4 @@ linux_seccomp_cache_compile (int rootfd, const struct oci_seccomp *s, struct lin
     }
   *out = f;
   return 0;
-}
-
-/* ---- hand-over from the runtime parent to the init ---- */
-
-static struct
-{
-  const struct oci_seccomp *s;
-  struct linux_seccomp f;
-} handover;
-
-void
-linux_seccomp_handover_set (const struct oci_seccomp *s, struct linux_seccomp *f)
-{
-  linux_seccomp_handover_clear ();
-  handover.s = s;
-  handover.f = *f;
-  f->insns = NULL;
-  f->len = 0;
-}
-
-bool
-linux_seccomp_handover_take (const struct oci_seccomp *s, struct linux_seccomp *out)
-{
-  if (s == NULL || handover.s != s || handover.f.insns == NULL)
-    return false;
-  *out = handover.f;
-  handover.s = NULL;
-  memset (&handover.f, 0, sizeof handover.f);
-  return true;
-}
-
-void
-linux_seccomp_handover_clear (void)
-{
-  linux_seccomp_release (&handover.f);
-  handover.s = NULL;
 }

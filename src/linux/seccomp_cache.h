@@ -38,15 +38,4 @@ void linux_seccomp_cache_key (const struct oci_seccomp *s, char out[65]);
 int linux_seccomp_cache_compile (int rootfd, const struct oci_seccomp *s, struct linux_seccomp *out, bool *hit,
                                  asbx_err_t *err);
 
-/* Hand-over from the runtime parent to the container init, which inherits it through fork(2):
- * create compiles in the parent, where the state root is reachable, and the init (which can no
- * longer reach it after pivot_root and should not touch it at all) takes the result.
- * _set takes ownership of f->insns (any previous hand-over is released). _take moves the program
- * into *out and returns true only when it was prepared for this very `s` (pointer identity: the
- * init reads the spec the parent parsed); otherwise it returns false and the caller compiles.
- * _clear releases what was not taken (the parent, after the init has been forked). */
-void linux_seccomp_handover_set (const struct oci_seccomp *s, struct linux_seccomp *f);
-bool linux_seccomp_handover_take (const struct oci_seccomp *s, struct linux_seccomp *out);
-void linux_seccomp_handover_clear (void);
-
 #endif

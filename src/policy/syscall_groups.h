@@ -1,7 +1,7 @@
 /* syscall_groups.h - THE table of the policy's syscall groups (POLICY.md §2 `syscalls.deny`):
  * each group's member syscalls, the argument conditions under which they are refused, and the
  * errno returned. Pure data: the compiler validates group names against it, the enforcement
- * (runtime/policy_apply.c) turns the denied groups into one seccomp filter stacked on the OCI
+ * (runtime/policy_process.c) turns the denied groups into one seccomp filter stacked on the OCI
  * filter, and docs/policy.md lists the same members. */
 #ifndef ASBX_POLICY_SYSCALL_GROUPS_H
 #define ASBX_POLICY_SYSCALL_GROUPS_H

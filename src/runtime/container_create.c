@@ -379,6 +379,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   struct ns_plan ns = { 0 };
   struct policy_plan *plan = NULL;
   struct create_ctx c = { .rootfd = -1, .dirfd = -1, .id = o->id, .unixsock_fd = -1 };
+  struct linux_seccomp sc_filter = { 0 }; /* linux.seccomp compiled here, for the init (init_args) */
   int r_spawn;
   size_t raw_len;
   int preserve = o->preserve_fds;
@@ -457,13 +458,9 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
 
   /* linux.seccomp is compiled here, where the state root's cache (linux/seccomp_cache.h) is
    * reachable; the init inherits the program through fork and takes it instead of compiling */
-  if (spec->linux_ && spec->linux_->seccomp)
-    {
-      struct linux_seccomp f = { 0 };
-      if (linux_seccomp_cache_compile (rootfd, spec->linux_->seccomp, &f, NULL, err) < 0)
-        goto undo;
-      linux_seccomp_handover_set (spec->linux_->seccomp, &f);
-    }
+  if (spec->linux_ && spec->linux_->seccomp
+      && linux_seccomp_cache_compile (rootfd, spec->linux_->seccomp, &sc_filter, NULL, err) < 0)
+    goto undo;
   if (create_mount_prep (&c, &ns, spec, bundle, rootfs, config_path, err) < 0)
     goto undo;
   struct init_args a = {
@@ -479,6 +476,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
     .preserve_fds = preserve,
     .no_pivot = o->no_pivot,
     .no_new_keyring = o->no_new_keyring,
+    .seccomp_filter = sc_filter.insns ? &sc_filter : NULL,
     .close_fds = { rootfd, dirfd, -1, -1 },
     .plan = plan,
     .unixsock_fd = -1,
@@ -513,7 +511,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
 undo:
   create_undo (&c);
 out:
-  linux_seccomp_handover_clear ();
+  linux_seccomp_release (&sc_filter);
   ns_plan_close (&ns);
   free (c.cgroup_path);
   cgroup_systemd_unit_clear (&c.cgroup_unit);

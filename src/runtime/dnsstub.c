@@ -20,7 +20,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -36,6 +35,7 @@
 #include "runtime/dns_build.h"
 #include "runtime/dns_parse.h"
 #include "runtime/dns_rebind.h"
+#include "runtime/dns_upstream.h"
 #include "runtime/dnsstub.h"
 #include "runtime/nflog.h"
 #include "runtime/querier.h"
@@ -106,11 +106,10 @@ struct dnsstub
   /* the TCP connection the query being handled came on (-1: UDP), read by forward/hold/refuse */
   int cur_conn;
   uint32_t cur_gen;
-  int nflog;             /* `network` audit: refused packets from the table (runtime/nflog.h), else -1 */
-  int netns;             /* the container's network namespace (the splice makes upstream sockets there) */
-  struct splice *splice; /* the SNI/Host check (runtime/splice.h) */
-  struct sockaddr_storage up_addr;
-  socklen_t up_len;
+  int nflog;              /* `network` audit: refused packets from the table (runtime/nflog.h), else -1 */
+  int netns;              /* the container's network namespace (the splice makes upstream sockets there) */
+  struct splice *splice;  /* the SNI/Host check (runtime/splice.h) */
+  struct dns_upstream up; /* the resolver the queries go to (runtime/dns_upstream.h) */
   struct linux_nft *nft;
   struct pending pend[PENDING_MAX];
   size_t next;
@@ -136,31 +135,7 @@ struct dnsstub
 
 static const uint16_t default_ports[] = { 80, 443 };
 
-/* ---- upstream address ---- */
-
-static int
-find_upstream (struct dnsstub *d, asbx_err_t *err)
-{
-  const char *env = getenv ("AGENTSBX_UPSTREAM_DNS");
-  cleanup_free char *conf = NULL;
-  size_t len;
-
-  if (env && *env)
-    {
-      if (dns_parse_upstream (env, &d->up_addr, &d->up_len) < 0)
-        return asbx_error (err, EINVAL, "AGENTSBX_UPSTREAM_DNS: `%s` is not ADDR[:PORT]", env);
-      return 0;
-    }
-  if (read_file_at (AT_FDCWD, "/etc/resolv.conf", 1 << 16, &conf, &len, err) < 0)
-    return asbx_error_wrap (err, "no upstream resolver");
-  for (char *save = NULL, *line = strtok_r (conf, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
-    {
-      char addr[128];
-      if (sscanf (line, " nameserver %127s", addr) == 1 && dns_parse_upstream (addr, &d->up_addr, &d->up_len) == 0)
-        return 0;
-    }
-  return asbx_error (err, ENOENT, "no upstream resolver: no usable nameserver in /etc/resolv.conf");
-}
+/* ---- upstream address and per-query sockets: runtime/dns_upstream.c ---- */
 
 /* ---- sockets inside the container's namespace ---- */
 
@@ -254,7 +229,7 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
   d->ep = d->stub4 = d->stub6 = d->tcp4 = d->tcp6 = d->cur_conn = d->nflog = d->netns = -1;
   for (size_t i = 0; i < CONNS_MAX; i++)
     d->conns[i].fd = -1;
-  if (find_upstream (d, err) < 0)
+  if (dns_upstream_find (&d->up, err) < 0)
     goto fail;
   dns_rebind_init (&d->rebind, plan);
   netns = open (nspath, O_RDONLY | O_CLOEXEC);
@@ -272,13 +247,8 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
   d->init_pid = init_pid;
   /* the upstream sockets are made per query (forward: one fresh ephemeral port each, issue 14);
    * one made here checks that the family can be had at all */
-  int probe_fd = socket (d->up_addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (probe_fd < 0)
-    {
-      asbx_error (err, errno, "upstream socket");
-      goto fail;
-    }
-  close (probe_fd);
+  if (dns_upstream_check (&d->up, err) < 0)
+    goto fail;
   /* d->nft, the libnftables context for the sets, is made at the first answer to fill them in
    * (nft_set_allow): most sandboxes resolve nothing, and the context costs a netlink socket,
    * setns twice and libnftables' reading of /etc/iproute2 (issue #9) */
@@ -422,25 +392,6 @@ pending_end (struct pending *p)
   p->up_fd = -1;
 }
 
-/* p's query to the upstream from a socket of its own: connected, so the kernel drops datagrams
- * from any other address or port, and bound by connect to a random ephemeral port (the kernel
- * picks it at random in ip_local_port_range) - an off-path spoofer must guess port and id.
- * Returns 0, or -1 (nothing sent, p unused: the client retries). */
-static int
-pending_send (struct dnsstub *d, struct pending *p)
-{
-  struct epoll_event ev = { .events = EPOLLIN };
-  p->up_fd = socket (d->up_addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  ev.data.fd = p->up_fd;
-  if (p->up_fd < 0 || connect (p->up_fd, (struct sockaddr *) &d->up_addr, d->up_len) < 0
-      || epoll_ctl (d->ep, EPOLL_CTL_ADD, p->up_fd, &ev) < 0 || send (p->up_fd, p->q, p->qlen, 0) < 0)
-    {
-      pending_end (p);
-      return -1;
-    }
-  return 0;
-}
-
 /* allowed: the stub's own query for (name, qtype) goes upstream under a fresh id - nothing of
  * the client's message m[0..n) (question ending at qend) but what was parsed; the answer is
  * matched and rebuilt in on_answer */
@@ -469,13 +420,12 @@ forward (struct dnsstub *d, int fd, const unsigned char *m, size_t n, size_t qen
   memcpy (p->cq, m + 12, qend - 12);
   snprintf (p->name, sizeof p->name, "%s", name);
   snprintf (p->rule, sizeof p->rule, "%s", rule);
-  if (getrandom (&p->up_id, sizeof p->up_id, 0) != sizeof p->up_id)
-    p->up_id ^= (uint16_t) now_ns ();
+  p->up_id = dns_upstream_id (p->up_id);
   p->qlen = dns_build_query (p->q, sizeof p->q, p->up_id, name, qtype, &p->qend);
-  if (!p->qlen || p->qend != qend)
+  /* from a socket of its own (runtime/dns_upstream.h: connected, a random ephemeral port);
+   * nothing sent: p unused, the client retries */
+  if (!p->qlen || p->qend != qend || (p->up_fd = dns_upstream_send (&d->up, d->ep, p->q, p->qlen)) < 0)
     pending_end (p);
-  else
-    pending_send (d, p);
 }
 
 /* refused here: nothing of this name leaves the monitor */
@@ -753,14 +703,12 @@ static void
 on_answer (struct dnsstub *d, struct pending *p)
 {
   unsigned char m[MSG_MAX], out[MSG_MAX];
-  struct sockaddr_storage from;
-  socklen_t flen = sizeof from;
   char name[256];
   unsigned qtype;
   size_t qend;
-  ssize_t n = recvfrom (p->up_fd, m, sizeof m, 0, (struct sockaddr *) &from, &flen);
+  ssize_t n = dns_upstream_recv (&d->up, p->up_fd, m, sizeof m);
 
-  if (n < 12 || flen != d->up_len || memcmp (&from, &d->up_addr, flen) != 0)
+  if (n < 12)
     return; /* not from our upstream */
   /* parse_question wants a query: look at a copy with QR cleared */
   m[2] &= 0x7f;

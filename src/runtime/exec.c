@@ -275,6 +275,7 @@ static void __attribute__ ((noreturn)) exec_process_main (struct exec_child *c)
 {
   asbx_err_t err = NULL;
   cleanup_free char *exe = NULL;
+  struct process_layers layers = PROCESS_LAYERS_INIT;
   int master = -1;
 
   /* a session (and process group) of its own, tty or not, as runc's nsexec does: inherited from
@@ -298,8 +299,8 @@ static void __attribute__ ((noreturn)) exec_process_main (struct exec_child *c)
   exe = process_lookup_executable (c->proc, &err);
   if (!exe)
     sync_fail (c->sync_fd, &err);
-  if (policy_prepare_process (c->plan, &err) < 0
-      || policy_prepare_unixsock (c->plan, c->unixsock_fd, c->seccomp && c->seccomp->notify, &err) < 0)
+  if (policy_prepare_process (c->plan, &layers, &err) < 0
+      || policy_prepare_unixsock (c->plan, c->unixsock_fd, c->seccomp && c->seccomp->notify, &layers, &err) < 0)
     sync_fail (c->sync_fd, &err);
   /* the exec'd process's LSM labels (its process.json or --apparmor/--process-label), applied by
    * the kernel at execve as for the init (runtime/init.c step 12b); the LSM state was probed in P */
@@ -308,11 +309,15 @@ static void __attribute__ ((noreturn)) exec_process_main (struct exec_child *c)
     sync_fail (c->sync_fd, &err);
   /* the container's seccomp filter applies to every process in it (as runc's exec) */
   if (c->seccomp)
-    process_set_seccomp (c->seccomp, c->listener, c->process_state);
+    {
+      layers.seccomp = c->seccomp;
+      layers.listener = c->listener;
+      layers.process_state = c->process_state;
+    }
   /* the sync fd is close-on-exec: P sees READY, then EOF at our execve */
   if (sync_send (c->sync_fd, SYNC_READY, 0, NULL, &err) < 0)
     _exit (1);
-  process_finalize_and_exec (c->proc, c->userns, c->preserve_fds, exe, &err);
+  process_finalize_and_exec (c->proc, c->userns, c->preserve_fds, exe, &layers, &err);
   dprintf (2, "agentsbx: %s\n", err ? err->msg : "exec failed");
   _exit (127);
 }

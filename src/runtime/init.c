@@ -98,10 +98,8 @@ wait_for_start (int start_fd, asbx_err_t *err)
 
 static void __attribute__ ((noreturn)) fail (struct init_args *a, asbx_err_t *err) { sync_fail (a->sync_fd, err); }
 
-/* After `start` connected: errors go to `start` over its connection. */
-static int start_conn = -1;
-
-static void __attribute__ ((noreturn)) fail_after_start (asbx_err_t *err)
+/* After `start` connected (start_conn: its connection, -1 when none): errors go to `start` over it. */
+static void __attribute__ ((noreturn)) fail_after_start (int start_conn, asbx_err_t *err)
 {
   const char *msg = err && *err ? (*err)->msg : "container init failed";
   if (start_conn < 0 || write_all (start_conn, msg, strlen (msg)) < 0)
@@ -124,6 +122,7 @@ init_main (struct init_args *a)
   struct linux_seccomp filter = { 0 };
   int listener = -1;
   char *process_state = NULL;
+  struct process_layers layers = PROCESS_LAYERS_INIT;
 
   /* No PR_SET_PDEATHSIG here: our parent S exits at once, and the init must outlive `create`.
    * If P dies during create, the next sync_recv sees EOF and we exit. */
@@ -142,7 +141,9 @@ init_main (struct init_args *a)
   /* 2b. linux.seccomp: P compiled it (through the state root's cache) before forking us; we take
    * that program. Compiling here stays the fallback, so a bad profile always fails `create`.
    * It is installed last. */
-  if (seccomp && !linux_seccomp_handover_take (seccomp, &filter) && linux_seccomp_compile (seccomp, &filter, &err) < 0)
+  if (seccomp && a->seccomp_filter && a->seccomp_filter->insns)
+    filter = *a->seccomp_filter; /* our copy of P's program (fork): ours to use until exec */
+  else if (seccomp && linux_seccomp_compile (seccomp, &filter, &err) < 0)
     fail (a, &err);
   /* 3. the filesystem view, while the host's paths (mount sources) are still reachable */
   struct linux_rootfs_opts ro = {
@@ -243,31 +244,35 @@ init_main (struct init_args *a)
     fail (a, &err);
   /* 10b. the policy's process layers (Landlock paths resolve in the container's root now),
    * built before READY so an unenforceable policy fails `create` */
-  if (policy_prepare_process (a->plan, &err) < 0
-      || policy_prepare_unixsock (a->plan, a->unixsock_fd, seccomp && filter.notify, &err) < 0)
+  if (policy_prepare_process (a->plan, &layers, &err) < 0
+      || policy_prepare_unixsock (a->plan, a->unixsock_fd, seccomp && filter.notify, &layers, &err) < 0)
     fail (a, &err);
   /* 11. created: tell P, then wait for `start` */
   if (sync_send (a->sync_fd, SYNC_READY, 0, NULL, &err) < 0)
     _exit (1);
   close (a->sync_fd);
-  start_conn = wait_for_start (a->start_fd, &err);
+  int start_conn = wait_for_start (a->start_fd, &err);
   if (start_conn < 0)
-    fail_after_start (&err);
+    fail_after_start (start_conn, &err);
   close (a->start_fd);
   /* 12. startContainer hooks: container namespaces, before the user process (runtime.md) */
   if (spec->hooks
       && hooks_run (spec->hooks->start_container, spec->hooks->start_container_len, "hooks.startContainer", state_json,
                     &err)
              < 0)
-    fail_after_start (&err);
+    fail_after_start (start_conn, &err);
   /* 12b. LSM exec labels, applied by the kernel at execve; after the hooks, which would inherit a
    * pending exec label. Ignored (debug log) when the LSM is not enabled, as runc. */
   if (linux_apparmor_apply (proc->apparmor_profile, &err) < 0 || linux_selinux_apply (proc->selinux_label, &err) < 0)
-    fail_after_start (&err);
+    fail_after_start (start_conn, &err);
   /* 13. identity, security and exec: shared with `exec` (runtime/process.c); seccomp is
    * installed there, last (or before the capabilities go when noNewPrivileges is false) */
   if (seccomp)
-    process_set_seccomp (&filter, listener, process_state);
-  process_finalize_and_exec (proc, ro.userns, a->preserve_fds, exe, &err);
-  fail_after_start (&err);
+    {
+      layers.seccomp = &filter;
+      layers.listener = listener;
+      layers.process_state = process_state;
+    }
+  process_finalize_and_exec (proc, ro.userns, a->preserve_fds, exe, &layers, &err);
+  fail_after_start (start_conn, &err);
 }

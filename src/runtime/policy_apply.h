@@ -9,7 +9,11 @@
  *   I/E (after pivot): policy_prepare_process - the Landlock ruleset and the syscall-group filter,
  *                                              installed last by process_finalize_and_exec
  * Fail closed: a layer this kernel cannot enforce is an error naming the field and the
- * mechanism, unless the policy lists it in `degrade`. */
+ * mechanism, unless the policy lists it in `degrade`.
+ * One module per mechanism: policy_apply.c (the spec), policy_process.c (capabilities,
+ * no_new_privs, rlimits, the seccomp filters), policy_net.c (nftables, resolv.conf),
+ * policy_mounts.c (the mount layer), policy_landlock.c (+ policy_carve.c: Landlock),
+ * policy_memfd.c (vm.memfd_noexec). */
 #ifndef ASBX_RUNTIME_POLICY_APPLY_H
 #define ASBX_RUNTIME_POLICY_APPLY_H
 
@@ -91,9 +95,11 @@ int policy_apply_memfd_noexec_from_parent (const struct policy_plan *plan, pid_t
 int policy_verify_memfd_noexec (const struct policy_plan *plan, asbx_err_t *err);
 
 /* Build the Landlock ruleset (paths opened in the current root) and compile the syscall-group
- * filter, and register both with process_set_policy(). The objects live until exec.
- * 0 / -1 with *err. */
-int policy_prepare_process (const struct policy_plan *plan, asbx_err_t *err);
+ * filter into out->landlock and out->groups (with out->deny_wx: syscalls.denyWriteExecMemory),
+ * for process_finalize_and_exec (runtime/process.h). The objects live until exec. Nothing
+ * without an active policy. 0 / -1 with *err. */
+struct process_layers;
+int policy_prepare_process (const struct policy_plan *plan, struct process_layers *out, asbx_err_t *err);
 
 /* What this kernel makes the plan give up, as the monitor's `policy` record lists it in
  * `degradations` (only what is really degraded; the accepted list is `degradeAccepted`): for an
@@ -103,13 +109,14 @@ int policy_prepare_process (const struct policy_plan *plan, asbx_err_t *err);
  * string (caller frees) or NULL. */
 char *policy_apply_landlock_degraded (const struct policy_plan *plan);
 /* network.mode none/filtered: compile the unix-socket confinement's filter (linux/unixsock.h)
- * and register it with process_set_unixsock(). Under open with limits.failedExecs or the exec
- * audit event (unixsock_exec_notified): a filter that only notifies execve/execveat, when `chan`
+ * into out->unixsock, its channel into out->unixsock_chan (runtime/process.h). Under open with limits.failedExecs or
+ * the exec audit event (unixsock_exec_notified): a filter that only notifies execve/execveat, when `chan`
  * >= 0; with `oci_listener` that is EBUSY for failedExecs, and no filter for exec records alone. `chan` >= 0: the
  * init's channel to the monitor, connect(2) is supervised (the init's socketpair, or exec's connection to the monitor's
  * unixsock.sock); -1 (exec without that channel): AF_UNIX sockets cannot be created at all.
  * `oci_listener`: linux.seccomp has its own listener - the kernel allows one per process, so a
  * supervised filter is refused (EBUSY) rather than failing at start. 0 / -1 with *err. */
-int policy_prepare_unixsock (const struct policy_plan *plan, int chan, bool oci_listener, asbx_err_t *err);
+int policy_prepare_unixsock (const struct policy_plan *plan, int chan, bool oci_listener, struct process_layers *out,
+                             asbx_err_t *err);
 
 #endif

@@ -15,7 +15,7 @@
  * component through fds; an ancestor that is a symlink is followed (the rule goes where the file
  * really is: Landlock checks the opened object's own ancestry), and a denied path that is itself a
  * symlink is carved both at its name and at its target. Denied paths under a writable grant are
- * not carved (the deny under a grant is pinned by runtime/policy_apply.c). */
+ * not carved (the deny under a grant is pinned by runtime/policy_mounts.c). */
 #ifndef ASBX_RUNTIME_POLICY_CARVE_H
 #define ASBX_RUNTIME_POLICY_CARVE_H
 

@@ -138,56 +138,12 @@ process_chdir (const char *cwd, bool create, asbx_err_t *err)
   return 0;
 }
 
-static struct
-{
-  const struct linux_seccomp *filter;
-  int listener;
-  const char *state;
-} seccomp_req = { NULL, -1, NULL };
-
-void
-process_set_seccomp (const struct linux_seccomp *filter, int listener, const char *process_state)
-{
-  seccomp_req.filter = filter;
-  seccomp_req.listener = listener;
-  seccomp_req.state = process_state;
-}
-
 #ifndef PR_SET_MDWE
 #define PR_SET_MDWE 65
 #endif
 #ifndef PR_MDWE_REFUSE_EXEC_GAIN
 #define PR_MDWE_REFUSE_EXEC_GAIN 1UL
 #endif
-
-/* the agent policy's layers (runtime/policy_apply.c), applied after the OCI ones */
-static struct
-{
-  const struct linux_seccomp *groups;
-  struct linux_landlock *landlock;
-  bool deny_wx;
-} policy_req = { NULL, NULL, false };
-
-void
-process_set_policy (const struct linux_seccomp *groups_filter, struct linux_landlock *landlock, bool deny_wx)
-{
-  policy_req.groups = groups_filter;
-  policy_req.landlock = landlock;
-  policy_req.deny_wx = deny_wx;
-}
-
-static struct
-{
-  const struct linux_seccomp *filter;
-  int chan;
-} unixsock_req = { NULL, -1 };
-
-void
-process_set_unixsock (const struct linux_seccomp *filter, int chan)
-{
-  unixsock_req.filter = filter;
-  unixsock_req.chan = chan;
-}
 
 /* HOME for process.env when the spec sets none, as runc does: the home directory of
  * process.user.uid in the container's /etc/passwd, "/" when there is no such entry. Called in
@@ -274,9 +230,9 @@ stdio_chown (const struct oci_user *user, asbx_err_t *err)
 
 int
 process_finalize_and_exec (const struct oci_process *proc, bool userns, int preserve_fds, const char *exe,
-                           asbx_err_t *err)
+                           const struct process_layers *layers, asbx_err_t *err)
 {
-  const struct linux_seccomp *sc = seccomp_req.filter;
+  const struct linux_seccomp *sc = layers->seccomp;
   char **env = env_with_home (proc); /* before the user switch: /etc/passwd may be root-only */
 
   /* no runtime fd may survive into the container (CVE-2024-21626 class): only stdio and the
@@ -291,7 +247,7 @@ process_finalize_and_exec (const struct oci_process *proc, bool userns, int pres
   if (stdio_chown (&proc->user, err) < 0)
     return -1;
   /* without no_new_privs, seccomp(2) needs CAP_SYS_ADMIN: install before capabilities go (runc) */
-  if (sc && !proc->no_new_privileges && linux_seccomp_install (sc, seccomp_req.listener, seccomp_req.state, err) < 0)
+  if (sc && !proc->no_new_privileges && linux_seccomp_install (sc, layers->listener, layers->process_state, err) < 0)
     return -1;
   if (linux_caps_drop_bounding (proc->capabilities, err) < 0 || linux_caps_keep (err) < 0
       || linux_user_apply (&proc->user, userns, err) < 0 || linux_caps_apply (proc->capabilities, err) < 0
@@ -301,24 +257,24 @@ process_finalize_and_exec (const struct oci_process *proc, bool userns, int pres
   /* syscalls.denyWriteExecMemory: no mapping writable and executable, none made executable
    * later (prctl(2) PR_SET_MDWE, Linux 6.3); before the filters, which need not allow prctl
    * (a policy always sets no_new_privs, so the OCI filter comes after this too) */
-  if (policy_req.deny_wx && prctl (PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN, 0L, 0L, 0L) < 0)
+  if (layers->deny_wx && prctl (PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN, 0L, 0L, 0L) < 0)
     return asbx_error (err, errno, "policy syscalls.denyWriteExecMemory: prctl(PR_SET_MDWE) (needs Linux >= 6.3)");
   /* the policy's Landlock ruleset (needs no_new_privs, which a policy always sets) */
-  if (policy_req.landlock && linux_landlock_restrict_self (policy_req.landlock, err) < 0)
+  if (layers->landlock && linux_landlock_restrict_self (layers->landlock, err) < 0)
     return asbx_error_wrap (err, "policy filesystem (Landlock)");
   /* with no_new_privs: last step, so the filter needs to allow nothing but execve */
-  if (sc && proc->no_new_privileges && linux_seccomp_install (sc, seccomp_req.listener, seccomp_req.state, err) < 0)
+  if (sc && proc->no_new_privileges && linux_seccomp_install (sc, layers->listener, layers->process_state, err) < 0)
     return -1;
   /* the policy's syscall groups: a second filter stacked on the OCI one (the kernel runs both,
    * the most restrictive result wins) */
-  if (policy_req.groups && linux_seccomp_install (policy_req.groups, -1, NULL, err) < 0)
+  if (layers->groups.insns && linux_seccomp_install (&layers->groups, -1, NULL, err) < 0)
     return asbx_error_wrap (err, "policy syscalls.deny");
   /* the unix-socket confinement: last, so the filters above never see its notifications; the
    * notify fd goes to the monitor and is closed here (the program never holds it) */
-  if (unixsock_req.filter && linux_unixsock_install (unixsock_req.filter, unixsock_req.chan, err) < 0)
+  if (layers->unixsock.insns && linux_unixsock_install (&layers->unixsock, layers->unixsock_chan, err) < 0)
     return -1;
-  if (unixsock_req.chan >= 0)
-    close (unixsock_req.chan);
+  if (layers->unixsock_chan >= 0)
+    close (layers->unixsock_chan);
   execve (exe, proc->args, env ? env : proc->env);
   return asbx_error (err, errno, "exec `%s`", exe);
 }

@@ -14,6 +14,7 @@
 #include "policy/plan.h"
 
 /* Everything the init process needs; filled by container_create.c, read-only in the children. */
+struct linux_seccomp;
 struct init_args
 {
   const struct oci_spec *spec;
@@ -33,6 +34,10 @@ struct init_args
    * container's flock, which a child would otherwise hold until exec */
   int close_fds[4];
   const struct policy_plan *plan; /* the agent policy (inactive plan or NULL: plain OCI) */
+  /* linux.seccomp as P compiled it (through the state root's cache, linux/seccomp_cache.h, which
+   * the init cannot reach after pivot_root and should not touch at all); the init has its own
+   * copy through fork and installs it. NULL: the init compiles spec->linux_->seccomp itself. */
+  const struct linux_seccomp *seccomp_filter;
   /* per spec mount: the source P prepared (idmapped clone, linux/idmap.h; in a new user
    * namespace the bind sources, linux_rootfs_open_bind_sources), NULL = none */
   const struct linux_mount_src *mount_srcs;

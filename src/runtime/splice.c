@@ -11,20 +11,7 @@
  * connection that never names a host holds one of CONNS_MAX slots until it closes (known
  * limit: no hello timeout yet); the relay never blocks the monitor (non-blocking sockets).
  * Ordering: the name is checked BEFORE any byte or connect reaches the destination.
- * Keep-alive (plain HTTP): every request on a connection is checked, not just the first, or a
- * second request could name a refused host that shares the address. The relay follows request
- * boundaries in the client's stream (head, then Content-Length bytes or chunked framing) and
- * forwards no byte past what has been checked. Anything it cannot frame the way the server
- * might (bare CR/LF, obs-fold, both or repeated length headers, a transfer coding other than
- * chunked, absolute-form targets, CONNECT, two Host headers) is refused rather than guessed:
- * request smuggling is exactly a disagreement between two parsers. Servers that do not read a
- * body (most handlers of Python's http.server, many others) read it as the next request, so
- * (issue 14): GET, HEAD and TRACE may carry none, every body and chunk must not start the way a
- * request line does (splice_body_reads_as_request), and a head with a body leaves only once that is
- * seen; chunk extensions are refused; Host must be exactly host[:port] (sni_parse.c); header
- * names must be tokens directly followed by ':'; control bytes are refused. After an Upgrade
- * request the stream is opaque only if the server's next bytes are a 101. A refusal
- * mid-connection lets the earlier responses finish (upstream half-closed), then sends the 403.
+ * Keep-alive (plain HTTP): every request on a connection is checked, see splice_http.c.
  * A connection dialled to the relay's port directly (not redirected) is refused at accept:
  * its original destination is the relay itself. */
 #include <arpa/inet.h>
@@ -47,80 +34,14 @@
 #include "policy/nft_ruleset.h"
 #include "runtime/audit.h"
 #include "runtime/splice.h"
+#include "runtime/splice_internal.h"
 
 #ifndef IP6T_SO_ORIGINAL_DST
 #define IP6T_SO_ORIGINAL_DST 80
 #endif
 
-#define CONNS_MAX 64
-#define HELLO_MAX SPLICE_HELLO_MAX /* runtime/sni_parse.h */
-#define BUF_MAX 16384
-
-enum
-{
-  ST_FREE = 0,
-  ST_HELLO,
-  ST_CONNECTING,
-  ST_RELAY
-};
-
-struct rbuf
-{
-  unsigned char b[BUF_MAX];
-  size_t off, len;
-  size_t chk;  /* c2u: bytes before b[chk] are checked and may be sent (off <= chk <= len) */
-  size_t hold; /* c2u, while conn.bstart: bytes from b[hold] wait for the body check (hold <= chk) */
-};
-
-/* where the client's HTTP stream is (see the file comment) */
-enum
-{
-  H_HEAD = 0, /* at the start of a request */
-  H_BODY,     /* `left` Content-Length bytes to go */
-  H_CSIZE,    /* chunked: a chunk-size line */
-  H_CDATA,    /* chunked: `left` data bytes */
-  H_CCRLF,    /* chunked: the CRLF after the data */
-  H_TRAILER,  /* chunked: trailer lines until an empty one */
-  H_WAIT101,  /* after an Upgrade request: nothing more until the server's status line */
-  H_OPAQUE,   /* TLS, or an upgraded connection: not HTTP any more */
-  H_REFUSED,  /* a request was refused: the rest of the client's bytes are dropped */
-};
-
-struct conn
-{
-  int state;
-  int cfd, ufd;
-  struct sockaddr_storage dst;
-  socklen_t dlen;
-  bool c_eof, u_eof;
-  int hs;                   /* H_*: the client's HTTP stream */
-  bool upgrade, refuse_403; /* the current request asks for Upgrade; a 403 follows the responses */
-  bool bstart;              /* at the start of a body or chunk: not yet seen not to read as a request */
-  bool expect100;           /* the current request has `Expect: 100-continue`: its head is not held */
-  uint64_t left;            /* bytes of body or chunk data still to pass */
-  char host[256];           /* the last Host checked on this connection (audited when it changes) */
-  char status[12];          /* H_WAIT101: the first bytes of the server's answer */
-  char blocked[300];        /* H_REFUSED: the X-Agentsbx-Blocked value of the 403 to come */
-  size_t status_len;
-  struct rbuf c2u, u2c; /* c2u holds the hello first */
-};
-
-struct splice
-{
-  const char *id;
-  const struct policy_plan *plan;
-  int audit_fd, netns, ep, l4, l6;
-  struct conn c[CONNS_MAX];
-  /* names whose answers the DNS stub let through, until their TTL ends: what may be named */
-  struct
-  {
-    char name[256];
-    uint64_t until_ns;
-  } resolved[256];
-};
-
-static bool
-name_allowed (struct splice *s, const char *host)
+bool
+splice_name_allowed (struct splice *s, const char *host)
 {
   uint64_t now = now_ns ();
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (s->resolved); i++)
@@ -156,8 +77,8 @@ splice_name_resolved (struct splice *s, const char *name, uint32_t ttl)
 
 /* ---- connections ---- */
 
-static void
-audit_conn (struct splice *s, struct conn *c, const char *host, const char *decision, const char *rule)
+void
+splice_audit_conn (struct splice *s, struct conn *c, const char *host, const char *decision, const char *rule)
 {
   char addr[INET6_ADDRSTRLEN] = "";
   int port = 0;
@@ -253,8 +174,8 @@ upstream_socket (struct splice *s, int family)
 }
 
 /* the X-Agentsbx-Blocked value of a refusal (without the host name of "host not allowed: ") */
-static const char *
-blocked_why (const char *host, const char *rule)
+const char *
+splice_blocked_why (const char *host, const char *rule)
 {
   if (!host)
     return "no Host header";
@@ -266,14 +187,14 @@ blocked_why (const char *host, const char *rule)
 static void
 refuse (struct splice *s, struct conn *c, const char *host, const char *rule, bool http)
 {
-  audit_conn (s, c, host, "refused", rule);
+  splice_audit_conn (s, c, host, "refused", rule);
   if (http)
     {
       char resp[512];
       int n = snprintf (resp, sizeof resp,
                         "HTTP/1.1 403 Forbidden\r\nX-Agentsbx-Blocked: %s%s\r\nContent-Type: text/plain\r\n"
                         "Content-Length: 0\r\nConnection: close\r\n\r\n",
-                        blocked_why (host, rule), host && strncmp (rule, "http: ", 6) != 0 ? host : "");
+                        splice_blocked_why (host, rule), host && strncmp (rule, "http: ", 6) != 0 ? host : "");
       if (send (c->cfd, resp, (size_t) n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
         {
           /* nothing more to do: the client sees the close */
@@ -281,246 +202,6 @@ refuse (struct splice *s, struct conn *c, const char *host, const char *rule, bo
       shutdown (c->cfd, SHUT_WR);
     }
   conn_close (s, c, !http);
-}
-
-/* ---- keep-alive: every request's Host (see the file comment) ---- */
-
-static bool
-header_is (const unsigned char *line, size_t n, const char *name)
-{
-  size_t k = strlen (name);
-  return n > k && line[k] == ':' && strncasecmp ((const char *) line, name, k) == 0;
-}
-
-/* the value of a header line, without the name, the colon and surrounding blanks */
-static void
-header_value (const unsigned char *line, size_t n, size_t namelen, const unsigned char **v, size_t *vlen)
-{
-  const unsigned char *p = line + namelen + 1, *e = line + n;
-  while (p < e && (*p == ' ' || *p == '\t'))
-    p++;
-  while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
-    e--;
-  *v = p;
-  *vlen = (size_t) (e - p);
-}
-
-/* Checks one complete request head h[0..n) (ending in CRLF CRLF) for unambiguous framing and
- * sets c->hs/left/upgrade for what follows it. Returns NULL, or the audit rule of the refusal. */
-static const char *
-http_head (struct conn *c, const unsigned char *h, size_t n)
-{
-  int hosts = 0, cls = 0, tes = 0;
-  uint64_t cl = 0;
-  for (size_t i = 0; i < n; i++)
-    if ((h[i] == '\n' && (i == 0 || h[i - 1] != '\r')) || (h[i] == '\r' && (i + 1 == n || h[i + 1] != '\n'))
-        || (h[i] < 0x20 && h[i] != '\r' && h[i] != '\n' && h[i] != '\t') || h[i] == 0x7f)
-      return "http: framing"; /* a bare CR or LF (some servers end lines there), NUL, control bytes */
-  const unsigned char *sp = memchr (h, ' ', n);
-  if (!sp || sp + 1 >= h + n || (sp[1] != '/' && sp[1] != '*'))
-    return "http: framing"; /* absolute-form (its host wins over Host) and CONNECT */
-  c->upgrade = c->expect100 = false;
-  const unsigned char *line = (const unsigned char *) memmem (h, n, "\r\n", 2) + 2, *end = h + n - 2;
-  while (line < end)
-    {
-      const unsigned char *le = memmem (line, (size_t) (end - line) + 2, "\r\n", 2), *v;
-      size_t ln = (size_t) (le - line), vlen;
-      const unsigned char *colon = memchr (line, ':', ln);
-      if (!colon || colon == line)
-        return "http: framing"; /* obs-fold (a leading blank), no field name */
-      for (const unsigned char *k = line; k < colon; k++)
-        if (!splice_tchar (*k))
-          return "http: framing"; /* "Host :" and the like: servers disagree on them */
-      if (header_is (line, ln, "host"))
-        hosts++;
-      else if (header_is (line, ln, "upgrade"))
-        c->upgrade = true;
-      else if (header_is (line, ln, "expect"))
-        {
-          header_value (line, ln, 6, &v, &vlen);
-          c->expect100 = vlen == 12 && strncasecmp ((const char *) v, "100-continue", 12) == 0;
-        }
-      else if (header_is (line, ln, "transfer-encoding"))
-        {
-          header_value (line, ln, 17, &v, &vlen);
-          if (tes++ || vlen != 7 || strncasecmp ((const char *) v, "chunked", 7) != 0)
-            return "http: framing";
-        }
-      else if (header_is (line, ln, "content-length"))
-        {
-          header_value (line, ln, 14, &v, &vlen);
-          if (cls++ || vlen == 0 || vlen > 18)
-            return "http: framing";
-          for (size_t i = 0; i < vlen; i++)
-            if (v[i] < '0' || v[i] > '9')
-              return "http: framing";
-            else
-              cl = cl * 10 + (uint64_t) (v[i] - '0');
-        }
-      line = le + 2;
-    }
-  if (hosts > 1 || (cls && tes))
-    return "http: framing";
-  if ((cl || tes) && splice_no_body_method (h, (size_t) (sp - h)))
-    return "http: body on a method without one"; /* a server may ignore it and read it as a request */
-  c->left = cl;
-  c->bstart = cl || tes;
-  c->hs = tes ? H_CSIZE : cl ? H_BODY : c->upgrade ? H_WAIT101 : H_HEAD;
-  c->status_len = 0;
-  return NULL;
-}
-
-/* a request was refused after others passed: stop the client's side, let the server finish
- * what it was sent (half-close), and queue the 403 behind its responses (on_event) */
-static void
-refuse_request (struct splice *s, struct conn *c, const char *host, const char *rule)
-{
-  audit_conn (s, c, host, "refused", rule);
-  if (strcmp (rule, "host") == 0)
-    snprintf (c->blocked, sizeof c->blocked, "host not allowed: %s", host);
-  else
-    snprintf (c->blocked, sizeof c->blocked, "%s", blocked_why (host, rule));
-  if (c->bstart)
-    c->c2u.chk = c->c2u.hold; /* the head of the refused body too */
-  c->c2u.len = c->c2u.chk;    /* the refused request and anything after it never leave */
-  c->bstart = false;
-  c->c_eof = true;
-  c->hs = H_REFUSED;
-  c->refuse_403 = true;
-}
-
-/* Advances c2u.chk over every complete, checked part of the client's stream. */
-static void
-http_scan (struct splice *s, struct conn *c)
-{
-  struct rbuf *b = &c->c2u;
-  const char *bad;
-  char name[256];
-  while (b->chk < b->len && c->hs != H_WAIT101 && c->hs != H_REFUSED)
-    {
-      const unsigned char *p = b->b + b->chk, *e;
-      size_t avail = b->len - b->chk, t;
-      switch (c->hs)
-        {
-        case H_OPAQUE: b->chk = b->len; break;
-        case H_BODY:
-        case H_CDATA:
-          t = avail < c->left ? avail : (size_t) c->left;
-          if (c->bstart)
-            {
-              int r = splice_body_reads_as_request (p, t, t == c->left);
-              if (r == 0)
-                return;
-              if (r > 0)
-                {
-                  refuse_request (s, c, c->host, "http: body reads as a request");
-                  return;
-                }
-              c->bstart = false;
-            }
-          b->chk += t;
-          c->left -= t;
-          if (c->left == 0 && c->hs == H_CDATA)
-            c->hs = H_CCRLF;
-          else if (c->left == 0)
-            c->hs = c->upgrade ? H_WAIT101 : H_HEAD;
-          break;
-        case H_CCRLF:
-          if (avail < 2)
-            return;
-          if (p[0] != '\r' || p[1] != '\n')
-            {
-              refuse_request (s, c, c->host, "http: framing");
-              return;
-            }
-          b->chk += 2;
-          c->hs = H_CSIZE;
-          break;
-        case H_CSIZE:
-        case H_TRAILER:
-          e = memchr (p, '\n', avail);
-          if (!e)
-            {
-              if (avail > 4096)
-                refuse_request (s, c, c->host, "http: framing");
-              return;
-            }
-          t = (size_t) (e - p) + 1;
-          if (t < 2 || e[-1] != '\r')
-            {
-              refuse_request (s, c, c->host, "http: framing");
-              return;
-            }
-          if (c->hs == H_TRAILER)
-            c->hs = t == 2 ? (c->upgrade ? H_WAIT101 : H_HEAD) : H_TRAILER;
-          else
-            {
-              size_t i = 0;
-              c->left = 0;
-              for (; i < t - 2 && i < 16 && isxdigit (p[i]); i++)
-                c->left = c->left * 16 + (uint64_t) (p[i] <= '9' ? p[i] - '0' : (p[i] | 0x20) - 'a' + 10);
-              if (i == 0 || i == 16 || i < t - 2) /* chunk extensions too: nobody needs them */
-                {
-                  refuse_request (s, c, c->host, "http: framing");
-                  return;
-                }
-              c->hs = c->left ? H_CDATA : H_TRAILER;
-              if (c->left && !c->bstart)
-                b->hold = b->chk; /* this size line waits with its chunk's start */
-              c->bstart = c->left != 0;
-            }
-          b->chk += t;
-          break;
-        default: /* H_HEAD */
-          e = memmem (p, avail, "\r\n\r\n", 4);
-          if (!e)
-            {
-              /* a head ended by bare LFs never shows CRLF CRLF: refuse it now, not at HELLO_MAX */
-              const unsigned char *lf = memchr (p, '\n', avail);
-              if (avail >= HELLO_MAX || (lf && (lf == p || lf[-1] != '\r')))
-                refuse_request (s, c, c->host, "http: framing");
-              return;
-            }
-          t = (size_t) (e - p) + 4;
-          bad = NULL;
-          b->hold = b->chk; /* with a body, the head leaves only once the body's start is checked */
-          if (splice_http_host (p, t, name, sizeof name) <= 0)
-            {
-              refuse_request (s, c, NULL, "host: none");
-              return;
-            }
-          /* the name the connection was opened for stays good after its TTL, like the
-           * established flow in the table; any other name must be resolvable now */
-          if ((bad = http_head (c, p, t)) != NULL || (strcmp (name, c->host) != 0 && !name_allowed (s, name)))
-            {
-              refuse_request (s, c, name, bad ? bad : "host");
-              return;
-            }
-          if (c->expect100)
-            b->hold = b->chk + t; /* the client waits for 100 before its body: the head goes now */
-          if (strcmp (name, c->host) != 0)
-            {
-              audit_conn (s, c, name, "allowed", "host"); /* one record per name per connection */
-              snprintf (c->host, sizeof c->host, "%s", name);
-            }
-          b->chk += t;
-          break;
-        }
-    }
-}
-
-/* H_WAIT101: the server's first bytes after an Upgrade request decide whether the stream
- * becomes opaque (101 Switching Protocols) or stays HTTP (any other status, or pipelined
- * answers to earlier requests coming first: fail closed, the client's next bytes are parsed) */
-static void
-http_status (struct conn *c, const unsigned char *p, size_t n)
-{
-  while (n-- > 0 && c->status_len < sizeof c->status)
-    c->status[c->status_len++] = (char) *p++;
-  if (c->status_len < sizeof c->status)
-    return;
-  c->hs = memcmp (c->status, "HTTP/1.", 7) == 0 && memcmp (c->status + 8, " 101", 4) == 0 ? H_OPAQUE : H_HEAD;
-  c->upgrade = false;
 }
 
 static void
@@ -546,15 +227,16 @@ on_hello (struct splice *s, struct conn *c)
       refuse (s, c, NULL, tls ? "sni: none" : "host: none", !tls && c->c2u.b[0] >= 'A' && c->c2u.b[0] <= 'Z');
       return;
     }
-  if (!name_allowed (s, name))
+  if (!splice_name_allowed (s, name))
     {
       refuse (s, c, name, tls ? "sni" : "host", !tls);
       return;
     }
   const char *bad = tls ? NULL
-                        : http_head (c, c->c2u.b,
-                                     (size_t) ((const unsigned char *) memmem (c->c2u.b, c->c2u.len, "\r\n\r\n", 4) + 4
-                                               - c->c2u.b));
+                        : splice_http_head (
+                            c, c->c2u.b,
+                            (size_t) ((const unsigned char *) memmem (c->c2u.b, c->c2u.len, "\r\n\r\n", 4) + 4
+                                      - c->c2u.b));
   if (bad)
     {
       refuse (s, c, name, bad, true);
@@ -569,11 +251,11 @@ on_hello (struct splice *s, struct conn *c)
   if (c->ufd < 0 || epoll_ctl (s->ep, EPOLL_CTL_ADD, c->ufd, &ev) < 0
       || (connect (c->ufd, (struct sockaddr *) &c->dst, c->dlen) < 0 && errno != EINPROGRESS))
     {
-      audit_conn (s, c, name, "refused", "upstream connect failed");
+      splice_audit_conn (s, c, name, "refused", "upstream connect failed");
       conn_close (s, c, true);
       return;
     }
-  audit_conn (s, c, name, "allowed", tls ? "sni" : "host");
+  splice_audit_conn (s, c, name, "allowed", tls ? "sni" : "host");
   c->state = ST_CONNECTING;
 }
 
@@ -648,10 +330,10 @@ on_event (struct splice *s, struct conn *c, bool upstream, uint32_t events)
   bool ok = true;
   size_t got;
   if (upstream && (events & EPOLLIN) && !c->u_eof && (got = fill (c->ufd, &c->u2c, &c->u_eof)) && c->hs == H_WAIT101)
-    http_status (c, c->u2c.b + c->u2c.len - got, got);
+    splice_http_status (c, c->u2c.b + c->u2c.len - got, got);
   if (!upstream && (events & EPOLLIN) && !c->c_eof)
     fill (c->cfd, &c->c2u, &c->c_eof);
-  http_scan (s, c);
+  splice_http_scan (s, c);
   size_t keep = sendable (c) > c->c2u.off ? sendable (c) : c->c2u.off;
   if (c->c_eof && c->c2u.len > keep)
     {
@@ -738,7 +420,7 @@ on_accept (struct splice *s, int lfd)
       /* dialled directly (127.0.0.1:POLICY_NFT_SPLICE_PORT is open to the container for the
        * redirect): the original destination is the relay itself, and connecting there would
        * make the relay dial itself until its slots run out */
-      audit_conn (s, c, NULL, "refused", "relay: not a redirected connection");
+      splice_audit_conn (s, c, NULL, "refused", "relay: not a redirected connection");
       conn_close (s, c, true);
       return;
     }

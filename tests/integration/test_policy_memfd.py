@@ -3,7 +3,7 @@
 A binary the agent wrote is refused by noexec on the writable mounts and Landlock EXECUTE, but a
 memfd lives on no mount the allowlist sees: memfd_create + write + execve("/proc/self/fd/N")
 would run it. With allowExec set the init writes vm.memfd_noexec=2 in the container's new pid
-namespace (runtime/policy_apply.c policy_apply_memfd_noexec): MFD_EXEC is refused and every
+namespace (runtime/policy_memfd.c policy_apply_memfd_noexec): MFD_EXEC is refused and every
 memfd is noexec-sealed; since issue 13 §2 memfd_create itself is refused too (ENOSYS, the
 allowExec seccomp rules), because a sealed memfd can still be mmapped PROT_EXEC. Controls:
 without a policy the same exec succeeds, and the host's

@@ -1,5 +1,5 @@
 /* test_syscall_groups.c - the syscall groups of src/policy/syscall_groups.h against the filter the
- * runtime really builds from them (runtime/policy_apply.c policy_build_groups_filter). The program
+ * runtime really builds from them (runtime/policy_process.c policy_build_groups_filter). The program
  * is run here by a small classic-BPF interpreter over a struct seccomp_data per rule, so no root,
  * no syscall is made and nothing is installed:
  *   - each rule of each group, with the argument its condition matches, answers the group's errno

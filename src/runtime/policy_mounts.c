@@ -1,0 +1,347 @@
+/* policy_mounts.c - the agent policy's mount layer beneath the rootfs (policy_apply_mounts, see
+ * policy_apply.h): writable grants, read-only denies and masks, the `~/x` homes, the runtime's
+ * hidden directories.
+ *
+ * Threat model: the container's code controls the rootfs contents (symlinks, missing paths).
+ * Every policy path is resolved with openat2(RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS) beneath the
+ * rootfs fd, and mounts go onto the fd that was resolved, never onto a re-resolved string. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <linux/openat2.h>
+
+#include "core/cleanup.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "linux/mount.h"
+#include "linux/pathsafe.h"
+#include "runtime/policy_apply.h"
+#include "runtime/policy_carve.h"
+#include "runtime/policy_homes.h"
+#include "runtime/policy_noexec.h"
+#include "runtime/policy_pin.h"
+
+static int
+bind_self (int fd, bool rw, bool noexec, asbx_err_t *err)
+{
+  cleanup_close int mfd = mnt_clone (fd, "", true, err);
+  uint64_t set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (rw ? 0 : MOUNT_ATTR_RDONLY) | (noexec ? MOUNT_ATTR_NOEXEC : 0);
+  uint64_t clr = rw ? MOUNT_ATTR_RDONLY : 0;
+  if (mfd < 0 || mnt_attach (mfd, fd, err) < 0)
+    return -1;
+  /* a read-only deny receives no propagation: under rslave, a host mount on the file (the
+   * runtime's own pin, runtime/policy_pin.h) would otherwise land on top of it, read-write */
+  return mnt_setattr (mfd, true, set, clr, rw ? 0 : MS_PRIVATE, err);
+}
+
+static int
+mask (int rootfd, int fd, asbx_err_t *err)
+{
+  struct stat st;
+  cleanup_close int mfd = -1;
+  if (fstat (fd, &st) < 0)
+    return asbx_error (err, errno, "stat");
+  if (S_ISDIR (st.st_mode))
+    mfd = mnt_new_fs ("tmpfs", "tmpfs", "size=0,mode=500", 0, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOEXEC, err);
+  else
+    {
+      cleanup_close int null = ps_open_in_root (rootfd, "/dev/null", O_PATH, err);
+      struct stat ns;
+      if (null < 0)
+        return -1;
+      if (fstat (null, &ns) < 0 || !S_ISCHR (ns.st_mode) || ns.st_rdev != (dev_t) makedev (1, 3))
+        return asbx_error (err, EINVAL, "/dev/null in the container is not the null device");
+      mfd = mnt_clone (null, "", false, err);
+    }
+  if (mfd < 0 || mnt_attach (mfd, fd, err) < 0)
+    return -1;
+  return mnt_setattr (mfd, false, 0, 0, MS_PRIVATE, err); /* as bind_self's read-only denies */
+}
+
+/* The writable grant (allowWrite bind or tmpfs) whose hierarchy strictly contains `path`, the
+ * deepest one; NULL when none does. */
+static const struct policy_mount *
+covering_grant (const struct policy_plan *plan, const char *path)
+{
+  const struct policy_mount *best = NULL;
+  for (size_t i = 0; i < plan->mounts_len; i++)
+    {
+      const struct policy_mount *g = &plan->mounts[i];
+      size_t n = strlen (g->path);
+      if (g->kind != POLICY_MOUNT_BIND_RW && g->kind != POLICY_MOUNT_TMPFS)
+        continue;
+      if (n == 1 && g->path[0] == '/')
+        n = 0;
+      if (strncmp (path, g->path, n) == 0 && path[n] == '/' && (!best || strlen (best->path) < strlen (g->path)))
+        best = g;
+    }
+  return best;
+}
+
+/* A deny under a writable grant (denyWrite /workspace/.git/hooks) holds on the path only while
+ * the path keeps its name: renaming an ancestor away (`mv .git g2`) and recreating the path would
+ * leave a fresh, writable .git/hooks. Each ancestor between the grant and the denied path becomes
+ * a mount point (an rw bind onto itself with the grant's flags), which rename(2) and rmdir(2)
+ * refuse with EBUSY. Found by tests/integration/test_policy_fs.py. */
+static int
+pin_ancestors (int rootfd, const struct policy_plan *plan, const char *path, asbx_err_t *err)
+{
+  const struct policy_mount *g = covering_grant (plan, path);
+  cleanup_free char *p = xstrdup (path);
+  size_t start = g ? strlen (g->path) : 0;
+
+  if (!g)
+    return 0;
+  for (char *slash = p + start + 1; (slash = strchr (slash, '/')) != NULL; *slash++ = '/')
+    {
+      struct statx stx;
+      *slash = '\0';
+      cleanup_close int fd = ps_openat2 (rootfd, p, O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
+                                         RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+      if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+        return 0; /* the rest does not exist: nothing to pin (the deny itself decides) */
+      if (fd < 0)
+        return asbx_error (err, errno, "open `%s`", p);
+      if (statx (fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &stx) < 0)
+        return asbx_error (err, errno, "statx `%s`", p);
+      if (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT && stx.stx_attributes & STATX_ATTR_MOUNT_ROOT)
+        continue; /* already a mount point (pinned for another rule) */
+      if (bind_self (fd, true, g->noexec, err) < 0)
+        return asbx_error_wrap (err, "pin `%s`", p);
+    }
+  return 0;
+}
+
+/* add m to *missing: "origin\tpath\n" lines of the allowWrite grants whose path did not exist
+ * (policy_apply_mounts) */
+static void
+note_missing_grant (char **missing, const struct policy_mount *m)
+{
+  char *line = xasprintf ("%s%s\t%s\n", *missing ? *missing : "", m->origin, m->path);
+  free (*missing);
+  *missing = line;
+}
+
+/* The caller is in a user namespace that maps exactly one uid and one gid (quick mode's): every
+ * process of the container then has the init's ids (nothing else can be switched to). */
+static bool
+single_id_userns (void)
+{
+  static const char *const maps[] = { "/proc/self/uid_map", "/proc/self/gid_map" };
+  for (size_t i = 0; i < 2; i++)
+    {
+      cleanup_fclose FILE *f = fopen (maps[i], "re");
+      unsigned long long in, out, count;
+      int lines = 0;
+      while (f && fscanf (f, "%llu %llu %llu", &in, &out, &count) == 3)
+        if (++lines > 1 || count != 1)
+          return false;
+      if (lines != 1)
+        return false;
+    }
+  return true;
+}
+
+/* A deny rule's path the init cannot even reach (EACCES: a user namespace's root has no
+ * capability over host-owned inodes, e.g. /root/.aws under a 0700 /root). In a single-id user
+ * namespace no process of the container, with the init's uid and gid and fewer capabilities, can
+ * reach it either: nothing to mask. Elsewhere (another uid could pass where root cannot, e.g.
+ * NFS root_squash) EACCES stays an error. */
+static bool
+unreachable (int rootfd, const char *path)
+{
+  cleanup_close int fd = ps_openat2 (rootfd, path, O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+  return fd < 0 && errno == EACCES && single_id_userns ();
+}
+
+static int
+apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy_mount *m, char **missing,
+                 asbx_err_t *err)
+{
+  if ((m->kind == POLICY_MOUNT_BIND_RO || m->kind == POLICY_MOUNT_MASK) && unreachable (rootfd, m->path))
+    {
+      log_debug ("policy %s (%s): not reachable by the container's root (EACCES): nothing to mask", m->origin, m->path);
+      return 0;
+    }
+  /* pinned before the path is opened: the deny must land on the pinned mount, not under it */
+  if ((m->kind == POLICY_MOUNT_BIND_RO || m->kind == POLICY_MOUNT_MASK)
+      && pin_ancestors (rootfd, plan, m->path, err) < 0)
+    return asbx_error_wrap (err, "policy %s (%s)", m->origin, m->path);
+  cleanup_close int fd = ps_openat2 (rootfd, m->path, O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+  /* ENOTDIR: a component is a file (~/.config a file, rule ~/.config/gh): the path is missing */
+  if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+    {
+      if (m->optional || m->kind == POLICY_MOUNT_BIND_RW)
+        {
+          /* `?` rule, or a grant on a path that does not exist: nothing to enforce or create; a
+           * grant that silently leaves its path read-only is reported at create (issue 15) */
+          log_debug ("policy %s (%s): path does not exist, not enforced", m->origin, m->path);
+          if (m->kind == POLICY_MOUNT_BIND_RW && !m->optional)
+            note_missing_grant (missing, m);
+          return 0;
+        }
+      if (m->writable_parent)
+        return asbx_error (err, 0,
+                           "policy %s: `%s` does not exist and its parent is writable: the rule cannot be "
+                           "enforced (write it as \"?%s\" to make it optional)",
+                           m->origin, m->path, m->path);
+      return 0; /* nothing there, and nothing can create it: the deny holds by itself */
+    }
+  if (fd < 0)
+    return asbx_error (err, errno, "policy %s: open `%s`", m->origin, m->path);
+  int r = 0;
+  switch (m->kind)
+    {
+    case POLICY_MOUNT_BIND_RW: r = bind_self (fd, true, m->noexec, err); break;
+    case POLICY_MOUNT_BIND_RO: r = bind_self (fd, false, false, err); break;
+    case POLICY_MOUNT_MASK: r = mask (rootfd, fd, err); break;
+    case POLICY_MOUNT_TMPFS:
+      {
+        cleanup_close int mfd = mnt_new_fs ("tmpfs", "tmpfs", "mode=1777", 0,
+                                            MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (m->noexec ? MOUNT_ATTR_NOEXEC : 0),
+                                            err);
+        r = mfd < 0 ? -1 : mnt_attach (mfd, fd, err);
+        break;
+      }
+    }
+  /* a deny inside a writable bind grant: P pins the file in the host's namespace (policy_pin.h) */
+  if (r == 0 && (m->kind == POLICY_MOUNT_BIND_RO || m->kind == POLICY_MOUNT_MASK))
+    r = policy_pin_note (covering_grant (plan, m->path), m->path, fd, err);
+  return r < 0 ? asbx_error_wrap (err, "policy %s (%s)", m->origin, m->path) : 0;
+}
+
+/* The `~/x` form: the rule applies to <home>/<each_child> for every home of the container's
+ * rootfs at create (runtime/policy_homes.h): each directory entry of <path> ("/home"), symlinked
+ * ones as the directory they name inside the rootfs, and every home of the rootfs's /etc/passwd
+ * (issue 13 §3: a service user's /var/lib/postgresql/.pgpass). A home without the credential
+ * holds the deny unless the home is writable; a missing file in a writable passwd home is not
+ * an error for a mask (what the agent writes there is its own), for a read-only bind it is. */
+struct homes_cache
+{
+  char *dir; /* the each_child rules' path ("/home"); NULL = not listed yet */
+  struct policy_home *v;
+  int n;
+};
+
+static void
+homes_cache_clear (struct homes_cache *c)
+{
+  policy_homes_free (c->v, c->n > 0 ? (size_t) c->n : 0);
+  free (c->dir);
+  *c = (struct homes_cache){ 0 };
+}
+
+/* the homes for `dir`, listed once per create: before any deny mount (a denyRead of /etc/passwd
+ * must not hide the homes it names) and not again for each of the ~60 `~/` rules */
+static int
+homes_cache_fill (struct homes_cache *c, int rootfd, const char *dir, asbx_err_t *err)
+{
+  if (c->dir && strcmp (c->dir, dir) == 0)
+    return 0;
+  homes_cache_clear (c);
+  c->n = policy_homes_list (rootfd, dir, &c->v, err);
+  if (c->n < 0)
+    return -1;
+  c->dir = xstrdup (dir);
+  return 0;
+}
+
+static int
+apply_each_child (int rootfd, const struct policy_plan *plan, const struct policy_mount *m, struct homes_cache *hc,
+                  char **missing, asbx_err_t *err)
+{
+  int r = 0;
+
+  if (homes_cache_fill (hc, rootfd, m->path, err) < 0)
+    return asbx_error_wrap (err, "policy %s", m->origin);
+  const struct policy_home *homes = hc->v;
+  for (int i = 0; i < hc->n && r == 0; i++)
+    {
+      cleanup_free char *path = xasprintf ("%s/%s", strcmp (homes[i].path, "/") ? homes[i].path : "", m->each_child);
+      struct policy_mount one = *m;
+      one.path = path;
+      one.each_child = NULL;
+      if (homes[i].from_passwd)
+        one.writable_parent = covering_grant (plan, path) != NULL;
+      one.optional = m->optional || !one.writable_parent || (homes[i].from_passwd && m->kind == POLICY_MOUNT_MASK);
+      r = apply_one_mount (rootfd, plan, &one, missing, err);
+    }
+  return r;
+}
+
+/* One host directory of plan->hidden_paths: masked where the container's view shows that same
+ * directory (device and inode) at its path (or at its real path), e.g. the audit directory
+ * through the sandbox's /var bind. A directory the container sees elsewhere under another name
+ * (an explicit bind of /var/log to /logs) is the bind's author's choice, see docs/security.md. */
+static int
+apply_hidden (int rootfd, const char *path, asbx_err_t *err)
+{
+  char real[PATH_MAX];
+  struct stat hst;
+
+  if (realpath (path, real) == NULL || stat (real, &hst) < 0)
+    return errno == ENOENT || errno == ENOTDIR ? 0 : asbx_error (err, errno, "policy: hide `%s`", path);
+  const char *cand[] = { real, path[0] == '/' && strcmp (path, real) != 0 ? path : NULL };
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (cand) && cand[i]; i++)
+    {
+      struct stat cst;
+      cleanup_close int fd = ps_openat2 (rootfd, cand[i], O_PATH | O_CLOEXEC, 0,
+                                         RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+      if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+        continue;
+      if (fd < 0 || fstat (fd, &cst) < 0)
+        return asbx_error (err, errno, "policy: hide `%s`", cand[i]);
+      if (cst.st_dev != hst.st_dev || cst.st_ino != hst.st_ino)
+        continue; /* the image's own directory of that name, not the host's */
+      if (mask (rootfd, fd, err) < 0)
+        return asbx_error_wrap (err, "policy: hide the host's `%s`", cand[i]);
+      log_debug ("policy: host directory `%s` hidden", cand[i]);
+    }
+  return 0;
+}
+
+int
+policy_apply_mounts (int rootfd, const struct policy_plan *plan, bool root_readonly, char **missing, asbx_err_t *err)
+{
+  struct homes_cache hc = { 0 };
+  cleanup_free char *found = NULL; /* the grants on missing paths, for *missing */
+  int r = 0;
+
+  *missing = NULL;
+  if (!plan || !plan->active)
+    return 0;
+  /* grants first, then denies on top: deny wins over allow (POLICY.md §2) */
+  for (int pass = 0; pass < 2 && r == 0; pass++)
+    for (size_t i = 0; i < plan->mounts_len && r == 0; i++)
+      {
+        const struct policy_mount *m = &plan->mounts[i];
+        bool grant = m->kind == POLICY_MOUNT_BIND_RW || m->kind == POLICY_MOUNT_TMPFS;
+        if (pass == 1 && i == 0)
+          for (size_t j = 0; j < plan->mounts_len && r == 0; j++)
+            if (plan->mounts[j].each_child)
+              r = homes_cache_fill (&hc, rootfd, plan->mounts[j].path, err);
+        if ((pass == 0) != grant || r < 0)
+          continue;
+        r = m->each_child ? apply_each_child (rootfd, plan, m, &hc, &found, err)
+                          : apply_one_mount (rootfd, plan, m, &found, err);
+      }
+  if (hc.dir) /* listed before any deny mount: the Landlock carve (policy_carve.h) uses the same homes */
+    policy_carve_keep_homes (hc.dir, hc.v, hc.n);
+  homes_cache_clear (&hc);
+  /* the runtime's own state and audit, last: over whatever grant shows them */
+  for (size_t i = 0; r == 0 && i < plan->hidden_paths_len; i++)
+    r = apply_hidden (rootfd, plan->hidden_paths[i], err);
+  /* allowExec: no mount outside it executes, for mmap(PROT_EXEC) as for execve */
+  if (r == 0)
+    r = policy_apply_noexec (rootfd, plan, root_readonly, err);
+  if (r < 0)
+    return -1;
+  *missing = steal_ptr (&found);
+  return 0;
+}

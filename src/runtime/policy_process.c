@@ -1,0 +1,236 @@
+/* policy_process.c - the agent policy's process layer: no_new_privs, capabilities ∩ allow,
+ * rlimits (policy_apply_process), and the seccomp filters the init or exec installs last (the
+ * syscall groups, the host-file and exec rules, the unix-socket confinement); see policy_apply.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cleanup.h"
+#include "core/util.h"
+#include "linux/seccomp_bpf.h"
+#include "linux/unixsock.h"
+#include "policy/syscall_groups.h"
+#include "runtime/policy_apply.h"
+#include "runtime/policy_hostfiles.h"
+#include "runtime/policy_landlock.h"
+#include "runtime/policy_noexec.h"
+#include "runtime/process.h"
+#include "runtime/unixsock.h"
+
+static void
+strv_filter (char ***v, size_t *len, const struct policy_plan *plan, bool drop_net)
+{
+  size_t w = 0;
+  for (size_t i = 0; i < *len; i++)
+    {
+      bool keep = !plan->restrict_caps;
+      for (size_t j = 0; plan->restrict_caps && j < plan->caps_allow_len; j++)
+        if (strcmp ((*v)[i], plan->caps_allow[j]) == 0)
+          keep = true;
+      if (drop_net && (strcmp ((*v)[i], "CAP_NET_ADMIN") == 0 || strcmp ((*v)[i], "CAP_NET_RAW") == 0))
+        keep = false;
+      if (keep)
+        (*v)[w++] = (*v)[i];
+      else
+        free ((*v)[i]);
+    }
+  *len = w;
+  if (*v)
+    (*v)[w] = NULL;
+}
+
+static void
+caps_narrow (struct oci_process *p, const struct policy_plan *plan)
+{
+  struct oci_capabilities *c = p->capabilities;
+  bool drop_net = plan->net_mode != POLICY_NET_OPEN;
+  if (!c)
+    return;
+  strv_filter (&c->bounding, &c->bounding_len, plan, drop_net);
+  strv_filter (&c->effective, &c->effective_len, plan, drop_net);
+  strv_filter (&c->permitted, &c->permitted_len, plan, drop_net);
+  strv_filter (&c->inheritable, &c->inheritable_len, plan, drop_net);
+  strv_filter (&c->ambient, &c->ambient_len, plan, drop_net);
+}
+
+/* the smaller of the spec's and the policy's rlimit */
+static void
+rlimit_narrow (struct oci_process *p, const char *type, uint64_t limit)
+{
+  if (limit == 0)
+    return;
+  for (size_t i = 0; i < p->rlimits_len; i++)
+    if (strcmp (p->rlimits[i].type, type) == 0)
+      {
+        if (p->rlimits[i].hard > limit)
+          p->rlimits[i].hard = limit;
+        if (p->rlimits[i].soft > p->rlimits[i].hard)
+          p->rlimits[i].soft = p->rlimits[i].hard;
+        return;
+      }
+  p->rlimits = xrealloc (p->rlimits, sizeof (*p->rlimits) * (p->rlimits_len + 1));
+  p->rlimits[p->rlimits_len++] = (struct oci_rlimit){ .type = xstrdup (type), .soft = limit, .hard = limit };
+}
+
+void
+policy_apply_process (struct oci_process *p, const struct policy_plan *plan)
+{
+  if (!plan || !plan->active)
+    return;
+  /* Landlock needs no_new_privs, and a policy never lets a setuid binary widen it */
+  p->no_new_privileges = true;
+  caps_narrow (p, plan);
+  rlimit_narrow (p, "RLIMIT_NOFILE", plan->open_files);
+  rlimit_narrow (p, "RLIMIT_FSIZE", plan->file_size_bytes);
+}
+
+/* one rule of a group (or of policy_exec_rules) as an OCI syscall entry; names/args: 2 slots */
+static void
+oci_rule (const struct policy_syscall_rule *rule, struct oci_seccomp_syscall *c, char **names,
+          struct oci_seccomp_arg *a)
+{
+  names[0] = (char *) rule->syscall;
+  c->names = names;
+  c->names_len = 1;
+  c->action = (char *) "SCMP_ACT_ERRNO";
+  c->has_errno_ret = true;
+  c->errno_ret = (uint32_t) rule->errno_ret;
+  if (rule->arg >= 0)
+    {
+      a->index = (uint32_t) rule->arg;
+      a->op = (char *) rule->op;
+      a->value = rule->value;
+      a->value_two = rule->value_two;
+      a->has_value_two = true;
+      c->args = a;
+      c->args_len = 1;
+    }
+}
+
+/* The denied groups, plus policy_exec_rules when allowExec is set (exec), as an OCI seccomp
+ * object compiled by the same code as linux.seccomp (see policy_apply.h) */
+int
+policy_build_groups_filter (unsigned deny, bool exec, struct linux_seccomp *out, asbx_err_t *err)
+{
+#ifdef __x86_64__
+  static char *arches[] = { "SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32", NULL };
+  size_t arches_len = 3;
+#else
+  static char *arches[] = { NULL };
+  size_t arches_len = 0;
+#endif
+  /* SECCOMP_FILTER_FLAG_LOG: the errno answers of THIS filter are also logged to the kernel audit
+   * stream (the answer stays the errno), for the monitor's `denial` records (runtime/denials.c) */
+  static char *log_flag[] = { (char *) "SECCOMP_FILTER_FLAG_LOG", NULL };
+  struct oci_seccomp sc = { .default_action = (char *) "SCMP_ACT_ALLOW",
+                            .architectures = arches,
+                            .architectures_len = arches_len,
+                            .flags = log_flag,
+                            .flags_len = 1 };
+  size_t n = exec ? policy_exec_rules_len : 0;
+  int r;
+
+  for (size_t g = 0; g < policy_syscall_groups_len; g++)
+    if (deny & policy_syscall_groups[g].bit)
+      n += policy_syscall_groups[g].rules_len;
+  n += policy_hostfile_rules_len;
+  cleanup_free struct oci_seccomp_syscall *calls = xmalloc0 (sizeof (*calls) * (n + 1));
+  cleanup_free struct oci_seccomp_arg *args = xmalloc0 (sizeof (*args) * 2 * (n + 1));
+  cleanup_free char **names = xmalloc0 (sizeof (char *) * 2 * (n + 1));
+  /* the groups' rules, then the host-file rules (runtime/policy_hostfiles.h) of every policy
+   * container; their io_uring and user-namespace rules are (within) the groups', added once */
+  for (size_t g = 0; g <= policy_syscall_groups_len; g++)
+    {
+      const struct policy_sysgroup *grp = g < policy_syscall_groups_len ? &policy_syscall_groups[g] : NULL;
+      const struct policy_syscall_rule *rules = grp ? grp->rules : policy_hostfile_rules;
+      size_t rules_len = grp ? grp->rules_len : policy_hostfile_rules_len;
+      if (grp && !(deny & grp->bit))
+        continue;
+      for (size_t i = 0; i < rules_len; i++)
+        {
+          const struct policy_syscall_rule *rule = &rules[i];
+          if (!grp && (deny & POLICY_SYS_IO_URING) && strncmp (rule->syscall, "io_uring_", 9) == 0)
+            continue;
+          if (!grp && (deny & POLICY_SYS_USERNS)
+              && (strcmp (rule->syscall, "unshare") == 0 || strncmp (rule->syscall, "clone", 5) == 0))
+            continue;
+          oci_rule (rule, &calls[sc.syscalls_len], &names[2 * sc.syscalls_len], &args[2 * sc.syscalls_len]);
+          sc.syscalls_len++;
+        }
+    }
+  for (size_t i = 0; exec && i < policy_exec_rules_len; i++, sc.syscalls_len++)
+    oci_rule (&policy_exec_rules[i], &calls[sc.syscalls_len], &names[2 * sc.syscalls_len], &args[2 * sc.syscalls_len]);
+  sc.syscalls = calls;
+  r = linux_seccomp_compile (&sc, out, err);
+  if (r < 0)
+    return asbx_error_wrap (err, "policy syscalls.deny");
+  /* fail closed: a rule name this libseccomp does not know would be a silently missing rule */
+  if (out->skipped_names)
+    {
+      linux_seccomp_release (out);
+      return asbx_error (err, ENOSYS,
+                         "policy: %u syscall name(s) of the policy filter are unknown to the linked libseccomp "
+                         "(run with --debug to see which)",
+                         out->skipped_names);
+    }
+  return 0;
+}
+
+int
+policy_prepare_process (const struct policy_plan *plan, struct process_layers *out, asbx_err_t *err)
+{
+  struct linux_landlock *ll = NULL;
+
+  if (!plan || !plan->active)
+    return 0;
+  if (plan->landlock)
+    {
+      ll = policy_build_landlock (plan, err);
+      if (!ll)
+        return -1;
+    }
+  /* always a filter: the host-file rules hold under every policy, groups denied or not */
+  bool exec = policy_exec_restricted (plan);
+  linux_seccomp_release (&out->groups);
+  if (policy_build_groups_filter (plan->deny_groups, exec, &out->groups, err) < 0)
+    {
+      linux_landlock_free (ll);
+      return -1;
+    }
+  out->landlock = ll;
+  out->deny_wx = plan->deny_write_exec_memory;
+  return 0;
+}
+
+int
+policy_prepare_unixsock (const struct policy_plan *plan, int chan, bool oci_listener, struct process_layers *out,
+                         asbx_err_t *err)
+{
+  bool confine = unixsock_confined (plan);
+
+  if (!unixsock_supervised (plan))
+    return 0;
+  if (!confine)
+    {
+      /* network.mode open: only the execve notification (failed execs, exec records). Without
+       * the monitor's channel (an `exec` with no monitor socket) there is nothing to notify. */
+      if (chan < 0)
+        return 0;
+      if (oci_listener && plan->failed_execs)
+        return asbx_error (err, EBUSY,
+                           "limits.failedExecs counts failed execve calls with a seccomp listener, and "
+                           "linux.seccomp.listenerPath asks for another: the kernel allows one listener per process");
+      if (oci_listener)
+        return 0; /* the exec records then read /proc (argvSource proc) */
+    }
+  else if (chan >= 0 && oci_listener)
+    return asbx_error (err, EBUSY,
+                       "network.mode %s confines unix sockets with a seccomp listener, and linux.seccomp.listenerPath "
+                       "asks for another: the kernel allows one listener per process",
+                       plan->net_mode == POLICY_NET_NONE ? "none" : "filtered");
+  linux_seccomp_release (&out->unixsock);
+  if (linux_unixsock_filter_compile (confine, chan >= 0, unixsock_exec_notified (plan), &out->unixsock, err) < 0)
+    return asbx_error_wrap (err, "policy network (unix socket confinement)");
+  out->unixsock_chan = chan;
+  return 0;
+}
