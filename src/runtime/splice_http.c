@@ -235,6 +235,17 @@ splice_http_scan (struct splice *s, struct conn *c)
               refuse_request (s, c, name, bad ? bad : "host");
               return;
             }
+          /* An Upgrade only as the connection's first request: H_WAIT101 takes the server's next
+           * bytes for the answer to it, which after an earlier request may still be that
+           * request's body - a body reading "HTTP/1.1 101" made the rest of the client's stream
+           * opaque, unchecked (outside tester, 2026-12-01). Clients open a new connection for a
+           * WebSocket or h2c upgrade. */
+          if (c->upgrade && c->heads > 0)
+            {
+              refuse_request (s, c, name, "http: upgrade after the first request");
+              return;
+            }
+          c->heads++;
           if (c->expect100)
             b->hold = b->chk + t; /* the client waits for 100 before its body: the head goes now */
           if (strcmp (name, c->host) != 0)

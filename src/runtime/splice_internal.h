@@ -57,6 +57,7 @@ struct conn
   bool bstart;              /* at the start of a body or chunk: not yet seen not to read as a request */
   bool expect100;           /* the current request has `Expect: 100-continue`: its head is not held */
   uint64_t left;            /* bytes of body or chunk data still to pass */
+  unsigned heads;           /* request heads let through on this connection */
   char host[256];           /* the last Host checked on this connection (audited when it changes) */
   char status[12];          /* H_WAIT101: the first bytes of the server's answer */
   char blocked[300];        /* H_REFUSED: the X-Agentsbx-Blocked value of the 403 to come */

@@ -9,8 +9,19 @@
 #include "core/util.h"
 #include "runtime/sync.h"
 
-static const char *const names[] = { "?",          "GO",    "USERNS_READY", "USERNS_MAPPED", "PID", "CREATE_RUNTIME",
-                                     "HOOKS_DONE", "READY", "ERROR" };
+/* indexed by enum sync_type: designated, so a type added to sync.h cannot shift the names */
+static const char *const names[] = {
+  [0] = "?",
+  [SYNC_GO] = "GO",
+  [SYNC_USERNS_READY] = "USERNS_READY",
+  [SYNC_USERNS_MAPPED] = "USERNS_MAPPED",
+  [SYNC_PID] = "PID",
+  [SYNC_CREATE_RUNTIME] = "CREATE_RUNTIME",
+  [SYNC_HOOKS_DONE] = "HOOKS_DONE",
+  [SYNC_READY] = "READY",
+  [SYNC_PINS] = "PINS",
+  [SYNC_ERROR] = "ERROR",
+};
 
 int
 sync_send (int fd, enum sync_type type, int32_t value, const char *text, asbx_err_t *err)

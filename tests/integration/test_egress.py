@@ -1010,6 +1010,30 @@ def test_smuggling_against_a_server_that_ignores_bodies(filtered, lab):
     assert {"http: body on a method without one", "http: body reads as a request", "host: none"} <= rules, rules
 
 
+def test_upgrade_only_as_the_first_request(filtered, lab):
+    """An Upgrade request pipelined while an earlier response still streams: the relay took the
+    server's next bytes for the answer to the Upgrade, and a body reading `HTTP/1.1 101 ...`
+    (sent late by the allowed server) made the rest of the client's stream opaque, so a request
+    for evil.test on the same address reached the server (outside tester, 2026-12-01). An
+    Upgrade is honoured only as a connection's first request; a later one is refused (403,
+    audited) and nothing after it leaves. An Upgrade as the first request still passes."""
+    up = ("GET /up HTTP/1.1\r\nHost: naive.mirror.test\r\nUpgrade: websocket\r\n"
+          "Connection: Upgrade\r\n\r\n")
+    smuggled = "GET /smuggled HTTP/1.1\r\nHost: evil.test\r\n\r\n"
+    slow = "GET /slow101 HTTP/1.1\r\nHost: naive.mirror.test\r\n\r\n"
+    res, recs = filtered([["resolve", "naive.mirror.test"],
+                          ["http_reqs", UP4N, 80, [[slow, up, smuggled]], False],
+                          ["http_reqs", UP4N, 80, [up], False]])
+    _, smuggle, first = res
+    log = lab.log("naive.log")
+    assert not [line for line in log if "evil" in line or "smuggled" in line], log
+    assert "GET /up HTTP/1.1 naive.mirror.test" in log, log  # the first-request Upgrade passed
+    assert smuggle["ok"] and smuggle["responses"][0][0] == "HTTP/1.1 200 OK", smuggle
+    assert first["ok"] and first["responses"][0][0] == "HTTP/1.1 200 OK", first
+    rules = [r["rule"] for r in recs if r["event"] == "network" and r["decision"] == "refused"]
+    assert "http: upgrade after the first request" in rules, rules
+
+
 def test_relay_refuses_a_direct_connection(filtered, lab):
     """The relay's own port on the container's loopback (open for the redirect) dialled directly:
     refused at once, one audit record - not a relay to itself over and over (which filled the

@@ -27,6 +27,7 @@ import socketserver
 import struct
 import sys
 import threading
+import time
 
 STATE, ZONE = sys.argv[1], sys.argv[2]
 LOCK = threading.Lock()
@@ -165,6 +166,18 @@ class Naive(http.server.BaseHTTPRequestHandler):
 
     def answer(self):
         log("naive.log", f"{self.requestline} {self.headers.get('Host', '')}")
+        if self.path == "/slow101":
+            # a response whose body, sent late, reads as the 101 answering an Upgrade request
+            # the client pipelined meanwhile (an echo service, a file download)
+            late = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
+            self.send_response(200)
+            self.send_header("Content-Length", str(8 + len(late)))
+            self.end_headers()
+            self.wfile.write(b"started\n")
+            self.wfile.flush()
+            time.sleep(0.6)
+            self.wfile.write(late)
+            return
         body = f"naive {self.headers.get('Host', '')}\n".encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
