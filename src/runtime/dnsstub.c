@@ -111,6 +111,7 @@ struct dnsstub
   struct splice *splice;  /* the SNI/Host check (runtime/splice.h) */
   struct dns_upstream up; /* the resolver the queries go to (runtime/dns_upstream.h) */
   struct linux_nft *nft;
+  struct nflog_unlogged unlogged; /* refused packets the log limit kept from nflog: counted */
   struct pending pend[PENDING_MAX];
   size_t next;
   struct approvals *appr; /* approvals.network ask, else NULL */
@@ -626,6 +627,28 @@ on_tcp (struct dnsstub *d, int conn)
     }
 }
 
+/* the libnftables context in the container's namespace, made at first use; NULL when it
+ * cannot be made (then nothing is added to the sets: fail closed) */
+static struct linux_nft *
+stub_nft (struct dnsstub *d)
+{
+  asbx_err_t e = NULL;
+  if (!d->nft)
+    d->nft = linux_nft_new (d->netns, &e);
+  asbx_error_free (&e);
+  return d->nft;
+}
+
+void
+dnsstub_finish (struct dnsstub *d)
+{
+  if (d && d->nflog >= 0)
+    {
+      nflog_dispatch (d->nflog, d->id, d->audit_fd);
+      nflog_unlogged_sync (&d->unlogged, stub_nft (d), true);
+    }
+}
+
 /* Run `cmd` (an `add element` transaction) in the container's namespace, making the
  * libnftables context first if this is the first one. Fail closed: an address that could not
  * be added is not in the answer's audit list and stays unreachable. */
@@ -756,6 +779,7 @@ dnsstub_dispatch (struct dnsstub *d)
       if (fd == d->nflog)
         {
           nflog_dispatch (fd, d->id, d->audit_fd);
+          nflog_unlogged_sync (&d->unlogged, stub_nft (d), false); /* at most once a second */
           continue;
         }
       if (fd == d->tcp4 || fd == d->tcp6)

@@ -11,12 +11,15 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nfnetlink_log.h>
 #include <linux/netlink.h>
 
 #include "core/cleanup.h"
+#include "linux/nft.h"
+#include "policy/nft_ruleset.h"
 #include "runtime/audit.h"
 #include "runtime/nflog.h"
 
@@ -163,4 +166,25 @@ nflog_dispatch (int fd, const char *id, int audit_fd)
             audit_packet (payload, plen, prefix, id, audit_fd);
         }
     }
+}
+
+void
+nflog_unlogged_sync (struct nflog_unlogged *u, struct linux_nft *nft, bool force)
+{
+  struct timespec ts;
+  uint64_t now, v;
+  asbx_err_t e = NULL;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  now = (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+  if (!nft || (!force && u->last_ns && now - u->last_ns < 1000000000ull))
+    return;
+  u->last_ns = now;
+  if (linux_nft_counter (nft, POLICY_NFT_TABLE, POLICY_NFT_UNLOGGED, &v, &e) < 0)
+    {
+      asbx_error_free (&e);
+      return;
+    }
+  audit_sink_suppressed_add ("network", v >= u->seen ? v - u->seen : v);
+  u->seen = v;
 }
