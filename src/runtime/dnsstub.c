@@ -208,7 +208,7 @@ open_in_netns (struct dnsstub *d, int netns, asbx_err_t *err)
   if (r == 0 && (d->plan->audit_events & POLICY_AUDIT_NETWORK))
     {
       d->nflog = nflog_open (POLICY_NFT_LOG_GROUP, err);
-      r = d->nflog < 0 ? -1 : 0;
+      r = d->nflog < 0 || nflog_unlogged_open (&d->unlogged, err) < 0 ? -1 : 0;
     }
   if (setns (self, CLONE_NEWNET) < 0)
     abort (); /* going on in the container's namespace would be worse than dying (fail closed) */
@@ -227,7 +227,7 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
   d->id = id;
   d->plan = plan;
   d->audit_fd = audit_fd;
-  d->ep = d->stub4 = d->stub6 = d->tcp4 = d->tcp6 = d->cur_conn = d->nflog = d->netns = -1;
+  d->ep = d->stub4 = d->stub6 = d->tcp4 = d->tcp6 = d->cur_conn = d->nflog = d->netns = d->unlogged.tfd = -1;
   for (size_t i = 0; i < CONNS_MAX; i++)
     d->conns[i].fd = -1;
   if (dns_upstream_find (&d->up, err) < 0)
@@ -266,7 +266,7 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
       if (!d->querier)
         goto fail;
     }
-  fds[0] = d->stub4, fds[1] = d->stub6, fds[2] = -1, fds[3] = d->appr ? approvals_fd (d->appr) : -1;
+  fds[0] = d->stub4, fds[1] = d->stub6, fds[2] = d->unlogged.tfd, fds[3] = d->appr ? approvals_fd (d->appr) : -1;
   fds[4] = d->tcp4, fds[5] = d->tcp6, fds[6] = d->nflog, fds[7] = splice_fd (d->splice);
   for (size_t i = 0; i < 8; i++)
     {
@@ -312,6 +312,7 @@ dnsstub_free (struct dnsstub *d)
       close (*fds[i]);
   for (size_t i = 0; i < PENDING_MAX; i++)
     pending_end (&d->pend[i]);
+  nflog_unlogged_close (&d->unlogged);
   linux_nft_free (d->nft);
   approvals_free (d->appr);
   querier_free (d->querier);
@@ -780,6 +781,11 @@ dnsstub_dispatch (struct dnsstub *d)
         {
           nflog_dispatch (fd, d->id, d->audit_fd);
           nflog_unlogged_sync (&d->unlogged, stub_nft (d), false); /* at most once a second */
+          continue;
+        }
+      if (fd == d->unlogged.tfd)
+        {
+          nflog_unlogged_sync (&d->unlogged, stub_nft (d), false);
           continue;
         }
       if (fd == d->tcp4 || fd == d->tcp6)
