@@ -11,7 +11,9 @@
  * formats with inet_ntop. No include paths, so the parser opens no files for us. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -130,4 +132,24 @@ linux_nft_load (const char *cmds, asbx_err_t *err)
   r = linux_nft_run (n, cmds, err);
   linux_nft_free (n);
   return r;
+}
+
+int
+linux_nft_counter (struct linux_nft *n, const char *table, const char *name, uint64_t *packets, asbx_err_t *err)
+{
+  char cmd[256];
+  const char *out, *p;
+
+  *packets = 0;
+  if ((size_t) snprintf (cmd, sizeof cmd, "list counter inet %s %s", table, name) >= sizeof cmd)
+    return asbx_error (err, EINVAL, "nft: counter name too long");
+  (void) nft_ctx_get_output_buffer (n->ctx); /* start from an empty buffer */
+  if (linux_nft_run (n, cmd, err) < 0)
+    return -1;
+  /* "table inet T {\n\tcounter C {\n\t\tpackets N bytes M\n\t}\n}\n" */
+  out = nft_ctx_get_output_buffer (n->ctx);
+  p = out ? strstr (out, "packets ") : NULL;
+  if (!p || sscanf (p, "packets %" SCNu64, packets) != 1)
+    return asbx_error (err, EPROTO, "nft: no packet count in the listing of counter %s", name);
+  return 0;
 }

@@ -4,6 +4,8 @@
 #ifndef ASBX_LINUX_NFT_H
 #define ASBX_LINUX_NFT_H
 
+#include <stdint.h>
+
 #include "core/error.h"
 
 struct linux_nft;
@@ -21,6 +23,11 @@ void linux_nft_free (struct linux_nft *n);
  * process rule: Operation not permitted ..."), errno EPERM when CAP_NET_ADMIN is missing,
  * EINVAL otherwise. */
 int linux_nft_run (struct linux_nft *n, const char *cmds, asbx_err_t *err);
+
+/* The packets of named counter `name` in `table inet <table>` (`list counter`, in n's namespace)
+ * into *packets. 0, or -1 with *err as linux_nft_run (ENOENT-like text when the table or the
+ * counter does not exist), EPROTO when the listing has no count. */
+int linux_nft_counter (struct linux_nft *n, const char *table, const char *name, uint64_t *packets, asbx_err_t *err);
 
 /* One-shot: run `cmds` in the current network namespace. 0 / -1 with *err as above. */
 int linux_nft_load (const char *cmds, asbx_err_t *err);

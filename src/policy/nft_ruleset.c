@@ -94,6 +94,22 @@ emit_rejects_over_lo (FILE *f, const char *dir)
   fprintf (f, "\t\t%s \"lo\" icmpv6 type destination-unreachable accept\n", dir);
 }
 
+/* What is refused is logged to the monitor (runtime/nflog.c), rate limited so a flood cannot
+ * drown the audit log; a packet the limit keeps from the log goes on to the next rule and is
+ * counted there, in the named counter the monitor reads (nflog_unlogged_sync): every refused
+ * packet is either logged or counted, never neither. A regular chain, so `return` goes back to
+ * the output chain's reject rules. */
+static void
+emit_log_chain (FILE *f)
+{
+  fprintf (f, "\tcounter " POLICY_NFT_UNLOGGED " { }\n");
+  fprintf (f,
+           "\tchain " POLICY_NFT_LOG_CHAIN " {\n\t\tlimit rate " POLICY_NFT_LOG_RATE
+           " log prefix \"" POLICY_NFT_LOG_PREFIX "\" group %d return\n\t\tcounter name \"" POLICY_NFT_UNLOGGED
+           "\"\n\t}\n",
+           POLICY_NFT_LOG_GROUP);
+}
+
 static int
 emit_output (FILE *f, const struct policy_plan *plan, asbx_err_t *err)
 {
@@ -131,11 +147,9 @@ emit_output (FILE *f, const struct policy_plan *plan, asbx_err_t *err)
             fprintf (f, "\t\t%s daddr %s accept\n", family == AF_INET ? "ip" : "ip6", pfx);
         }
     }
-  /* filtered with `network` audit: what is refused is logged to the monitor (runtime/nflog.c)
-   * first, rate limited so a flood cannot drown the audit log */
+  /* filtered with `network` audit: what is refused goes past the log chain first */
   if (filtered && (plan->audit_events & POLICY_AUDIT_NETWORK))
-    fprintf (f, "\t\tlimit rate " POLICY_NFT_LOG_RATE " log prefix \"" POLICY_NFT_LOG_PREFIX "\" group %d\n",
-             POLICY_NFT_LOG_GROUP);
+    fprintf (f, "\t\tjump " POLICY_NFT_LOG_CHAIN "\n");
   /* refuse the rest at once: a reset for TCP, ICMP admin-prohibited for everything else */
   fprintf (f, "\t\tmeta l4proto tcp reject with tcp reset\n\t\treject with icmpx type admin-prohibited\n\t}\n");
   return 0;
@@ -181,6 +195,8 @@ policy_nft_ruleset (const struct policy_plan *plan, char **out, asbx_err_t *err)
   fprintf (f, "table inet " POLICY_NFT_TABLE " {\n");
   if (plan->net_mode == POLICY_NET_FILTERED)
     emit_sets (f);
+  if (plan->net_mode == POLICY_NET_FILTERED && (plan->audit_events & POLICY_AUDIT_NETWORK))
+    emit_log_chain (f); /* before the output chain that jumps to it */
   r = emit_output (f, plan, err);
   if (r == 0)
     emit_input (f, plan);

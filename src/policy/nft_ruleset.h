@@ -21,7 +21,9 @@
 #define POLICY_NFT_SPLICE_MARK 0x41534258u   /* SO_MARK of the monitor's own upstream sockets: not redirected */
 #define POLICY_NFT_LOG_GROUP 7               /* NFLOG group of refused packets (per network namespace) */
 #define POLICY_NFT_LOG_PREFIX "default-deny" /* the `rule` of their `network` audit records */
-#define POLICY_NFT_LOG_RATE "50/second burst 100 packets" /* beyond: refused, not logged */
+#define POLICY_NFT_LOG_RATE "50/second burst 100 packets" /* beyond: refused, not logged but counted */
+#define POLICY_NFT_LOG_CHAIN "refused_log"                /* the limited log rule, then the counter */
+#define POLICY_NFT_UNLOGGED "unlogged"                    /* named counter: refused packets the limit kept from NFLOG */
 #define POLICY_NFT_TTL_FLOOR 60                           /* seconds: shorter DNS TTLs are raised to this */
 #define POLICY_NFT_TTL_CEIL 86400                         /* seconds: longer DNS TTLs are lowered to this */
 

@@ -418,6 +418,18 @@ audit_sink_counts (struct audit_rec *r)
   pthread_mutex_unlock (&sink.mu);
 }
 
+void
+audit_sink_suppressed_add (const char *event, uint64_t n)
+{
+  pthread_mutex_lock (&sink.mu);
+  if (sink.fd >= 0 && n)
+    {
+      sink.suppressed[kind_index (event)] += n;
+      sink_report (sink.o.container, mono_ns (), false);
+    }
+  pthread_mutex_unlock (&sink.mu);
+}
+
 /* the sink's decision for a non-reserved record: true = write it */
 static bool
 sink_admit (const struct audit_rec *r, size_t len, uint64_t now, bool *call_full)

@@ -64,6 +64,12 @@ void audit_sink_setup (int fd, const struct audit_sink_opts *o);
 /* Add the sink's counters to r as "suppressed": {...} (nothing without a sink). */
 void audit_sink_counts (struct audit_rec *r);
 
+/* Count n records of kind `event` ("network", ...) that were never made, as if the sink had
+ * suppressed them (the kernel's NFLOG limit kept their packets from the monitor: runtime/nflog.h),
+ * and report the counters as the sink does (a `limit` record at most once a second; the next
+ * reserved record carries them anyway). Nothing without a sink. Thread-safe. */
+void audit_sink_suppressed_add (const char *event, uint64_t n);
+
 /* Add "key": {names[i]: v[i], ...}. */
 void audit_rec_counts (struct audit_rec *r, const char *key, const char *const *names, const uint64_t *v, size_t n);
 

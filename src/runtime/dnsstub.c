@@ -111,6 +111,7 @@ struct dnsstub
   struct splice *splice;  /* the SNI/Host check (runtime/splice.h) */
   struct dns_upstream up; /* the resolver the queries go to (runtime/dns_upstream.h) */
   struct linux_nft *nft;
+  struct nflog_unlogged unlogged; /* refused packets the log limit kept from nflog: counted */
   struct pending pend[PENDING_MAX];
   size_t next;
   struct approvals *appr; /* approvals.network ask, else NULL */
@@ -207,7 +208,7 @@ open_in_netns (struct dnsstub *d, int netns, asbx_err_t *err)
   if (r == 0 && (d->plan->audit_events & POLICY_AUDIT_NETWORK))
     {
       d->nflog = nflog_open (POLICY_NFT_LOG_GROUP, err);
-      r = d->nflog < 0 ? -1 : 0;
+      r = d->nflog < 0 || nflog_unlogged_open (&d->unlogged, err) < 0 ? -1 : 0;
     }
   if (setns (self, CLONE_NEWNET) < 0)
     abort (); /* going on in the container's namespace would be worse than dying (fail closed) */
@@ -226,7 +227,7 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
   d->id = id;
   d->plan = plan;
   d->audit_fd = audit_fd;
-  d->ep = d->stub4 = d->stub6 = d->tcp4 = d->tcp6 = d->cur_conn = d->nflog = d->netns = -1;
+  d->ep = d->stub4 = d->stub6 = d->tcp4 = d->tcp6 = d->cur_conn = d->nflog = d->netns = d->unlogged.tfd = -1;
   for (size_t i = 0; i < CONNS_MAX; i++)
     d->conns[i].fd = -1;
   if (dns_upstream_find (&d->up, err) < 0)
@@ -265,7 +266,7 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
       if (!d->querier)
         goto fail;
     }
-  fds[0] = d->stub4, fds[1] = d->stub6, fds[2] = -1, fds[3] = d->appr ? approvals_fd (d->appr) : -1;
+  fds[0] = d->stub4, fds[1] = d->stub6, fds[2] = d->unlogged.tfd, fds[3] = d->appr ? approvals_fd (d->appr) : -1;
   fds[4] = d->tcp4, fds[5] = d->tcp6, fds[6] = d->nflog, fds[7] = splice_fd (d->splice);
   for (size_t i = 0; i < 8; i++)
     {
@@ -311,6 +312,7 @@ dnsstub_free (struct dnsstub *d)
       close (*fds[i]);
   for (size_t i = 0; i < PENDING_MAX; i++)
     pending_end (&d->pend[i]);
+  nflog_unlogged_close (&d->unlogged);
   linux_nft_free (d->nft);
   approvals_free (d->appr);
   querier_free (d->querier);
@@ -626,6 +628,28 @@ on_tcp (struct dnsstub *d, int conn)
     }
 }
 
+/* the libnftables context in the container's namespace, made at first use; NULL when it
+ * cannot be made (then nothing is added to the sets: fail closed) */
+static struct linux_nft *
+stub_nft (struct dnsstub *d)
+{
+  asbx_err_t e = NULL;
+  if (!d->nft)
+    d->nft = linux_nft_new (d->netns, &e);
+  asbx_error_free (&e);
+  return d->nft;
+}
+
+void
+dnsstub_finish (struct dnsstub *d)
+{
+  if (d && d->nflog >= 0)
+    {
+      nflog_dispatch (d->nflog, d->id, d->audit_fd);
+      nflog_unlogged_sync (&d->unlogged, stub_nft (d), true);
+    }
+}
+
 /* Run `cmd` (an `add element` transaction) in the container's namespace, making the
  * libnftables context first if this is the first one. Fail closed: an address that could not
  * be added is not in the answer's audit list and stays unreachable. */
@@ -756,6 +780,12 @@ dnsstub_dispatch (struct dnsstub *d)
       if (fd == d->nflog)
         {
           nflog_dispatch (fd, d->id, d->audit_fd);
+          nflog_unlogged_sync (&d->unlogged, stub_nft (d), false); /* at most once a second */
+          continue;
+        }
+      if (fd == d->unlogged.tfd)
+        {
+          nflog_unlogged_sync (&d->unlogged, stub_nft (d), false);
           continue;
         }
       if (fd == d->tcp4 || fd == d->tcp6)

@@ -50,6 +50,11 @@ int dnsstub_fd (const struct dnsstub *d);
  * dropped (a client retries), never fatal. */
 void dnsstub_dispatch (struct dnsstub *d);
 
+/* At the end of the container, before its last `lifecycle` record: the refused packets still
+ * queued on NFLOG into records, and the ones the log limit kept from NFLOG counted into
+ * `suppressed.network` (runtime/nflog.h). NULL is a no-op. */
+void dnsstub_finish (struct dnsstub *d);
+
 void dnsstub_free (struct dnsstub *d);
 
 #endif

@@ -32,6 +32,7 @@
 #include "linux/cgroup.h"
 #include "linux/cgroup_internal.h"
 #include "runtime/denials.h"
+#include "runtime/dnsstub.h"
 #include "runtime/monitor_internal.h"
 
 /* ---- CPU usage of the cgroup ---- */
@@ -272,6 +273,7 @@ mon_finish (struct mon *m)
         mon_drain_events (m);
     }
   denials_finish (m->den);
+  dnsstub_finish (m->dns); /* refused packets: the last records, and the count of the unlogged */
   if (!m->have_status)
     m->have_status = status_from_stat (m->o->init_pid, &m->status);
   if (!reason)

@@ -11,12 +11,16 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nfnetlink_log.h>
 #include <linux/netlink.h>
 
 #include "core/cleanup.h"
+#include "linux/nft.h"
+#include "policy/nft_ruleset.h"
 #include "runtime/audit.h"
 #include "runtime/nflog.h"
 
@@ -163,4 +167,63 @@ nflog_dispatch (int fd, const char *id, int audit_fd)
             audit_packet (payload, plen, prefix, id, audit_fd);
         }
     }
+}
+
+int
+nflog_unlogged_open (struct nflog_unlogged *u, asbx_err_t *err)
+{
+  *u = (struct nflog_unlogged){ .tfd = timerfd_create (CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK) };
+  if (u->tfd < 0)
+    return asbx_error (err, errno, "network audit: timerfd_create");
+  return u->tfd;
+}
+
+void
+nflog_unlogged_close (struct nflog_unlogged *u)
+{
+  if (u->tfd >= 0)
+    close (u->tfd);
+  u->tfd = -1;
+}
+
+/* a failed arm leaves the count to the next NFLOG activity or to the end of the container */
+static void
+unlogged_arm (struct nflog_unlogged *u, uint64_t ns)
+{
+  struct itimerspec it = { .it_value = { .tv_sec = (time_t) (ns / 1000000000u),
+                                         .tv_nsec = (long) (ns % 1000000000u) } };
+  if (u->tfd >= 0)
+    (void) timerfd_settime (u->tfd, 0, &it, NULL);
+}
+
+void
+nflog_unlogged_sync (struct nflog_unlogged *u, struct linux_nft *nft, bool force)
+{
+  struct timespec ts;
+  uint64_t now, v, ticks;
+  asbx_err_t e = NULL;
+
+  if (u->tfd >= 0 && read (u->tfd, &ticks, sizeof ticks) < 0)
+    ticks = 0; /* not expired (EAGAIN): a call for NFLOG activity */
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  now = (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+  if (!nft)
+    return;
+  if (!force && u->last_ns && now - u->last_ns < 1000000000ull)
+    {
+      unlogged_arm (u, 1000000000ull - (now - u->last_ns));
+      return;
+    }
+  u->last_ns = now;
+  if (linux_nft_counter (nft, POLICY_NFT_TABLE, POLICY_NFT_UNLOGGED, &v, &e) < 0)
+    {
+      asbx_error_free (&e);
+      return;
+    }
+  if (v != u->seen)
+    {
+      audit_sink_suppressed_add ("network", v > u->seen ? v - u->seen : v);
+      unlogged_arm (u, 1000000000ull); /* the flood may go on: look again in a second */
+    }
+  u->seen = v;
 }

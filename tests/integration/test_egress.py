@@ -328,6 +328,28 @@ def test_filtered_direct_addresses(filtered, lab):
     assert lab.log("http.log") == ["", ""]  # only the two allowedCidrs connects reached a server
 
 
+def test_refused_flood_beyond_the_log_cap_is_counted(filtered, lab):
+    """policy.md §2.2: the table logs refused packets to the monitor at most 50/s (burst 100). A
+    flood of refused SYNs beyond that, with distinct refused connects inside it, must still be
+    on record: every refused packet is a `network` record or counted in `suppressed.network`
+    (on main the kernel's limit dropped them from NFLOG unseen: neither recorded nor counted)."""
+    n, ports = 3000, list(range(9001, 9006))
+    res, recs = filtered([["flood", UP4B, 81, n]] + [["connect", UP4B, p] for p in ports])
+    assert res[0]["ok"] and res[0]["sent"] == n, res[0]
+    for r in res[1:]:
+        assert not r["ok"] and r["error"] == "ECONNREFUSED", r
+    net = [r for r in recs if r["event"] == "network" and r["addr"] == UP4B and r.get("proto") == "tcp"]
+    # the counters are cumulative: the last record that carries them has the total
+    counts = [r["suppressed"] for r in recs if isinstance(r.get("suppressed"), dict)]
+    assert counts, recs[-3:]
+    sup = counts[-1].get("network", 0)
+    flood = sum(1 for r in net if r.get("port") == 81)
+    missing = [p for p in ports if not any(r.get("port") == p for r in net)]
+    # one SYN per connect (a reset answers it at once): all n + 5 are either records or counted
+    assert flood + (len(ports) - len(missing)) + sup >= n + len(ports), (flood, missing, counts[-1])
+    assert len(missing) <= sup, (missing, counts[-1])
+
+
 # ---- a namespace agentsbx creates: `agentsbx sandbox` with pasta as the way out -----------------
 
 SBX_ZONE = {"sbx.test": {"A": [HOSTUP4], "ttl": 60}, "other.test": {"A": [HOSTUP4]}}

@@ -14,7 +14,9 @@ Actions: ["connect", host, port] | ["udp", host, port] | ["resolve", name] |
          line and X-Agentsbx-Blocked of every answer until the server closes) |
          ["raw", addr] (an ICMP echo from a raw socket) | ["dnsmsg", server, hex, "udp"|"tcp"] (a DNS
          message of the test's making, byte for byte; the answer's rcode, counts, id, question) |
-         ["http_expect", addr, port, head, body] (the body sent after the server's 100 Continue)"""
+         ["http_expect", addr, port, head, body] (the body sent after the server's 100 Continue) |
+         ["flood", addr, port, n] (n non-blocking TCP connects, each socket closed at once: one SYN
+         each, as fast as Python goes; how many connect calls returned)"""
 import errno
 import json
 import socket
@@ -273,6 +275,21 @@ def loopback():
     srv.close()
 
 
+def flood(host, port, n):
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    done = 0
+    for _ in range(int(n)):
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        s.setblocking(False)
+        try:
+            s.connect((host, int(port)))
+        except OSError:
+            pass  # EINPROGRESS, or the reset already in
+        s.close()
+        done += 1
+    return {"sent": done}
+
+
 def run(*argv):
     p = subprocess.run(list(argv), capture_output=True, text=True, timeout=30)
     return {"rc": p.returncode, "out": p.stdout[-2000:], "err": p.stderr[-2000:]}
@@ -281,5 +298,6 @@ def run(*argv):
 ACTIONS = {"connect": connect, "udp": udp, "resolve": resolve, "http": http, "tls": tls,
            "loopback": loopback, "run": run, "rawdns": rawdns, "tcpdns": tcpdns,
            "http_as": http_as, "tls_as": tls_as, "http_reqs": http_reqs, "raw": raw, "dnsmsg": dnsmsg,
-           "http_expect": http_expect, "http_expect_now": http_expect_now}
+           "http_expect": http_expect, "http_expect_now": http_expect_now,
+           "flood": flood}
 print(json.dumps([timed(lambda a=a: ACTIONS[a[0]](*a[1:])) for a in json.loads(sys.argv[1])]))
