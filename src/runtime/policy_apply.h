@@ -33,13 +33,14 @@ int policy_apply_spec (struct oci_spec *spec, const struct policy_plan *plan, as
 
 /* The policy's seccomp filter (what policy_prepare_process installs): the rules of the groups whose
  * POLICY_SYS_* bits are in `deny` (policy/syscall_groups.h), the host-file rules
- * (runtime/policy_hostfiles.h) always, and policy_exec_rules when `exec` (filesystem.allowExec set),
- * each answering its errno; everything else allowed; SECCOMP_FILTER_FLAG_LOG. Compiled into *out
- * (caller releases with linux_seccomp_release). 0 / -1 with *err (ENOSYS: a member syscall unknown
- * to the linked libseccomp - fail closed rather than a missing rule). Exposed for
+ * (runtime/policy_hostfiles.h) always, policy_exec_rules when `exec` (filesystem.allowExec set),
+ * and the second-view rules of syscalls.denyWriteExecMemory when `wx` (userfaultfd, shared
+ * executable mmap, mremap duplicates: EPERM), each answering its errno; everything else allowed;
+ * SECCOMP_FILTER_FLAG_LOG. Compiled into *out (caller releases with linux_seccomp_release). 0 / -1 with *err (ENOSYS: a
+ * member syscall unknown to the linked libseccomp - fail closed rather than a missing rule). Exposed for
  * tests/unit/test_syscall_groups.c, which runs the program over each member. */
 struct linux_seccomp;
-int policy_build_groups_filter (unsigned deny, bool exec, struct linux_seccomp *out, asbx_err_t *err);
+int policy_build_groups_filter (unsigned deny, bool exec, bool wx, struct linux_seccomp *out, asbx_err_t *err);
 
 /* network.mode none/filtered: load the policy's nftables table (policy/nft_ruleset.c) into the
  * current network namespace - the container's, fresh or joined (engine-given). Called by the

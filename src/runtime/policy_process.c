@@ -2,6 +2,7 @@
  * rlimits (policy_apply_process), and the seccomp filters the init or exec installs last (the
  * syscall groups, the host-file and exec rules, the unix-socket confinement); see policy_apply.h. */
 #include <errno.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,10 +108,49 @@ oci_rule (const struct policy_syscall_rule *rule, struct oci_seccomp_syscall *c,
     }
 }
 
+/* syscalls.denyWriteExecMemory beyond PR_SET_MDWE, which judges one mapping at a time: code
+ * written through a second view of the same pages and run through the first (outside tester,
+ * 2026-12-01). A MAP_SHARED anonymous mapping made PROT_READ|PROT_EXEC, then duplicated by
+ * mremap(old_size 0) or inherited by a fork, and the copy mprotect()ed writable (no exec gain,
+ * so MDWE allows it); userfaultfd filling a PROT_READ|PROT_EXEC page with UFFDIO_COPY. Refused
+ * (EPERM): userfaultfd(2), mmap(2) with PROT_EXEC and MAP_SHARED (MAP_SHARED_VALIDATE has the
+ * bit too), mremap(2) with old_size 0. (A write through /proc/self/mem, which the kernel forces
+ * past page protections, was refused EACCES under the profiles when checked:
+ * tests/integration/test_policy_native.py keeps checking it.) */
+#define WX_RULES 3
+static void
+add_wx_rules (struct oci_seccomp_syscall *c, char **names, struct oci_seccomp_arg *a, size_t *len)
+{
+  static const char *const sys[WX_RULES] = { "userfaultfd", "mmap", "mremap" };
+  for (size_t i = 0; i < WX_RULES; i++)
+    {
+      names[2 * i] = (char *) sys[i];
+      c[i].names = &names[2 * i];
+      c[i].names_len = 1;
+      c[i].action = (char *) "SCMP_ACT_ERRNO";
+      c[i].has_errno_ret = true;
+      c[i].errno_ret = EPERM;
+    }
+  /* mmap: arg2 & PROT_EXEC and arg3 & MAP_SHARED (two conditions: AND) */
+  a[2] = (struct oci_seccomp_arg){
+    .index = 2, .op = (char *) "SCMP_CMP_MASKED_EQ", .value = PROT_EXEC, .value_two = PROT_EXEC, .has_value_two = true
+  };
+  a[3] = (struct oci_seccomp_arg){
+    .index = 3, .op = (char *) "SCMP_CMP_MASKED_EQ", .value = MAP_SHARED, .value_two = MAP_SHARED, .has_value_two = true
+  };
+  c[1].args = &a[2];
+  c[1].args_len = 2;
+  /* mremap: old_size (arg1) == 0, the duplicate of a shared mapping */
+  a[4] = (struct oci_seccomp_arg){ .index = 1, .op = (char *) "SCMP_CMP_EQ", .value = 0 };
+  c[2].args = &a[4];
+  c[2].args_len = 1;
+  *len += WX_RULES;
+}
+
 /* The denied groups, plus policy_exec_rules when allowExec is set (exec), as an OCI seccomp
  * object compiled by the same code as linux.seccomp (see policy_apply.h) */
 int
-policy_build_groups_filter (unsigned deny, bool exec, struct linux_seccomp *out, asbx_err_t *err)
+policy_build_groups_filter (unsigned deny, bool exec, bool wx, struct linux_seccomp *out, asbx_err_t *err)
 {
 #ifdef __x86_64__
   static char *arches[] = { "SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32", NULL };
@@ -127,7 +167,7 @@ policy_build_groups_filter (unsigned deny, bool exec, struct linux_seccomp *out,
                             .architectures_len = arches_len,
                             .flags = log_flag,
                             .flags_len = 1 };
-  size_t n = exec ? policy_exec_rules_len : 0;
+  size_t n = (exec ? policy_exec_rules_len : 0) + (wx ? WX_RULES : 0);
   int r;
 
   for (size_t g = 0; g < policy_syscall_groups_len; g++)
@@ -160,6 +200,8 @@ policy_build_groups_filter (unsigned deny, bool exec, struct linux_seccomp *out,
     }
   for (size_t i = 0; exec && i < policy_exec_rules_len; i++, sc.syscalls_len++)
     oci_rule (&policy_exec_rules[i], &calls[sc.syscalls_len], &names[2 * sc.syscalls_len], &args[2 * sc.syscalls_len]);
+  if (wx)
+    add_wx_rules (&calls[sc.syscalls_len], &names[2 * sc.syscalls_len], &args[2 * sc.syscalls_len], &sc.syscalls_len);
   sc.syscalls = calls;
   r = linux_seccomp_compile (&sc, out, err);
   if (r < 0)
@@ -192,7 +234,7 @@ policy_prepare_process (const struct policy_plan *plan, struct process_layers *o
   /* always a filter: the host-file rules hold under every policy, groups denied or not */
   bool exec = policy_exec_restricted (plan);
   linux_seccomp_release (&out->groups);
-  if (policy_build_groups_filter (plan->deny_groups, exec, &out->groups, err) < 0)
+  if (policy_build_groups_filter (plan->deny_groups, exec, plan->deny_write_exec_memory, &out->groups, err) < 0)
     {
       linux_landlock_free (ll);
       return -1;

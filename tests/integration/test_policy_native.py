@@ -144,6 +144,45 @@ def run():
         a = libc.mmap(None, 4096, PR | PW | PX, MAP_PRIVATE, fd, 0)
         if a in (None, ctypes.c_void_p(-1).value): raise OSError(ctypes.get_errno(), "mmap")
         ctypes.memmove(a, code(), len(code())); call(a)
+    # second views of the same pages (outside tester, 2026-12-01): MDWE judges one mapping at a
+    # time, so code written through a writable view runs through an executable one
+    if route in ("shared-mremap-view", "shared-fork-view"):
+        libc.mremap.restype = ctypes.c_void_p
+        libc.mremap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
+        x = libc.mmap(None, 4096, PR | PX, MAP_SHARED | MAP_ANON, -1, 0)
+        if x in (None, ctypes.c_void_p(-1).value): raise OSError(ctypes.get_errno(), "mmap")
+        if route == "shared-mremap-view":
+            w = libc.mremap(x, 0, 4096, 1, None)  # MREMAP_MAYMOVE, old_size 0: a second view
+            if w in (None, ctypes.c_void_p(-1).value): raise OSError(ctypes.get_errno(), "mremap")
+            if libc.mprotect(w, 4096, PR | PW) != 0: raise OSError(ctypes.get_errno(), "mprotect")
+            ctypes.memmove(w, code(), len(code()))
+        else:
+            pid = os.fork()
+            if pid == 0:  # the child's copy of the shared mapping, made writable
+                ok = libc.mprotect(x, 4096, PR | PW) == 0
+                if ok: ctypes.memmove(x, code(), len(code()))
+                os._exit(0 if ok else 1)
+            if os.waitpid(pid, 0)[1] != 0: raise OSError(ctypes.get_errno(), "child mprotect")
+        call(x)
+    if route == "uffd-copy":
+        import struct
+        libc.syscall.restype = ctypes.c_long
+        x = libc.mmap(None, 4096, PR | PX, MAP_PRIVATE | MAP_ANON, -1, 0)
+        uffd = libc.syscall(323, ctypes.c_long(os.O_CLOEXEC | 1))  # userfaultfd(UFFD_USER_MODE_ONLY)
+        if uffd < 0: raise OSError(ctypes.get_errno(), "userfaultfd")
+        api = ctypes.create_string_buffer(struct.pack("QQQ", 0xAA, 0, 0), 24)
+        if libc.ioctl(uffd, ctypes.c_ulong(0xC018AA3F), api) != 0: raise OSError(ctypes.get_errno(), "UFFDIO_API")
+        reg = ctypes.create_string_buffer(struct.pack("QQQQ", x, 4096, 1, 0), 32)
+        if libc.ioctl(uffd, ctypes.c_ulong(0xC020AA00), reg) != 0: raise OSError(ctypes.get_errno(), "REGISTER")
+        src = ctypes.create_string_buffer(code().ljust(4096, b"\xcc"), 4096)
+        cp = ctypes.create_string_buffer(struct.pack("QQQQq", x, ctypes.addressof(src), 4096, 0, 0), 40)
+        if libc.ioctl(uffd, ctypes.c_ulong(0xC028AA03), cp) != 0: raise OSError(ctypes.get_errno(), "UFFDIO_COPY")
+        call(x)
+    if route == "proc-self-mem":
+        x = libc.mmap(None, 4096, PR | PX, MAP_PRIVATE | MAP_ANON, -1, 0)
+        fd = os.open("/proc/self/mem", os.O_RDWR)
+        os.pwrite(fd, code(), x)
+        call(x)
     if route == "anon-mprotect":
         a = libc.mmap(None, 4096, PR | PW, MAP_PRIVATE | MAP_ANON, -1, 0)
         ctypes.memmove(a, code(), len(code()))
@@ -160,7 +199,10 @@ except OSError as e:
 FILE_ROUTES = ["execve-ws", "execve-tmp", "execveat-ws", "ldso-ws", "ldso-tmp", "shebang-ws", "shebang-tmp",
                "dlopen-ws", "dlopen-alias", "dlopen-tmp", "dlopen-devshm", "dlopen-tmpfile", "dlopen-memfd",
                "dlopen-memfd-sealed", "execveat-memfd", "mmap-ws", "memfd-double-map", "shm-double-attach"]
-ANON_ROUTES = ["anon-rwx", "anon-mprotect", "private-lib-rwx"]
+ANON_ROUTES = ["anon-rwx", "anon-mprotect", "private-lib-rwx", "shared-mremap-view", "shared-fork-view", "uffd-copy"]
+# refused under every profile (checked on 6.18: EACCES), kept as a route: the kernel forces
+# /proc/PID/mem writes past page protections
+MEM_ROUTES = ["proc-self-mem"]
 
 
 @pytest.fixture(scope="module")
@@ -212,6 +254,12 @@ def test_anonymous_write_exec_memory(rt, ws):
     assert not any(res.values()), (res, r.out)
     res, r = run_routes(rt, ws, "agent", ANON_ROUTES)
     assert all(res.values()), ("control: the routine runs where MDWE is off", res, r.out)
+
+
+@pytest.mark.parametrize("profile", ["agent", "locked"])
+def test_proc_self_mem_write_refused(rt, ws, profile):
+    res, r = run_routes(rt, ws, profile, MEM_ROUTES)
+    assert not any(res.values()), (res, r.out)
 
 
 def test_control_routes_run_without_an_exec_allowlist(rt, ws):

@@ -124,7 +124,7 @@ answer (unsigned deny, bool exec, const struct policy_syscall_rule *rule, uint64
 {
   struct linux_seccomp f = { 0 };
   asbx_err_t err = NULL;
-  if (policy_build_groups_filter (deny, exec, &f, &err) < 0)
+  if (policy_build_groups_filter (deny, exec, false, &f, &err) < 0)
     fail_msg ("policy_build_groups_filter (0x%x): %s", deny, err->msg);
   int nr = seccomp_syscall_resolve_name (rule->syscall);
   if (nr == __NR_SCMP_ERROR || nr < 0)
