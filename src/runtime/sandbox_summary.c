@@ -174,7 +174,8 @@ sandbox_summary (const char *path, FILE *out)
       const char *ev = v ? get_str (v, "event") : NULL;
       if (ev && strcmp (ev, "denial") == 0)
         add_denial (sums, ASBX_ARRAY_SIZE (sums), v, &suppressed);
-      else if (ev && strcmp (ev, "limit") == 0 && get_str (v, "limit") && !limit)
+      else if (ev && strcmp (ev, "limit") == 0 && get_str (v, "limit") && !limit
+               && strcmp (get_str (v, "limit"), "audit") != 0) /* the quota's own reports carry no value */
         limit = xasprintf ("%s %lld reached (used %lld)", get_str (v, "limit"), get_int (v, "value"),
                            get_int (v, "used"));
       else if (ev && strcmp (ev, "lifecycle") == 0 && get_str (v, "exitReason"))

@@ -70,6 +70,17 @@ def test_wall_clock_limit_code(rt, ws):
     assert "wallclock" in r.err, r
 
 
+def test_wall_clock_named_after_an_audit_flood(rt, ws):
+    """An exec flood past the audit quota writes the quota's own `limit` records (no value); the
+    summary still names the limit that stopped the sandbox, not `audit -1 reached` (outside
+    tester, 2026-12-01)."""
+    pol = {"version": 1, "extends": "agent", "limits": {"wallClockSeconds": 3}}
+    r = sandbox(rt, "--workspace", ws, "--", "/bin/sh", "-c",
+                "i=0; while [ $i -lt 3000 ]; do /bin/true; i=$((i+1)); done; sleep 60", policy=pol)
+    assert r.rc == 124, r
+    assert "wallClockSeconds 3 reached" in r.err and "audit -1" not in r.err, r
+
+
 def test_rootfs_credentials_hidden(rt, ws, busybox_template):
     root = os.path.join(rt.workdir, "sbx-rootfs")
     subprocess.run(["cp", "-a", busybox_template, root], check=True)
