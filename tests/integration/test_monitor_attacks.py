@@ -533,6 +533,43 @@ def test_argv_flipped_during_execve_is_flagged(rt, tmp_path):
     assert script and not any(x.get("argvMismatch") for x in script), script
 
 
+def test_argv_forged_with_an_interpreter_shape_is_flagged(rt, tmp_path):
+    """§4, the argv race with the whole call flipped: FAKE execve("/usr/bin/zgrep", ["zgrep", q])
+    and REAL execve("/usr/bin/perl", ["/usr/bin/perl", "-e<code>", "/usr/bin/zgrep", q]). REAL's
+    cmdline is "two interpreter words, FAKE's path and argv[1:]": what binfmt_script would make
+    of FAKE under some #! line, but not under zgrep's real one (#!/bin/sh). Every run of the REAL
+    code (it alone writes its token to the workspace: the ground truth) must have a record that
+    shows its code or is flagged argvMismatch with argvAtExec. On main 16-19 of about 100 REAL
+    runs were recorded as ["zgrep", q] with no flag (attack round 16)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    shutil.copy2(os.path.join(HERE, "attack", "argvflip.py"), ws / "argvflip.py")
+    p = tmp_path / "pol.json"
+    p.write_text(json.dumps({"version": 1, "network": {"mode": "filtered"}, "audit": {"events": ["exec"]}}))
+    # real scripts, #! with an argument, by a relative and an absolute name: no mismatch
+    (ws / "s2.sh").write_text("#!/bin/sh  -e \nsleep 0.2\n")
+    (ws / "s2.sh").chmod(0o755)
+    cid = f"flip-{uuid.uuid4().hex[:8]}"
+    r = rt.cmd("sandbox", "--id", cid, "--workspace", str(ws), "--", "/bin/sh", "-c",
+               "cd /workspace && ./s2.sh REL-ARG && /workspace/s2.sh ABS-ARG && python3 argvflip.py 300 interp",
+               global_args=["--policy", str(p), "--audit-dir", str(tmp_path / "audit")], timeout=300)
+    assert r.rc == 0, r
+    scripts = [x for x in read_audit(tmp_path / "audit" / f"{cid}.jsonl")
+               if x["event"] == "exec" and {"REL-ARG", "ABS-ARG"} & set(x.get("argv") or [])]
+    assert len(scripts) == 2 and not any(x.get("argvMismatch") for x in scripts), scripts
+    ran = set((ws / "real-ran.txt").read_text().split()) if (ws / "real-ran.txt").exists() else set()
+    if not ran:
+        pytest.skip("the race was never won (no REAL run in 300): nothing to judge")
+    recs = [x for x in read_audit(tmp_path / "audit" / f"{cid}.jsonl") if x["event"] == "exec"]
+    hidden = []
+    for t in sorted(ran):
+        mine = [x for x in recs if t in (x.get("argv") or []) or t in (x.get("argvAtExec") or [])]
+        honest = [x for x in mine if any("real-ran" in a for a in (x.get("argv") or []) + (x.get("argvAtExec") or []))]
+        if not honest:
+            hidden.append((t, mine))
+    assert not hidden, f"{len(hidden)} of {len(ran)} REAL runs have no honest record: {hidden[:2]}"
+
+
 def test_exec_flood_does_not_hide_a_network_denial(rt, tmp_path):
     """§4: the audit quota has a bucket per kind. 5500 fast execs empty the exec bucket (most of
     them are suppressed and counted); a connection to an unlisted address made during the flood
