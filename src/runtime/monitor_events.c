@@ -222,7 +222,8 @@ shebang_parse (char *buf, size_t n, const char **interp, const char **arg)
 
 /* The #! line of the file `path` names for process pid (through its root, or its cwd for a
  * relative name, never leaving that directory: a relative name reaching above the cwd is not
- * followed), parsed into buf (257 bytes). false: unreadable, not a regular file, no #! line. */
+ * followed), parsed into buf (257 bytes). Only a regular file is opened for reading (looked up
+ * O_PATH, checked, reopened through its fd). false: unreadable, not a regular file, no #! line. */
 static bool
 script_shebang (pid_t pid, const char *path, char *buf, const char **interp, const char **arg)
 {
@@ -234,8 +235,14 @@ script_shebang (pid_t pid, const char *path, char *buf, const char **interp, con
   if (dfd < 0 || !path[0])
     return false;
   uint64_t how = (abs ? RESOLVE_IN_ROOT : RESOLVE_BENEATH) | RESOLVE_NO_MAGICLINKS;
-  cleanup_close int fd = ps_openat2 (dfd, path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, how);
-  if (fd < 0 || fstat (fd, &st) < 0 || !S_ISREG (st.st_mode))
+  /* O_PATH first: a device or FIFO the (hostile) name points to is never opened */
+  cleanup_close int opath = ps_openat2 (dfd, path, O_PATH, 0, how);
+  if (opath < 0 || fstat (opath, &st) < 0 || !S_ISREG (st.st_mode))
+    return false;
+  char self[64];
+  snprintf (self, sizeof self, "/proc/self/fd/%d", opath);
+  cleanup_close int fd = open (self, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
     return false;
   memset (buf, 0, 257);
   ssize_t n = pread (fd, buf, 256, 0);
