@@ -61,6 +61,8 @@ struct run
 {
   pid_t tid, tgid;
   uint64_t cmd;
+  uint64_t first; /* the stamp of its first attempt */
+  bool counted;   /* aged (EXECFAIL_RUN_AGE_NS) and counted already */
   size_t n;
   uint64_t files[EXECFAIL_RUN_MAX];
 };
@@ -213,11 +215,13 @@ on_attempt (const struct item *it)
         }
     }
   /* a new run; the previous one (if any) of this thread ended without an exec */
-  uint64_t failed = r->n ? 1 : 0;
-  if (failed)
+  uint64_t failed = r->n && !r->counted ? 1 : 0;
+  if (r->n)
     mark (r->tgid);
   r->tgid = it->tgid;
   r->cmd = it->cmd;
+  r->first = it->ts;
+  r->counted = false;
   r->files[0] = it->file;
   r->n = 1;
   return failed;
@@ -238,7 +242,7 @@ on_exec_or_exit (const struct item *it)
         }
       if (it->kind == K_EXIT)
         {
-          failed++; /* the run ended with its thread: no exec */
+          failed += r->counted ? 0 : 1; /* the run ended with its thread: no exec */
           mark (r->tgid);
         }
       run_drop (i);
@@ -289,5 +293,31 @@ execfail_settle (void (*drain) (void *), void *data)
     failed += held.v[i].kind == K_ATTEMPT ? on_attempt (&held.v[i]) : on_exec_or_exit (&held.v[i]);
   memmove (held.v, held.v + i, (held.n - i) * sizeof *held.v);
   held.n -= i;
+  /* a run still open this long was no PATH search (those end within milliseconds): it counts
+   * now, whether or not its thread ever goes on (every exec event before the horizon is in) */
+  for (size_t k = 0; k < nruns; k++)
+    if (!runs[k]->counted && horizon - runs[k]->first >= EXECFAIL_RUN_AGE_NS)
+      {
+        runs[k]->counted = true;
+        mark (runs[k]->tgid);
+        failed++;
+      }
   return failed;
+}
+
+int
+execfail_timeout_ms (void)
+{
+  if (!nruns && !held.n)
+    return -1;
+  uint64_t now = mono_ns (), due = UINT64_MAX;
+  for (size_t k = 0; k < nruns; k++)
+    if (!runs[k]->counted && runs[k]->first + EXECFAIL_RUN_AGE_NS < due)
+      due = runs[k]->first + EXECFAIL_RUN_AGE_NS;
+  int ms = -1;
+  if (due != UINT64_MAX)
+    ms = due <= now ? 0 : (int) ((due - now) / 1000000u) + 1;
+  if (held.n && (ms < 0 || ms > 10))
+    ms = 10; /* items stamped after the last horizon: decide them soon */
+  return ms;
 }

@@ -16,7 +16,11 @@
  * form runs of the same command (basename of the filename, and the argv): a PATH search (execvp,
  * python's subprocess, env) tries the same command in each directory. A run that ends in an exec
  * counts 0; one that ends otherwise (another command, the thread's exit, a filename tried twice,
- * more than EXECFAIL_RUN_MAX directories) counts 1. A process that exits non-zero counts 1 unless
+ * more than EXECFAIL_RUN_MAX directories) counts 1, and so does one still open
+ * EXECFAIL_RUN_AGE_NS after its first attempt (counted then, once: a thread that stays alive
+ * cannot defer the count; execfail_timeout_ms tells the monitor's loop when to look). The
+ * filename hashes are of the lexically cleaned path (runtime/execrec.c), so `//usr/bin/x` is
+ * `/usr/bin/x` tried again. A process that exits non-zero counts 1 unless
  * its execve failures were counted already (no double count for `command not found`). */
 #ifndef ASBX_RUNTIME_EXECFAIL_H
 #define ASBX_RUNTIME_EXECFAIL_H
@@ -27,6 +31,10 @@
 
 /* distinct filenames of one run before it counts as a failure anyway */
 #define EXECFAIL_RUN_MAX 64
+
+/* age (ns, CLOCK_MONOTONIC, from its first attempt) at which an open run counts as a failure:
+ * a PATH search ends in microseconds to milliseconds */
+#define EXECFAIL_RUN_AGE_NS 1000000000ull
 
 /* Supervisor side: thread `tid` of process `tgid` calls execve with the command hash `cmd`
  * (basename and argv) and filename hash `file`. Stamps and queues it, wakes the monitor (the
@@ -52,5 +60,10 @@ void execfail_note_exit (pid_t tid, pid_t tgid, uint64_t ts_ns, int exit_code, b
  * connector and call execfail_note_*), then decide every item stamped before that (the rest
  * waits for the next call); returns the failures found. */
 uint64_t execfail_settle (void (*drain) (void *), void *data);
+
+/* Monitor side: the poll(2) timeout (ms) until the next execfail_settle has work without any
+ * fd waking the loop: an open run reaching EXECFAIL_RUN_AGE_NS, or items stamped after the
+ * last horizon (10 ms at most then). -1: nothing pending. O(open runs), no /proc access. */
+int execfail_timeout_ms (void);
 
 #endif

@@ -29,6 +29,7 @@
 #include "core/cleanup.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "linux/pathsafe.h"
 #include "runtime/execfail.h"
 #include "runtime/execrec.h"
 
@@ -193,12 +194,16 @@ execrec_handle (int nfd, const struct seccomp_notif *req)
     {
       put (tgid, tid, x);
       /* for limits.failedExecs (runtime/execfail.h): the command is the filename's basename and
-       * the argv, so a PATH search is one command tried in several directories */
-      const char *base = strrchr (x->path, '/');
-      base = base ? base + 1 : x->path;
+       * the argv, so a PATH search is one command tried in several directories; the filename
+       * is lexically cleaned first ("//usr/./bin/x" is "/usr/bin/x" tried again) */
+      cleanup_free char *clean = ps_clean (x->path);
+      const char *base = strrchr (clean, '/');
+      base = base ? base + 1 : clean;
       uint64_t cmd = execfail_hash (EXECFAIL_HASH0, base, strlen (base) + 1);
       cmd = execfail_hash (cmd, x->text, x->len);
-      execfail_attempt (tid, tgid, cmd, execfail_hash (EXECFAIL_HASH0, x->path, strlen (x->path)));
+      /* relative names (ps_clean makes them absolute) hash apart from absolute ones */
+      uint64_t file = execfail_hash (EXECFAIL_HASH0, x->path[0] == '/' ? "/" : ".", 1);
+      execfail_attempt (tid, tgid, cmd, execfail_hash (file, clean, strlen (clean)));
     }
   free (x);
   struct seccomp_notif_resp resp = { .id = req->id, .error = 0, .val = 0, .flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE };

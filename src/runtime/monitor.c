@@ -200,7 +200,9 @@ static void __attribute__ ((noreturn)) monitor_loop (struct mon *m)
   /* the wall clock and CPU timers are the limits thread's (monitor_limits.c) */
   for (;;)
     {
-      if (poll (p, P_N, -1) < 0)
+      /* an open run of execve attempts counts once it is old (runtime/execfail.h): wake for it */
+      int rc = poll (p, P_N, m->usock ? execfail_timeout_ms () : -1);
+      if (rc < 0)
         {
           if (errno == EINTR)
             continue;
@@ -208,7 +210,7 @@ static void __attribute__ ((noreturn)) monitor_loop (struct mon *m)
           mon_container_kill (m); /* cannot supervise any more: fail closed */
           p[P_INIT].revents = POLLIN;
         }
-      if (p[P_CONN].revents || p[P_EXEC].revents)
+      if (rc == 0 || p[P_CONN].revents || p[P_EXEC].revents)
         mon_drain_events (m);
       if (p[P_DEN].revents)
         {

@@ -14,11 +14,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/cleanup.h"
 #include "core/util.h"
 #include "linux/cgroup.h"
+#include "linux/pathsafe.h"
 #include "linux/proc_events.h"
 #include "runtime/denials.h"
 #include "runtime/execfail.h"
@@ -159,25 +161,125 @@ read_cmdline (pid_t pid, char *buf, size_t cap)
   return (size_t) len;
 }
 
-/* The new image's argv (cmdline, `len` bytes read, `more` when there was more) agrees with the
- * execve copy x: the same bytes, or - a script - the copy's filename and argv[1..] after the
- * interpreter's words (binfmt_script replaces argv[0] by the interpreter, its argument and the
- * filename). Where either side was cut, only the common part is compared. */
 static bool
-argv_agrees (const struct execrec *x, const char *cmd, size_t len, bool more)
+spacetab (char c)
+{
+  return c == ' ' || c == '\t';
+}
+
+/* Parse a #! line as fs/binfmt_script.c does (buf: the file's first n <= 256 bytes, zero-filled
+ * to 257): *interp and *arg (NULL: none) point into buf, which is cut in place. false: not a
+ * script the kernel would run (no "#!", no interpreter, the interpreter cut by the 256 bytes). */
+static bool
+shebang_parse (char *buf, size_t n, const char **interp, const char **arg)
+{
+  const size_t cap = 256; /* BINPRM_BUF_SIZE */
+  char *end = NULL, *last = buf + cap - 1;
+  if (n < 2 || buf[0] != '#' || buf[1] != '!')
+    return false;
+  for (char *c = buf; c < buf + cap && *c; c++)
+    if (*c == '\n')
+      {
+        end = c;
+        break;
+      }
+  if (!end)
+    {
+      /* no newline in the buffer: the interpreter's name must end before the buffer does */
+      char *c = buf + 2;
+      while (c < last && spacetab (*c))
+        c++;
+      while (c < last && *c && !spacetab (*c))
+        c++;
+      if (c >= last)
+        return false;
+      end = last;
+    }
+  while (end > buf + 2 && spacetab (end[-1]))
+    end--;
+  char *name = buf + 2;
+  while (name < end && spacetab (*name))
+    name++;
+  if (name >= end || !*name)
+    return false;
+  char *sep = name;
+  while (sep < end && *sep && !spacetab (*sep))
+    sep++;
+  *arg = NULL;
+  if (sep < end && *sep)
+    {
+      char *a = sep;
+      while (a < end && spacetab (*a))
+        a++;
+      if (a < end)
+        *arg = a;
+    }
+  *end = '\0';
+  *sep = '\0';
+  *interp = name;
+  return true;
+}
+
+/* The #! line of the file `path` names for process pid (through its root, or its cwd for a
+ * relative name, never leaving that directory: a relative name reaching above the cwd is not
+ * followed), parsed into buf (257 bytes). Only a regular file is opened for reading (looked up
+ * O_PATH, checked, reopened through its fd). false: unreadable, not a regular file, no #! line. */
+static bool
+script_shebang (pid_t pid, const char *path, char *buf, const char **interp, const char **arg)
+{
+  char dir[64];
+  bool abs = path[0] == '/';
+  struct stat st;
+  snprintf (dir, sizeof dir, "/proc/%d/%s", (int) pid, abs ? "root" : "cwd");
+  cleanup_close int dfd = open (dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0 || !path[0])
+    return false;
+  uint64_t how = (abs ? RESOLVE_IN_ROOT : RESOLVE_BENEATH) | RESOLVE_NO_MAGICLINKS;
+  /* O_PATH first: a device or FIFO the (hostile) name points to is never opened */
+  cleanup_close int opath = ps_openat2 (dfd, path, O_PATH, 0, how);
+  if (opath < 0 || fstat (opath, &st) < 0 || !S_ISREG (st.st_mode))
+    return false;
+  char self[64];
+  snprintf (self, sizeof self, "/proc/self/fd/%d", opath);
+  cleanup_close int fd = open (self, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return false;
+  memset (buf, 0, 257);
+  ssize_t n = pread (fd, buf, 256, 0);
+  return n > 0 && shebang_parse (buf, (size_t) n, interp, arg);
+}
+
+/* The new image's argv (cmdline, `len` bytes read, `more` when there was more) agrees with the
+ * execve copy x: the same bytes, or - a script - exactly what binfmt_script makes of the copy
+ * with the file's real #! line: [interp, (arg), filename, argv[1..]] (the line read through
+ * the process's root; a file without one, unreadable, or a nested interpreter: no agreement).
+ * Where either side was cut, only the common part is compared. */
+static bool
+argv_agrees (pid_t pid, const struct execrec *x, const char *cmd, size_t len, bool more)
 {
   size_t cut = len < x->len ? len : x->len;
   if (len == x->len || ((more || x->truncated) && cut))
     if (memcmp (cmd, x->text, cut) == 0)
       return true;
-  const char *rest = memchr (x->text, '\0', x->len); /* argv[1..] */
-  size_t rl = rest ? x->len - (size_t) (rest + 1 - x->text) : 0, pl = strlen (x->path) + 1;
-  if (!rest || !x->path[0] || more || x->truncated || len < pl + rl)
+  char line[257];
+  const char *interp, *arg;
+  if (!x->path[0] || !script_shebang (pid, x->path, line, &interp, &arg))
     return false;
-  /* the tail of cmdline: "filename\0argv[1]\0..." right after a NUL (or at the start) */
-  size_t at = len - rl - pl;
-  return (at == 0 || cmd[at - 1] == '\0') && memcmp (cmd + at, x->path, pl) == 0
-         && memcmp (cmd + at + pl, rest + 1, rl) == 0;
+  const char *rest = memchr (x->text, '\0', x->len); /* argv[1..] */
+  size_t rl = rest ? x->len - (size_t) (rest + 1 - x->text) : 0;
+  size_t il = strlen (interp) + 1, al = arg ? strlen (arg) + 1 : 0, pl = strlen (x->path) + 1;
+  size_t el = il + al + pl + rl;
+  cleanup_free char *e = xmalloc (el);
+  memcpy (e, interp, il);
+  if (arg)
+    memcpy (e + il, arg, al);
+  memcpy (e + il + al, x->path, pl);
+  if (rl)
+    memcpy (e + il + al + pl, rest + 1, rl);
+  if (!more && !x->truncated)
+    return len == el && memcmp (cmd, e, el) == 0;
+  cut = len < el ? len : el;
+  return cut && memcmp (cmd, e, cut) == 0;
 }
 
 /* argv strings of text (len bytes) into v (at most AUDIT_ARGV_ITEMS); the count; *rest: bytes
@@ -224,7 +326,7 @@ audit_exec (struct mon *m, pid_t pid)
       more = x->truncated;
       memcpy (cmd, x->text, x->len);
       /* nothing read: the image is gone already (a quick exit), nothing to compare */
-      mismatch = nlen > 0 && !argv_agrees (x, now, nlen, nmore);
+      mismatch = nlen > 0 && !argv_agrees (pid, x, now, nlen, nmore);
     }
   else
     {

@@ -406,6 +406,70 @@ def test_failed_execve_in_one_process_hits_the_budget(rt, tmp_path, mode):
     assert not alive(lifecycle(recs, "created")[-1]["pid"])
 
 
+DEFER = r"""
+import os, sys, threading, time
+T, K, R, HOLD = (int(a) for a in sys.argv[1:5])
+ev = threading.Event()
+def t(i):
+    for r in range(R):
+        for j in range(K):  # one command, the directory spelt /, //, ///, ...
+            try:
+                os.execv("/" * (j + 1) + "nonexist/t%d" % i, ["t%d" % i])
+            except OSError:
+                pass
+    if HOLD:
+        ev.wait()  # and the thread stays alive
+open("/workspace/alive", "w").write("%.3f\\n" % time.time())
+ths = [threading.Thread(target=t, args=(i,), daemon=True) for i in range(T)]
+for x in ths:
+    x.start()
+if not HOLD:
+    for x in ths:
+        x.join()
+t0 = time.time()
+while time.time() - t0 < HOLD:
+    with open("/workspace/alive", "a") as f:
+        f.write("%.3f\n" % time.time())
+    time.sleep(0.5)
+open("/workspace/survived", "w").write("done\n")
+"""
+
+
+@pytest.mark.parametrize("shape", ["400x63", "100x1", "spellings"])
+def test_failed_execve_runs_cannot_be_deferred(rt, tmp_path, shape):
+    """failedExecs 5. 400x63: 400 threads each try one command in 63 spellings of one directory
+    (/, //, ...: under the 64-directory cap, never the same string twice) and stay alive, the
+    agent writing a keep-alive marker every 0.5 s for 20 s; 100x1: 100 threads, one attempt each,
+    the same. An open run counts once it is a second old, so the container is killed long before
+    its own end. spellings: one thread tries the 63 spellings 4 times and the process exits 0
+    at once: cleaned, each spelling is the same file again. Judged from the host: the marker the
+    agent writes at its end is absent, the keep-alive marker no longer grows, the pid is gone.
+    On main all three survived (a run counted only when its thread went on or exited; 4 counts
+    for spellings)."""
+    t, k, r_, hold = {"400x63": (400, 63, 1, 20), "100x1": (100, 1, 1, 20), "spellings": (1, 63, 4, 0)}[shape]
+    pol = {"version": 1, "extends": "agent", "limits": {"failedExecs": 5}}
+    p = tmp_path / "pol.json"
+    p.write_text(json.dumps(pol))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "defer.py").write_text(DEFER)
+    cid = f"fd-{uuid.uuid4().hex[:8]}"
+    r = rt.cmd("sandbox", "--id", cid, "--workspace", str(ws), "--", "/usr/bin/python3", "/workspace/defer.py",
+               str(t), str(k), str(r_), str(hold),
+               global_args=["--policy", str(p), "--audit-dir", str(tmp_path / "audit")], timeout=120)
+    assert not (ws / "survived").exists(), f"the agent reached its end: {r}"
+    assert r.rc != 0, r
+    if hold:
+        alive_marker = ws / "alive"
+        assert alive_marker.exists(), r  # the agent did run
+        before = alive_marker.read_text()
+        time.sleep(1.5)
+        assert alive_marker.read_text() == before  # nothing in the container writes any more
+        assert len(before.split()) < 2 * hold, before
+    recs = read_audit(tmp_path / "audit" / f"{cid}.jsonl")
+    assert not alive(lifecycle(recs, "created")[-1]["pid"])
+
+
 PATH_SEARCH = r"""
 P=; for d in $(seq 1 30); do P="$P/nope$d:"; done; export PATH="${P}/usr/bin:/bin"
 i=0; while [ $i -lt 300 ]; do env cat /dev/null || exit 3; i=$((i+1)); done
@@ -467,6 +531,43 @@ def test_argv_flipped_during_execve_is_flagged(rt, tmp_path):
             assert x["argvAtExec"][3] == truth[x["argv"][3][-2:]] != x["argv"][3], x
     script = [x for x in recs if x["event"] == "exec" and "SCRIPT-ARG" in (x.get("argv") or [])]
     assert script and not any(x.get("argvMismatch") for x in script), script
+
+
+def test_argv_forged_with_an_interpreter_shape_is_flagged(rt, tmp_path):
+    """§4, the argv race with the whole call flipped: FAKE execve("/usr/bin/zgrep", ["zgrep", q])
+    and REAL execve("/usr/bin/perl", ["/usr/bin/perl", "-e<code>", "/usr/bin/zgrep", q]). REAL's
+    cmdline is "two interpreter words, FAKE's path and argv[1:]": what binfmt_script would make
+    of FAKE under some #! line, but not under zgrep's real one (#!/bin/sh). Every run of the REAL
+    code (it alone writes its token to the workspace: the ground truth) must have a record that
+    shows its code or is flagged argvMismatch with argvAtExec. On main 16-19 of about 100 REAL
+    runs were recorded as ["zgrep", q] with no flag (attack round 16)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    shutil.copy2(os.path.join(HERE, "attack", "argvflip.py"), ws / "argvflip.py")
+    p = tmp_path / "pol.json"
+    p.write_text(json.dumps({"version": 1, "network": {"mode": "filtered"}, "audit": {"events": ["exec"]}}))
+    # real scripts, #! with an argument, by a relative and an absolute name: no mismatch
+    (ws / "s2.sh").write_text("#!/bin/sh  -e \nsleep 0.2\n")
+    (ws / "s2.sh").chmod(0o755)
+    cid = f"flip-{uuid.uuid4().hex[:8]}"
+    r = rt.cmd("sandbox", "--id", cid, "--workspace", str(ws), "--", "/bin/sh", "-c",
+               "cd /workspace && ./s2.sh REL-ARG && /workspace/s2.sh ABS-ARG && python3 argvflip.py 300 interp",
+               global_args=["--policy", str(p), "--audit-dir", str(tmp_path / "audit")], timeout=300)
+    assert r.rc == 0, r
+    scripts = [x for x in read_audit(tmp_path / "audit" / f"{cid}.jsonl")
+               if x["event"] == "exec" and {"REL-ARG", "ABS-ARG"} & set(x.get("argv") or [])]
+    assert len(scripts) == 2 and not any(x.get("argvMismatch") for x in scripts), scripts
+    ran = set((ws / "real-ran.txt").read_text().split()) if (ws / "real-ran.txt").exists() else set()
+    if not ran:
+        pytest.skip("the race was never won (no REAL run in 300): nothing to judge")
+    recs = [x for x in read_audit(tmp_path / "audit" / f"{cid}.jsonl") if x["event"] == "exec"]
+    hidden = []
+    for t in sorted(ran):
+        mine = [x for x in recs if t in (x.get("argv") or []) or t in (x.get("argvAtExec") or [])]
+        honest = [x for x in mine if any("real-ran" in a for a in (x.get("argv") or []) + (x.get("argvAtExec") or []))]
+        if not honest:
+            hidden.append((t, mine))
+    assert not hidden, f"{len(hidden)} of {len(ran)} REAL runs have no honest record: {hidden[:2]}"
 
 
 def test_exec_flood_does_not_hide_a_network_denial(rt, tmp_path):

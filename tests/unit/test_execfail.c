@@ -122,6 +122,42 @@ test_exec_before_next_attempt_is_success (void **state)
   assert_int_equal (settle (), 0);
 }
 
+static void
+test_open_run_counts_when_old (void **state)
+{
+  (void) state;
+  /* a thread tries one command in 63 directories and then stays alive: the open run counts
+   * once it is EXECFAIL_RUN_AGE_NS old, not at the thread's exit, and only once */
+  for (uint64_t d = 0; d < 63; d++)
+    execfail_attempt (601, 600, 7, d);
+  execfail_attempt (602, 600, 8, 1); /* a second thread, one attempt */
+  assert_int_equal (settle (), 0);
+  int ms = execfail_timeout_ms ();
+  assert_true (ms > 0 && ms <= 1001);
+  struct timespec t = { .tv_sec = 1, .tv_nsec = 50000000 };
+  nanosleep (&t, NULL);
+  assert_int_equal (settle (), 2);
+  assert_int_equal (execfail_timeout_ms (), -1); /* nothing left to age */
+  execfail_attempt (601, 600, 7, 70);            /* the counted run goes on: no second count */
+  assert_int_equal (settle (), 0);
+  ev (2, 602, 600, 0);
+  ev (2, 600, 600, 0);
+  assert_int_equal (settle (), 0);
+}
+
+static void
+test_path_search_younger_than_the_age_counts_nothing (void **state)
+{
+  (void) state;
+  for (uint64_t d = 0; d < 32; d++)
+    execfail_attempt (700, 700, 7, d);
+  ev (1, 700, 700, 0);
+  assert_int_equal (settle (), 0);
+  assert_int_equal (execfail_timeout_ms (), -1);
+  ev (2, 700, 700, 0);
+  assert_int_equal (settle (), 0);
+}
+
 int
 main (void)
 {
@@ -131,6 +167,8 @@ main (void)
     cmocka_unit_test (test_no_double_count_with_exit),
     cmocka_unit_test (test_other_command_and_thread_exit),
     cmocka_unit_test (test_exec_before_next_attempt_is_success),
+    cmocka_unit_test (test_open_run_counts_when_old),
+    cmocka_unit_test (test_path_search_younger_than_the_age_counts_nothing),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }
