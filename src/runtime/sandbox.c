@@ -119,24 +119,37 @@ gen_process (yajl_gen g, const struct asbx_sandbox_opts *o)
   yajl_gen_map_close (g);
 }
 
-/* true when the workspace (a realpath) lies below one of the exposed_dirs the skeleton binds */
-static bool
-workspace_visible (const char *ws)
+/* Where the container's view shows the workspace (a realpath) other than at /workspace, or NULL:
+ * its host path when it lies below one of the exposed_dirs the skeleton binds; with --rootfs R
+ * (rootfs: R's realpath, skeleton false), its path below R. Places our own mounts cover (/tmp,
+ * /run, /proc, /sys, /dev) and /workspace itself (a workspace at R/workspace) are left out. */
+static const char *
+workspace_alias (const char *ws, const char *rootfs, bool skeleton)
 {
-  for (size_t i = 0; i < ASBX_ARRAY_SIZE (exposed_dirs); i++)
+  static const char *const covered[] = { "/workspace", "/tmp", "/run", "/proc", "/sys", "/dev" };
+  const char *alias = NULL;
+  size_t rl = strlen (rootfs);
+
+  for (size_t i = 0; skeleton && i < ASBX_ARRAY_SIZE (exposed_dirs) && !alias; i++)
     {
       char host[PATH_MAX];
       struct stat st;
       snprintf (host, sizeof host, "/%s", exposed_dirs[i]);
       if (lstat (host, &st) == 0 && S_ISDIR (st.st_mode) && sandbox_path_under (ws, host))
-        return true;
+        alias = ws;
     }
-  return false;
+  if (!skeleton && strcmp (rootfs, "/") != 0 && sandbox_path_under (ws, rootfs) && ws[rl] == '/')
+    alias = ws + rl;
+  for (size_t i = 0; alias && i < ASBX_ARRAY_SIZE (covered); i++)
+    if (sandbox_path_under (alias, covered[i]) || sandbox_path_under (covered[i], alias))
+      alias = NULL;
+  return alias;
 }
 
 static void
-gen_mounts (yajl_gen g, const struct asbx_sandbox_opts *o, const char *workspace, bool skeleton)
+gen_mounts (yajl_gen g, const struct asbx_sandbox_opts *o, const char *rootfs, const char *workspace, bool skeleton)
 {
+  const char *alias = workspace_alias (workspace, rootfs, skeleton);
   static const char *const dev_o[] = { "nosuid", "strictatime", "mode=755", "size=65536k" };
   static const char *const pts_o[] = { "nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620" };
   static const char *const shm_o[] = { "nosuid", "noexec", "nodev", "mode=1777", "size=65536k" };
@@ -166,13 +179,13 @@ gen_mounts (yajl_gen g, const struct asbx_sandbox_opts *o, const char *workspace
       gen_mount (g, dest, "bind", host, ro_o, ASBX_ARRAY_SIZE (ro_o));
     }
   gen_mount (g, "/workspace", "bind", workspace, ws_o, ASBX_ARRAY_SIZE (ws_o));
-  if (skeleton && workspace_visible (workspace))
+  if (alias)
     {
-      /* the read-only host view shows the workspace at its host path too, where the policy's
-       * masks of /workspace/... (denyRead /workspace/.env) do not lie: an empty read-only tmpfs
-       * hides it there (outside tester; docs/policy.md §7) */
+      /* the read-only host view (or the --rootfs) shows the workspace at another path too,
+       * where the policy's masks of /workspace/... (denyRead /workspace/.env) do not lie: an
+       * empty read-only tmpfs hides it there (outside tester; docs/policy.md §7) */
       static const char *const hide_o[] = { "ro", "nosuid", "nodev", "noexec", "mode=0555", "size=4k" };
-      gen_mount (g, workspace, "tmpfs", "tmpfs", hide_o, ASBX_ARRAY_SIZE (hide_o));
+      gen_mount (g, alias, "tmpfs", "tmpfs", hide_o, ASBX_ARRAY_SIZE (hide_o));
     }
   yajl_gen_array_close (g);
   (void) o;
@@ -226,7 +239,7 @@ sandbox_config (const struct asbx_sandbox_opts *o, const char *rootfs, const cha
   yajl_gen_map_close (g);
   G_STR (g, "hostname");
   G_STR (g, "sandbox");
-  gen_mounts (g, o, workspace, skeleton);
+  gen_mounts (g, o, rootfs, workspace, skeleton);
   G_STR (g, "linux");
   yajl_gen_map_open (g);
   G_STR (g, "namespaces");

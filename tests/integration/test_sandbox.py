@@ -556,3 +556,26 @@ def test_workspace_denyread_not_readable_at_its_host_path(rt, owner):
         assert ".env" not in listing and "secrets" not in listing, listing  # the host path shows nothing
     finally:
         shutil.rmtree(home)
+
+
+def test_rootfs_workspace_denyread_not_readable_at_its_rootfs_path(rt, busybox_template):
+    """--rootfs R --workspace R/srv/app: the workspace is also the rootfs's /srv/app, where the
+    masks of /workspace/.env did not lie. Judged by what the agent copies into a host file."""
+    root = os.path.join(rt.workdir, f"rfs-alias-{os.urandom(2).hex()}")
+    subprocess.run(["cp", "-a", busybox_template, root], check=True)
+    ws = os.path.join(root, "srv", "app")
+    os.makedirs(ws)
+    with open(os.path.join(ws, ".env"), "w") as f:
+        f.write(SECRET + "-env\n")
+    pol = {"version": 1, "extends": "agent", "filesystem": {"denyRead": ["/workspace/.env"]}}
+    try:
+        r = sandbox(rt, "--rootfs", root, "--workspace", ws, "--", "/bin/sh", "-c",
+                    "cat /workspace/.env /srv/app/.env > /workspace/out 2>&1; ls -A /srv/app > /workspace/ls 2>&1; "
+                    "echo ok", policy=pol)
+        assert r.rc == 0 and "ok" in r.out, r
+        with open(os.path.join(ws, "out")) as f:
+            assert SECRET not in f.read()
+        with open(os.path.join(ws, "ls")) as f:
+            assert ".env" not in f.read()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
