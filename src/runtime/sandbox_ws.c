@@ -19,6 +19,7 @@
 
 #include "core/cleanup.h"
 #include "core/util.h"
+#include "policy/policy.h"
 #include "runtime/audit.h"
 #include "runtime/policy_homes.h"
 #include "runtime/sandbox_ws.h"
@@ -138,6 +139,44 @@ check_runtime_dirs (const struct asbx_global *g, const char *ws, char **what, as
   return 0;
 }
 
+/* ws is, contains or lies in a path the effective policy masks (denyRead) or makes read-only
+ * (denyWrite) outside /workspace: the mask lies at that path, not at the same file seen through
+ * /workspace. The policy is resolved from the same sources create uses (flags, host config, the
+ * sandbox default `agent`); `~/x` rules are the homes' (check_homes). Paths under the fresh
+ * mounts of quick mode (/tmp, /run, /proc, /sys, /dev) are no host files. 0 / 1 / -1. */
+static int
+check_policy_paths (const struct asbx_global *g, const char *ws, const char *rootfs, char **what, asbx_err_t *err)
+{
+  static const char *const own[] = { "/workspace", "/tmp", "/run", "/proc", "/sys", "/dev" };
+  struct policy_inputs pin = { .profile_flag = g->profile,
+                               .policy_flag = g->policy_file,
+                               .config_path = g->config_path,
+                               .audit_dir_flag = g->audit_dir,
+                               .state_root = g->root,
+                               .sandbox_default_profile = "agent" };
+  struct policy_plan *plan = policy_resolve (&pin, err);
+  const char *prefix = rootfs && strcmp (rootfs, "/") != 0 ? rootfs : "";
+
+  if (!plan)
+    return -1;
+  for (size_t i = 0; plan->active && i < plan->mounts_len && !*what; i++)
+    {
+      const struct policy_mount *m = &plan->mounts[i];
+      bool skip = m->each_child != NULL || (m->kind != POLICY_MOUNT_MASK && m->kind != POLICY_MOUNT_BIND_RO);
+      for (size_t j = 0; j < ASBX_ARRAY_SIZE (own) && !skip; j++)
+        skip = sandbox_path_under (m->path, own[j]);
+      if (skip)
+        continue;
+      cleanup_free char *h = resolved (prefix, m->path);
+      if (sandbox_path_under (h, ws) || sandbox_path_under (ws, h))
+        *what = xasprintf ("it %s `%s`, which the policy %s at that path only (%s)",
+                           sandbox_path_under (h, ws) ? "is or contains" : "lies in", h,
+                           m->kind == POLICY_MOUNT_MASK ? "hides" : "makes read-only", m->origin ? m->origin : "");
+    }
+  policy_plan_free (plan);
+  return *what ? 1 : 0;
+}
+
 int
 sandbox_check_workspace (const struct asbx_global *g, const char *arg, const char *ws, const char *rootfs,
                          asbx_err_t *err)
@@ -182,5 +221,7 @@ sandbox_check_workspace (const struct asbx_global *g, const char *arg, const cha
     r = check_homes (ws, rootfs, &what, err);
   if (r == 0)
     r = check_runtime_dirs (g, ws, &what, err);
+  if (r == 0)
+    r = check_policy_paths (g, ws, rootfs, &what, err);
   return r < 0 ? -1 : r > 0 ? refuse (arg, ws, what, err) : 0;
 }

@@ -579,3 +579,24 @@ def test_rootfs_workspace_denyread_not_readable_at_its_rootfs_path(rt, busybox_t
             assert ".env" not in f.read()
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.parametrize("rel,why", [("", "is or contains"), ("keys/sub", "lies in")], ids=["contains", "inside"])
+def test_workspace_holding_a_policy_denied_path_refused(rt, rel, why):
+    """A custom denyRead of a host path (/srv/X/keys) is a mask at that path, not at
+    /workspace/keys: a workspace holding it (or inside it) is refused, naming the rule."""
+    top = os.path.join("/srv", f"asbx-deny-{os.getpid()}-{os.urandom(2).hex()}")
+    os.makedirs(os.path.join(top, "keys", "sub"))
+    os.makedirs(os.path.join(top, "src"))
+    pol = {"version": 1, "extends": "agent", "filesystem": {"denyRead": [os.path.join(top, "keys")]}}
+    p = os.path.join(rt.workdir, f"sbx-policy-{os.urandom(3).hex()}.json")
+    with open(p, "w") as f:
+        json.dump(pol, f)
+    try:
+        ws = os.path.join(top, rel) if rel else top
+        _refused_and_not_run(rt, ws, f"{why} `{top}/keys`",
+                             global_args=["--audit-dir", audit_dir(rt), "--policy", p])
+        r = sandbox(rt, "--workspace", os.path.join(top, "src"), "--", "/bin/true", policy=pol)
+        assert r.rc == 0, r
+    finally:
+        shutil.rmtree(top)
