@@ -13,10 +13,12 @@
  * the directories the built-in profiles execute from; a directory that is or contains a home
  * directory (a directory entry of /home, /root, a home field of /etc/passwd), or that lies in a
  * home's dot-directory (~/.ssh, ~/.config); one that is, contains or lies in the audit
- * directory in use or the state root (g->root). The homes are those of the host, and with
+ * directory in use, the state root (g->root) or a denyRead/denyWrite path of the effective policy
+ * (resolved as create does: g's flags, the host config, the sandbox default `agent`). The homes are those of the host,
+ * and with
  * --rootfs also those of that rootfs (at their host path). g: for the audit dir and state root;
  * arg: what the user gave (NULL = the current directory); ws: its realpath; rootfs: the realpath
- * of --rootfs or NULL. Returns 0, or -1 with *err naming the workspace, the path and why. */
+ * of --rootfs or NULL. Returns 0, or -1 with *err naming the workspace, the path and why (or a policy error). */
 int sandbox_check_workspace (const struct asbx_global *g, const char *arg, const char *ws, const char *rootfs,
                              asbx_err_t *err);
 
