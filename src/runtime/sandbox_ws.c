@@ -194,7 +194,10 @@ sandbox_check_workspace (const struct asbx_global *g, const char *arg, const cha
     return asbx_error (err, 0, "sandbox: --workspace `%s`: expected a directory, not a file", arg ? arg : ws);
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (refused_exact); i++)
     if (strcmp (ws, refused_exact[i].path) == 0)
-      return refuse (arg, ws, refused_exact[i].why, err);
+      {
+        what = xasprintf ("it is %s", refused_exact[i].why);
+        return refuse (arg, ws, what, err);
+      }
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (refused_below); i++)
     if (sandbox_path_under (ws, refused_below[i].path))
       {
