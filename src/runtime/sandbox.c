@@ -9,7 +9,10 @@
  * Threat model of the workspace: it is the one host directory bound read-write, so a workspace
  * that is the host's root, a kernel filesystem (/proc, /sys, /dev), a system directory or a home
  * directory (~/.ssh, shell rc files) would hand the sandboxed command the host: such a
- * workspace is refused after realpath(3), before anything is created.
+ * workspace is refused after realpath(3), before anything is created (runtime/sandbox_ws.c, also
+ * for homes it contains, the audit dir and the policy's denied paths). The read-only view also
+ * shows the workspace at its host path, without the masks of /workspace/...: an empty read-only
+ * tmpfs covers it there (workspace_alias).
  *
  * Stopping: we are the foreground process timeout(1), systemd or a CI runner signals. A
  * pid-namespace init ignores signals it has no handler for, so forwarding SIGTERM alone may never
