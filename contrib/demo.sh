@@ -20,7 +20,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/contrib/setup.sh" >&2
 
 runtime=$top/agentsbx
-work=/var/lib/agentsbx-demo
+work=/srv/agentsbx-demo
 mkdir -p "$work/workspace" /home/agentsbx-demo/.ssh
 [ -f /home/agentsbx-demo/.ssh/id_ed25519 ] || echo "FAKE-KEY-FOR-THE-AGENTSBX-DEMO" > /home/agentsbx-demo/.ssh/id_ed25519
 chmod 700 /home/agentsbx-demo/.ssh

@@ -9,7 +9,10 @@
  * Threat model of the workspace: it is the one host directory bound read-write, so a workspace
  * that is the host's root, a kernel filesystem (/proc, /sys, /dev), a system directory or a home
  * directory (~/.ssh, shell rc files) would hand the sandboxed command the host: such a
- * workspace is refused after realpath(3), before anything is created.
+ * workspace is refused after realpath(3), before anything is created (runtime/sandbox_ws.c, also
+ * for homes it contains, the audit dir and the policy's denied paths). The read-only view also
+ * shows the workspace at its host path, without the masks of /workspace/...: an empty read-only
+ * tmpfs covers it there (workspace_alias).
  *
  * Stopping: we are the foreground process timeout(1), systemd or a CI runner signals. A
  * pid-namespace init ignores signals it has no handler for, so forwarding SIGTERM alone may never
@@ -40,6 +43,7 @@
 #include "runtime/monitor.h"
 #include "runtime/sandbox.h"
 #include "runtime/sandbox_summary.h"
+#include "runtime/sandbox_ws.h"
 #include "runtime/state.h"
 
 /* host directories exposed read-only (FHS system directories and homes) */
@@ -118,9 +122,37 @@ gen_process (yajl_gen g, const struct asbx_sandbox_opts *o)
   yajl_gen_map_close (g);
 }
 
-static void
-gen_mounts (yajl_gen g, const struct asbx_sandbox_opts *o, const char *workspace, bool skeleton)
+/* Where the container's view shows the workspace (a realpath) other than at /workspace, or NULL:
+ * its host path when it lies below one of the exposed_dirs the skeleton binds; with --rootfs R
+ * (rootfs: R's realpath, skeleton false), its path below R. Places our own mounts cover (/tmp,
+ * /run, /proc, /sys, /dev) and /workspace itself (a workspace at R/workspace) are left out. */
+static const char *
+workspace_alias (const char *ws, const char *rootfs, bool skeleton)
 {
+  static const char *const covered[] = { "/workspace", "/tmp", "/run", "/proc", "/sys", "/dev" };
+  const char *alias = NULL;
+  size_t rl = strlen (rootfs);
+
+  for (size_t i = 0; skeleton && i < ASBX_ARRAY_SIZE (exposed_dirs) && !alias; i++)
+    {
+      char host[PATH_MAX];
+      struct stat st;
+      snprintf (host, sizeof host, "/%s", exposed_dirs[i]);
+      if (lstat (host, &st) == 0 && S_ISDIR (st.st_mode) && sandbox_path_under (ws, host))
+        alias = ws;
+    }
+  if (!skeleton && strcmp (rootfs, "/") != 0 && sandbox_path_under (ws, rootfs) && ws[rl] == '/')
+    alias = ws + rl;
+  for (size_t i = 0; alias && i < ASBX_ARRAY_SIZE (covered); i++)
+    if (sandbox_path_under (alias, covered[i]) || sandbox_path_under (covered[i], alias))
+      alias = NULL;
+  return alias;
+}
+
+static void
+gen_mounts (yajl_gen g, const struct asbx_sandbox_opts *o, const char *rootfs, const char *workspace, bool skeleton)
+{
+  const char *alias = workspace_alias (workspace, rootfs, skeleton);
   static const char *const dev_o[] = { "nosuid", "strictatime", "mode=755", "size=65536k" };
   static const char *const pts_o[] = { "nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620" };
   static const char *const shm_o[] = { "nosuid", "noexec", "nodev", "mode=1777", "size=65536k" };
@@ -150,6 +182,14 @@ gen_mounts (yajl_gen g, const struct asbx_sandbox_opts *o, const char *workspace
       gen_mount (g, dest, "bind", host, ro_o, ASBX_ARRAY_SIZE (ro_o));
     }
   gen_mount (g, "/workspace", "bind", workspace, ws_o, ASBX_ARRAY_SIZE (ws_o));
+  if (alias)
+    {
+      /* the read-only host view (or the --rootfs) shows the workspace at another path too,
+       * where the policy's masks of /workspace/... (denyRead /workspace/.env) do not lie: an
+       * empty read-only tmpfs hides it there (outside tester; docs/policy.md §7) */
+      static const char *const hide_o[] = { "ro", "nosuid", "nodev", "noexec", "mode=0555", "size=4k" };
+      gen_mount (g, alias, "tmpfs", "tmpfs", hide_o, ASBX_ARRAY_SIZE (hide_o));
+    }
   yajl_gen_array_close (g);
   (void) o;
 }
@@ -202,7 +242,7 @@ sandbox_config (const struct asbx_sandbox_opts *o, const char *rootfs, const cha
   yajl_gen_map_close (g);
   G_STR (g, "hostname");
   G_STR (g, "sandbox");
-  gen_mounts (g, o, workspace, skeleton);
+  gen_mounts (g, o, rootfs, workspace, skeleton);
   G_STR (g, "linux");
   yajl_gen_map_open (g);
   G_STR (g, "namespaces");
@@ -331,87 +371,6 @@ read_exit_reason (const struct asbx_global *g, const char *id)
     return NULL;
   monitor_wait_exit (dirfd, 5000);
   return monitor_exit_reason (dirfd);
-}
-
-/* exact paths that are refused as a workspace (with why); "/home/<name>" and $HOME are checked apart */
-static const struct
-{
-  const char *path;
-  const char *why;
-} refused_exact[] = {
-  { "/", "the host's root directory" },
-  { "/root", "a home directory (it holds credentials such as ~/.ssh)" },
-  { "/home", "the directory of every user's home" },
-  { "/etc", "a system directory (/etc/shadow, host configuration)" },
-  { "/usr", "a system directory" },
-  { "/bin", "a system directory" },
-  { "/sbin", "a system directory" },
-  { "/lib", "a system directory" },
-  { "/lib32", "a system directory" },
-  { "/lib64", "a system directory" },
-  { "/libx32", "a system directory" },
-  { "/boot", "a system directory (the kernel and boot loader)" },
-  { "/var", "a system directory (host state, logs, other containers)" },
-  { "/run", "a system directory (host sockets and runtime state)" },
-  { "/srv", "a system directory" },
-  { "/opt", "a system directory" },
-};
-
-/* true when path is dir or below it ("/procfoo" is not below "/proc") */
-static bool
-path_under (const char *path, const char *dir)
-{
-  size_t n = strlen (dir);
-  if (n == 1 && dir[0] == '/')
-    return path[0] == '/'; /* every absolute path is below "/" */
-  return strncmp (path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
-
-/* Refuse a workspace that would bind the host read-write at /workspace (see the top of the
- * file). ws: the realpath; arg: what the user gave (NULL = the current directory); rootfs: the
- * realpath of --rootfs, or NULL (the host's /). */
-static int
-check_workspace (const char *arg, const char *ws, const char *rootfs, asbx_err_t *err)
-{
-  static const char *const kernel[] = { "/proc", "/sys", "/dev" };
-  static const char *const exec_dirs[] = { "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32" };
-  const char *home = getenv ("HOME"), *why = NULL;
-  char home_real[PATH_MAX];
-  struct stat st;
-
-  if (stat (ws, &st) < 0)
-    return asbx_error (err, errno, "sandbox: workspace `%s`", ws);
-  if (!S_ISDIR (st.st_mode))
-    return asbx_error (err, 0, "sandbox: --workspace `%s`: expected a directory, not a file", arg ? arg : ws);
-  for (size_t i = 0; i < ASBX_ARRAY_SIZE (refused_exact) && !why; i++)
-    if (strcmp (ws, refused_exact[i].path) == 0)
-      why = refused_exact[i].why;
-  for (size_t i = 0; i < ASBX_ARRAY_SIZE (kernel) && !why; i++)
-    if (path_under (ws, kernel[i]))
-      why = "a kernel or device filesystem (writing it changes the host)";
-  /* The host's / is the rootfs: the workspace is also visible at its own path, and below the
-   * built-in profiles' allowExec paths that alias is executable - a binary or .so the agent
-   * wrote in /workspace ran as /usr/local/src/proj/x (found by an outside tester). */
-  /* with --rootfs R, a workspace inside R is visible at its path below R (an image's /usr/src/app).
-   * The mount rule (runtime/policy_alias.c) would catch these aliases too, and those no path shows
-   * (host bind mounts); this check stays for its clear message before anything is created, and
-   * because for a workspace above /usr the rule would make /usr itself noexec. */
-  size_t rl = rootfs && strcmp (rootfs, "/") != 0 ? strlen (rootfs) : 0;
-  const char *alias = !rl ? ws : path_under (ws, rootfs) ? (ws[rl] ? ws + rl : "/") : NULL;
-  for (size_t i = 0; i < ASBX_ARRAY_SIZE (exec_dirs) && !why && alias; i++)
-    if (path_under (alias, exec_dirs[i]) || path_under (exec_dirs[i], alias))
-      why = "below or above a system directory the built-in profiles allow to execute from (what the "
-            "agent writes would be executable through its path in the rootfs)";
-  if (!why && strncmp (ws, "/home/", 6) == 0 && ws[6] != '\0' && strchr (ws + 6, '/') == NULL)
-    why = "a home directory (it holds credentials such as ~/.ssh)";
-  if (!why && home && *home && realpath (home, home_real) != NULL && strcmp (ws, home_real) == 0)
-    why = "your home directory ($HOME: it holds credentials such as ~/.ssh)";
-  if (why)
-    return asbx_error (err, 0,
-                       "sandbox: refusing workspace `%s`%s: it is %s and would be writable at /workspace; "
-                       "give a project directory with --workspace DIR",
-                       ws, arg ? "" : " (the current directory)", why);
-  return 0;
 }
 
 /* The stop timeout in seconds: AGENTSBX_STOP_TIMEOUT (set by `sandbox --stop-timeout`), else 10
@@ -637,7 +596,7 @@ sandbox_bundle (const struct asbx_global *g, const struct asbx_sandbox_opts *o, 
     return asbx_error (err, errno, "sandbox: --workspace `%s`", o->workspace ? o->workspace : ".");
   if (o->rootfs && realpath (o->rootfs, rootfs_real) == NULL)
     return asbx_error (err, errno, "sandbox: --rootfs `%s`", o->rootfs);
-  if (check_workspace (o->workspace, ws, o->rootfs ? rootfs_real : NULL, err) < 0)
+  if (sandbox_check_workspace (g, o->workspace, ws, o->rootfs ? rootfs_real : NULL, err) < 0)
     return -1;
   if (asbx_root_open (g->root, true, err) < 0)
     return -1;

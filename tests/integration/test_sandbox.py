@@ -428,9 +428,9 @@ def test_workspace_not_a_directory(rt, ws):
 
 
 def test_demo_workspace_allowed(rt):
-    """The demo's workspace under /var/lib stays allowed (only /var itself is refused)."""
-    d = "/var/lib/agentsbx-demo/workspace"
-    made = [p for p in ("/var/lib/agentsbx-demo", d) if not os.path.exists(p)]
+    """The demo's workspace under /srv stays allowed (only /srv itself is refused)."""
+    d = "/srv/agentsbx-demo/workspace"
+    made = [p for p in ("/srv/agentsbx-demo", d) if not os.path.exists(p)]
     os.makedirs(d, exist_ok=True)
     try:
         r = sandbox(rt, "--workspace", d, "--", "/bin/sh", "-c", "pwd")
@@ -438,3 +438,176 @@ def test_demo_workspace_allowed(rt):
     finally:
         for p in reversed(made):
             os.rmdir(p)
+
+
+# ---- workspaces that hold what the policy masks elsewhere (outside tester, attack 15) -----------
+
+def _refused_and_not_run(rt, ws, why, global_args=None, root=True):
+    """The sandbox refuses ws naming why, and the command never ran: the marker it would write
+    through /workspace is not on the host."""
+    marker = f"asbx-ran-{os.getpid()}-{os.urandom(3).hex()}"
+    g = global_args if global_args is not None else ["--audit-dir", audit_dir(rt)]
+    try:
+        r = rt.cmd("sandbox", "--workspace", ws, "--", "/bin/sh", "-c", f"echo x > /workspace/{marker}",
+                   global_args=g, root=root)
+        assert r.rc != 0, r
+        assert f"refusing workspace `{ws}`" in r.err and why in r.err, r
+        assert not os.path.exists(os.path.join(ws, marker))
+    finally:
+        if os.path.exists(os.path.join(ws, marker)):
+            os.unlink(os.path.join(ws, marker))
+
+
+@pytest.mark.parametrize("path,why", [
+    ("/etc/ssh", "lies in `/etc`"),
+    ("/etc/default", "lies in `/etc`"),
+    ("/var/log", "lies in `/var/log`"),
+    ("/var/lib", "lies in `/var/lib`"),
+    ("/var/lib/dpkg", "lies in `/var/lib`"),
+    ("/var/spool", "lies in `/var/spool`"),
+    ("/var/mail", "lies in `/var/mail`"),
+    ("/run/lock", "lies in `/run`"),
+])
+def test_workspace_below_a_refused_system_dir_refused(rt, path, why):
+    """--workspace /var/log was accepted although /var was refused: the audit dir, masked at
+    /var/log/agentsbx, was read and forged at /workspace/agentsbx (outside tester)."""
+    if not os.path.isdir(path) or os.path.islink(path):
+        pytest.skip(f"{path} is no directory here")
+    _refused_and_not_run(rt, path, why)
+
+
+def test_workspace_holding_the_audit_dir_refused(rt):
+    ws = os.path.join(rt.workdir, f"ws-audit-{os.urandom(2).hex()}")
+    os.makedirs(os.path.join(ws, "logs"))
+    _refused_and_not_run(rt, ws, "the audit directory", global_args=["--audit-dir", os.path.join(ws, "logs")])
+    inner = os.path.join(ws, "logs", "proj")
+    os.makedirs(inner)
+    _refused_and_not_run(rt, inner, "the audit directory", global_args=["--audit-dir", os.path.join(ws, "logs")])
+
+
+def test_workspace_holding_the_state_root_refused(rt):
+    ws = os.path.join(rt.workdir, f"ws-state-{os.urandom(2).hex()}")
+    os.makedirs(ws)
+    _refused_and_not_run(rt, ws, "the state root", root=False,
+                         global_args=["--root", os.path.join(ws, "state"), "--audit-dir", audit_dir(rt)])
+
+
+@pytest.fixture
+def passwd_user(rt):
+    """A user of the host's /etc/passwd whose home lies in a project dir: <workdir>/proj/users/h."""
+    proj = os.path.join(rt.workdir, f"proj-{os.urandom(2).hex()}")
+    name = f"asbxh{os.getpid() % 100000}"
+    home = os.path.join(proj, "users", name)
+    os.makedirs(os.path.dirname(home))
+    r = subprocess.run(["useradd", "-d", home, "-m", "-s", "/bin/sh", name], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"useradd failed: {r.stderr.strip()}")
+    os.makedirs(os.path.join(home, ".ssh"), exist_ok=True)
+    with open(os.path.join(home, ".ssh", "id_rsa"), "w") as f:
+        f.write(SECRET)
+    try:
+        yield proj, home
+    finally:
+        subprocess.run(["userdel", name], capture_output=True)
+        shutil.rmtree(proj, ignore_errors=True)
+
+
+def test_workspace_containing_a_passwd_home_refused(rt, passwd_user):
+    """A project dir holding a passwd home: ~/.ssh was masked at the home's path only, and read
+    and authorized_keys written through /workspace/users/NAME (outside tester)."""
+    proj, home = passwd_user
+    _refused_and_not_run(rt, proj, f"contains the home directory `{home}`")
+    _refused_and_not_run(rt, os.path.join(proj, "users"), f"contains the home directory `{home}`")
+    _refused_and_not_run(rt, home, f"is the home directory `{home}`")
+    _refused_and_not_run(rt, os.path.join(home, ".ssh"), "dot-directory")
+
+
+def test_home_dot_directories_refused_but_projects_allowed(rt):
+    home = os.path.join("/home", f"asbx-dot-{os.getpid()}")
+    for d in (".ssh", ".config/gh", "proj"):
+        os.makedirs(os.path.join(home, d))
+    try:
+        _refused_and_not_run(rt, os.path.join(home, ".ssh"), "dot-directory of the home")
+        _refused_and_not_run(rt, os.path.join(home, ".config", "gh"), "dot-directory of the home")
+        r = sandbox(rt, "--workspace", os.path.join(home, "proj"), "--", "/bin/sh", "-c", "echo ok > /workspace/f")
+        assert r.rc == 0, r
+        with open(os.path.join(home, "proj", "f")) as f:
+            assert f.read() == "ok\n"
+    finally:
+        shutil.rmtree(home)
+
+
+@pytest.mark.parametrize("owner", [0, 23456], ids=["root-owned", "user-owned"])
+def test_workspace_denyread_not_readable_at_its_host_path(rt, owner):
+    """denyRead /workspace/.env, /workspace/secrets: masked at /workspace, but the read-only host
+    view showed the workspace at its host path, where the agent read both (outside tester, root-
+    and user-owned workspace). Judged by what the agent copies into a file the host reads."""
+    home = os.path.join("/home", f"asbx-alias-{os.getpid()}-{owner}")
+    ws = os.path.join(home, "proj")
+    os.makedirs(os.path.join(ws, "secrets"))
+    with open(os.path.join(ws, ".env"), "w") as f:
+        f.write(SECRET + "-env\n")
+    with open(os.path.join(ws, "secrets", "k"), "w") as f:
+        f.write(SECRET + "-dir\n")
+    for p in (ws, os.path.join(ws, "secrets"), os.path.join(ws, ".env"), os.path.join(ws, "secrets", "k")):
+        os.chown(p, owner, owner)
+        os.chmod(p, 0o755 if os.path.isdir(p) else 0o644)
+    pol = {"version": 1, "extends": "agent",
+           "filesystem": {"denyRead": ["/workspace/.env", "/workspace/secrets"]}}
+    try:
+        r = sandbox(rt, "--workspace", ws, "--", "/bin/sh", "-c",
+                    f"cat /workspace/.env /workspace/secrets/k {ws}/.env {ws}/secrets/k > /workspace/out 2>&1; "
+                    f"ls -A {ws} > /workspace/ls 2>&1; true", policy=pol)
+        assert r.rc == 0, r
+        with open(os.path.join(ws, "out")) as f:
+            out = f.read()
+        assert SECRET not in out, out
+        with open(os.path.join(ws, "ls")) as f:
+            listing = f.read()
+        assert ".env" not in listing and "secrets" not in listing, listing  # the host path shows nothing
+    finally:
+        shutil.rmtree(home)
+
+
+def test_rootfs_workspace_denyread_not_readable_at_its_rootfs_path(rt, busybox_template):
+    """--rootfs R --workspace R/srv/app: the workspace is also the rootfs's /srv/app, where the
+    masks of /workspace/.env did not lie. Judged by what the agent copies into a host file."""
+    root = os.path.join(rt.workdir, f"rfs-alias-{os.urandom(2).hex()}")
+    subprocess.run(["cp", "-a", busybox_template, root], check=True)
+    ws = os.path.join(root, "srv", "app")
+    os.makedirs(ws)
+    with open(os.path.join(ws, ".env"), "w") as f:
+        f.write(SECRET + "-env\n")
+    pol = {"version": 1, "extends": "agent", "filesystem": {"denyRead": ["/workspace/.env"]}}
+    try:
+        r = sandbox(rt, "--rootfs", root, "--workspace", ws, "--", "/bin/sh", "-c",
+                    "cat /workspace/.env /srv/app/.env > /workspace/out 2>&1; ls -A /srv/app > /workspace/ls 2>&1; "
+                    "echo ok", policy=pol)
+        assert r.rc == 0 and "ok" in r.out, r
+        with open(os.path.join(ws, "out")) as f:
+            assert SECRET not in f.read()
+        with open(os.path.join(ws, "ls")) as f:
+            assert ".env" not in f.read()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.parametrize("rel,why", [("", "is or contains"), ("keys/sub", "lies in")], ids=["contains", "inside"])
+def test_workspace_holding_a_policy_denied_path_refused(rt, rel, why):
+    """A custom denyRead of a host path (/srv/X/keys) is a mask at that path, not at
+    /workspace/keys: a workspace holding it (or inside it) is refused, naming the rule."""
+    top = os.path.join("/srv", f"asbx-deny-{os.getpid()}-{os.urandom(2).hex()}")
+    os.makedirs(os.path.join(top, "keys", "sub"))
+    os.makedirs(os.path.join(top, "src"))
+    pol = {"version": 1, "extends": "agent", "filesystem": {"denyRead": [os.path.join(top, "keys")]}}
+    p = os.path.join(rt.workdir, f"sbx-policy-{os.urandom(3).hex()}.json")
+    with open(p, "w") as f:
+        json.dump(pol, f)
+    try:
+        ws = os.path.join(top, rel) if rel else top
+        _refused_and_not_run(rt, ws, f"{why} `{top}/keys`",
+                             global_args=["--audit-dir", audit_dir(rt), "--policy", p])
+        r = sandbox(rt, "--workspace", os.path.join(top, "src"), "--", "/bin/true", policy=pol)
+        assert r.rc == 0, r
+    finally:
+        shutil.rmtree(top)

@@ -1,0 +1,230 @@
+/* sandbox_ws.c - the workspace check of quick mode (see the header).
+ *
+ * Threat model: the workspace is the one host directory bound read-write, and the policy's
+ * masks (denyRead/denyWrite of ~/.ssh, the audit directory, ...) are mounts at the paths the
+ * policy names, not at the same files seen through /workspace. So a workspace that is a system
+ * directory, contains a home, lies in a home's dot-directory or holds the audit directory hands
+ * the sandboxed command what the masks hide (found by an outside tester: --workspace /var/log
+ * read and forged other sandboxes' audit logs at /workspace/agentsbx; --workspace /var/lib or
+ * ~/.ssh wrote authorized_keys). Everything is compared after realpath(3), before anything is
+ * created; a home of /etc/passwd is resolved inside the rootfs (runtime/policy_homes.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "core/util.h"
+#include "policy/policy.h"
+#include "runtime/audit.h"
+#include "runtime/policy_homes.h"
+#include "runtime/sandbox_ws.h"
+
+/* exact paths that are refused as a workspace (with why); homes are checked apart */
+static const struct
+{
+  const char *path;
+  const char *why;
+} refused_exact[] = {
+  { "/", "the host's root directory" }, { "/home", "the directory of every user's home" },
+  { "/usr", "a system directory" },     { "/bin", "a system directory" },
+  { "/sbin", "a system directory" },    { "/lib", "a system directory" },
+  { "/lib32", "a system directory" },   { "/lib64", "a system directory" },
+  { "/libx32", "a system directory" },  { "/var", "a system directory (host state, logs, other containers)" },
+  { "/srv", "a system directory" },     { "/opt", "a system directory" },
+};
+
+/* directories refused together with everything below them */
+static const struct
+{
+  const char *path;
+  const char *why;
+} refused_below[] = {
+  { "/proc", "a kernel or device filesystem (writing it changes the host)" },
+  { "/sys", "a kernel or device filesystem (writing it changes the host)" },
+  { "/dev", "a kernel or device filesystem (writing it changes the host)" },
+  { "/etc", "a system directory (host configuration: /etc/shadow, /etc/ssh, sudoers)" },
+  { "/boot", "a system directory (the kernel and boot loader)" },
+  { "/run", "a system directory (host sockets and runtime state)" },
+  { "/var/log", "a system directory (host logs: the audit logs of every sandbox)" },
+  { "/var/lib", "a system directory (host state: databases, service homes, other containers)" },
+  { "/var/spool", "a system directory (host queues: cron, mail)" },
+  { "/var/mail", "a system directory (users' mail)" },
+};
+
+bool
+sandbox_path_under (const char *path, const char *dir)
+{
+  size_t n = strlen (dir);
+  if (n == 1 && dir[0] == '/')
+    return path[0] == '/';
+  return strncmp (path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* realpath of prefix+path when it resolves, else prefix+path as written; heap */
+static char *
+resolved (const char *prefix, const char *path)
+{
+  cleanup_free char *p = xasprintf ("%s%s", prefix, path);
+  char buf[PATH_MAX];
+  return xstrdup (realpath (p, buf) ? buf : p);
+}
+
+static int
+refuse (const char *arg, const char *ws, const char *what, asbx_err_t *err)
+{
+  return asbx_error (err, 0,
+                     "sandbox: refusing workspace `%s`%s: %s, and would be writable at /workspace; "
+                     "give a project directory with --workspace DIR",
+                     ws, arg ? "" : " (the current directory)", what);
+}
+
+/* ws is, contains or lies in one of the homes of the rootfs at `root` ("/" or --rootfs's realpath),
+ * or lies in a home's dot-directory. Returns 0 (none), 1 (*what set, heap) or -1 with *err. */
+static int
+check_homes (const char *ws, const char *root, char **what, asbx_err_t *err)
+{
+  cleanup_close int rootfd = open (root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  const char *prefix = strcmp (root, "/") == 0 ? "" : root;
+  struct policy_home *v = NULL;
+  int n, ret = 0;
+
+  if (rootfd < 0)
+    return asbx_error (err, errno, "sandbox: open `%s`", root);
+  n = policy_homes_list (rootfd, "/home", &v, err);
+  if (n < 0)
+    return -1;
+  for (int i = -1; i < n && !ret; i++)
+    {
+      cleanup_free char *h = resolved (prefix, i < 0 ? "/root" : v[i].path);
+      size_t hl = strcmp (h, "/") == 0 ? 0 : strlen (h);
+      if (hl == 0)
+        continue; /* a home of "/" (a service user): the root itself is refused already */
+      if (sandbox_path_under (h, ws))
+        *what = xasprintf ("it %s the home directory `%s` (credentials such as ~/.ssh, masked only at that path)",
+                           strcmp (h, ws) == 0 ? "is" : "contains", h);
+      else if (sandbox_path_under (ws, h) && ws[hl + 1] == '.')
+        *what = xasprintf ("it lies in a dot-directory of the home `%s` (credentials and configuration such "
+                           "as ~/.ssh, ~/.config)",
+                           h);
+      ret = *what ? 1 : 0;
+    }
+  policy_homes_free (v, (size_t) n);
+  return ret;
+}
+
+/* ws is, contains or lies in the audit directory in use or the state root */
+static int
+check_runtime_dirs (const struct asbx_global *g, const char *ws, char **what, asbx_err_t *err)
+{
+  cleanup_free char *adir = audit_dir_resolve (g->audit_dir, g->config_path, err);
+  if (!adir)
+    return -1;
+  const char *dirs[] = { adir, g->root };
+  const char *names[] = { "the audit directory", "the state root" };
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (dirs); i++)
+    {
+      cleanup_free char *d = resolved ("", dirs[i]);
+      if (sandbox_path_under (ws, d) || sandbox_path_under (d, ws))
+        {
+          *what = xasprintf ("it is, contains or lies in %s `%s` (the records and state of every sandbox)", names[i],
+                             d);
+          return 1;
+        }
+    }
+  return 0;
+}
+
+/* ws is, contains or lies in a path the effective policy masks (denyRead) or makes read-only
+ * (denyWrite) outside /workspace: the mask lies at that path, not at the same file seen through
+ * /workspace. The policy is resolved from the same sources create uses (flags, host config, the
+ * sandbox default `agent`); `~/x` rules are the homes' (check_homes). Paths under the fresh
+ * mounts of quick mode (/tmp, /run, /proc, /sys, /dev) are no host files. 0 / 1 / -1. */
+static int
+check_policy_paths (const struct asbx_global *g, const char *ws, const char *rootfs, char **what, asbx_err_t *err)
+{
+  static const char *const own[] = { "/workspace", "/tmp", "/run", "/proc", "/sys", "/dev" };
+  struct policy_inputs pin = { .profile_flag = g->profile,
+                               .policy_flag = g->policy_file,
+                               .config_path = g->config_path,
+                               .audit_dir_flag = g->audit_dir,
+                               .state_root = g->root,
+                               .sandbox_default_profile = "agent" };
+  struct policy_plan *plan = policy_resolve (&pin, err);
+  const char *prefix = rootfs && strcmp (rootfs, "/") != 0 ? rootfs : "";
+
+  if (!plan)
+    return -1;
+  for (size_t i = 0; plan->active && i < plan->mounts_len && !*what; i++)
+    {
+      const struct policy_mount *m = &plan->mounts[i];
+      bool skip = m->each_child != NULL || (m->kind != POLICY_MOUNT_MASK && m->kind != POLICY_MOUNT_BIND_RO);
+      for (size_t j = 0; j < ASBX_ARRAY_SIZE (own) && !skip; j++)
+        skip = sandbox_path_under (m->path, own[j]);
+      if (skip)
+        continue;
+      cleanup_free char *h = resolved (prefix, m->path);
+      if (sandbox_path_under (h, ws) || sandbox_path_under (ws, h))
+        *what = xasprintf ("it %s `%s`, which the policy %s at that path only (%s)",
+                           sandbox_path_under (h, ws) ? "is or contains" : "lies in", h,
+                           m->kind == POLICY_MOUNT_MASK ? "hides" : "makes read-only", m->origin ? m->origin : "");
+    }
+  policy_plan_free (plan);
+  return *what ? 1 : 0;
+}
+
+int
+sandbox_check_workspace (const struct asbx_global *g, const char *arg, const char *ws, const char *rootfs,
+                         asbx_err_t *err)
+{
+  static const char *const exec_dirs[] = { "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32" };
+  const char *home = getenv ("HOME");
+  cleanup_free char *what = NULL;
+  char home_real[PATH_MAX];
+  struct stat st;
+  int r;
+
+  if (stat (ws, &st) < 0)
+    return asbx_error (err, errno, "sandbox: workspace `%s`", ws);
+  if (!S_ISDIR (st.st_mode))
+    return asbx_error (err, 0, "sandbox: --workspace `%s`: expected a directory, not a file", arg ? arg : ws);
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (refused_exact); i++)
+    if (strcmp (ws, refused_exact[i].path) == 0)
+      {
+        what = xasprintf ("it is %s", refused_exact[i].why);
+        return refuse (arg, ws, what, err);
+      }
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (refused_below); i++)
+    if (sandbox_path_under (ws, refused_below[i].path))
+      {
+        what = xasprintf ("it lies in `%s`, %s", refused_below[i].path, refused_below[i].why);
+        return refuse (arg, ws, what, err);
+      }
+  /* The host's / is the rootfs: the workspace is also visible at its own path, and below the
+   * built-in profiles' allowExec paths that alias is executable - a binary or .so the agent
+   * wrote in /workspace ran as /usr/local/src/proj/x (found by an outside tester). With --rootfs
+   * R, a workspace inside R is visible at its path below R (an image's /usr/src/app). The mount
+   * rule (runtime/policy_alias.c) would catch these aliases too; this check stays for its clear
+   * message, and because for a workspace above /usr the rule would make /usr itself noexec. */
+  size_t rl = rootfs && strcmp (rootfs, "/") != 0 ? strlen (rootfs) : 0;
+  const char *alias = !rl ? ws : sandbox_path_under (ws, rootfs) ? (ws[rl] ? ws + rl : "/") : NULL;
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (exec_dirs) && alias; i++)
+    if (sandbox_path_under (alias, exec_dirs[i]) || sandbox_path_under (exec_dirs[i], alias))
+      return refuse (arg, ws,
+                     "it is below or above a system directory the built-in profiles allow to execute from (what "
+                     "the agent writes would be executable through its path in the rootfs)",
+                     err);
+  if (home && *home && realpath (home, home_real) != NULL && strcmp (ws, home_real) == 0)
+    return refuse (arg, ws, "it is your home directory ($HOME: it holds credentials such as ~/.ssh)", err);
+  if ((r = check_homes (ws, "/", &what, err)) == 0 && rootfs)
+    r = check_homes (ws, rootfs, &what, err);
+  if (r == 0)
+    r = check_runtime_dirs (g, ws, &what, err);
+  if (r == 0)
+    r = check_policy_paths (g, ws, rootfs, &what, err);
+  return r < 0 ? -1 : r > 0 ? refuse (arg, ws, what, err) : 0;
+}

@@ -1,0 +1,28 @@
+/* sandbox_ws.h - which host directories quick mode accepts as its read-write /workspace. */
+#ifndef ASBX_RUNTIME_SANDBOX_WS_H
+#define ASBX_RUNTIME_SANDBOX_WS_H
+
+#include <stdbool.h>
+
+#include "core/error.h"
+#include "runtime/container.h"
+
+/* Refuse a workspace that would hand the sandboxed command the host (docs/policy.md §7,
+ * docs/security.md): the host's root, a kernel filesystem, a system directory or anything at or
+ * below /etc, /boot, /run, /var/log, /var/lib, /var/spool, /var/mail; a directory below or above
+ * the directories the built-in profiles execute from; a directory that is or contains a home
+ * directory (a directory entry of /home, /root, a home field of /etc/passwd), or that lies in a
+ * home's dot-directory (~/.ssh, ~/.config); one that is, contains or lies in the audit
+ * directory in use, the state root (g->root) or a denyRead/denyWrite path of the effective policy
+ * (resolved as create does: g's flags, the host config, the sandbox default `agent`). The homes are those of the host,
+ * and with
+ * --rootfs also those of that rootfs (at their host path). g: for the audit dir and state root;
+ * arg: what the user gave (NULL = the current directory); ws: its realpath; rootfs: the realpath
+ * of --rootfs or NULL. Returns 0, or -1 with *err naming the workspace, the path and why (or a policy error). */
+int sandbox_check_workspace (const struct asbx_global *g, const char *arg, const char *ws, const char *rootfs,
+                             asbx_err_t *err);
+
+/* true when path is dir or below it ("/procfoo" is not below "/proc"; everything is below "/") */
+bool sandbox_path_under (const char *path, const char *dir);
+
+#endif
