@@ -55,7 +55,7 @@ policy_pin_note (const struct policy_mount *grant, const char *path, int fd, asb
   char *line = xasprintf ("%s%ju %ju %s\n", notes ? notes : "", (uintmax_t) st.st_dev, (uintmax_t) st.st_ino, path);
   free (notes);
   notes = line;
-  return 0;
+  return 1;
 }
 
 int
@@ -281,10 +281,30 @@ record (int dirfd, const struct mnt_ids *id, const char *hostpath, asbx_err_t *e
   return 0;
 }
 
-/* Bind `fd`'s file onto itself in our namespace, record it, then make it private. */
-static int
-pin_new (int dirfd, int fd, const char *path, const char *hostpath, asbx_err_t *err)
+/* Whether the pin `id` is what the host path of `path` reaches now, on the inode dev/ino: a host
+ * replacement racing the attach could have left it on a dropped dentry. */
+static bool
+pin_in_place (const struct policy_pin_ctx *ctx, const char *path, const struct mnt_ids *id)
 {
+  asbx_err_t e = NULL;
+  struct mnt_ids now;
+  cleanup_close int fd = -1;
+
+  if (host_open (ctx, path, &fd, &e) < 0)
+    {
+      asbx_error_free (&e);
+      return false;
+    }
+  return fd >= 0 && mnt_ids_of (fd, &now) == 0 && now.root && now.unique == id->unique && now.dev == id->dev
+         && now.ino == id->ino;
+}
+
+/* Bind `fd`'s file onto itself in our namespace, check it is in place, record it, then make it
+ * private. */
+static int
+pin_new (const struct policy_pin_ctx *ctx, int fd, const char *path, const char *hostpath, asbx_err_t *err)
+{
+  int dirfd = ctx->dirfd;
   struct mnt_ids id;
   cleanup_close int tree = mnt_clone (fd, "", false, err);
 
@@ -303,6 +323,15 @@ pin_new (int dirfd, int fd, const char *path, const char *hostpath, asbx_err_t *
       int e = errno;
       umount2 (hostpath, MNT_DETACH | UMOUNT_NOFOLLOW); /* just made, nothing could change it yet */
       return asbx_error (err, e, "policy: pin `%s`: statx of the pin (STATX_MNT_ID_UNIQUE needs Linux 6.8)", path);
+    }
+  if (!pin_in_place (ctx, path, &id))
+    {
+      cleanup_free char *self = xasprintf ("/proc/self/fd/%d", tree);
+      umount2 (self, MNT_DETACH); /* through the pin's own fd: never another mount */
+      return asbx_error (err, EXDEV,
+                         "policy: pin `%s`: host `%s` was replaced while it was pinned (the container masks the "
+                         "file it replaced) - refused",
+                         path, hostpath);
     }
   if (record (dirfd, &id, hostpath, err) < 0)
     {
@@ -350,7 +379,7 @@ pin_one (const struct policy_pin_ctx *ctx, const char *path, unsigned long long 
       log_debug ("policy: `%s` already pinned (mount %" PRIu64 "), shared", path, id.unique);
       return record (ctx->dirfd, &id, hostpath, err);
     }
-  return pin_new (ctx->dirfd, fd, path, hostpath, err);
+  return pin_new (ctx, fd, path, hostpath, err);
 }
 
 int

@@ -40,7 +40,8 @@
 /* I: note that the deny on container path `path` masked the inode of `fd` (an O_PATH fd of the
  * path as resolved in the container, before or after the mask went on). `grant` is the deepest
  * writable grant containing the path (NULL: none): only a bind grant (host-visible) is noted.
- * A path holding a newline is refused (the line protocol). 0 / -1 with *err. */
+ * A path holding a newline is refused (the line protocol). 1 noted, 0 nothing to note, -1 with
+ * *err. */
 int policy_pin_note (const struct policy_mount *grant, const char *path, int fd, asbx_err_t *err);
 
 /* I: send the noted lines to P as SYNC_PINS messages (value 1: more follow; 0: the last, always
