@@ -284,7 +284,7 @@ create_spawned (const struct asbx_global *g, const struct asbx_create_opts *o, s
   struct policy_pin_ctx pc = {
     .spec = spec, .bundle = bundle, .rootfs = a->rootfs, .state_rootfd = c->rootfd, .dirfd = c->dirfd
   };
-  if (policy_pin_receive (psync, &pc, err) < 0 || sync_send (psync, SYNC_PINS_DONE, 0, NULL, err) < 0)
+  if (policy_pin_receive (psync, &pc, err) < 0)
     return -1;
   test_stop_at ("create:pinned");
   if (sync_recv (psync, SYNC_CREATE_RUNTIME, m, err) < 0)

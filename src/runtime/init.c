@@ -185,7 +185,7 @@ init_main (struct init_args *a)
     fail (a, &err);
   /* 4. prestart + createRuntime hooks run in the runtime's namespaces: P runs them */
   if (policy_pin_send (a->sync_fd, &err) < 0 || sync_recv (a->sync_fd, SYNC_PINS_DONE, &m, &err) < 0
-      || policy_verify_pinned_masks (rootfd, &err) < 0
+      || policy_verify_pinned_masks (rootfd, m.text, &err) < 0
       || sync_send (a->sync_fd, SYNC_CREATE_RUNTIME, 0, missing_grants, &err) < 0
       || sync_recv (a->sync_fd, SYNC_HOOKS_DONE, &m, &err) < 0)
     fail (a, &err);

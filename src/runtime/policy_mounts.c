@@ -157,15 +157,48 @@ remember_pinned (const struct policy_mount *m, int fd, uint64_t id, asbx_err_t *
   struct stat st;
   if (fstat (fd, &st) < 0)
     return asbx_error (err, errno, "stat");
+  /* a second deny on one path lies over the first: the top one is what the container sees */
+  for (size_t i = 0; i < pinned_len; i++)
+    if (strcmp (pinned[i].path, m->path) == 0)
+      {
+        pinned[i].kind = m->kind, pinned[i].id = id;
+        return 0;
+      }
   pinned = xrealloc (pinned, (pinned_len + 1) * sizeof *pinned);
   pinned[pinned_len++] = (struct pinned_mask){ xstrdup (m->path), m->kind, id, st.st_dev, st.st_ino };
   return 0;
 }
 
+/* The inode P pinned at `path` when it was not the noted one: from PINS_DONE's "DEV INO PATH"
+ * lines. false: P pinned the noted inode (or nothing: no host file). */
+static bool
+pinned_instead (const char *report, const char *path, dev_t *dev, ino_t *ino)
+{
+  for (const char *l = report; l && *l;)
+    {
+      const char *end = strchr (l, '\n');
+      size_t n = end ? (size_t) (end - l) : strlen (l);
+      unsigned long long d, i;
+      int off = 0;
+      if (sscanf (l, "%llu %llu %n", &d, &i, &off) == 2 && off > 0 && n >= (size_t) off && n - off == strlen (path)
+          && strncmp (l + off, path, n - off) == 0)
+        {
+          *dev = (dev_t) d, *ino = (ino_t) i;
+          return true;
+        }
+      l = end ? end + 1 : l + n;
+    }
+  return false;
+}
+
 /* Check one pinned deny, re-applying it once when its mount is gone. 0 / -1 with *err. */
 static int
-verify_pinned (int rootfd, struct pinned_mask *p, asbx_err_t *err)
+verify_pinned (int rootfd, struct pinned_mask *p, const char *report, asbx_err_t *err)
 {
+  dev_t dev = p->dev;
+  ino_t ino = p->ino;
+  bool other = pinned_instead (report, p->path, &dev, &ino);
+
   for (int attempt = 0;; attempt++)
     {
       struct stat st;
@@ -176,12 +209,17 @@ verify_pinned (int rootfd, struct pinned_mask *p, asbx_err_t *err)
         return asbx_error (err, errno, "open `%s` after the pins", p->path);
       if (mount_id (fd, &now, err) < 0 || fstat (fd, &st) < 0)
         return asbx_error_wrap (err, "`%s`", p->path);
+      if (now == p->id && other && attempt == 0)
+        return asbx_error (err, EXDEV,
+                           "pin `%s`: the host's file there (inode %ju) is not the file the container masks (inode "
+                           "%ju): a different mount or symlink on the host's side - refused",
+                           p->path, (uintmax_t) ino, (uintmax_t) p->ino);
       if (now == p->id)
         return 0;
       /* the host replaced the file between our mask and P's pin: the kernel dropped the mask
        * (and a new file may have reused the inode number P checked). P's pin now holds the file
        * there, and nothing of the container has run: mask it again. */
-      if (attempt > 0 || st.st_dev != p->dev || st.st_ino != p->ino)
+      if (attempt > 0 || st.st_dev != dev || st.st_ino != ino)
         return asbx_error (err, EXDEV,
                            "`%s`: the deny's mount is gone (the host replaced the file during create) and the "
                            "file there is not the pinned one - refused",
@@ -194,12 +232,12 @@ verify_pinned (int rootfd, struct pinned_mask *p, asbx_err_t *err)
 }
 
 int
-policy_verify_pinned_masks (int rootfd, asbx_err_t *err)
+policy_verify_pinned_masks (int rootfd, const char *replaced, asbx_err_t *err)
 {
   int r = 0;
   for (size_t i = 0; i < pinned_len; i++)
     {
-      if (r == 0 && verify_pinned (rootfd, &pinned[i], err) < 0)
+      if (r == 0 && verify_pinned (rootfd, &pinned[i], replaced, err) < 0)
         r = asbx_error_wrap (err, "policy: deny inside a writable bind grant");
       free (pinned[i].path);
     }

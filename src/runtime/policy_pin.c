@@ -347,9 +347,11 @@ pin_new (const struct policy_pin_ctx *ctx, int fd, const char *path, const char 
   return 0;
 }
 
+/* `*replaced` gains "DEV INO PATH" of a pin on another inode than the init noted (see
+ * policy_pin_receive). */
 static int
 pin_one (const struct policy_pin_ctx *ctx, const char *path, unsigned long long dev, unsigned long long ino,
-         asbx_err_t *err)
+         char **replaced, asbx_err_t *err)
 {
   cleanup_close int fd = -1;
   struct mnt_ids id;
@@ -368,10 +370,14 @@ pin_one (const struct policy_pin_ctx *ctx, const char *path, unsigned long long 
     return asbx_error (err, errno, "policy: pin `%s`: statx host `%s` (STATX_MNT_ID_UNIQUE needs Linux 6.8)", path,
                        hostpath);
   if ((unsigned long long) id.dev != dev || (unsigned long long) id.ino != ino)
-    return asbx_error (err, EXDEV,
-                       "policy: pin `%s`: host `%s` is not the file the container masks (a different mount or "
-                       "symlink on the host's side, or the file was replaced during create) - refused",
-                       path, hostpath);
+    {
+      /* replaced on the host since the init masked it, or another file than the container's:
+       * pinned all the same, the init tells which (policy_apply.h policy_verify_pinned_masks) */
+      char *more = xasprintf ("%s%ju %ju %s\n", *replaced ? *replaced : "", (uintmax_t) id.dev, (uintmax_t) id.ino,
+                              path);
+      free (*replaced);
+      *replaced = more;
+    }
   if (id.root && recorded (ctx->state_rootfd, ctx->dirfd, id.unique, true))
     {
       /* already pinned (a second rule on this file, or another sandbox on this workspace):
@@ -387,6 +393,7 @@ policy_pin_receive (int psync, const struct policy_pin_ctx *ctx, asbx_err_t *err
 {
   cleanup_free struct sync_msg *m = xmalloc (sizeof *m);
   cleanup_free char *all = xstrdup ("");
+  cleanup_free char *replaced = NULL;
   char *save = NULL;
 
   do
@@ -398,21 +405,24 @@ policy_pin_receive (int psync, const struct policy_pin_ctx *ctx, asbx_err_t *err
       all = more;
     }
   while (m->value == 1);
-  if (!*all)
-    return 0;
-  cleanup_close int lock = root_lock (ctx->state_rootfd);
-  if (lock < 0)
-    return asbx_error (err, errno, "policy: lock the state root for the pins");
-  for (char *l = strtok_r (all, "\n", &save); l; l = strtok_r (NULL, "\n", &save))
+  if (*all)
     {
-      unsigned long long dev, ino;
-      int off = 0;
-      if (sscanf (l, "%llu %llu %n", &dev, &ino, &off) != 2 || off == 0 || l[off] != '/')
-        return asbx_error (err, EPROTO, "policy: malformed pin note from the init: `%s`", l);
-      if (pin_one (ctx, l + off, dev, ino, err) < 0)
-        return -1;
+      cleanup_close int lock = root_lock (ctx->state_rootfd);
+      if (lock < 0)
+        return asbx_error (err, errno, "policy: lock the state root for the pins");
+      for (char *l = strtok_r (all, "\n", &save); l; l = strtok_r (NULL, "\n", &save))
+        {
+          unsigned long long dev, ino;
+          int off = 0;
+          if (sscanf (l, "%llu %llu %n", &dev, &ino, &off) != 2 || off == 0 || l[off] != '/')
+            return asbx_error (err, EPROTO, "policy: malformed pin note from the init: `%s`", l);
+          if (pin_one (ctx, l + off, dev, ino, &replaced, err) < 0)
+            return -1;
+        }
     }
-  return 0;
+  if (replaced && strlen (replaced) >= sizeof m->text)
+    return asbx_error (err, ENAMETOOLONG, "policy: too many pinned files replaced during create - refused");
+  return sync_send (psync, SYNC_PINS_DONE, 0, replaced ? replaced : "", err);
 }
 
 /* ---- P: removing pins ---- */

@@ -389,6 +389,7 @@ def test_host_git_loop_during_starts_never_unmasks(rt):
         stop.set()
         t.join(timeout=GUARD)
     git(ws, "status")
+    print(f"race: {started} of 15 started, {len(refused)} refused, {writes[0]} host writes, agent wrote in {wrote}")
     assert writes[0] > 0, "the host git loop did not run"
     assert not os.path.exists(marker), f"host git ran the agent's core.fsmonitor payload (agent wrote in starts {wrote})"
     assert "fsmonitor" not in read(cfg), f"the agent wrote the host's .git/config (starts {wrote})"
