@@ -350,7 +350,7 @@ pin_new (const struct policy_pin_ctx *ctx, int fd, const char *path, const char 
 /* `*replaced` gains "DEV INO PATH" of a pin on another inode than the init noted (see
  * policy_pin_receive). */
 static int
-pin_one (const struct policy_pin_ctx *ctx, const char *path, unsigned long long dev, unsigned long long ino,
+pin_try (const struct policy_pin_ctx *ctx, const char *path, unsigned long long dev, unsigned long long ino,
          char **replaced, asbx_err_t *err)
 {
   cleanup_close int fd = -1;
@@ -386,6 +386,36 @@ pin_one (const struct policy_pin_ctx *ctx, const char *path, unsigned long long 
       return record (ctx->dirfd, &id, hostpath, err);
     }
   return pin_new (ctx, fd, path, hostpath, err);
+}
+
+#define PIN_TRIES 5
+
+/* pin_try, again while the host replaces the file under it: ENOENT (the file opened was replaced
+ * before the pin went on: the kernel mounts on no removed file) or EXDEV (replaced while the pin
+ * went on, undone by pin_new). A host rewriting the file in a loop wins a few times at most. */
+static int
+pin_one (const struct policy_pin_ctx *ctx, const char *path, unsigned long long dev, unsigned long long ino,
+         char **replaced, asbx_err_t *err)
+{
+  for (int attempt = 1;; attempt++)
+    {
+      cleanup_free char *rep = NULL;
+      asbx_err_t e = NULL;
+      if (pin_try (ctx, path, dev, ino, &rep, &e) == 0)
+        {
+          char *more = xasprintf ("%s%s", *replaced ? *replaced : "", rep ? rep : "");
+          free (*replaced);
+          *replaced = more;
+          return 0;
+        }
+      if (attempt >= PIN_TRIES || (e->errnum != ENOENT && e->errnum != EXDEV))
+        {
+          *err = e;
+          return -1;
+        }
+      log_debug ("policy: pin `%s`: %s: again", path, e->msg);
+      asbx_error_free (&e);
+    }
 }
 
 int

@@ -348,15 +348,16 @@ def test_pin_of_another_inode_refused(rt, make_bundle):
     assert pins_under(ws) == [], "pins left"
 
 
-def test_host_git_loop_during_starts_never_unmasks(rt):
+def test_host_git_loop_during_starts_never_unmasks(rt, base):
     """The outside tester's race: host `git config` (lock file + rename) in a tight loop while
     sandboxes start on the repository. A replacement after the init masked .git/config and before
     the runtime pinned it made the kernel drop the container's mask, and the new file could reuse
     the old inode number, so the runtime's inode check passed: the sandbox started with the file
     writable, the agent appended core.fsmonitor and host git ran it. A start may fail (closed);
     every sandbox that starts must show the mask (the agent's write fails), and host git never
-    runs the payload."""
-    ws = make_repo(rt)
+    runs the payload. On a private, a shared and a user-owned workspace (the pin's copy then
+    propagates into the container, and a re-made deny must land over it)."""
+    ws = make_repo(rt, base)
     cfg = os.path.join(ws, ".git", "config")
     marker = os.path.join(rt.workdir, f"fsmonitor-ran-{os.urandom(3).hex()}")
     payload = f"[core]\\n\\tfsmonitor = \\\"touch {marker}; false\\\"\\n"
@@ -389,7 +390,7 @@ def test_host_git_loop_during_starts_never_unmasks(rt):
         stop.set()
         t.join(timeout=GUARD)
     git(ws, "status")
-    print(f"race: {started} of 15 started, {len(refused)} refused, {writes[0]} host writes, agent wrote in {wrote}")
+    print(f"race: {started} of 15 started, {len(refused)} refused, {writes[0]} host writes, agent wrote in {wrote}; {refused[:1]}")
     assert writes[0] > 0, "the host git loop did not run"
     assert not os.path.exists(marker), f"host git ran the agent's core.fsmonitor payload (agent wrote in starts {wrote})"
     assert "fsmonitor" not in read(cfg), f"the agent wrote the host's .git/config (starts {wrote})"
