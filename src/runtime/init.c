@@ -184,7 +184,9 @@ init_main (struct init_args *a)
   if (!userns && policy_apply_memfd_noexec (a->plan, (a->ns->new_flags & CLONE_NEWPID) != 0, &err) < 0)
     fail (a, &err);
   /* 4. prestart + createRuntime hooks run in the runtime's namespaces: P runs them */
-  if (policy_pin_send (a->sync_fd, &err) < 0 || sync_send (a->sync_fd, SYNC_CREATE_RUNTIME, 0, missing_grants, &err) < 0
+  if (policy_pin_send (a->sync_fd, &err) < 0 || sync_recv (a->sync_fd, SYNC_PINS_DONE, &m, &err) < 0
+      || policy_verify_pinned_masks (rootfd, m.text, &err) < 0
+      || sync_send (a->sync_fd, SYNC_CREATE_RUNTIME, 0, missing_grants, &err) < 0
       || sync_recv (a->sync_fd, SYNC_HOOKS_DONE, &m, &err) < 0)
     fail (a, &err);
   /* 4a. in a user namespace P wrote vm.memfd_noexec for us (policy_apply.h): check it did */

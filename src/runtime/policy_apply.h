@@ -70,6 +70,21 @@ int policy_apply_resolv (int rootfd, const struct policy_plan *plan, bool new_ne
 int policy_apply_mounts (int rootfd, const struct policy_plan *plan, bool root_readonly, char **missing,
                          asbx_err_t *err);
 
+/* I, after P reported its pins in place (SYNC_PINS_DONE, runtime/policy_pin.h): every deny
+ * policy_apply_mounts made inside a writable bind grant must still be mounted. The host can
+ * replace such a file (rename, unlink) until P has pinned it, and the kernel then drops the
+ * deny's mount in our namespace; the inode number P checks may be reused by the new file (ext4
+ * does), so P's check alone cannot tell. Each deny's path is reopened beneath rootfd and its
+ * mount's unique id (statx STATX_MNT_ID_UNIQUE) compared with the one recorded when it was made;
+ * a missing deny is made again on the file now there (pinned: it cannot be replaced any more;
+ * no code of the container has run yet), which must be the inode P pinned (same dev and
+ * inode number), else EXDEV. `replaced`: PINS_DONE's text, "DEV INO PATH" lines of the paths
+ * where P pinned another inode than noted: there the deny must have been dropped (the host
+ * replaced the file) and is re-made on that inode; a deny still in place over another file than
+ * P's (a different mount or symlink on the host's side) is EXDEV. 0 / -1 with *err (create
+ * fails). Forgets the records. */
+int policy_verify_pinned_masks (int rootfd, const char *replaced, asbx_err_t *err);
+
 /* filesystem.allowExec set: make every memfd of the container's pid namespace noexec, so code
  * the agent wrote cannot run through memfd_create + execveat/fexecve (a memfd is on no mount the
  * allowlist sees). Writes 2 to /proc/sys/vm/memfd_noexec (kernel >= 6.3,

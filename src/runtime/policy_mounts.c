@@ -27,13 +27,33 @@
 #include "runtime/policy_noexec.h"
 #include "runtime/policy_pin.h"
 
+#ifndef STATX_MNT_ID_UNIQUE
+#define STATX_MNT_ID_UNIQUE 0x00004000U /* include/uapi/linux/stat.h, 6.8 */
+#endif
+
+/* The unique (never reused) id of `fd`'s mount into *id when id is not NULL. 0 / -1 with *err. */
 static int
-bind_self (int fd, bool rw, bool noexec, asbx_err_t *err)
+mount_id (int fd, uint64_t *id, asbx_err_t *err)
+{
+  struct statx stx;
+  if (!id)
+    return 0;
+  if (statx (fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID_UNIQUE, &stx) < 0)
+    return asbx_error (err, errno, "statx (mount id)");
+  if (!(stx.stx_mask & STATX_MNT_ID_UNIQUE))
+    return asbx_error (err, ENOSYS, "statx: no unique mount id (Linux 6.8)");
+  *id = stx.stx_mnt_id;
+  return 0;
+}
+
+/* `id` (NULL: not wanted): the unique id of the mount made */
+static int
+bind_self (int fd, bool rw, bool noexec, uint64_t *id, asbx_err_t *err)
 {
   cleanup_close int mfd = mnt_clone (fd, "", true, err);
   uint64_t set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (rw ? 0 : MOUNT_ATTR_RDONLY) | (noexec ? MOUNT_ATTR_NOEXEC : 0);
   uint64_t clr = rw ? MOUNT_ATTR_RDONLY : 0;
-  if (mfd < 0 || mnt_attach (mfd, fd, err) < 0)
+  if (mfd < 0 || mnt_attach (mfd, fd, err) < 0 || mount_id (mfd, id, err) < 0)
     return -1;
   /* a read-only deny receives no propagation: under rslave, a host mount on the file (the
    * runtime's own pin, runtime/policy_pin.h) would otherwise land on top of it, read-write */
@@ -41,7 +61,7 @@ bind_self (int fd, bool rw, bool noexec, asbx_err_t *err)
 }
 
 static int
-mask (int rootfd, int fd, asbx_err_t *err)
+mask (int rootfd, int fd, uint64_t *id, asbx_err_t *err)
 {
   struct stat st;
   cleanup_close int mfd = -1;
@@ -59,7 +79,7 @@ mask (int rootfd, int fd, asbx_err_t *err)
         return asbx_error (err, EINVAL, "/dev/null in the container is not the null device");
       mfd = mnt_clone (null, "", false, err);
     }
-  if (mfd < 0 || mnt_attach (mfd, fd, err) < 0)
+  if (mfd < 0 || mnt_attach (mfd, fd, err) < 0 || mount_id (mfd, id, err) < 0)
     return -1;
   return mnt_setattr (mfd, false, 0, 0, MS_PRIVATE, err); /* as bind_self's read-only denies */
 }
@@ -112,10 +132,119 @@ pin_ancestors (int rootfd, const struct policy_plan *plan, const char *path, asb
         return asbx_error (err, errno, "statx `%s`", p);
       if (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT && stx.stx_attributes & STATX_ATTR_MOUNT_ROOT)
         continue; /* already a mount point (pinned for another rule) */
-      if (bind_self (fd, true, g->noexec, err) < 0)
+      if (bind_self (fd, true, g->noexec, NULL, err) < 0)
         return asbx_error_wrap (err, "pin `%s`", p);
     }
   return 0;
+}
+
+/* The denies P pins on the host (policy_pin.h): checked once the pins are in place
+ * (policy_verify_pinned_masks). */
+struct pinned_mask
+{
+  char *path;
+  enum policy_mount_kind kind; /* POLICY_MOUNT_BIND_RO or POLICY_MOUNT_MASK */
+  uint64_t id;                 /* the unique id of the deny's mount */
+  dev_t dev;                   /* the inode it covers */
+  ino_t ino;
+};
+static struct pinned_mask *pinned;
+static size_t pinned_len;
+
+static int
+remember_pinned (const struct policy_mount *m, int fd, uint64_t id, asbx_err_t *err)
+{
+  struct stat st;
+  if (fstat (fd, &st) < 0)
+    return asbx_error (err, errno, "stat");
+  /* a second deny on one path lies over the first: the top one is what the container sees */
+  for (size_t i = 0; i < pinned_len; i++)
+    if (strcmp (pinned[i].path, m->path) == 0)
+      {
+        pinned[i].kind = m->kind, pinned[i].id = id;
+        return 0;
+      }
+  pinned = xrealloc (pinned, (pinned_len + 1) * sizeof *pinned);
+  pinned[pinned_len++] = (struct pinned_mask){ xstrdup (m->path), m->kind, id, st.st_dev, st.st_ino };
+  return 0;
+}
+
+/* The inode P pinned at `path` when it was not the noted one: from PINS_DONE's "DEV INO PATH"
+ * lines. false: P pinned the noted inode (or nothing: no host file). */
+static bool
+pinned_instead (const char *report, const char *path, dev_t *dev, ino_t *ino)
+{
+  for (const char *l = report; l && *l;)
+    {
+      const char *end = strchr (l, '\n');
+      size_t n = end ? (size_t) (end - l) : strlen (l);
+      unsigned long long d, i;
+      int off = 0;
+      if (sscanf (l, "%llu %llu %n", &d, &i, &off) == 2 && off > 0 && n >= (size_t) off && n - off == strlen (path)
+          && strncmp (l + off, path, n - off) == 0)
+        {
+          *dev = (dev_t) d, *ino = (ino_t) i;
+          return true;
+        }
+      l = end ? end + 1 : l + n;
+    }
+  return false;
+}
+
+/* Check one pinned deny, re-applying it once when its mount is gone. 0 / -1 with *err. */
+static int
+verify_pinned (int rootfd, struct pinned_mask *p, const char *report, asbx_err_t *err)
+{
+  dev_t dev = p->dev;
+  ino_t ino = p->ino;
+  bool other = pinned_instead (report, p->path, &dev, &ino);
+
+  for (int attempt = 0;; attempt++)
+    {
+      struct stat st;
+      uint64_t now = 0;
+      cleanup_close int fd = ps_openat2 (rootfd, p->path, O_PATH | O_CLOEXEC, 0,
+                                         RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+      if (fd < 0)
+        return asbx_error (err, errno, "open `%s` after the pins", p->path);
+      if (mount_id (fd, &now, err) < 0 || fstat (fd, &st) < 0)
+        return asbx_error_wrap (err, "`%s`", p->path);
+      if (now == p->id && other && attempt == 0)
+        return asbx_error (err, EXDEV,
+                           "pin `%s`: the host's file there (inode %ju) is not the file the container masks (inode "
+                           "%ju): a different mount or symlink on the host's side - refused",
+                           p->path, (uintmax_t) ino, (uintmax_t) p->ino);
+      if (now == p->id)
+        return 0;
+      /* the host replaced the file between our mask and P's pin: the kernel dropped the mask
+       * (and a new file may have reused the inode number P checked). P's pin now holds the file
+       * there, and nothing of the container has run: mask it again. */
+      if (attempt > 0 || st.st_dev != dev || st.st_ino != ino)
+        return asbx_error (err, EXDEV,
+                           "`%s`: the deny's mount is gone (the host replaced the file during create) and the "
+                           "file there is not the pinned one - refused",
+                           p->path);
+      log_debug ("policy: `%s`: the deny's mount was dropped during create (host replacement): re-applied", p->path);
+      int r = p->kind == POLICY_MOUNT_MASK ? mask (rootfd, fd, &p->id, err) : bind_self (fd, false, false, &p->id, err);
+      if (r < 0)
+        return asbx_error_wrap (err, "re-apply the deny on `%s`", p->path);
+    }
+}
+
+int
+policy_verify_pinned_masks (int rootfd, const char *replaced, asbx_err_t *err)
+{
+  int r = 0;
+  for (size_t i = 0; i < pinned_len; i++)
+    {
+      if (r == 0 && verify_pinned (rootfd, &pinned[i], replaced, err) < 0)
+        r = asbx_error_wrap (err, "policy: deny inside a writable bind grant");
+      free (pinned[i].path);
+    }
+  free (pinned);
+  pinned = NULL;
+  pinned_len = 0;
+  return r;
 }
 
 /* add m to *missing: "origin\tpath\n" lines of the allowWrite grants whose path did not exist
@@ -196,11 +325,12 @@ apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy
   if (fd < 0)
     return asbx_error (err, errno, "policy %s: open `%s`", m->origin, m->path);
   int r = 0;
+  uint64_t id = 0;
   switch (m->kind)
     {
-    case POLICY_MOUNT_BIND_RW: r = bind_self (fd, true, m->noexec, err); break;
-    case POLICY_MOUNT_BIND_RO: r = bind_self (fd, false, false, err); break;
-    case POLICY_MOUNT_MASK: r = mask (rootfd, fd, err); break;
+    case POLICY_MOUNT_BIND_RW: r = bind_self (fd, true, m->noexec, NULL, err); break;
+    case POLICY_MOUNT_BIND_RO: r = bind_self (fd, false, false, &id, err); break;
+    case POLICY_MOUNT_MASK: r = mask (rootfd, fd, &id, err); break;
     case POLICY_MOUNT_TMPFS:
       {
         cleanup_close int mfd = mnt_new_fs ("tmpfs", "tmpfs", "mode=1777", 0,
@@ -213,6 +343,8 @@ apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy
   /* a deny inside a writable bind grant: P pins the file in the host's namespace (policy_pin.h) */
   if (r == 0 && (m->kind == POLICY_MOUNT_BIND_RO || m->kind == POLICY_MOUNT_MASK))
     r = policy_pin_note (covering_grant (plan, m->path), m->path, fd, err);
+  if (r == 1)
+    r = remember_pinned (m, fd, id, err);
   return r < 0 ? asbx_error_wrap (err, "policy %s (%s)", m->origin, m->path) : 0;
 }
 
@@ -299,7 +431,7 @@ apply_hidden (int rootfd, const char *path, asbx_err_t *err)
         return asbx_error (err, errno, "policy: hide `%s`", cand[i]);
       if (cst.st_dev != hst.st_dev || cst.st_ino != hst.st_ino)
         continue; /* the image's own directory of that name, not the host's */
-      if (mask (rootfd, fd, err) < 0)
+      if (mask (rootfd, fd, NULL, err) < 0)
         return asbx_error_wrap (err, "policy: hide the host's `%s`", cand[i]);
       log_debug ("policy: host directory `%s` hidden", cand[i]);
     }

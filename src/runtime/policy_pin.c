@@ -55,7 +55,7 @@ policy_pin_note (const struct policy_mount *grant, const char *path, int fd, asb
   char *line = xasprintf ("%s%ju %ju %s\n", notes ? notes : "", (uintmax_t) st.st_dev, (uintmax_t) st.st_ino, path);
   free (notes);
   notes = line;
-  return 0;
+  return 1;
 }
 
 int
@@ -281,10 +281,30 @@ record (int dirfd, const struct mnt_ids *id, const char *hostpath, asbx_err_t *e
   return 0;
 }
 
-/* Bind `fd`'s file onto itself in our namespace, record it, then make it private. */
-static int
-pin_new (int dirfd, int fd, const char *path, const char *hostpath, asbx_err_t *err)
+/* Whether the pin `id` is what the host path of `path` reaches now, on the inode dev/ino: a host
+ * replacement racing the attach could have left it on a dropped dentry. */
+static bool
+pin_in_place (const struct policy_pin_ctx *ctx, const char *path, const struct mnt_ids *id)
 {
+  asbx_err_t e = NULL;
+  struct mnt_ids now;
+  cleanup_close int fd = -1;
+
+  if (host_open (ctx, path, &fd, &e) < 0)
+    {
+      asbx_error_free (&e);
+      return false;
+    }
+  return fd >= 0 && mnt_ids_of (fd, &now) == 0 && now.root && now.unique == id->unique && now.dev == id->dev
+         && now.ino == id->ino;
+}
+
+/* Bind `fd`'s file onto itself in our namespace, check it is in place, record it, then make it
+ * private. */
+static int
+pin_new (const struct policy_pin_ctx *ctx, int fd, const char *path, const char *hostpath, asbx_err_t *err)
+{
+  int dirfd = ctx->dirfd;
   struct mnt_ids id;
   cleanup_close int tree = mnt_clone (fd, "", false, err);
 
@@ -304,6 +324,15 @@ pin_new (int dirfd, int fd, const char *path, const char *hostpath, asbx_err_t *
       umount2 (hostpath, MNT_DETACH | UMOUNT_NOFOLLOW); /* just made, nothing could change it yet */
       return asbx_error (err, e, "policy: pin `%s`: statx of the pin (STATX_MNT_ID_UNIQUE needs Linux 6.8)", path);
     }
+  if (!pin_in_place (ctx, path, &id))
+    {
+      cleanup_free char *self = xasprintf ("/proc/self/fd/%d", tree);
+      umount2 (self, MNT_DETACH); /* through the pin's own fd: never another mount */
+      return asbx_error (err, EXDEV,
+                         "policy: pin `%s`: host `%s` was replaced while it was pinned (the container masks the "
+                         "file it replaced) - refused",
+                         path, hostpath);
+    }
   if (record (dirfd, &id, hostpath, err) < 0)
     {
       cleanup_free char *self = xasprintf ("/proc/self/fd/%d", tree);
@@ -318,9 +347,11 @@ pin_new (int dirfd, int fd, const char *path, const char *hostpath, asbx_err_t *
   return 0;
 }
 
+/* `*replaced` gains "DEV INO PATH" of a pin on another inode than the init noted (see
+ * policy_pin_receive). */
 static int
-pin_one (const struct policy_pin_ctx *ctx, const char *path, unsigned long long dev, unsigned long long ino,
-         asbx_err_t *err)
+pin_try (const struct policy_pin_ctx *ctx, const char *path, unsigned long long dev, unsigned long long ino,
+         char **replaced, asbx_err_t *err)
 {
   cleanup_close int fd = -1;
   struct mnt_ids id;
@@ -339,10 +370,14 @@ pin_one (const struct policy_pin_ctx *ctx, const char *path, unsigned long long 
     return asbx_error (err, errno, "policy: pin `%s`: statx host `%s` (STATX_MNT_ID_UNIQUE needs Linux 6.8)", path,
                        hostpath);
   if ((unsigned long long) id.dev != dev || (unsigned long long) id.ino != ino)
-    return asbx_error (err, EXDEV,
-                       "policy: pin `%s`: host `%s` is not the file the container masks (a different mount or "
-                       "symlink on the host's side, or the file was replaced during create) - refused",
-                       path, hostpath);
+    {
+      /* replaced on the host since the init masked it, or another file than the container's:
+       * pinned all the same, the init tells which (policy_apply.h policy_verify_pinned_masks) */
+      char *more = xasprintf ("%s%ju %ju %s\n", *replaced ? *replaced : "", (uintmax_t) id.dev, (uintmax_t) id.ino,
+                              path);
+      free (*replaced);
+      *replaced = more;
+    }
   if (id.root && recorded (ctx->state_rootfd, ctx->dirfd, id.unique, true))
     {
       /* already pinned (a second rule on this file, or another sandbox on this workspace):
@@ -350,7 +385,37 @@ pin_one (const struct policy_pin_ctx *ctx, const char *path, unsigned long long 
       log_debug ("policy: `%s` already pinned (mount %" PRIu64 "), shared", path, id.unique);
       return record (ctx->dirfd, &id, hostpath, err);
     }
-  return pin_new (ctx->dirfd, fd, path, hostpath, err);
+  return pin_new (ctx, fd, path, hostpath, err);
+}
+
+#define PIN_TRIES 5
+
+/* pin_try, again while the host replaces the file under it: ENOENT (the file opened was replaced
+ * before the pin went on: the kernel mounts on no removed file) or EXDEV (replaced while the pin
+ * went on, undone by pin_new). A host rewriting the file in a loop wins a few times at most. */
+static int
+pin_one (const struct policy_pin_ctx *ctx, const char *path, unsigned long long dev, unsigned long long ino,
+         char **replaced, asbx_err_t *err)
+{
+  for (int attempt = 1;; attempt++)
+    {
+      cleanup_free char *rep = NULL;
+      asbx_err_t e = NULL;
+      if (pin_try (ctx, path, dev, ino, &rep, &e) == 0)
+        {
+          char *more = xasprintf ("%s%s", *replaced ? *replaced : "", rep ? rep : "");
+          free (*replaced);
+          *replaced = more;
+          return 0;
+        }
+      if (attempt >= PIN_TRIES || (e->errnum != ENOENT && e->errnum != EXDEV))
+        {
+          *err = e;
+          return -1;
+        }
+      log_debug ("policy: pin `%s`: %s: again", path, e->msg);
+      asbx_error_free (&e);
+    }
 }
 
 int
@@ -358,6 +423,7 @@ policy_pin_receive (int psync, const struct policy_pin_ctx *ctx, asbx_err_t *err
 {
   cleanup_free struct sync_msg *m = xmalloc (sizeof *m);
   cleanup_free char *all = xstrdup ("");
+  cleanup_free char *replaced = NULL;
   char *save = NULL;
 
   do
@@ -369,21 +435,24 @@ policy_pin_receive (int psync, const struct policy_pin_ctx *ctx, asbx_err_t *err
       all = more;
     }
   while (m->value == 1);
-  if (!*all)
-    return 0;
-  cleanup_close int lock = root_lock (ctx->state_rootfd);
-  if (lock < 0)
-    return asbx_error (err, errno, "policy: lock the state root for the pins");
-  for (char *l = strtok_r (all, "\n", &save); l; l = strtok_r (NULL, "\n", &save))
+  if (*all)
     {
-      unsigned long long dev, ino;
-      int off = 0;
-      if (sscanf (l, "%llu %llu %n", &dev, &ino, &off) != 2 || off == 0 || l[off] != '/')
-        return asbx_error (err, EPROTO, "policy: malformed pin note from the init: `%s`", l);
-      if (pin_one (ctx, l + off, dev, ino, err) < 0)
-        return -1;
+      cleanup_close int lock = root_lock (ctx->state_rootfd);
+      if (lock < 0)
+        return asbx_error (err, errno, "policy: lock the state root for the pins");
+      for (char *l = strtok_r (all, "\n", &save); l; l = strtok_r (NULL, "\n", &save))
+        {
+          unsigned long long dev, ino;
+          int off = 0;
+          if (sscanf (l, "%llu %llu %n", &dev, &ino, &off) != 2 || off == 0 || l[off] != '/')
+            return asbx_error (err, EPROTO, "policy: malformed pin note from the init: `%s`", l);
+          if (pin_one (ctx, l + off, dev, ino, &replaced, err) < 0)
+            return -1;
+        }
     }
-  return 0;
+  if (replaced && strlen (replaced) >= sizeof m->text)
+    return asbx_error (err, ENAMETOOLONG, "policy: too many pinned files replaced during create - refused");
+  return sync_send (psync, SYNC_PINS_DONE, 0, replaced ? replaced : "", err);
 }
 
 /* ---- P: removing pins ---- */

@@ -18,8 +18,11 @@
  *   inode it masked
  *   policy_pin_send() -- SYNC_PINS ... -->  policy_pin_receive(): map the container path to the
  *                                           host path through the spec's binds, open it beneath
- *                                           the bind source, check it is the same inode, pin it
- *                                           and record the pin's unique mount id in <state>/pins
+ *                                           the bind source, pin it, check the path reaches the
+ *                                           pin, record the pin's unique mount id in <state>/pins
+ *   policy_verify_pinned_masks() <-- SYNC_PINS_DONE (the pins on another inode than noted):
+ *   every deny still mounted, else re-made on the pinned file (a replacement before the pin
+ *   drops it, and the new file can reuse the inode number)
  *
  * Removal (policy_pin_release, at delete, delete --force, failed create) goes through the
  * recorded unique mount id: the path is opened without following any symlink, the fd's mount
@@ -40,7 +43,8 @@
 /* I: note that the deny on container path `path` masked the inode of `fd` (an O_PATH fd of the
  * path as resolved in the container, before or after the mask went on). `grant` is the deepest
  * writable grant containing the path (NULL: none): only a bind grant (host-visible) is noted.
- * A path holding a newline is refused (the line protocol). 0 / -1 with *err. */
+ * A path holding a newline is refused (the line protocol). 1 noted, 0 nothing to note, -1 with
+ * *err. */
 int policy_pin_note (const struct policy_mount *grant, const char *path, int fd, asbx_err_t *err);
 
 /* I: send the noted lines to P as SYNC_PINS messages (value 1: more follow; 0: the last, always
@@ -56,11 +60,16 @@ struct policy_pin_ctx
   int dirfd;                   /* this container's state dir (file `pins`) */
 };
 
-/* P: receive the init's SYNC_PINS messages on `psync` and pin each noted inode in our mount
- * namespace (see the top). A path whose host counterpart is not the inode the container masked,
- * or that cannot be pinned (no CAP_SYS_ADMIN in our mount namespace: EPERM) fails with *err
- * naming the policy path and host path: the caller undoes the create (policy_pin_release). A
- * path under no bind (a tmpfs) is no host file: nothing to pin. 0 / -1 with *err. */
+/* P: receive the init's SYNC_PINS messages on `psync`, pin the file at each noted path in our
+ * mount namespace (see the top), then send SYNC_PINS_DONE. Its text lists "DEV INO PATH" lines
+ * of the paths whose host file was not the inode the init noted (replaced on the host since the
+ * init masked it, or a different file behind the host path): pinned all the same; the init
+ * decides (policy_apply.h policy_verify_pinned_masks: re-mask the pinned file when its mask was
+ * dropped, refuse when its mask still covers another file). A pin that the host path does not
+ * reach right after it is made (replaced meanwhile) is undone and fails with EXDEV; a path that
+ * cannot be pinned (no CAP_SYS_ADMIN in our mount namespace: EPERM) fails with *err naming the
+ * policy path and host path: the caller undoes the create (policy_pin_release). A path under no
+ * bind (a tmpfs) is no host file: nothing to pin. 0 / -1 with *err. */
 int policy_pin_receive (int psync, const struct policy_pin_ctx *ctx, asbx_err_t *err);
 
 /* P (delete, delete --force, failed create): remove the pins recorded in `dirfd`'s `pins` file

@@ -20,6 +20,7 @@ static const char *const names[] = {
   [SYNC_HOOKS_DONE] = "HOOKS_DONE",
   [SYNC_READY] = "READY",
   [SYNC_PINS] = "PINS",
+  [SYNC_PINS_DONE] = "PINS_DONE",
   [SYNC_ERROR] = "ERROR",
 };
 

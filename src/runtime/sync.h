@@ -14,6 +14,7 @@
  *            <-------------------- PID(I)   ; S exits
  *                                                                  prepare rootfs (mounts, devices)
  *   pin masked files (policy_pin.h) <---------------------------------- PINS (value 1: more follow)
+ *   PINS_DONE ------------------------------------------------------> re-check (re-apply) the pinned denies
  *            <---------------------------------------------------- CREATE_RUNTIME
  *   prestart + createRuntime hooks
  *   HOOKS_DONE(state JSON) ------------------------------------------>
@@ -44,7 +45,8 @@ enum sync_type
   SYNC_CREATE_RUNTIME,
   SYNC_HOOKS_DONE,
   SYNC_READY,
-  SYNC_PINS, /* I -> P before CREATE_RUNTIME: the inodes to pin (runtime/policy_pin.h) */
+  SYNC_PINS,      /* I -> P before CREATE_RUNTIME: the inodes to pin (runtime/policy_pin.h) */
+  SYNC_PINS_DONE, /* P -> I: pinned; I checks its denies are still mounted (policy_apply.h) */
   SYNC_ERROR,
 };
 

@@ -17,6 +17,7 @@ import errno
 import os
 import shutil
 import subprocess
+import threading
 import sys
 import time
 
@@ -345,3 +346,53 @@ def test_pin_of_another_inode_refused(rt, make_bundle):
     finally:
         subprocess.run(["umount", "-l", cfg])
     assert pins_under(ws) == [], "pins left"
+
+
+def test_host_git_loop_during_starts_never_unmasks(rt, base):
+    """The outside tester's race: host `git config` (lock file + rename) in a tight loop while
+    sandboxes start on the repository. A replacement after the init masked .git/config and before
+    the runtime pinned it made the kernel drop the container's mask, and the new file could reuse
+    the old inode number, so the runtime's inode check passed: the sandbox started with the file
+    writable, the agent appended core.fsmonitor and host git ran it. A start may fail (closed);
+    every sandbox that starts must show the mask (the agent's write fails), and host git never
+    runs the payload. On a private, a shared and a user-owned workspace (the pin's copy then
+    propagates into the container, and a re-made deny must land over it)."""
+    ws = make_repo(rt, base)
+    cfg = os.path.join(ws, ".git", "config")
+    marker = os.path.join(rt.workdir, f"fsmonitor-ran-{os.urandom(3).hex()}")
+    payload = f"[core]\\n\\tfsmonitor = \\\"touch {marker}; false\\\"\\n"
+    agent = ("for k in 1 2 3 4 5; do printf '" + payload + "' >> /workspace/.git/config 2>/dev/null && "
+             "{ echo AGENT-WROTE; break; }; sleep 0.05; done; echo STARTED")
+    stop, writes = threading.Event(), [0]
+
+    def host_loop():
+        while not stop.is_set():
+            git(ws, "config", "asbx.n", str(writes[0]))
+            writes[0] += 1
+
+    t = threading.Thread(target=host_loop)
+    t.start()
+    started, wrote, refused = 0, [], []
+    try:
+        for i in range(15):
+            cid = rt.new_id()
+            rt.created.append(cid)
+            r = subprocess.run([rt.binary, "--root", rt.root, "--audit-dir", audit_dir(rt), "sandbox", "--id", cid,
+                                "--profile", "agent", "--workspace", ws, "--", "/bin/sh", "-c", agent],
+                               stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=GUARD)
+            if "STARTED" in r.stdout:
+                started += 1
+                if "AGENT-WROTE" in r.stdout:
+                    wrote.append(i)
+            else:
+                refused.append(r.stderr[-300:])
+    finally:
+        stop.set()
+        t.join(timeout=GUARD)
+    git(ws, "status")
+    print(f"race: {started} of 15 started, {len(refused)} refused, {writes[0]} host writes, agent wrote in {wrote}; {refused[:1]}")
+    assert writes[0] > 0, "the host git loop did not run"
+    assert not os.path.exists(marker), f"host git ran the agent's core.fsmonitor payload (agent wrote in starts {wrote})"
+    assert "fsmonitor" not in read(cfg), f"the agent wrote the host's .git/config (starts {wrote})"
+    assert not wrote, f"started sandboxes {wrote} of {started} could write .git/config"
+    assert started > 0, f"no sandbox started (a refusal is fail-closed, but all 15 refused): {refused[:2]}"
