@@ -442,8 +442,10 @@ def test_failed_execve_runs_cannot_be_deferred(rt, tmp_path, shape):
     agent writing a keep-alive marker every 0.5 s for 20 s; 100x1: 100 threads, one attempt each,
     the same. An open run counts once it is a second old, so the container is killed long before
     its own end. spellings: one thread tries the 63 spellings 4 times and the process exits 0
-    at once: cleaned, each spelling is the same file again. Judged from the host: the marker the
-    agent writes at its end is absent, the keep-alive marker no longer grows, the pid is gone.
+    at once: cleaned, each spelling is the same file again, so it is stopped by failedExecs (its
+    short loop may end first: the count is asynchronous). Judged from the host: the marker the
+    agent writes at its end is absent (held shapes), the exit says failedExecs, the keep-alive
+    marker no longer grows, the pid is gone.
     On main all three survived (a run counted only when its thread went on or exited; 4 counts
     for spellings)."""
     t, k, r_, hold = {"400x63": (400, 63, 1, 20), "100x1": (100, 1, 1, 20), "spellings": (1, 63, 4, 0)}[shape]
@@ -457,7 +459,12 @@ def test_failed_execve_runs_cannot_be_deferred(rt, tmp_path, shape):
     r = rt.cmd("sandbox", "--id", cid, "--workspace", str(ws), "--", "/usr/bin/python3", "/workspace/defer.py",
                str(t), str(k), str(r_), str(hold),
                global_args=["--policy", str(p), "--audit-dir", str(tmp_path / "audit")], timeout=120)
-    assert not (ws / "survived").exists(), f"the agent reached its end: {r}"
+    if hold:
+        assert not (ws / "survived").exists(), f"the agent reached its end: {r}"
+    else:
+        # a 252-call loop can end before the kill lands (the count is asynchronous): what
+        # must hold is that it was counted - stopped by failedExecs, where main exited 0
+        assert r.rc == 125 and "failedExecs 5 reached" in r.err, r
     assert r.rc != 0, r
     if hold:
         alive_marker = ws / "alive"
