@@ -114,14 +114,14 @@ oci_rule (const struct policy_syscall_rule *rule, struct oci_seccomp_syscall *c,
  * mremap(old_size 0) or inherited by a fork, and the copy mprotect()ed writable (no exec gain,
  * so MDWE allows it); userfaultfd filling a PROT_READ|PROT_EXEC page with UFFDIO_COPY. Refused
  * (EPERM): userfaultfd(2), mmap(2) with PROT_EXEC and MAP_SHARED (MAP_SHARED_VALIDATE has the
- * bit too), mremap(2) with old_size 0. (A write through /proc/self/mem, which the kernel forces
- * past page protections, was refused EACCES under the profiles when checked:
+ * bit too), mremap(2) with old_size 0, personality(2) setting READ_IMPLIES_EXEC (0x0400000). (A write through
+ * /proc/self/mem, which the kernel forces past page protections, was refused EACCES under the profiles when checked:
  * tests/integration/test_policy_native.py keeps checking it.) */
-#define WX_RULES 3
+#define WX_RULES 4
 static void
 add_wx_rules (struct oci_seccomp_syscall *c, char **names, struct oci_seccomp_arg *a, size_t *len)
 {
-  static const char *const sys[WX_RULES] = { "userfaultfd", "mmap", "mremap" };
+  static const char *const sys[WX_RULES] = { "userfaultfd", "mmap", "mremap", "personality" };
   for (size_t i = 0; i < WX_RULES; i++)
     {
       names[2 * i] = (char *) sys[i];
@@ -144,6 +144,14 @@ add_wx_rules (struct oci_seccomp_syscall *c, char **names, struct oci_seccomp_ar
   a[4] = (struct oci_seccomp_arg){ .index = 1, .op = (char *) "SCMP_CMP_EQ", .value = 0 };
   c[2].args = &a[4];
   c[2].args_len = 1;
+  /* personality(READ_IMPLIES_EXEC): every later PROT_READ mapping or attach becomes executable
+   * without asking for it - a read-only second attach of a SysV segment written through a first
+   * one ran code under locked (outside tester, 2026-12-01) */
+  a[5] = (struct oci_seccomp_arg){
+    .index = 0, .op = (char *) "SCMP_CMP_MASKED_EQ", .value = 0x0400000, .value_two = 0x0400000, .has_value_two = true
+  };
+  c[3].args = &a[5];
+  c[3].args_len = 1;
   *len += WX_RULES;
 }
 

@@ -180,6 +180,17 @@ def run():
         cp = ctypes.create_string_buffer(struct.pack("QQQQq", x, ctypes.addressof(src), 4096, 0, 0), 40)
         if libc.ioctl(uffd, ctypes.c_ulong(0xC028AA03), cp) != 0: raise OSError(ctypes.get_errno(), "UFFDIO_COPY")
         call(x)
+    if route == "shm-implied-exec":
+        # a SysV segment written through one attach, attached again read-only under
+        # personality(READ_IMPLIES_EXEC): the kernel adds exec to the second view by itself
+        sid = libc.shmget(0, 4096, 0o1600)
+        w = libc.shmat(sid, None, 0)
+        if w in (None, ctypes.c_void_p(-1).value): raise OSError(ctypes.get_errno(), "shmat")
+        ctypes.memmove(w, code(), len(code()))
+        if libc.personality(0x0400000) < 0: raise OSError(ctypes.get_errno(), "personality")
+        x = libc.shmat(sid, None, 0o10000)  # SHM_RDONLY only
+        libc.shmctl(sid, 0, None)
+        call(x)
     if route == "proc-self-mem":
         x = libc.mmap(None, 4096, PR | PX, MAP_PRIVATE | MAP_ANON, -1, 0)
         fd = os.open("/proc/self/mem", os.O_RDWR)
@@ -201,7 +212,7 @@ except OSError as e:
 FILE_ROUTES = ["execve-ws", "execve-tmp", "execveat-ws", "ldso-ws", "ldso-tmp", "shebang-ws", "shebang-tmp",
                "dlopen-ws", "dlopen-alias", "dlopen-tmp", "dlopen-devshm", "dlopen-tmpfile", "dlopen-memfd",
                "dlopen-memfd-sealed", "execveat-memfd", "mmap-ws", "memfd-double-map", "shm-double-attach"]
-ANON_ROUTES = ["anon-rwx", "anon-mprotect", "private-lib-rwx", "shared-mremap-view", "shared-fork-view", "uffd-copy"]
+ANON_ROUTES = ["anon-rwx", "anon-mprotect", "private-lib-rwx", "shared-mremap-view", "shared-fork-view", "uffd-copy", "shm-implied-exec"]
 # refused under every profile (checked on 6.18: EACCES), kept as a route: the kernel forces
 # /proc/PID/mem writes past page protections
 MEM_ROUTES = ["proc-self-mem"]
