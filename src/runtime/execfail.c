@@ -287,11 +287,13 @@ execfail_settle (void (*drain) (void *), void *data)
     }
   free (q.v);
   drain (data); /* every connector event stamped before the horizon is queued by now */
-  qsort (held.v, held.n, sizeof *held.v, item_cmp);
+  if (held.n)   /* qsort/memmove of a NULL array, even of 0 items, is undefined (UBSan) */
+    qsort (held.v, held.n, sizeof *held.v, item_cmp);
   size_t i = 0;
   for (; i < held.n && held.v[i].ts < horizon; i++)
     failed += held.v[i].kind == K_ATTEMPT ? on_attempt (&held.v[i]) : on_exec_or_exit (&held.v[i]);
-  memmove (held.v, held.v + i, (held.n - i) * sizeof *held.v);
+  if (i && held.n > i)
+    memmove (held.v, held.v + i, (held.n - i) * sizeof *held.v);
   held.n -= i;
   /* a run still open this long was no PATH search (those end within milliseconds): it counts
    * now, whether or not its thread ever goes on (every exec event before the horizon is in) */
