@@ -134,6 +134,8 @@ enum
 static int
 user_dirs (struct asbx_global *g, const char *verb, bool root_given)
 {
+  /* static: the strings live until exit and stay reachable (LeakSanitizer, the ASan pass) */
+  static char *state_root, *audit_dir;
   asbx_err_t err = NULL;
   char *dir;
 
@@ -146,7 +148,7 @@ user_dirs (struct asbx_global *g, const char *verb, bool root_given)
           cli_fail (&err);
           return -1;
         }
-      g->root = dir;
+      g->root = state_root = dir;
     }
   if (!g->audit_dir)
     {
@@ -155,7 +157,7 @@ user_dirs (struct asbx_global *g, const char *verb, bool root_given)
           cli_fail (&err);
           return -1;
         }
-      g->audit_dir = dir;
+      g->audit_dir = audit_dir = dir;
     }
   return 0;
 }
