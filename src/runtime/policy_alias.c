@@ -59,41 +59,6 @@ struct ainfo
   size_t gn;
 };
 
-static bool
-path_within (const char *dir, const char *path)
-{
-  size_t n = strcmp (dir, "/") == 0 ? 0 : strlen (dir);
-  return strncmp (path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
-
-static int
-mount_id (int fd, uint64_t *id)
-{
-  struct statx stx;
-  if (statx (fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) < 0)
-    return -1;
-  if (!(stx.stx_mask & STATX_MNT_ID))
-    return errno = ENOSYS, -1;
-  *id = stx.stx_mnt_id;
-  return 0;
-}
-
-/* mountinfo's octal escapes (\040 for a space) decoded in place */
-static void
-unescape (char *s)
-{
-  char *w = s;
-  for (; *s; s++)
-    if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7')
-      {
-        *w++ = (char) ((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-        s += 3;
-      }
-    else
-      *w++ = *s;
-  *w = '\0';
-}
-
 static void
 ainfo_clear (struct ainfo *a)
 {
@@ -130,7 +95,7 @@ look_at (int rootfd, const char *prefix, struct amnt *m, asbx_err_t *err)
   int fd = m->rel[1] == '\0'
                ? dup (rootfd)
                : ps_openat2 (rootfd, m->rel, O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
-  if (fd < 0 || mount_id (fd, &id) < 0 || id != m->id)
+  if (fd < 0 || policy_mount_id (fd, &id) < 0 || id != m->id)
     {
       if (fd >= 0)
         close (fd);
@@ -153,7 +118,7 @@ read_mounts (int rootfd, struct ainfo *a, asbx_err_t *err)
   size_t cap = 0;
   uint64_t root_id;
 
-  if (mount_id (rootfd, &root_id) < 0)
+  if (policy_mount_id (rootfd, &root_id) < 0)
     return asbx_error (err, errno, "%s: statx the rootfs", why);
   f = fopen ("/proc/self/mountinfo", "re");
   if (!f)
@@ -169,8 +134,8 @@ read_mounts (int rootfd, struct ainfo *a, asbx_err_t *err)
         fld[k++] = t;
       if (k < 5 || sscanf (fld[0], "%llu", &id) != 1 || sscanf (fld[2], "%u:%u", &maj, &min) != 2)
         continue;
-      unescape (fld[3]);
-      unescape (fld[4]);
+      policy_mountinfo_unescape (fld[3]);
+      policy_mountinfo_unescape (fld[4]);
       a->m = xrealloc (a->m, (a->n + 1) * sizeof (*a->m));
       a->m[a->n++] = (struct amnt){
         .id = id, .maj = maj, .min = min, .root = xstrdup (fld[3]), .point = xstrdup (fld[4]), .fd = -1
@@ -235,7 +200,7 @@ grant_regions (int rootfd, struct ainfo *a, const struct policy_fs_rule *r, asbx
   cleanup_close int fd = ps_openat2 (rootfd, r->path, O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
   if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
     return 0; /* a grant on a missing path opens nothing */
-  if (fd < 0 || mount_id (fd, &id) < 0)
+  if (fd < 0 || policy_mount_id (fd, &id) < 0)
     return asbx_error (err, errno, "%s: open the grant `%s`", why, r->path);
   const struct amnt *m = find_visible (a, id);
   snprintf (proc, sizeof proc, "/proc/self/fd/%d", fd);
@@ -256,7 +221,7 @@ grant_regions (int rootfd, struct ainfo *a, const struct policy_fs_rule *r, asbx
   if (!m->ro)
     add_region (a, m, join (m->root, link + pl), fd, grant);
   for (size_t i = 0, n = a->n; i < n; i++)
-    if (a->m[i].fd >= 0 && !a->m[i].ro && &a->m[i] != m && path_within (grant, a->m[i].rel))
+    if (a->m[i].fd >= 0 && !a->m[i].ro && &a->m[i] != m && policy_path_within (grant, a->m[i].rel))
       add_region (a, &a->m[i], xstrdup (a->m[i].root), a->m[i].fd, grant);
   return 0;
 }
@@ -269,7 +234,7 @@ cover_inside (struct amnt *x, const struct aregion *g, asbx_err_t *err)
   struct stat st;
 
   cleanup_free char *place = join (x->rel, sub);
-  if (path_within (g->grant, place))
+  if (policy_path_within (g->grant, place))
     return 0; /* the grant itself on its own mount: policy_noexec and allowExec decide there */
   /* from x's root, by the names of the filesystem (a symlink there is not the region's path);
    * landing on another mount means one lies on the way: that place of x is not visible (and
@@ -277,7 +242,7 @@ cover_inside (struct amnt *x, const struct aregion *g, asbx_err_t *err)
   uint64_t id = 0;
   cleanup_close int fd = ps_openat2 (x->fd, sub, O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
                                      RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
-  if (fd >= 0 && mount_id (fd, &id) == 0 && id != x->id)
+  if (fd >= 0 && policy_mount_id (fd, &id) == 0 && id != x->id)
     return 0;
   if (fd < 0 || id != x->id || fstat (fd, &st) < 0 || st.st_dev != g->dev || st.st_ino != g->ino)
     return asbx_error (err, fd < 0 ? errno : ESTALE,
@@ -299,9 +264,9 @@ judge_pair (struct amnt *x, const struct aregion *g, asbx_err_t *err)
 {
   if (x->fd < 0 || x->noexec || x->maj != g->maj || x->min != g->min)
     return 0;
-  if (path_within (g->grant, x->rel))
+  if (policy_path_within (g->grant, x->rel))
     return 0; /* inside the grant itself: policy_noexec and allowExec decide there */
-  if (path_within (g->root, x->root))
+  if (policy_path_within (g->root, x->root))
     {
       if (mnt_setattr (x->fd, false, MOUNT_ATTR_NOEXEC, 0, 0, err) < 0)
         return asbx_error_wrap (err, "%s: make `%s` noexec (it shows the writable `%s`)", why, x->rel, g->wname);
@@ -309,7 +274,7 @@ judge_pair (struct amnt *x, const struct aregion *g, asbx_err_t *err)
       log_info ("%s: `%s` shows the writable `%s`: made noexec", why, x->rel, g->wname);
       return 0;
     }
-  if (path_within (x->root, g->root))
+  if (policy_path_within (x->root, g->root))
     return cover_inside (x, g, err);
   return 0;
 }

@@ -38,8 +38,8 @@ policy_exec_restricted (const struct policy_plan *plan)
   return false;
 }
 
-static bool
-path_within (const char *dir, const char *path)
+bool
+policy_path_within (const char *dir, const char *path)
 {
   size_t n = strcmp (dir, "/") == 0 ? 0 : strlen (dir);
   return strncmp (path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
@@ -49,13 +49,13 @@ static bool
 under_exec (const struct policy_plan *plan, const char *path)
 {
   for (size_t i = 0; i < plan->fs_rules_len; i++)
-    if ((plan->fs_rules[i].rights & POLICY_FS_EXEC) && path_within (plan->fs_rules[i].path, path))
+    if ((plan->fs_rules[i].rights & POLICY_FS_EXEC) && policy_path_within (plan->fs_rules[i].path, path))
       return true;
   return false;
 }
 
-static int
-mount_id (int fd, uint64_t *id)
+int
+policy_mount_id (int fd, uint64_t *id)
 {
   struct statx stx;
   if (statx (fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) < 0)
@@ -67,8 +67,8 @@ mount_id (int fd, uint64_t *id)
 }
 
 /* mountinfo's octal escapes (\040 for a space) decoded in place */
-static void
-unescape (char *s)
+void
+policy_mountinfo_unescape (char *s)
 {
   char *w = s;
   for (; *s; s++)
@@ -105,7 +105,7 @@ read_mountinfo (struct mnt_line **out, size_t *n, asbx_err_t *err)
       char point[4096];
       if (sscanf (line, "%llu %*u %*s %*s %4095s", &id, point) != 2)
         continue;
-      unescape (point);
+      policy_mountinfo_unescape (point);
       *out = xrealloc (*out, (*n + 1) * sizeof (**out));
       (*out)[(*n)++] = (struct mnt_line){ .id = id, .point = xstrdup (point) };
     }
@@ -140,7 +140,7 @@ noexec_outside (int rootfd, const struct policy_plan *plan, uint64_t **made, siz
   const char *prefix = NULL;
   int r = 0;
 
-  if (mount_id (rootfd, &root_id) < 0)
+  if (policy_mount_id (rootfd, &root_id) < 0)
     return asbx_error (err, errno, "%s: statx the rootfs", why);
   if (read_mountinfo (&v, &n, err) < 0)
     return -1;
@@ -167,7 +167,7 @@ noexec_outside (int rootfd, const struct policy_plan *plan, uint64_t **made, siz
       cleanup_close int fd = rel[1] == '\0' ? dup (rootfd)
                                             : ps_openat2 (rootfd, rel, O_PATH | O_CLOEXEC, 0,
                                                           RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
-      if (fd < 0 || mount_id (fd, &id) < 0 || id != v[i].id)
+      if (fd < 0 || policy_mount_id (fd, &id) < 0 || id != v[i].id)
         continue; /* overmounted or not reachable by its name: not part of the container's view */
       if (fstatvfs (fd, &sv) < 0)
         r = asbx_error (err, errno, "%s: statvfs `%s`", why, rel);
@@ -213,7 +213,7 @@ exec_binds (int rootfd, const struct policy_plan *plan, const uint64_t *made, si
                                            RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
         if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
           continue; /* an allow on a missing path grants nothing */
-        if (fd < 0 || mount_id (fd, &id) < 0)
+        if (fd < 0 || policy_mount_id (fd, &id) < 0)
           return asbx_error (err, errno, "%s: open `%s`", r->origin, r->path);
         if (!id_in (made, made_n, id))
           continue; /* already on an exec mount (or noexec by the spec's own choice) */
@@ -236,7 +236,7 @@ policy_apply_noexec (int rootfd, const struct policy_plan *plan, bool root_reado
 
   if (!policy_exec_restricted (plan))
     return 0;
-  if (mount_id (rootfd, &root_id) < 0)
+  if (policy_mount_id (rootfd, &root_id) < 0)
     return asbx_error (err, errno, "%s: statx the rootfs", why);
   if (noexec_outside (rootfd, plan, &made, &made_n, err) < 0)
     return -1;
