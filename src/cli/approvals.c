@@ -1,6 +1,6 @@
 /* approvals.c - `agentsbx approvals ID` (the pending questions), `agentsbx approve ID QID
  * [--always]`, `agentsbx deny ID QID` (POLICY.md §5): a short-lived client of the monitor's
- * approval broker on <root>/<id>/approvals.sock (protocol in runtime/approvals.h). The socket is
+ * approval broker on <root>/<id>/approvals.sock (protocol in monitor/approvals.h). The socket is
  * reached through an fd of the state dir (no length limit of sun_path on the root's path). */
 #include <errno.h>
 #include <fcntl.h>

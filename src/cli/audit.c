@@ -19,7 +19,7 @@
 #include "cli/cli.h"
 #include "core/cleanup.h"
 #include "core/util.h"
-#include "runtime/audit.h"
+#include "monitor/audit.h"
 #include "runtime/state.h"
 
 static void

@@ -1,7 +1,7 @@
 /* unixsock.c - the seccomp half of the unix-socket confinement (see unixsock.h for the design).
  * Threat model: the process is hostile and multi-threaded; the filter decides only on registers
  * (socket family and type), never on memory. connect(2) itself goes to the monitor, which reads
- * the address once and acts on its own copy (runtime/unixsock.c), so there is no TOCTOU either.
+ * the address once and acts on its own copy (monitor/unixsock.c), so there is no TOCTOU either.
  * Ordering: loaded last, after the OCI filter and the policy's groups filter, right before
  * execve: the init's own connect(2) calls (console socket, listenerPath) happen earlier. */
 #include <errno.h>
@@ -102,7 +102,7 @@ linux_unixsock_filter_compile (bool confine, bool supervised, bool exec_notify, 
   if (r == 0 && confine && supervised)
     r = seccomp_rule_add (ctx, SCMP_ACT_NOTIFY, SCMP_SYS (connect), 0);
   /* execve/execveat: the monitor copies filename and argv for the exec record and counts the
-   * failed ones (runtime/execfail.h), then answers CONTINUE (runtime/execrec.h) - the caller
+   * failed ones (monitor/execfail.h), then answers CONTINUE (monitor/execrec.h) - the caller
    * cannot rewrite its argv before /proc is read */
   if (r == 0 && supervised && exec_notify)
     r = seccomp_rule_add (ctx, SCMP_ACT_NOTIFY, SCMP_SYS (execve), 0);

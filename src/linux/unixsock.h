@@ -8,7 +8,7 @@
  *     datagram socket can sendto/sendmsg to a pathname address, and the decision is on syscall
  *     registers, so there is no time-of-check/time-of-use gap;
  *   - supervised (the container init and its descendants): every connect(2) is a
- *     SECCOMP_RET_USER_NOTIF handled by the monitor (runtime/unixsock.c), which performs the
+ *     SECCOMP_RET_USER_NOTIF handled by the monitor (monitor/unixsock.c), which performs the
  *     connect itself on a copy of the socket;
  *   - unsupervised (an `exec` that finds no channel to the monitor): socket(AF_UNIX)
  *     fails with EACCES altogether (fail closed);
@@ -26,7 +26,7 @@
 #include "linux/seccomp_bpf.h"
 
 /* Compile the filter described above into *out (out->notify set when `supervised`; with
- * `exec_notify` too, execve and execveat are notified as well: runtime/execrec.h). `confine`
+ * `exec_notify` too, execve and execveat are notified as well: monitor/execrec.h). `confine`
  * false (network.mode open): only the execve notification, none of the socket rules above.
  * Pure libseccomp work, no kernel state; the caller owns out->insns (linux_seccomp_release).
  * 0 / -1 with *err (the libseccomp errno). */

@@ -17,7 +17,7 @@
 #define POLICY_NFT_SET4 "allow4"             /* ipv4_addr . inet_service, flags timeout */
 #define POLICY_NFT_SET6 "allow6"             /* ipv6_addr . inet_service, flags timeout */
 #define POLICY_NFT_DNS_PORT 53               /* the stub listens on 127.0.0.1:53 and [::1]:53 in the netns */
-#define POLICY_NFT_SPLICE_PORT 10053         /* the monitor's SNI/Host check listens here (runtime/splice.h) */
+#define POLICY_NFT_SPLICE_PORT 10053         /* the monitor's SNI/Host check listens here (monitor/splice.h) */
 #define POLICY_NFT_SPLICE_MARK 0x41534258u   /* SO_MARK of the monitor's own upstream sockets: not redirected */
 #define POLICY_NFT_LOG_GROUP 7               /* NFLOG group of refused packets (per network namespace) */
 #define POLICY_NFT_LOG_PREFIX "default-deny" /* the `rule` of their `network` audit records */

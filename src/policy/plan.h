@@ -114,7 +114,7 @@ struct policy_plan
   uint16_t *ports;
   size_t ports_len;
   /* network.allowUnixSockets: pathname unix sockets (container view) that `none`/`filtered` let
-   * the container connect to besides those under its writable grants (runtime/unixsock.c) */
+   * the container connect to besides those under its writable grants (monitor/unixsock.c) */
   char **allow_unix_sockets;
   size_t allow_unix_sockets_len;
 

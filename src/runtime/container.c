@@ -25,7 +25,7 @@
 #include "runtime/container.h"
 #include "runtime/container_internal.h"
 #include "runtime/hooks.h"
-#include "runtime/monitor.h"
+#include "monitor/monitor.h"
 #include "runtime/policy_pin.h"
 #include "runtime/state.h"
 

@@ -37,7 +37,7 @@
 #include "runtime/container.h"
 #include "runtime/container_internal.h"
 #include "runtime/hooks.h"
-#include "runtime/monitor.h"
+#include "monitor/monitor.h"
 #include "runtime/policy_apply.h"
 #include "runtime/process.h"
 #include "runtime/spawn.h"
@@ -45,7 +45,7 @@
 #include "runtime/state.h"
 #include "runtime/sync.h"
 #include "runtime/tty.h"
-#include "runtime/unixsock.h"
+#include "monitor/unixsock.h"
 #include "spec/validate.h"
 
 static char *

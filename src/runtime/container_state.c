@@ -20,7 +20,7 @@
 #include "linux/cgroup.h"
 #include "runtime/container.h"
 #include "runtime/container_internal.h"
-#include "runtime/monitor.h"
+#include "monitor/monitor.h"
 #include "runtime/state.h"
 
 char *

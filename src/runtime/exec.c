@@ -40,7 +40,7 @@
 #include "runtime/state.h"
 #include "runtime/sync.h"
 #include "runtime/tty.h"
-#include "runtime/unixsock.h"
+#include "monitor/unixsock.h"
 
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080
@@ -519,7 +519,7 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
         goto out;
     }
 
-  /* the monitor supervises this process's connect(2) too (runtime/unixsock.h); without its
+  /* the monitor supervises this process's connect(2) too (monitor/unixsock.h); without its
    * socket (a monitor that has none) the process gets no AF_UNIX sockets at all */
   if (unixsock_supervised (plan))
     uchan = unixsock_exec_channel (dirfd);

@@ -38,7 +38,7 @@
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 
-/* Step 3c is left to the monitor (runtime/monitor.c network_table_load, before every pasta
+/* Step 3c is left to the monitor (monitor/monitor.c network_table_load, before every pasta
  * start) when the table can change nothing until then: `filtered` in a network namespace we
  * made (only `lo`; a container holding CAP_NET_ADMIN could delete the table anyway), no OCI
  * hooks (a prestart/createRuntime/poststart hook could wire it, CNI style), loopback allowed (with allowLocalBinding

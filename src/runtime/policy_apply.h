@@ -51,7 +51,7 @@ int policy_build_groups_filter (unsigned deny, bool exec, bool wx, struct linux_
 int policy_apply_network (const struct policy_plan *plan, asbx_err_t *err);
 
 /* network.mode filtered in a namespace this create made (new_netns): bind a read-only file
- * "nameserver 127.0.0.1" (the monitor's DNS stub, runtime/dnsstub.h) over the rootfs's
+ * "nameserver 127.0.0.1" (the monitor's DNS stub, monitor/dnsstub.h) over the rootfs's
  * /etc/resolv.conf, through fds (rootfd: O_PATH fd of the prepared rootfs, before pivot_root).
  * No regular file there: nothing done (libc's default is 127.0.0.1 already). In an engine-given
  * namespace the engine's file stays: the table redirects every UDP query to the stub anyway.

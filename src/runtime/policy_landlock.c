@@ -109,10 +109,10 @@ policy_build_landlock (const struct policy_plan *plan, asbx_err_t *err)
   struct linux_landlock *ll;
 
   /* log the denials of the program the init execs too (ABI 7; the default logs only the init's
-   * own), so the monitor can write `denial` records (runtime/denials.c) */
+   * own), so the monitor can write `denial` records (monitor/denials.c) */
   /* abstract unix sockets created outside the sandbox's Landlock domain are unreachable (ABI 6):
    * with a shared network namespace (mode open) those are the host's (containerd shims, X11...).
-   * Pathname sockets have no Landlock right on this kernel: runtime/unixsock.h. */
+   * Pathname sockets have no Landlock right on this kernel: monitor/unixsock.h. */
   uint64_t scope = abi >= 6 ? ASBX_LL_SCOPE_ABSTRACT_UNIX_SOCKET : 0;
   ll = linux_landlock_new (handled, 0, scope, abi >= 7 ? ASBX_LL_LOG_NEW_EXEC_ON : 0, abi, best_effort, err);
   if (!ll)

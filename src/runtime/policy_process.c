@@ -16,7 +16,7 @@
 #include "runtime/policy_landlock.h"
 #include "runtime/policy_noexec.h"
 #include "runtime/process.h"
-#include "runtime/unixsock.h"
+#include "monitor/unixsock.h"
 
 static void
 strv_filter (char ***v, size_t *len, const struct policy_plan *plan, bool drop_net)
@@ -168,7 +168,7 @@ policy_build_groups_filter (unsigned deny, bool exec, bool wx, struct linux_secc
   size_t arches_len = 0;
 #endif
   /* SECCOMP_FILTER_FLAG_LOG: the errno answers of THIS filter are also logged to the kernel audit
-   * stream (the answer stays the errno), for the monitor's `denial` records (runtime/denials.c) */
+   * stream (the answer stays the errno), for the monitor's `denial` records (monitor/denials.c) */
   static char *log_flag[] = { (char *) "SECCOMP_FILTER_FLAG_LOG", NULL };
   struct oci_seccomp sc = { .default_action = (char *) "SCMP_ACT_ALLOW",
                             .architectures = arches,

@@ -20,7 +20,7 @@
 #include "core/cleanup.h"
 #include "core/util.h"
 #include "policy/policy.h"
-#include "runtime/audit.h"
+#include "monitor/audit.h"
 #include "runtime/policy_homes.h"
 #include "runtime/sandbox_ws.h"
 

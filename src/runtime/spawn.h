@@ -42,7 +42,7 @@ struct init_args
    * namespace the bind sources, linux_rootfs_open_bind_sources), NULL = none */
   const struct linux_mount_src *mount_srcs;
   int unixsock_fd; /* socketpair end to the monitor for the unix-socket confinement's
-                      notify fd (runtime/unixsock.h), or -1 */
+                      notify fd (monitor/unixsock.h), or -1 */
   /* a non-root caller (runtime/rootless.h): nobody can write vm.memfd_noexec for the container,
    * so the init does not check it (memfd_create stays refused by the policy's seccomp rules) */
   bool rootless;

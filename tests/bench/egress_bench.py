@@ -14,7 +14,7 @@ Medians per run, then the median over the runs. The fake upstream is the tests' 
 its own namespace: veths to the container's namespace and to the host (the stub's way there), no
 default route anywhere, IP forwarding never touched, addresses 203.0.113.128/25 and
 198.51.100.128/26 (documentation ranges, which the DNS stub lets an answer name - private ones it
-refuses, runtime/dns_rebind.h - and not the tests' halves of them, so a test run and the bench do
+refuses, monitor/dns_rebind.h - and not the tests' halves of them, so a test run and the bench do
 not meet)."""
 import json, os, shutil, signal, statistics, subprocess, tempfile, time
 

@@ -1,4 +1,4 @@
-/* fuzz_dns.c - libFuzzer entry point for the DNS stub's message parsers (src/runtime/dns_parse.c).
+/* fuzz_dns.c - libFuzzer entry point for the DNS stub's message parsers (src/monitor/dns_parse.c).
  *
  * The input is one DNS message, as the container (a query) or the upstream or a spoofer (an
  * answer) could send it; it is copied into a buffer of exactly its size so that ASan sees any
@@ -7,7 +7,7 @@
  *   - as an answer: the question with QR cleared (on_answer's trick), then every A/AAAA record
  *     of the answer section through inet_ntop, as fill_sets does;
  *   - as the records of an answer to the stub's own query (dns_build_query for the parsed name,
- *     runtime/dns_build.c): dns_rebuild_answer into buffers of the input's choosing, each admitted
+ *     monitor/dns_build.c): dns_rebuild_answer into buffers of the input's choosing, each admitted
  *     address inside the message, the result no longer than its buffer and parsed back as an
  *     answer with the client's question; dns_query_check and dns_addr_special on the way;
  *   - dns_skip_name from a few offsets chosen by the input itself.
@@ -22,8 +22,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "runtime/dns_build.h"
-#include "runtime/dns_parse.h"
+#include "monitor/dns_build.h"
+#include "monitor/dns_parse.h"
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 

@@ -1,4 +1,4 @@
-/* fuzz_sni.c - libFuzzer entry point for the SNI/Host check's parsers (src/runtime/sni_parse.c).
+/* fuzz_sni.c - libFuzzer entry point for the SNI/Host check's parsers (src/monitor/sni_parse.c).
  *
  * The input is the first bytes of a TCP connection as the container sends them. The splice
  * (splice.c on_hello) reads at most SPLICE_HELLO_MAX bytes, in pieces the sender chooses, and
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/sni_parse.h"
+#include "monitor/sni_parse.h"
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 

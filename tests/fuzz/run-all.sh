@@ -29,8 +29,8 @@ run_one() {
     ocispec) srcs="$top/tests/fuzz/fuzz_ocispec.c $top/libocispec/*.c" ;;
     sync) srcs="$top/tests/fuzz/fuzz_sync.c $top/src/runtime/sync.c" ;;
     policy) srcs=$(ls "$top"/src/policy/*.c | tr '\n' ' ')" $top/tests/fuzz/fuzz_policy.c $top/libocispec/*.c" ;;
-    dns) srcs="$top/tests/fuzz/fuzz_dns.c $top/src/runtime/dns_parse.c $top/src/runtime/dns_build.c" ;;
-    sni) srcs="$top/tests/fuzz/fuzz_sni.c $top/src/runtime/sni_parse.c" ;;
+    dns) srcs="$top/tests/fuzz/fuzz_dns.c $top/src/monitor/dns_parse.c $top/src/monitor/dns_build.c" ;;
+    sni) srcs="$top/tests/fuzz/fuzz_sni.c $top/src/monitor/sni_parse.c" ;;
     *) echo "fuzz $t: no such target" >&2; return 0 ;;
   esac
   # shellcheck disable=SC2086

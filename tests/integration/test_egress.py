@@ -20,7 +20,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # Documentation ranges (RFC 5737, RFC 3849): they route nowhere publicly, and unlike private
-# ones the DNS stub lets an allowed name's answer name them (runtime/dns_rebind.h). 192.0.2.0/24
+# ones the DNS stub lets an allowed name's answer name them (monitor/dns_rebind.h). 192.0.2.0/24
 # is not used: CI machines put their own interface there.
 UP4, UP4B, C4 = "203.0.113.1", "203.0.113.3", "203.0.113.2"
 UP6, UP6B, C6 = "2001:db8:231:7::1", "2001:db8:231:7::3", "2001:db8:231:7::2"

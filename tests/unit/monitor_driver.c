@@ -1,4 +1,4 @@
-/* monitor_driver.c - root-only test driver for the per-container monitor (runtime/monitor.c),
+/* monitor_driver.c - root-only test driver for the per-container monitor (monitor/monitor.c),
  * used by tests/integration/test_monitor.py while no policy reaches `create` from the CLI.
  *
  * It plays the part of `agentsbx create` + `start` for a host process: forks CMD (held before
@@ -25,7 +25,7 @@
 #include "core/util.h"
 #include "linux/cgroup.h"
 #include "policy/plan.h"
-#include "runtime/monitor.h"
+#include "monitor/monitor.h"
 
 static int
 die (asbx_err_t *err)

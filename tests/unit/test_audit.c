@@ -1,4 +1,4 @@
-/* test_audit.c - the audit log writer (runtime/audit.c) and the process-events parser
+/* test_audit.c - the audit log writer (monitor/audit.c) and the process-events parser
  * (linux/proc_events.c): line shape, escaping of hostile values, one write(2) per record,
  * O_APPEND across writers, file/dir modes, symlink refusal. No root needed. */
 #include <errno.h>
@@ -24,7 +24,7 @@
 #include "core/cleanup.h"
 #include "core/util.h"
 #include "linux/proc_events.h"
-#include "runtime/audit.h"
+#include "monitor/audit.h"
 
 static yajl_val
 parse_line (const char *line, size_t len)

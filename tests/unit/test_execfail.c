@@ -1,4 +1,4 @@
-/* test_execfail.c - the failed-execve rule of runtime/execfail.h, fed attempts and connector
+/* test_execfail.c - the failed-execve rule of monitor/execfail.h, fed attempts and connector
  * events directly (the integration tests drive it through a real container). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "runtime/execfail.h"
+#include "monitor/execfail.h"
 
 /* connector events handed to execfail_settle's drain, stamped when queued */
 static struct

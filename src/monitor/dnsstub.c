@@ -1,0 +1,820 @@
+/* dnsstub.c - the filtered-mode DNS stub in the monitor (see dnsstub.h for the contract).
+ *
+ * Threat model: the container writes the queries (any bytes) and may flood the stub; the
+ * upstream is trusted to answer but not to be the only one sending to our upstream socket, so
+ * answers are matched on source address, a fresh random id and the echoed question. Nothing of
+ * a query reaches the upstream unless its name is allowed. Addresses reach nft as text made by
+ * inet_ntop from answer bytes - never as text of the answer.
+ * Ordering: the sets are filled (one nft transaction) before the answer is sent, so the
+ * container's first connect after resolving already passes.
+ * Sockets are created inside the container's namespace with setns(2) and stay there after we
+ * return to ours (a socket belongs to the namespace it was created in). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "core/util.h"
+#include "linux/nft.h"
+#include "policy/doc.h"
+#include "policy/nft_ruleset.h"
+#include "monitor/approvals.h"
+#include "monitor/audit.h"
+#include "monitor/dns_build.h"
+#include "monitor/dns_parse.h"
+#include "monitor/dns_rebind.h"
+#include "monitor/dns_upstream.h"
+#include "monitor/dnsstub.h"
+#include "monitor/nflog.h"
+#include "monitor/querier.h"
+#include "monitor/splice.h"
+
+#define PENDING_MAX 256
+#define MSG_MAX 4096
+#define HELD_MAX 64
+#define HELD_MSG 1024
+#define ALWAYS_MAX 256
+#define CONNS_MAX 32
+
+struct pending
+{
+  bool used;
+  int up_fd; /* while used: this query's own upstream socket (connected; a fresh random port) */
+  uint16_t up_id, client_id;
+  int stub_fd;
+  int conn;     /* -1: UDP (stub_fd, client); else the index of the TCP connection stub_fd */
+  uint32_t gen; /* of that connection: a reply never reaches a later connection on the same slot */
+  struct sockaddr_storage client;
+  socklen_t client_len;
+  char name[256];
+  unsigned qtype;
+  char rule[280];       /* the allowedDomains entry, or approval:allow-once|allow-always */
+  bool rd;              /* the client's RD bit */
+  unsigned edns;        /* the client's EDNS UDP size (0: none) */
+  unsigned char q[300]; /* the query the stub made (dns_build_query), question ending at qend */
+  size_t qlen, qend;
+  unsigned char cq[262]; /* the client's question (name in its letter case, type, class) */
+};
+
+static void pending_end (struct pending *p);
+
+/* a query of an unlisted name, held while the approver decides (approvals `ask`) */
+struct held
+{
+  uint64_t qid; /* 0 = free */
+  int stub_fd;
+  int conn;
+  uint32_t gen;
+  struct sockaddr_storage client;
+  socklen_t client_len;
+  unsigned char msg[HELD_MSG];
+  size_t len, qend;
+  char name[256];
+  unsigned qtype;
+};
+
+struct dnsstub
+{
+  const char *id;
+  const struct policy_plan *plan;
+  int audit_fd;
+  int ep;
+  int stub4, stub6;
+  int tcp4, tcp6; /* listening: DNS over TCP (RFC 7766), answered from the same stub */
+  struct
+  {
+    int fd;
+    uint32_t gen;
+    struct sockaddr_storage peer;
+    socklen_t peer_len;
+    size_t len;
+    unsigned char buf[2 + HELD_MSG];
+  } conns[CONNS_MAX];
+  uint32_t gen;
+  /* the TCP connection the query being handled came on (-1: UDP), read by forward/hold/refuse */
+  int cur_conn;
+  uint32_t cur_gen;
+  int nflog;              /* `network` audit: refused packets from the table (monitor/nflog.h), else -1 */
+  int netns;              /* the container's network namespace (the splice makes upstream sockets there) */
+  struct splice *splice;  /* the SNI/Host check (monitor/splice.h) */
+  struct dns_upstream up; /* the resolver the queries go to (monitor/dns_upstream.h) */
+  struct linux_nft *nft;
+  struct nflog_unlogged unlogged; /* refused packets the log limit kept from nflog: counted */
+  struct pending pend[PENDING_MAX];
+  size_t next;
+  struct approvals *appr; /* approvals.network ask, else NULL */
+  pid_t init_pid;
+  struct querier *querier; /* approvals `ask`: who sent a held query (monitor/querier.h) */
+  struct held held[HELD_MAX];
+  char *always[ALWAYS_MAX]; /* names approved with allow-always: the effective allowlist grows */
+  size_t always_len;
+  /* the last once-decisions per (name, client socket): the rest of that lookup (glibc sends the
+   * A and AAAA queries of one getaddrinfo from one socket) gets the same answer without a new
+   * question; a new lookup (new socket) asks again */
+  struct
+  {
+    char name[256];
+    struct sockaddr_storage client;
+    socklen_t client_len;
+    bool allow;
+  } recent[16];
+  size_t recent_next;
+  struct dns_rebind rebind; /* what an answer may not name (monitor/dns_rebind.h) */
+};
+
+static const uint16_t default_ports[] = { 80, 443 };
+
+/* ---- upstream address and per-query sockets: monitor/dns_upstream.c ---- */
+
+/* ---- sockets inside the container's namespace ---- */
+
+static void on_decision (void *data, uint64_t qid, const char *host, enum approval_decision dec);
+
+static int
+lo_up (void)
+{
+  struct ifreq ifr = { 0 };
+  cleanup_close int s = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s < 0)
+    return -1;
+  snprintf (ifr.ifr_name, sizeof ifr.ifr_name, "lo");
+  if (ioctl (s, SIOCGIFFLAGS, &ifr) < 0)
+    return -1;
+  if (ifr.ifr_flags & IFF_UP)
+    return 0;
+  ifr.ifr_flags |= IFF_UP;
+  return ioctl (s, SIOCSIFFLAGS, &ifr);
+}
+
+static int
+bind_stub (int family, int type, bool required, asbx_err_t *err)
+{
+  struct sockaddr_in a4 = { .sin_family = AF_INET,
+                            .sin_port = htons (POLICY_NFT_DNS_PORT),
+                            .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+  struct sockaddr_in6 a6 = { .sin6_family = AF_INET6,
+                             .sin6_port = htons (POLICY_NFT_DNS_PORT),
+                             .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+  int one = 1;
+  cleanup_close int s = socket (family, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (s < 0)
+    return required ? asbx_error (err, errno, "socket") : -1;
+  if (type == SOCK_STREAM)
+    setsockopt (s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (family == AF_INET6)
+    setsockopt (s, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  if (bind (s, family == AF_INET ? (struct sockaddr *) &a4 : (struct sockaddr *) &a6,
+            family == AF_INET ? sizeof a4 : sizeof a6)
+      < 0)
+    return required ? asbx_error (err, errno, "bind %s:53 (%s) in the container's network namespace",
+                                  family == AF_INET ? "127.0.0.1" : "[::1]", type == SOCK_STREAM ? "tcp" : "udp")
+                    : -1;
+  if (type == SOCK_STREAM && listen (s, CONNS_MAX) < 0)
+    return required ? asbx_error (err, errno, "listen on the DNS stub's TCP socket") : -1;
+  return steal_fd (&s);
+}
+
+static int
+open_in_netns (struct dnsstub *d, int netns, asbx_err_t *err)
+{
+  cleanup_close int self = open ("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+  int r = 0;
+  if (self < 0)
+    return asbx_error (err, errno, "open our network namespace");
+  if (setns (netns, CLONE_NEWNET) < 0)
+    return asbx_error (err, errno, "enter the container's network namespace");
+  if (lo_up () < 0)
+    r = asbx_error (err, errno, "bring the container's loopback up");
+  if (r == 0)
+    {
+      d->stub4 = bind_stub (AF_INET, SOCK_DGRAM, true, err);
+      d->tcp4 = d->stub4 < 0 ? -1 : bind_stub (AF_INET, SOCK_STREAM, true, err);
+      r = d->tcp4 < 0 ? -1 : 0;
+      d->stub6 = r == 0 ? bind_stub (AF_INET6, SOCK_DGRAM, false, NULL) : -1; /* no IPv6: nothing to serve */
+      d->tcp6 = r == 0 ? bind_stub (AF_INET6, SOCK_STREAM, false, NULL) : -1;
+    }
+  if (r == 0 && (d->plan->audit_events & POLICY_AUDIT_NETWORK))
+    {
+      d->nflog = nflog_open (POLICY_NFT_LOG_GROUP, err);
+      r = d->nflog < 0 || nflog_unlogged_open (&d->unlogged, err) < 0 ? -1 : 0;
+    }
+  if (setns (self, CLONE_NEWNET) < 0)
+    abort (); /* going on in the container's namespace would be worse than dying (fail closed) */
+  return r;
+}
+
+struct dnsstub *
+dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int audit_fd, int state_dirfd,
+             asbx_err_t *err)
+{
+  struct dnsstub *d = xmalloc0 (sizeof *d);
+  cleanup_free char *nspath = xasprintf ("/proc/%d/ns/net", (int) init_pid);
+  cleanup_close int netns = -1;
+  int fds[8];
+
+  d->id = id;
+  d->plan = plan;
+  d->audit_fd = audit_fd;
+  d->ep = d->stub4 = d->stub6 = d->tcp4 = d->tcp6 = d->cur_conn = d->nflog = d->netns = d->unlogged.tfd = -1;
+  for (size_t i = 0; i < CONNS_MAX; i++)
+    d->conns[i].fd = -1;
+  if (dns_upstream_find (&d->up, err) < 0)
+    goto fail;
+  dns_rebind_init (&d->rebind, plan);
+  netns = open (nspath, O_RDONLY | O_CLOEXEC);
+  if (netns < 0)
+    {
+      asbx_error (err, errno, "open %s", nspath);
+      goto fail;
+    }
+  if (open_in_netns (d, netns, err) < 0)
+    goto fail;
+  d->splice = splice_new (id, netns, plan, audit_fd, err);
+  if (!d->splice)
+    goto fail;
+  d->netns = steal_fd (&netns);
+  d->init_pid = init_pid;
+  /* the upstream sockets are made per query (forward: one fresh ephemeral port each, issue 14);
+   * one made here checks that the family can be had at all */
+  if (dns_upstream_check (&d->up, err) < 0)
+    goto fail;
+  /* d->nft, the libnftables context for the sets, is made at the first answer to fill them in
+   * (nft_set_allow): most sandboxes resolve nothing, and the context costs a netlink socket,
+   * setns twice and libnftables' reading of /etc/iproute2 (issue #9) */
+  d->ep = epoll_create1 (EPOLL_CLOEXEC);
+  if (d->ep < 0)
+    {
+      asbx_error (err, errno, "epoll_create1");
+      goto fail;
+    }
+  if (plan->approvals_network == POLICY_APPROVAL_ASK)
+    {
+      d->appr = approvals_new (id, state_dirfd, plan, audit_fd, on_decision, d, err);
+      d->querier = d->appr ? querier_new (d->netns, NULL, NULL, err) : NULL;
+      if (!d->querier)
+        goto fail;
+    }
+  fds[0] = d->stub4, fds[1] = d->stub6, fds[2] = d->unlogged.tfd, fds[3] = d->appr ? approvals_fd (d->appr) : -1;
+  fds[4] = d->tcp4, fds[5] = d->tcp6, fds[6] = d->nflog, fds[7] = splice_fd (d->splice);
+  for (size_t i = 0; i < 8; i++)
+    {
+      struct epoll_event ev = { .events = EPOLLIN, .data.fd = fds[i] };
+      if (fds[i] >= 0 && epoll_ctl (d->ep, EPOLL_CTL_ADD, fds[i], &ev) < 0)
+        {
+          asbx_error (err, errno, "epoll_ctl");
+          goto fail;
+        }
+    }
+  return d;
+fail:
+  dnsstub_free (d);
+  asbx_error_wrap (err, "network: DNS stub");
+  return NULL;
+}
+
+void
+dnsstub_set_members (struct dnsstub *d, querier_members_fn fn, void *data)
+{
+  if (d->querier)
+    querier_set_members (d->querier, fn, data);
+}
+
+int
+dnsstub_fd (const struct dnsstub *d)
+{
+  return d->ep;
+}
+
+void
+dnsstub_free (struct dnsstub *d)
+{
+  if (!d)
+    return;
+  splice_free (d->splice);
+  int *fds[] = { &d->ep, &d->stub4, &d->stub6, &d->tcp4, &d->tcp6, &d->nflog, &d->netns };
+  for (size_t i = 0; i < CONNS_MAX; i++)
+    if (d->conns[i].fd >= 0)
+      close (d->conns[i].fd);
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (fds); i++)
+    if (*fds[i] >= 0)
+      close (*fds[i]);
+  for (size_t i = 0; i < PENDING_MAX; i++)
+    pending_end (&d->pend[i]);
+  nflog_unlogged_close (&d->unlogged);
+  linux_nft_free (d->nft);
+  approvals_free (d->appr);
+  querier_free (d->querier);
+  for (size_t i = 0; i < d->always_len; i++)
+    free (d->always[i]);
+  free (d);
+}
+
+/* ---- DNS messages: the parsers are in monitor/dns_parse.c ---- */
+
+/* ---- decisions ---- */
+
+static const char *
+match (char **list, size_t n, const char *name)
+{
+  for (size_t i = 0; i < n; i++)
+    if (pval_domain_covers (list[i], name))
+      return list[i];
+  return NULL;
+}
+
+static void
+audit_dns (struct dnsstub *d, const char *name, unsigned qtype, const char *decision, const char *rule, char **addrs,
+           size_t naddrs, const char *error)
+{
+  asbx_err_t e = NULL;
+  struct audit_rec *r;
+  if (!(d->plan->audit_events & POLICY_AUDIT_DNS))
+    return;
+  r = audit_rec_new (d->id, "dns");
+  audit_rec_str (r, "host", name);
+  audit_rec_int (r, "qtype", qtype);
+  audit_rec_str (r, "decision", decision);
+  audit_rec_str (r, "rule", rule);
+  if (addrs)
+    audit_rec_strv (r, "addrs", addrs, naddrs);
+  if (error)
+    audit_rec_str (r, "error", error);
+  if (audit_rec_write (r, d->audit_fd, &e) < 0)
+    asbx_error_free (&e); /* a full disk must not stop the stub */
+}
+
+static void
+tcp_close (struct dnsstub *d, int conn)
+{
+  epoll_ctl (d->ep, EPOLL_CTL_DEL, d->conns[conn].fd, NULL);
+  close (d->conns[conn].fd);
+  d->conns[conn].fd = -1;
+}
+
+/* an answer to the querier: a datagram, or a length-prefixed message on its TCP connection
+ * (still the same one: fd and generation); a connection that cannot take it is closed */
+static void
+reply (struct dnsstub *d, int fd, int conn, uint32_t gen, const struct sockaddr_storage *to, socklen_t tolen,
+       const unsigned char *m, size_t n)
+{
+  if (conn < 0)
+    {
+      sendto (fd, m, n, 0, (const struct sockaddr *) to, tolen);
+      return;
+    }
+  if (d->conns[conn].fd != fd || d->conns[conn].gen != gen)
+    return; /* the client went away */
+  unsigned char hdr[2] = { (unsigned char) (n >> 8), (unsigned char) n };
+  struct iovec iov[2] = { { hdr, 2 }, { (void *) m, n } };
+  struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+  if (sendmsg (fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t) (n + 2))
+    tcp_close (d, conn);
+}
+
+/* the pending query p is answered or given up: its upstream socket goes (and with it its epoll
+ * registration) */
+static void
+pending_end (struct pending *p)
+{
+  if (p->used && p->up_fd >= 0)
+    close (p->up_fd);
+  p->used = false;
+  p->up_fd = -1;
+}
+
+/* allowed: the stub's own query for (name, qtype) goes upstream under a fresh id - nothing of
+ * the client's message m[0..n) (question ending at qend) but what was parsed; the answer is
+ * matched and rebuilt in on_answer */
+static void
+forward (struct dnsstub *d, int fd, const unsigned char *m, size_t n, size_t qend, const struct sockaddr_storage *from,
+         socklen_t flen, const char *name, unsigned qtype, const char *rule)
+{
+  struct pending *p = &d->pend[d->next];
+  d->next = (d->next + 1) % PENDING_MAX; /* the oldest is dropped under flood: its client retries */
+  pending_end (p);
+  *p = (struct pending){ .used = true,
+                         .up_fd = -1,
+                         .client_id = dns_get16 (m),
+                         .stub_fd = fd,
+                         .conn = d->cur_conn,
+                         .gen = d->cur_gen,
+                         .client_len = flen,
+                         .qtype = qtype,
+                         .rd = (m[2] & 0x01) != 0 };
+  if (dns_query_check (m, n, qend, &p->edns) != NULL || qend - 12 > sizeof p->cq)
+    {
+      pending_end (p); /* handle_query checked it: cannot happen */
+      return;
+    }
+  memcpy (&p->client, from, flen);
+  memcpy (p->cq, m + 12, qend - 12);
+  snprintf (p->name, sizeof p->name, "%s", name);
+  snprintf (p->rule, sizeof p->rule, "%s", rule);
+  p->up_id = dns_upstream_id (p->up_id);
+  p->qlen = dns_build_query (p->q, sizeof p->q, p->up_id, name, qtype, &p->qend);
+  /* from a socket of its own (monitor/dns_upstream.h: connected, a random ephemeral port);
+   * nothing sent: p unused, the client retries */
+  if (!p->qlen || p->qend != qend || (p->up_fd = dns_upstream_send (&d->up, d->ep, p->q, p->qlen)) < 0)
+    pending_end (p);
+}
+
+/* refused here: nothing of this name leaves the monitor */
+static void
+refuse (struct dnsstub *d, int fd, unsigned char *m, size_t qend, const struct sockaddr_storage *from, socklen_t flen,
+        const char *name, unsigned qtype, const char *rule)
+{
+  audit_dns (d, name, qtype, "refused", rule, NULL, 0, NULL);
+  reply (d, fd, d->cur_conn, d->cur_gen, from, flen, m, dns_make_refused (m, qend));
+}
+
+static const char *
+match_always (struct dnsstub *d, const char *name)
+{
+  for (size_t i = 0; i < d->always_len; i++)
+    if (strcmp (d->always[i], name) == 0)
+      return "approval:allow-always";
+  return NULL;
+}
+
+/* approvals `ask`: keep the query until the broker decides (on_decision) */
+static void
+hold (struct dnsstub *d, int fd, unsigned char *m, size_t n, size_t qend, const struct sockaddr_storage *from,
+      socklen_t flen, const char *name, unsigned qtype)
+{
+  struct held *h = NULL;
+  for (size_t i = 0; i < HELD_MAX && !h; i++)
+    if (!d->held[i].qid)
+      h = &d->held[i];
+  if (!h || n > HELD_MSG)
+    {
+      refuse (d, fd, m, qend, from, flen, name, qtype, "approvals: too many held queries");
+      return;
+    }
+  char exe[256] = "";
+  pid_t pid = querier_find (d->querier, d->cur_conn >= 0, from, exe, sizeof exe);
+  uint64_t qid = approvals_ask (d->appr, name, -1, pid > 0 ? pid : -1, exe[0] ? exe : NULL);
+  if (!qid)
+    {
+      refuse (d, fd, m, qend, from, flen, name, qtype, "approvals: too many pending questions");
+      return;
+    }
+  *h = (struct held){ .qid = qid,
+                      .stub_fd = fd,
+                      .conn = d->cur_conn,
+                      .gen = d->cur_gen,
+                      .client_len = flen,
+                      .len = n,
+                      .qend = qend,
+                      .qtype = qtype };
+  memcpy (&h->client, from, flen);
+  memcpy (h->msg, m, n);
+  snprintf (h->name, sizeof h->name, "%s", name);
+}
+
+/* the broker's decision for question qid: every query held for it is forwarded or refused */
+static void
+on_decision (void *data, uint64_t qid, const char *host, enum approval_decision dec)
+{
+  struct dnsstub *d = data;
+  if (dec == APPROVAL_ALLOW_ALWAYS && d->always_len < ALWAYS_MAX && !match_always (d, host))
+    d->always[d->always_len++] = xstrdup (host);
+  for (size_t i = 0; i < HELD_MAX; i++)
+    {
+      struct held *h = &d->held[i];
+      if (h->qid != qid)
+        continue;
+      h->qid = 0;
+      typeof (d->recent[0]) *r = &d->recent[d->recent_next];
+      d->recent_next = (d->recent_next + 1) % ASBX_ARRAY_SIZE (d->recent);
+      snprintf (r->name, sizeof r->name, "%s", h->name);
+      memcpy (&r->client, &h->client, h->client_len);
+      r->client_len = h->client_len;
+      r->allow = dec != APPROVAL_DENY;
+      d->cur_conn = h->conn, d->cur_gen = h->gen;
+      if (dec == APPROVAL_DENY)
+        refuse (d, h->stub_fd, h->msg, h->qend, &h->client, h->client_len, h->name, h->qtype, "approval:deny");
+      else
+        forward (d, h->stub_fd, h->msg, h->len, h->qend, &h->client, h->client_len, h->name, h->qtype,
+                 dec == APPROVAL_ALLOW_ONCE ? "approval:allow-once" : "approval:allow-always");
+    }
+  d->cur_conn = -1;
+}
+
+/* one query (m, n: writable copy) from `from` on fd (d->cur_conn says whether TCP) */
+static void
+handle_query (struct dnsstub *d, int fd, unsigned char *m, ssize_t n, struct sockaddr_storage from, socklen_t flen)
+{
+  char name[256];
+  unsigned qtype;
+  size_t qend;
+
+  unsigned edns;
+  if (n < 0)
+    return;
+  if (dns_parse_question (m, (size_t) n, name, sizeof name, &qtype, &qend) < 0)
+    {
+      /* no host name (a '"', '\\', control byte, 0xff or '.' inside a label, too long): refused
+       * and on record, the name in presentation format with \DDD escapes (issue 14) */
+      char text[1024];
+      if (dns_question_text (m, (size_t) n, text, sizeof text, &qtype, &qend) == 0)
+        refuse (d, fd, m, qend, &from, flen, text, qtype, "dns: not a host name");
+      else
+        audit_dns (d, "", 0, "dropped", "dns: malformed query", NULL, 0, NULL); /* no question to answer */
+      return;
+    }
+  const char *bad = dns_query_check (m, (size_t) n, qend, &edns);
+  if (bad)
+    {
+      refuse (d, fd, m, qend, &from, flen, name, qtype, bad); /* another class or type: never forwarded */
+      return;
+    }
+  const struct policy_plan *pl = d->plan;
+  const char *rule = match (pl->denied_domains, pl->denied_domains_len, name);
+  const char *allow = rule ? NULL : match (pl->allowed_domains, pl->allowed_domains_len, name);
+  if (!allow && !rule)
+    allow = match_always (d, name);
+  for (size_t i = 0; !allow && !rule && d->appr && i < ASBX_ARRAY_SIZE (d->recent); i++)
+    if (d->recent[i].client_len == flen && memcmp (&d->recent[i].client, &from, flen) == 0
+        && strcmp (d->recent[i].name, name) == 0)
+      {
+        if (d->recent[i].allow)
+          allow = "approval:allow-once";
+        else
+          rule = "approval:deny";
+      }
+  if (allow)
+    forward (d, fd, m, (size_t) n, qend, &from, flen, name, qtype, allow);
+  else if (!rule && d->appr)
+    hold (d, fd, m, (size_t) n, qend, &from, flen, name, qtype); /* unlisted, approvals `ask` */
+  else
+    refuse (d, fd, m, qend, &from, flen, name, qtype, rule ? rule : "unlisted");
+}
+
+static void
+on_query (struct dnsstub *d, int fd)
+{
+  unsigned char m[MSG_MAX];
+  struct sockaddr_storage from;
+  socklen_t flen = sizeof from;
+  ssize_t n = recvfrom (fd, m, sizeof m, 0, (struct sockaddr *) &from, &flen);
+  handle_query (d, fd, m, n, from, flen);
+}
+
+static void
+on_accept (struct dnsstub *d, int lfd)
+{
+  struct sockaddr_storage peer;
+  socklen_t plen = sizeof peer;
+  int fd = accept4 (lfd, (struct sockaddr *) &peer, &plen, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd < 0)
+    return;
+  for (int i = 0; i < CONNS_MAX; i++)
+    if (d->conns[i].fd < 0)
+      {
+        struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+        d->conns[i].fd = fd;
+        d->conns[i].gen = ++d->gen;
+        d->conns[i].len = 0;
+        d->conns[i].peer = peer;
+        d->conns[i].peer_len = plen;
+        if (epoll_ctl (d->ep, EPOLL_CTL_ADD, fd, &ev) < 0)
+          tcp_close (d, i);
+        return;
+      }
+  close (fd); /* too many connections: the client retries */
+}
+
+/* data on a TCP connection: every complete length-prefixed query in it */
+static void
+on_tcp (struct dnsstub *d, int conn)
+{
+  typeof (d->conns[0]) *c = &d->conns[conn];
+  ssize_t n = recv (c->fd, c->buf + c->len, sizeof c->buf - c->len, MSG_DONTWAIT);
+  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+    {
+      tcp_close (d, conn);
+      return;
+    }
+  c->len += n > 0 ? (size_t) n : 0;
+  while (c->fd >= 0 && c->len >= 2)
+    {
+      size_t qlen = dns_get16 (c->buf);
+      if (qlen == 0 || qlen > HELD_MSG)
+        {
+          tcp_close (d, conn); /* not a query we would ever answer */
+          return;
+        }
+      if (c->len < 2 + qlen)
+        return;
+      unsigned char m[MSG_MAX];
+      memcpy (m, c->buf + 2, qlen);
+      memmove (c->buf, c->buf + 2 + qlen, c->len - 2 - qlen);
+      c->len -= 2 + qlen;
+      d->cur_conn = conn, d->cur_gen = c->gen;
+      handle_query (d, c->fd, m, (ssize_t) qlen, c->peer, c->peer_len);
+      d->cur_conn = -1;
+    }
+}
+
+/* the libnftables context in the container's namespace, made at first use; NULL when it
+ * cannot be made (then nothing is added to the sets: fail closed) */
+static struct linux_nft *
+stub_nft (struct dnsstub *d)
+{
+  asbx_err_t e = NULL;
+  if (!d->nft)
+    d->nft = linux_nft_new (d->netns, &e);
+  asbx_error_free (&e);
+  return d->nft;
+}
+
+void
+dnsstub_finish (struct dnsstub *d)
+{
+  if (d && d->nflog >= 0)
+    {
+      nflog_dispatch (d->nflog, d->id, d->audit_fd);
+      nflog_unlogged_sync (&d->unlogged, stub_nft (d), true);
+    }
+}
+
+/* Run `cmd` (an `add element` transaction) in the container's namespace, making the
+ * libnftables context first if this is the first one. Fail closed: an address that could not
+ * be added is not in the answer's audit list and stays unreachable. */
+static int
+nft_set_allow (struct dnsstub *d, const char *cmd, asbx_err_t *err)
+{
+  if (!d->nft)
+    d->nft = linux_nft_new (d->netns, err);
+  if (!d->nft)
+    return asbx_error_wrap (err, "network: DNS stub: nftables context");
+  return linux_nft_run (d->nft, cmd, err);
+}
+
+/* one answer being rebuilt: what admit_addr let in */
+struct admit_ctx
+{
+  struct dnsstub *d;
+  const struct pending *p;
+  char *addrs[64];
+  size_t n;
+  char *error;
+  uint32_t min_ttl;
+};
+
+/* dns_admit_fn: a refused address is one `dns` record {decision refused, addr, reason}; an
+ * admitted one goes into the sets (before the answer is sent). Fail closed: an address that
+ * could not be added is left out of the answer. */
+static const char *
+admit_addr (void *data, int family, const unsigned char *a, uint32_t ttl, bool in_chain)
+{
+  struct admit_ctx *x = data;
+  struct dnsstub *d = x->d;
+  const struct policy_plan *pl = d->plan;
+  char text[INET6_ADDRSTRLEN];
+  inet_ntop (family, a, text, sizeof text);
+  const char *why = !in_chain ? "not in the question's CNAME chain" : dns_rebind_refused (&d->rebind, family, a, text);
+  if (!why && x->n == ASBX_ARRAY_SIZE (x->addrs))
+    why = "too many addresses";
+  if (why)
+    {
+      if (pl->audit_events & POLICY_AUDIT_DNS)
+        {
+          asbx_err_t e = NULL;
+          struct audit_rec *r = audit_rec_new (d->id, "dns");
+          audit_rec_str (r, "host", x->p->name);
+          audit_rec_int (r, "qtype", x->p->qtype);
+          audit_rec_str (r, "decision", "refused");
+          audit_rec_str (r, "rule", x->p->rule);
+          audit_rec_str (r, "addr", text);
+          audit_rec_str (r, "reason", why);
+          if (audit_rec_write (r, d->audit_fd, &e) < 0)
+            asbx_error_free (&e);
+        }
+      return why;
+    }
+  const uint16_t *ports = pl->ports_len ? pl->ports : default_ports;
+  size_t nports = pl->ports_len ? pl->ports_len : ASBX_ARRAY_SIZE (default_ports);
+  cleanup_free char *cmd = policy_nft_allow_cmd (text, ports, nports, ttl);
+  asbx_err_t e = NULL;
+  if (!cmd || nft_set_allow (d, cmd, &e) < 0)
+    {
+      if (e && !x->error)
+        x->error = xstrdup (e->msg);
+      asbx_error_free (&e);
+      return "nft";
+    }
+  x->addrs[x->n++] = xstrdup (text);
+  x->min_ttl = x->n == 1 || ttl < x->min_ttl ? ttl : x->min_ttl;
+  return NULL;
+}
+
+/* a datagram on pending query p's socket: the answer when it comes from the upstream's address
+ * and port and carries p's id and question; anything else is dropped and p waits on */
+static void
+on_answer (struct dnsstub *d, struct pending *p)
+{
+  unsigned char m[MSG_MAX], out[MSG_MAX];
+  char name[256];
+  unsigned qtype;
+  size_t qend;
+  ssize_t n = dns_upstream_recv (&d->up, p->up_fd, m, sizeof m);
+
+  if (n < 12)
+    return; /* not from our upstream */
+  /* parse_question wants a query: look at a copy with QR cleared */
+  m[2] &= 0x7f;
+  int r = dns_parse_question (m, (size_t) n, name, sizeof name, &qtype, &qend);
+  m[2] |= 0x80;
+  if (r < 0 || p->up_id != dns_get16 (m) || p->qtype != qtype || strcmp (p->name, name) != 0)
+    return;
+  /* the client's limit: its EDNS size, 512 without EDNS (RFC 1035 §4.2.1), or TCP */
+  size_t lim = p->conn >= 0 ? sizeof out : p->edns ? (p->edns < sizeof out ? p->edns : sizeof out) : 512;
+  struct admit_ctx x = { .d = d, .p = p };
+  size_t len = dns_rebuild_answer (m, (size_t) n, p->q, p->qend, p->cq, p->qend - 12, p->rd, p->edns != 0, out, lim,
+                                   admit_addr, &x);
+  if (!len)
+    return; /* not an answer to our question: the real one may still come */
+  pending_end (p);
+  if (x.n)
+    splice_name_resolved (d->splice, name, x.min_ttl); /* SNI/Host may name it while its sets live */
+  /* an address that could not be added is audited; the container's connect to it fails */
+  audit_dns (d, name, qtype, "allowed", p->rule, x.addrs, x.n, x.error);
+  for (size_t j = 0; j < x.n; j++)
+    free (x.addrs[j]);
+  free (x.error);
+  out[0] = (unsigned char) (p->client_id >> 8), out[1] = (unsigned char) p->client_id;
+  reply (d, p->stub_fd, p->conn, p->gen, &p->client, p->client_len, out, len);
+}
+
+void
+dnsstub_dispatch (struct dnsstub *d)
+{
+  struct epoll_event ev[8];
+  int n = epoll_wait (d->ep, ev, 8, 0);
+  for (int i = 0; i < n; i++)
+    {
+      if (d->appr && ev[i].data.fd == approvals_fd (d->appr))
+        {
+          approvals_dispatch (d->appr);
+          continue;
+        }
+      int fd = ev[i].data.fd, conn = -1;
+      if (fd == splice_fd (d->splice))
+        {
+          splice_dispatch (d->splice);
+          continue;
+        }
+      if (fd == d->nflog)
+        {
+          nflog_dispatch (fd, d->id, d->audit_fd);
+          nflog_unlogged_sync (&d->unlogged, stub_nft (d), false); /* at most once a second */
+          continue;
+        }
+      if (fd == d->unlogged.tfd)
+        {
+          nflog_unlogged_sync (&d->unlogged, stub_nft (d), false);
+          continue;
+        }
+      if (fd == d->tcp4 || fd == d->tcp6)
+        {
+          on_accept (d, fd);
+          continue;
+        }
+      for (int c = 0; c < CONNS_MAX && conn < 0; c++)
+        if (d->conns[c].fd == fd)
+          conn = c;
+      if (conn >= 0)
+        {
+          on_tcp (d, conn);
+          continue;
+        }
+      struct pending *p = NULL;
+      for (size_t k = 0; k < PENDING_MAX && !p; k++)
+        if (d->pend[k].used && d->pend[k].up_fd == fd)
+          p = &d->pend[k];
+      /* a bounded batch per wakeup, so one busy socket cannot starve the monitor's loop */
+      for (int k = 0; k < 32; k++)
+        {
+          char c;
+          if ((p && !p->used) || recv (ev[i].data.fd, &c, 1, MSG_DONTWAIT | MSG_PEEK) < 0)
+            break; /* (answered: its socket is closed) */
+          if (p)
+            on_answer (d, p);
+          else
+            on_query (d, ev[i].data.fd);
+        }
+    }
+}

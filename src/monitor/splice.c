@@ -1,0 +1,535 @@
+/* splice.c - the SNI/Host check and relay in the monitor (see splice.h for the contract).
+ *
+ * Mechanism: the table's nat output chain redirects the container's TCP connections to set
+ * members onto our listener in its namespace; SO_ORIGINAL_DST (IP6T_SO_ORIGINAL_DST) gives the
+ * destination the container asked for. Per connection: HELLO (read until the parser finds the
+ * name, at most HELLO_MAX bytes), then CONNECTING (a socket made in the container's namespace,
+ * SO_MARK so the redirect skips it, non-blocking connect; the filter chain still applies to it),
+ * then RELAY with one bounded buffer per direction and level-triggered epoll interests
+ * recomputed after every event. Half-closes are passed on (shutdown SHUT_WR).
+ * Threat model: the container controls the bytes and the pace. Parsers check every length; a
+ * connection that never names a host holds one of CONNS_MAX slots until it closes (known
+ * limit: no hello timeout yet); the relay never blocks the monitor (non-blocking sockets).
+ * Ordering: the name is checked BEFORE any byte or connect reaches the destination.
+ * Keep-alive (plain HTTP): every request on a connection is checked, see splice_http.c.
+ * A connection dialled to the relay's port directly (not redirected) is refused at accept:
+ * its original destination is the relay itself. */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <linux/netfilter_ipv4.h>
+
+#include "core/cleanup.h"
+#include "core/util.h"
+#include "policy/nft_ruleset.h"
+#include "monitor/audit.h"
+#include "monitor/splice.h"
+#include "monitor/splice_internal.h"
+
+#ifndef IP6T_SO_ORIGINAL_DST
+#define IP6T_SO_ORIGINAL_DST 80
+#endif
+
+bool
+splice_name_allowed (struct splice *s, const char *host)
+{
+  uint64_t now = now_ns ();
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (s->resolved); i++)
+    if (s->resolved[i].until_ns > now && strcmp (s->resolved[i].name, host) == 0)
+      return true;
+  return false;
+}
+
+void
+splice_name_resolved (struct splice *s, const char *name, uint32_t ttl)
+{
+  uint64_t now = now_ns (), until;
+  size_t slot = 0;
+  ttl = ttl < POLICY_NFT_TTL_FLOOR ? POLICY_NFT_TTL_FLOOR : ttl > POLICY_NFT_TTL_CEIL ? POLICY_NFT_TTL_CEIL : ttl;
+  until = now + (uint64_t) ttl * 1000000000u; /* as long as the set elements the answer made */
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (s->resolved); i++)
+    {
+      if (strcmp (s->resolved[i].name, name) == 0)
+        {
+          slot = i;
+          break;
+        }
+      if (s->resolved[i].until_ns < s->resolved[slot].until_ns)
+        slot = i; /* else the entry that ends first makes room */
+    }
+  if (strcmp (s->resolved[slot].name, name) == 0 && s->resolved[slot].until_ns > until)
+    return;
+  snprintf (s->resolved[slot].name, sizeof s->resolved[slot].name, "%s", name);
+  s->resolved[slot].until_ns = until;
+}
+
+/* ---- parsers: monitor/sni_parse.c ---- */
+
+/* ---- connections ---- */
+
+void
+splice_audit_conn (struct splice *s, struct conn *c, const char *host, const char *decision, const char *rule)
+{
+  char addr[INET6_ADDRSTRLEN] = "";
+  int port = 0;
+  if (!(s->plan->audit_events & POLICY_AUDIT_NETWORK))
+    return;
+  if (c->dst.ss_family == AF_INET)
+    {
+      struct sockaddr_in *a = (struct sockaddr_in *) &c->dst;
+      inet_ntop (AF_INET, &a->sin_addr, addr, sizeof addr);
+      port = ntohs (a->sin_port);
+    }
+  else
+    {
+      struct sockaddr_in6 *a = (struct sockaddr_in6 *) &c->dst;
+      inet_ntop (AF_INET6, &a->sin6_addr, addr, sizeof addr);
+      port = ntohs (a->sin6_port);
+    }
+  struct audit_rec *r = audit_rec_new (s->id, "network");
+  audit_rec_str (r, "addr", addr);
+  audit_rec_int (r, "port", port);
+  audit_rec_str (r, "proto", "tcp");
+  audit_rec_str (r, "host", host);
+  audit_rec_str (r, "decision", decision);
+  audit_rec_str (r, "rule", rule);
+  asbx_err_t e = NULL;
+  if (audit_rec_write (r, s->audit_fd, &e) < 0)
+    asbx_error_free (&e);
+}
+
+static void
+conn_close (struct splice *s, struct conn *c, bool reset)
+{
+  if (c->cfd >= 0)
+    {
+      if (reset)
+        {
+          struct linger l = { .l_onoff = 1, .l_linger = 0 }; /* close sends RST */
+          setsockopt (c->cfd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+        }
+      epoll_ctl (s->ep, EPOLL_CTL_DEL, c->cfd, NULL);
+      close (c->cfd);
+    }
+  if (c->ufd >= 0)
+    {
+      epoll_ctl (s->ep, EPOLL_CTL_DEL, c->ufd, NULL);
+      close (c->ufd);
+    }
+  c->state = ST_FREE;
+  c->cfd = c->ufd = -1;
+}
+
+/* the end of what may be sent upstream: the checked bytes, less a head whose body's start is
+ * still to be checked */
+static size_t
+sendable (const struct conn *c)
+{
+  return c->bstart ? c->c2u.hold : c->c2u.chk;
+}
+
+static void
+interests (struct splice *s, struct conn *c)
+{
+  size_t k = (size_t) (c - s->c);
+  struct epoll_event ev = { .data.u64 = k * 2 };
+  ev.events = (c->state == ST_HELLO || (c->state == ST_RELAY && !c->c_eof && c->c2u.len < BUF_MAX) ? EPOLLIN : 0)
+              | (c->u2c.len ? EPOLLOUT : 0);
+  epoll_ctl (s->ep, EPOLL_CTL_MOD, c->cfd, &ev);
+  if (c->ufd < 0)
+    return;
+  ev.data.u64 = k * 2 + 1;
+  ev.events = (c->state == ST_CONNECTING || sendable (c) > c->c2u.off ? EPOLLOUT : 0) /* checked bytes only */
+              | (c->state == ST_RELAY && !c->u_eof && c->u2c.len < BUF_MAX ? EPOLLIN : 0);
+  epoll_ctl (s->ep, EPOLL_CTL_MOD, c->ufd, &ev);
+}
+
+/* a socket in the container's namespace (the filter chain applies to it), marked */
+static int
+upstream_socket (struct splice *s, int family)
+{
+  cleanup_close int self = open ("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+  uint32_t mark = POLICY_NFT_SPLICE_MARK;
+  if (self < 0 || setns (s->netns, CLONE_NEWNET) < 0)
+    return -1;
+  int fd = socket (family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (setns (self, CLONE_NEWNET) < 0)
+    abort (); /* never go on in the container's namespace (fail closed) */
+  if (fd >= 0 && setsockopt (fd, SOL_SOCKET, SO_MARK, &mark, sizeof mark) < 0)
+    {
+      close (fd);
+      return -1;
+    }
+  return fd;
+}
+
+/* the X-Agentsbx-Blocked value of a refusal (without the host name of "host not allowed: ") */
+const char *
+splice_blocked_why (const char *host, const char *rule)
+{
+  if (!host)
+    return "no Host header";
+  if (strcmp (rule, "http: framing") == 0)
+    return "ambiguous request framing";
+  return strncmp (rule, "http: ", 6) == 0 ? rule + 6 : "host not allowed: ";
+}
+
+static void
+refuse (struct splice *s, struct conn *c, const char *host, const char *rule, bool http)
+{
+  splice_audit_conn (s, c, host, "refused", rule);
+  if (http)
+    {
+      char resp[512];
+      int n = snprintf (resp, sizeof resp,
+                        "HTTP/1.1 403 Forbidden\r\nX-Agentsbx-Blocked: %s%s\r\nContent-Type: text/plain\r\n"
+                        "Content-Length: 0\r\nConnection: close\r\n\r\n",
+                        splice_blocked_why (host, rule), host && strncmp (rule, "http: ", 6) != 0 ? host : "");
+      if (send (c->cfd, resp, (size_t) n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+        {
+          /* nothing more to do: the client sees the close */
+        }
+      shutdown (c->cfd, SHUT_WR);
+    }
+  conn_close (s, c, !http);
+}
+
+static void
+on_hello (struct splice *s, struct conn *c)
+{
+  char name[256];
+  ssize_t n = recv (c->cfd, c->c2u.b + c->c2u.len, HELLO_MAX - c->c2u.len, MSG_DONTWAIT);
+  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+    {
+      conn_close (s, c, false);
+      return;
+    }
+  if (n < 0)
+    return;
+  c->c2u.len += (size_t) n;
+  bool tls = c->c2u.b[0] == 0x16;
+  int r = tls ? splice_tls_sni (c->c2u.b, c->c2u.len, name, sizeof name)
+              : splice_http_host (c->c2u.b, c->c2u.len, name, sizeof name);
+  if (r == 0 && c->c2u.len < HELLO_MAX)
+    return; /* more bytes to come */
+  if (r <= 0)
+    {
+      refuse (s, c, NULL, tls ? "sni: none" : "host: none", !tls && c->c2u.b[0] >= 'A' && c->c2u.b[0] <= 'Z');
+      return;
+    }
+  if (!splice_name_allowed (s, name))
+    {
+      refuse (s, c, name, tls ? "sni" : "host", !tls);
+      return;
+    }
+  const char *bad = tls ? NULL
+                        : splice_http_head (
+                            c, c->c2u.b,
+                            (size_t) ((const unsigned char *) memmem (c->c2u.b, c->c2u.len, "\r\n\r\n", 4) + 4
+                                      - c->c2u.b));
+  if (bad)
+    {
+      refuse (s, c, name, bad, true);
+      return;
+    }
+  /* TLS: one name per connection (the SNI); HTTP: http_scan checks this request again and
+   * every later one before their bytes leave */
+  c->hs = tls ? H_OPAQUE : H_HEAD;
+  snprintf (c->host, sizeof c->host, "%s", name);
+  c->ufd = upstream_socket (s, c->dst.ss_family);
+  struct epoll_event ev = { .events = EPOLLOUT, .data.u64 = (uint64_t) (c - s->c) * 2 + 1 };
+  if (c->ufd < 0 || epoll_ctl (s->ep, EPOLL_CTL_ADD, c->ufd, &ev) < 0
+      || (connect (c->ufd, (struct sockaddr *) &c->dst, c->dlen) < 0 && errno != EINPROGRESS))
+    {
+      splice_audit_conn (s, c, name, "refused", "upstream connect failed");
+      conn_close (s, c, true);
+      return;
+    }
+  splice_audit_conn (s, c, name, "allowed", tls ? "sni" : "host");
+  c->state = ST_CONNECTING;
+}
+
+static void
+compact (struct rbuf *b)
+{
+  memmove (b->b, b->b + b->off, b->len - b->off);
+  b->len -= b->off, b->chk -= b->off, b->hold -= b->hold >= b->off ? b->off : b->hold, b->off = 0;
+}
+
+/* move bytes from fd into b; returns how many arrived (0 at EOF, on error or none yet) */
+static size_t
+fill (int fd, struct rbuf *b, bool *eof)
+{
+  if (b->off && b->off == b->len)
+    b->off = b->len = b->chk = b->hold = 0;
+  if (b->len == BUF_MAX && b->off)
+    compact (b);
+  ssize_t n = recv (fd, b->b + b->len, BUF_MAX - b->len, MSG_DONTWAIT);
+  if (n > 0)
+    b->len += (size_t) n;
+  else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+    *eof = true;
+  return n > 0 ? (size_t) n : 0;
+}
+
+/* send b's bytes before `end` (c2u: the checked ones; u2c: all) */
+static bool
+drain (int fd, struct rbuf *b, size_t end)
+{
+  if (end <= b->off)
+    {
+      if (b->off == b->len)
+        b->off = b->len = b->chk = b->hold = 0;
+      return true;
+    }
+  ssize_t n = send (fd, b->b + b->off, end - b->off, MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (n < 0)
+    return errno == EAGAIN || errno == EINTR;
+  b->off += (size_t) n;
+  if (b->off == b->len)
+    b->off = b->len = b->chk = b->hold = 0;
+  else if (b->len == BUF_MAX)
+    compact (b); /* full, with unchecked bytes waiting for the rest of a head: make room */
+  return true;
+}
+
+static void
+on_event (struct splice *s, struct conn *c, bool upstream, uint32_t events)
+{
+  if (c->state == ST_HELLO)
+    {
+      if (!upstream)
+        on_hello (s, c);
+      if (c->state != ST_FREE)
+        interests (s, c);
+      return;
+    }
+  if (upstream && c->state == ST_CONNECTING)
+    {
+      int e = 0;
+      socklen_t el = sizeof e;
+      if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
+        return;
+      if (getsockopt (c->ufd, SOL_SOCKET, SO_ERROR, &e, &el) < 0 || e)
+        {
+          conn_close (s, c, true);
+          return;
+        }
+      c->state = ST_RELAY;
+    }
+  bool ok = true;
+  size_t got;
+  if (upstream && (events & EPOLLIN) && !c->u_eof && (got = fill (c->ufd, &c->u2c, &c->u_eof)) && c->hs == H_WAIT101)
+    splice_http_status (c, c->u2c.b + c->u2c.len - got, got);
+  if (!upstream && (events & EPOLLIN) && !c->c_eof)
+    fill (c->cfd, &c->c2u, &c->c_eof);
+  splice_http_scan (s, c);
+  size_t keep = sendable (c) > c->c2u.off ? sendable (c) : c->c2u.off;
+  if (c->c_eof && c->c2u.len > keep)
+    {
+      /* the client is done, and bytes wait for a check that needs more of them (the start of a
+       * body - an `Expect: 100-continue` client that sent part of it at once - a head without
+       * its end, what follows an Upgrade): they can never leave. Drop them, so the half-close
+       * goes on and the connection can end - else the client's EPOLLHUP, reported whatever the
+       * interests, woke the relay in a loop (100% of a core) until the monitor ended. */
+      c->c2u.len = keep;
+      if (c->c2u.chk > c->c2u.len)
+        c->c2u.chk = c->c2u.len;
+      if (c->c2u.hold > c->c2u.len)
+        c->c2u.hold = c->c2u.len;
+    }
+  if (c->u_eof && c->u2c.len == 0 && c->refuse_403)
+    {
+      /* every response before the refused request is delivered: now the refusal */
+      char resp[512];
+      int n = snprintf (resp, sizeof resp,
+                        "HTTP/1.1 403 Forbidden\r\nX-Agentsbx-Blocked: %s\r\n"
+                        "Content-Type: text/plain\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                        c->blocked);
+      memcpy (c->u2c.b, resp, (size_t) n); /* n < sizeof resp: blocked is at most 299 bytes */
+      c->u2c.len = c->u2c.chk = (size_t) n;
+      c->refuse_403 = false;
+    }
+  if (c->state == ST_RELAY)
+    ok = drain (c->ufd, &c->c2u, sendable (c)) && drain (c->cfd, &c->u2c, c->u2c.len);
+  if (!ok || (events & EPOLLERR))
+    {
+      conn_close (s, c, true);
+      return;
+    }
+  /* pass half-closes on once everything before them is delivered */
+  if (c->c_eof && c->c2u.len == 0 && c->state == ST_RELAY)
+    shutdown (c->ufd, SHUT_WR);
+  if (c->u_eof && c->u2c.len == 0)
+    shutdown (c->cfd, SHUT_WR);
+  if (c->c_eof && c->u_eof && c->c2u.len == 0 && c->u2c.len == 0)
+    {
+      conn_close (s, c, false);
+      return;
+    }
+  interests (s, c);
+}
+
+/* the relay's own port on a loopback address (127/8, ::1, ::ffff:127/104): the destination of a
+ * connection that was not redirected here but dialled directly */
+static bool
+dst_is_relay (const struct sockaddr_storage *ss)
+{
+  if (ss->ss_family == AF_INET)
+    {
+      const struct sockaddr_in *a = (const struct sockaddr_in *) ss;
+      return (ntohl (a->sin_addr.s_addr) >> 24) == 127 && ntohs (a->sin_port) == POLICY_NFT_SPLICE_PORT;
+    }
+  const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *) ss;
+  const struct in6_addr *a = &a6->sin6_addr;
+  return (IN6_IS_ADDR_LOOPBACK (a) || (IN6_IS_ADDR_V4MAPPED (a) && a->s6_addr[12] == 127))
+         && ntohs (a6->sin6_port) == POLICY_NFT_SPLICE_PORT;
+}
+
+static void
+on_accept (struct splice *s, int lfd)
+{
+  int fd = accept4 (lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd < 0)
+    return;
+  struct conn *c = NULL;
+  for (size_t i = 0; i < CONNS_MAX && !c; i++)
+    if (s->c[i].state == ST_FREE)
+      c = &s->c[i];
+  if (!c)
+    {
+      close (fd); /* full: the client sees a close */
+      return;
+    }
+  *c = (struct conn){ .state = ST_HELLO, .cfd = fd, .ufd = -1, .dlen = sizeof c->dst };
+  int r = lfd == s->l4 ? getsockopt (fd, SOL_IP, SO_ORIGINAL_DST, &c->dst, &c->dlen)
+                       : getsockopt (fd, SOL_IPV6, IP6T_SO_ORIGINAL_DST, &c->dst, &c->dlen);
+  struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uint64_t) (c - s->c) * 2 };
+  if (r == 0 && dst_is_relay (&c->dst))
+    {
+      /* dialled directly (127.0.0.1:POLICY_NFT_SPLICE_PORT is open to the container for the
+       * redirect): the original destination is the relay itself, and connecting there would
+       * make the relay dial itself until its slots run out */
+      splice_audit_conn (s, c, NULL, "refused", "relay: not a redirected connection");
+      conn_close (s, c, true);
+      return;
+    }
+  if (r < 0 || epoll_ctl (s->ep, EPOLL_CTL_ADD, fd, &ev) < 0)
+    conn_close (s, c, true); /* not a redirected connection (someone dialled the port itself) */
+}
+
+void
+splice_dispatch (struct splice *s)
+{
+  struct epoll_event ev[16];
+  int n = epoll_wait (s->ep, ev, 16, 0);
+  for (int i = 0; i < n; i++)
+    {
+      uint64_t k = ev[i].data.u64;
+      if (k == UINT64_MAX - 1 || k == UINT64_MAX)
+        on_accept (s, k == UINT64_MAX - 1 ? s->l4 : s->l6);
+      else if (s->c[k / 2].state != ST_FREE)
+        on_event (s, &s->c[k / 2], k % 2, ev[i].events);
+    }
+}
+
+int
+splice_fd (const struct splice *s)
+{
+  return s->ep;
+}
+
+static int
+listen_on (int family)
+{
+  struct sockaddr_in a4 = { .sin_family = AF_INET,
+                            .sin_port = htons (POLICY_NFT_SPLICE_PORT),
+                            .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+  struct sockaddr_in6 a6 = { .sin6_family = AF_INET6,
+                             .sin6_port = htons (POLICY_NFT_SPLICE_PORT),
+                             .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+  int one = 1;
+  cleanup_close int fd = socket (family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0)
+    return -1;
+  setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (family == AF_INET6)
+    setsockopt (fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  if (bind (fd, family == AF_INET ? (struct sockaddr *) &a4 : (struct sockaddr *) &a6,
+            family == AF_INET ? sizeof a4 : sizeof a6)
+          < 0
+      || listen (fd, CONNS_MAX) < 0)
+    return -1;
+  return steal_fd (&fd);
+}
+
+struct splice *
+splice_new (const char *id, int netns_fd, const struct policy_plan *plan, int audit_fd, asbx_err_t *err)
+{
+  struct splice *s = xmalloc0 (sizeof *s);
+  cleanup_close int self = open ("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+  /* field by field: a compound literal of this 2 MiB struct would be built on the stack */
+  s->id = id;
+  s->plan = plan;
+  s->audit_fd = audit_fd;
+  s->netns = netns_fd;
+  s->ep = s->l4 = s->l6 = -1;
+  for (size_t i = 0; i < CONNS_MAX; i++)
+    s->c[i].cfd = s->c[i].ufd = -1;
+  if (self < 0 || setns (netns_fd, CLONE_NEWNET) < 0)
+    {
+      asbx_error (err, errno, "network: SNI/Host check: enter the container's network namespace");
+      goto fail;
+    }
+  s->l4 = listen_on (AF_INET);
+  int e = errno;
+  s->l6 = listen_on (AF_INET6); /* no IPv6 in the namespace: nothing to redirect there */
+  if (setns (self, CLONE_NEWNET) < 0)
+    abort ();
+  s->ep = epoll_create1 (EPOLL_CLOEXEC);
+  if (s->l4 < 0 || s->ep < 0)
+    {
+      asbx_error (err, s->l4 < 0 ? e : errno,
+                  "network: SNI/Host check: listen on 127.0.0.1:%d in the container's "
+                  "network namespace",
+                  POLICY_NFT_SPLICE_PORT);
+      goto fail;
+    }
+  struct epoll_event ev = { .events = EPOLLIN, .data.u64 = UINT64_MAX - 1 };
+  if (epoll_ctl (s->ep, EPOLL_CTL_ADD, s->l4, &ev) < 0)
+    goto fail_epoll;
+  ev.data.u64 = UINT64_MAX;
+  if (s->l6 >= 0 && epoll_ctl (s->ep, EPOLL_CTL_ADD, s->l6, &ev) < 0)
+    goto fail_epoll;
+  return s;
+fail_epoll:
+  asbx_error (err, errno, "network: SNI/Host check: epoll_ctl");
+fail:
+  splice_free (s);
+  return NULL;
+}
+
+void
+splice_free (struct splice *s)
+{
+  if (!s)
+    return;
+  for (size_t i = 0; i < CONNS_MAX; i++)
+    if (s->c[i].state != ST_FREE)
+      conn_close (s, &s->c[i], false);
+  int fds[] = { s->ep, s->l4, s->l6 };
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (fds); i++)
+    if (fds[i] >= 0)
+      close (fds[i]);
+  free (s);
+}

@@ -1,0 +1,44 @@
+/* splice.h - the SNI/Host check of network.mode `filtered` (issue 7): TCP connections of the
+ * container to an address+port the DNS stub opened (the @allow4/@allow6 sets: addresses of
+ * allowed names, on `ports`) are redirected by the table to a socket the monitor holds in the
+ * container's namespace. The monitor reads the first bytes - a TLS ClientHello's server_name or
+ * an HTTP request's Host header - and only when that name is one the stub resolved and allowed
+ * (splice_name_resolved) connects to the original destination and splices both ways; otherwise HTTP gets
+ * `403` with `X-Agentsbx-Blocked: <reason>`, anything else a reset. Two sites sharing one CDN
+ * address are told apart this way. No TLS interception: the bytes pass unchanged.
+ * The monitor's own upstream sockets carry POLICY_NFT_SPLICE_MARK, which the redirect skips.
+ * Every decision is one `network` audit record {addr, port, proto, host, decision, rule}. */
+#ifndef ASBX_RUNTIME_SPLICE_H
+#define ASBX_RUNTIME_SPLICE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "policy/plan.h"
+
+struct splice;
+
+/* Listen on 127.0.0.1 and [::1] port POLICY_NFT_SPLICE_PORT inside the network namespace
+ * netns_fd (kept by the caller for the splice's lifetime: upstream sockets are made there).
+ * NULL with *err. */
+struct splice *splice_new (const char *id, int netns_fd, const struct policy_plan *plan, int audit_fd, asbx_err_t *err);
+
+/* The DNS stub let an answer for `name` (lowercase, no trailing dot) through with TTL ttl
+ * seconds: a TLS SNI / HTTP Host of that name is allowed as long as the answer's set elements
+ * live (the same floor and ceiling). Names never resolved through the stub - deniedDomains,
+ * unlisted, refused by the approver - are never allowed. */
+void splice_name_resolved (struct splice *s, const char *name, uint32_t ttl);
+
+/* One fd to poll for POLLIN (an epoll set over the listeners and connections). */
+int splice_fd (const struct splice *s);
+
+/* Accept, read, decide, relay - never blocks. */
+void splice_dispatch (struct splice *s);
+
+void splice_free (struct splice *s);
+
+/* The pure parsers splice_tls_sni and splice_http_host (unit-testable, fuzzed). */
+#include "monitor/sni_parse.h"
+
+#endif

@@ -1,0 +1,105 @@
+/* splice_internal.h - what splice.c (the connections and the relay) and splice_http.c (the
+ * framing check of a plain-HTTP client stream) share: the per-connection state and the few
+ * helpers each calls in the other. Not for other modules: the contract is splice.h. */
+#ifndef ASBX_RUNTIME_SPLICE_INTERNAL_H
+#define ASBX_RUNTIME_SPLICE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "monitor/splice.h"
+
+#define CONNS_MAX 64
+#define HELLO_MAX SPLICE_HELLO_MAX /* monitor/sni_parse.h */
+#define BUF_MAX 16384
+
+enum
+{
+  ST_FREE = 0,
+  ST_HELLO,
+  ST_CONNECTING,
+  ST_RELAY
+};
+
+struct rbuf
+{
+  unsigned char b[BUF_MAX];
+  size_t off, len;
+  size_t chk;  /* c2u: bytes before b[chk] are checked and may be sent (off <= chk <= len) */
+  size_t hold; /* c2u, while conn.bstart: bytes from b[hold] wait for the body check (hold <= chk) */
+};
+
+/* where the client's HTTP stream is (see the file comment) */
+enum
+{
+  H_HEAD = 0, /* at the start of a request */
+  H_BODY,     /* `left` Content-Length bytes to go */
+  H_CSIZE,    /* chunked: a chunk-size line */
+  H_CDATA,    /* chunked: `left` data bytes */
+  H_CCRLF,    /* chunked: the CRLF after the data */
+  H_TRAILER,  /* chunked: trailer lines until an empty one */
+  H_WAIT101,  /* after an Upgrade request: nothing more until the server's status line */
+  H_OPAQUE,   /* TLS, or an upgraded connection: not HTTP any more */
+  H_REFUSED,  /* a request was refused: the rest of the client's bytes are dropped */
+};
+
+struct conn
+{
+  int state;
+  int cfd, ufd;
+  struct sockaddr_storage dst;
+  socklen_t dlen;
+  bool c_eof, u_eof;
+  int hs;                   /* H_*: the client's HTTP stream */
+  bool upgrade, refuse_403; /* the current request asks for Upgrade; a 403 follows the responses */
+  bool bstart;              /* at the start of a body or chunk: not yet seen not to read as a request */
+  bool expect100;           /* the current request has `Expect: 100-continue`: its head is not held */
+  uint64_t left;            /* bytes of body or chunk data still to pass */
+  unsigned heads;           /* request heads let through on this connection */
+  char host[256];           /* the last Host checked on this connection (audited when it changes) */
+  char status[12];          /* H_WAIT101: the first bytes of the server's answer */
+  char blocked[300];        /* H_REFUSED: the X-Agentsbx-Blocked value of the 403 to come */
+  size_t status_len;
+  struct rbuf c2u, u2c; /* c2u holds the hello first */
+};
+
+struct splice
+{
+  const char *id;
+  const struct policy_plan *plan;
+  int audit_fd, netns, ep, l4, l6;
+  struct conn c[CONNS_MAX];
+  /* names whose answers the DNS stub let through, until their TTL ends: what may be named */
+  struct
+  {
+    char name[256];
+    uint64_t until_ns;
+  } resolved[256];
+};
+
+/* splice.c: `host` (lowercase) was let through by the DNS stub and its answer still lives */
+bool splice_name_allowed (struct splice *s, const char *host);
+
+/* splice.c: one `network` audit record {addr, port, proto, host, decision, rule} of c's
+ * original destination (when the policy audits network events); host may be NULL */
+void splice_audit_conn (struct splice *s, struct conn *c, const char *host, const char *decision, const char *rule);
+
+/* splice.c: the X-Agentsbx-Blocked value of a refusal (without the host name of "host not
+ * allowed: "); a static string or a suffix of rule */
+const char *splice_blocked_why (const char *host, const char *rule);
+
+/* splice_http.c: check one complete request head h[0..n) (ending in CRLF CRLF) for unambiguous
+ * framing and set c->hs/left/upgrade for what follows it. NULL, or the audit rule of the refusal. */
+const char *splice_http_head (struct conn *c, const unsigned char *h, size_t n);
+
+/* splice_http.c: advance c->c2u.chk over every complete, checked part of the client's stream;
+ * a request that fails the check is refused (audited, the 403 queued behind the responses). */
+void splice_http_scan (struct splice *s, struct conn *c);
+
+/* splice_http.c: H_WAIT101, the server's first bytes p[0..n) after an Upgrade request: opaque
+ * after a 101, else HTTP again. */
+void splice_http_status (struct conn *c, const unsigned char *p, size_t n);
+
+#endif
