@@ -25,6 +25,7 @@
 #include "core/util.h"
 #include "linux/mount.h"
 #include "linux/pathsafe.h"
+#include "linux/mountinfo.h"
 #include "runtime/policy_alias.h"
 #include "runtime/policy_noexec.h"
 
@@ -95,7 +96,7 @@ look_at (int rootfd, const char *prefix, struct amnt *m, asbx_err_t *err)
   int fd = m->rel[1] == '\0'
                ? dup (rootfd)
                : ps_openat2 (rootfd, m->rel, O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
-  if (fd < 0 || policy_mount_id (fd, &id) < 0 || id != m->id)
+  if (fd < 0 || mountinfo_mount_id (fd, &id) < 0 || id != m->id)
     {
       if (fd >= 0)
         close (fd);
@@ -112,35 +113,25 @@ look_at (int rootfd, const char *prefix, struct amnt *m, asbx_err_t *err)
 static int
 read_mounts (int rootfd, struct ainfo *a, asbx_err_t *err)
 {
-  cleanup_fclose FILE *f = NULL;
-  cleanup_free char *line = NULL;
+  struct mountinfo_entry *v = NULL;
   const char *prefix = NULL;
-  size_t cap = 0;
   uint64_t root_id;
+  size_t n = 0;
 
-  if (policy_mount_id (rootfd, &root_id) < 0)
+  if (mountinfo_mount_id (rootfd, &root_id) < 0)
     return asbx_error (err, errno, "%s: statx the rootfs", why);
-  f = fopen ("/proc/self/mountinfo", "re");
-  if (!f)
-    return asbx_error (err, errno, "%s: read /proc/self/mountinfo", why);
-  while (getline (&line, &cap, f) > 0)
+  if (mountinfo_read (&v, &n, err) < 0)
+    return asbx_error_wrap (err, "%s", why);
+  a->m = xmalloc0 ((n ? n : 1) * sizeof (*a->m));
+  for (size_t i = 0; i < n; i++, a->n++)
     {
-      /* ID PARENT MAJ:MIN ROOT POINT ... (proc_pid_mountinfo(5)); no field holds a blank */
-      char *save = NULL, *fld[5];
-      unsigned long long id;
-      unsigned maj, min;
-      size_t k = 0;
-      for (char *t = strtok_r (line, " \n", &save); t && k < 5; t = strtok_r (NULL, " \n", &save))
-        fld[k++] = t;
-      if (k < 5 || sscanf (fld[0], "%llu", &id) != 1 || sscanf (fld[2], "%u:%u", &maj, &min) != 2)
-        continue;
-      policy_mountinfo_unescape (fld[3]);
-      policy_mountinfo_unescape (fld[4]);
-      a->m = xrealloc (a->m, (a->n + 1) * sizeof (*a->m));
-      a->m[a->n++] = (struct amnt){
-        .id = id, .maj = maj, .min = min, .root = xstrdup (fld[3]), .point = xstrdup (fld[4]), .fd = -1
+      /* the strings move to a->m, which frees them */
+      a->m[i] = (struct amnt){
+        .id = v[i].id, .maj = v[i].maj, .min = v[i].min, .root = v[i].root, .point = v[i].point, .fd = -1
       };
+      v[i].root = v[i].point = NULL;
     }
+  mountinfo_free (v, n);
   for (size_t i = 0; i < a->n; i++)
     if (a->m[i].id == root_id)
       prefix = a->m[i].point;
@@ -200,7 +191,7 @@ grant_regions (int rootfd, struct ainfo *a, const struct policy_fs_rule *r, asbx
   cleanup_close int fd = ps_openat2 (rootfd, r->path, O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
   if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
     return 0; /* a grant on a missing path opens nothing */
-  if (fd < 0 || policy_mount_id (fd, &id) < 0)
+  if (fd < 0 || mountinfo_mount_id (fd, &id) < 0)
     return asbx_error (err, errno, "%s: open the grant `%s`", why, r->path);
   const struct amnt *m = find_visible (a, id);
   snprintf (proc, sizeof proc, "/proc/self/fd/%d", fd);
@@ -242,7 +233,7 @@ cover_inside (struct amnt *x, const struct aregion *g, asbx_err_t *err)
   uint64_t id = 0;
   cleanup_close int fd = ps_openat2 (x->fd, sub, O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
                                      RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
-  if (fd >= 0 && policy_mount_id (fd, &id) == 0 && id != x->id)
+  if (fd >= 0 && mountinfo_mount_id (fd, &id) == 0 && id != x->id)
     return 0;
   if (fd < 0 || id != x->id || fstat (fd, &st) < 0 || st.st_dev != g->dev || st.st_ino != g->ino)
     return asbx_error (err, fd < 0 ? errno : ESTALE,

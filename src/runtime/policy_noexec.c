@@ -23,6 +23,7 @@
 #include "linux/mount.h"
 #include "linux/pathsafe.h"
 #include "runtime/policy_alias.h"
+#include "linux/mountinfo.h"
 #include "runtime/policy_noexec.h"
 
 static const char *const why = "filesystem.allowExec";
@@ -54,72 +55,6 @@ under_exec (const struct policy_plan *plan, const char *path)
   return false;
 }
 
-int
-policy_mount_id (int fd, uint64_t *id)
-{
-  struct statx stx;
-  if (statx (fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) < 0)
-    return -1;
-  if (!(stx.stx_mask & STATX_MNT_ID))
-    return errno = ENOSYS, -1;
-  *id = stx.stx_mnt_id;
-  return 0;
-}
-
-/* mountinfo's octal escapes (\040 for a space) decoded in place */
-void
-policy_mountinfo_unescape (char *s)
-{
-  char *w = s;
-  for (; *s; s++)
-    if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7')
-      {
-        *w++ = (char) ((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-        s += 3;
-      }
-    else
-      *w++ = *s;
-  *w = '\0';
-}
-
-struct mnt_line
-{
-  uint64_t id;
-  char *point; /* decoded, absolute in the caller's root */
-};
-
-static int
-read_mountinfo (struct mnt_line **out, size_t *n, asbx_err_t *err)
-{
-  cleanup_fclose FILE *f = fopen ("/proc/self/mountinfo", "re");
-  cleanup_free char *line = NULL;
-  size_t cap = 0;
-
-  *out = NULL;
-  *n = 0;
-  if (!f)
-    return asbx_error (err, errno, "%s: read /proc/self/mountinfo", why);
-  while (getline (&line, &cap, f) > 0)
-    {
-      unsigned long long id;
-      char point[4096];
-      if (sscanf (line, "%llu %*u %*s %*s %4095s", &id, point) != 2)
-        continue;
-      policy_mountinfo_unescape (point);
-      *out = xrealloc (*out, (*n + 1) * sizeof (**out));
-      (*out)[(*n)++] = (struct mnt_line){ .id = id, .point = xstrdup (point) };
-    }
-  return 0;
-}
-
-static void
-free_lines (struct mnt_line *v, size_t n)
-{
-  for (size_t i = 0; i < n; i++)
-    free (v[i].point);
-  free (v);
-}
-
 static bool
 id_in (const uint64_t *v, size_t n, uint64_t id)
 {
@@ -134,22 +69,22 @@ id_in (const uint64_t *v, size_t n, uint64_t id)
 static int
 noexec_outside (int rootfd, const struct policy_plan *plan, uint64_t **made, size_t *made_n, asbx_err_t *err)
 {
-  struct mnt_line *v = NULL;
+  struct mountinfo_entry *v = NULL;
   size_t n = 0;
   uint64_t root_id;
   const char *prefix = NULL;
   int r = 0;
 
-  if (policy_mount_id (rootfd, &root_id) < 0)
+  if (mountinfo_mount_id (rootfd, &root_id) < 0)
     return asbx_error (err, errno, "%s: statx the rootfs", why);
-  if (read_mountinfo (&v, &n, err) < 0)
-    return -1;
+  if (mountinfo_read (&v, &n, err) < 0)
+    return asbx_error_wrap (err, "%s", why);
   for (size_t i = 0; i < n; i++)
     if (v[i].id == root_id)
       prefix = v[i].point;
   if (!prefix)
     {
-      free_lines (v, n);
+      mountinfo_free (v, n);
       return asbx_error (err, ENOENT, "%s: the rootfs mount is not in /proc/self/mountinfo", why);
     }
   size_t plen = strcmp (prefix, "/") != 0 ? strlen (prefix) : 0;
@@ -167,7 +102,7 @@ noexec_outside (int rootfd, const struct policy_plan *plan, uint64_t **made, siz
       cleanup_close int fd = rel[1] == '\0' ? dup (rootfd)
                                             : ps_openat2 (rootfd, rel, O_PATH | O_CLOEXEC, 0,
                                                           RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
-      if (fd < 0 || policy_mount_id (fd, &id) < 0 || id != v[i].id)
+      if (fd < 0 || mountinfo_mount_id (fd, &id) < 0 || id != v[i].id)
         continue; /* overmounted or not reachable by its name: not part of the container's view */
       if (fstatvfs (fd, &sv) < 0)
         r = asbx_error (err, errno, "%s: statvfs `%s`", why, rel);
@@ -179,7 +114,7 @@ noexec_outside (int rootfd, const struct policy_plan *plan, uint64_t **made, siz
           (*made)[(*made_n)++] = id;
         }
     }
-  free_lines (v, n);
+  mountinfo_free (v, n);
   return r;
 }
 
@@ -213,7 +148,7 @@ exec_binds (int rootfd, const struct policy_plan *plan, const uint64_t *made, si
                                            RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
         if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
           continue; /* an allow on a missing path grants nothing */
-        if (fd < 0 || policy_mount_id (fd, &id) < 0)
+        if (fd < 0 || mountinfo_mount_id (fd, &id) < 0)
           return asbx_error (err, errno, "%s: open `%s`", r->origin, r->path);
         if (!id_in (made, made_n, id))
           continue; /* already on an exec mount (or noexec by the spec's own choice) */
@@ -236,7 +171,7 @@ policy_apply_noexec (int rootfd, const struct policy_plan *plan, bool root_reado
 
   if (!policy_exec_restricted (plan))
     return 0;
-  if (policy_mount_id (rootfd, &root_id) < 0)
+  if (mountinfo_mount_id (rootfd, &root_id) < 0)
     return asbx_error (err, errno, "%s: statx the rootfs", why);
   if (noexec_outside (rootfd, plan, &made, &made_n, err) < 0)
     return -1;

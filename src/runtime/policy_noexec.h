@@ -30,13 +30,8 @@ bool policy_exec_restricted (const struct policy_plan *plan);
  * 0 / -1 with *err naming filesystem.allowExec. */
 int policy_apply_noexec (int rootfd, const struct policy_plan *plan, bool root_readonly, asbx_err_t *err);
 
-/* Helpers shared with policy_alias.c. policy_path_within: whether `path` is `dir` or below it
- * (absolute, normalised strings; "/" contains everything). policy_mount_id: the mount id of fd
- * (statx STATX_MNT_ID) into *id; 0, or -1 with errno (ENOSYS: the kernel reports none).
- * policy_mountinfo_unescape: /proc/PID/mountinfo's octal escapes (\040 for a space) decoded in
- * place (proc(5)). */
+/* Shared with policy_alias.c: whether `path` is `dir` or below it (absolute, normalised strings;
+ * "/" contains everything). */
 bool policy_path_within (const char *dir, const char *path);
-int policy_mount_id (int fd, uint64_t *id);
-void policy_mountinfo_unescape (char *s);
 
 #endif

@@ -44,6 +44,7 @@
 #include "runtime/sandbox.h"
 #include "runtime/sandbox_summary.h"
 #include "runtime/sandbox_ws.h"
+#include "runtime/sandbox_wsalias.h"
 #include "runtime/state.h"
 
 /* host directories exposed read-only (FHS system directories and homes) */
@@ -149,10 +150,41 @@ workspace_alias (const char *ws, const char *rootfs, bool skeleton)
   return alias;
 }
 
-static void
-gen_mounts (yajl_gen g, const struct asbx_sandbox_opts *o, const char *rootfs, const char *workspace, bool skeleton)
+/* The places of the container's view to cover with an empty tmpfs: the alias of the workspace
+ * itself and of every host path that shows it, or a directory below it, through a bind mount
+ * (runtime/sandbox_wsalias.h), without one that lies below another. Heap vector of *n borrowed
+ * strings (they point into ws and a). */
+static const char **
+hidden_places (const char *ws, const struct sandbox_ws_aliases *a, const char *rootfs, bool skeleton, size_t *n)
 {
-  const char *alias = workspace_alias (workspace, rootfs, skeleton);
+  size_t total = 1 + (a ? a->n_whole + a->n_part : 0), k = 0;
+  const char **cand = xmalloc0 (total * sizeof (*cand));
+  const char **out = xmalloc0 (total * sizeof (*out));
+
+  cand[k++] = workspace_alias (ws, rootfs, skeleton);
+  for (size_t i = 0; a && i < a->n_whole; i++)
+    cand[k++] = workspace_alias (a->whole[i], rootfs, skeleton);
+  for (size_t i = 0; a && i < a->n_part; i++)
+    cand[k++] = workspace_alias (a->part[i], rootfs, skeleton);
+  *n = 0;
+  for (size_t i = 0; i < k; i++)
+    {
+      bool below = !cand[i];
+      for (size_t j = 0; j < k && !below; j++)
+        below = j != i && cand[j] && sandbox_path_under (cand[i], cand[j]) && (strcmp (cand[i], cand[j]) != 0 || j < i);
+      if (!below)
+        out[(*n)++] = cand[i];
+    }
+  free (cand);
+  return out;
+}
+
+static void
+gen_mounts (yajl_gen g, const struct asbx_sandbox_opts *o, const char *rootfs, const char *workspace, bool skeleton,
+            const struct sandbox_ws_aliases *aliases)
+{
+  size_t n_hide = 0;
+  cleanup_free const char **hide = hidden_places (workspace, aliases, rootfs, skeleton, &n_hide);
   static const char *const dev_o[] = { "nosuid", "strictatime", "mode=755", "size=65536k" };
   static const char *const pts_o[] = { "nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620" };
   static const char *const shm_o[] = { "nosuid", "noexec", "nodev", "mode=1777", "size=65536k" };
@@ -182,13 +214,13 @@ gen_mounts (yajl_gen g, const struct asbx_sandbox_opts *o, const char *rootfs, c
       gen_mount (g, dest, "bind", host, ro_o, ASBX_ARRAY_SIZE (ro_o));
     }
   gen_mount (g, "/workspace", "bind", workspace, ws_o, ASBX_ARRAY_SIZE (ws_o));
-  if (alias)
+  for (size_t i = 0; i < n_hide; i++)
     {
       /* the read-only host view (or the --rootfs) shows the workspace at another path too,
        * where the policy's masks of /workspace/... (denyRead /workspace/.env) do not lie: an
        * empty read-only tmpfs hides it there (outside tester; docs/policy.md §7) */
       static const char *const hide_o[] = { "ro", "nosuid", "nodev", "noexec", "mode=0555", "size=4k" };
-      gen_mount (g, alias, "tmpfs", "tmpfs", hide_o, ASBX_ARRAY_SIZE (hide_o));
+      gen_mount (g, hide[i], "tmpfs", "tmpfs", hide_o, ASBX_ARRAY_SIZE (hide_o));
     }
   yajl_gen_array_close (g);
   (void) o;
@@ -221,7 +253,7 @@ gen_user_ns (yajl_gen g, const struct sandbox_ids *ids)
 
 static char *
 sandbox_config (const struct asbx_sandbox_opts *o, const char *rootfs, const char *workspace, bool skeleton,
-                const struct sandbox_ids *ids)
+                const struct sandbox_ids *ids, const struct sandbox_ws_aliases *aliases)
 {
   static const char *const masked[] = { "/proc/acpi",       "/proc/kcore",       "/proc/keys",    "/proc/latency_stats",
                                         "/proc/timer_list", "/proc/sched_debug", "/sys/firmware", "/proc/scsi" };
@@ -242,7 +274,7 @@ sandbox_config (const struct asbx_sandbox_opts *o, const char *rootfs, const cha
   yajl_gen_map_close (g);
   G_STR (g, "hostname");
   G_STR (g, "sandbox");
-  gen_mounts (g, o, rootfs, workspace, skeleton);
+  gen_mounts (g, o, rootfs, workspace, skeleton, aliases);
   G_STR (g, "linux");
   yajl_gen_map_open (g);
   G_STR (g, "namespaces");
@@ -591,6 +623,7 @@ sandbox_bundle (const struct asbx_global *g, const struct asbx_sandbox_opts *o, 
   cleanup_free char *config = NULL, *config_path = NULL;
   cleanup_close int fd = -1;
   struct sandbox_ids ids = { 0, 0 };
+  struct sandbox_ws_aliases aliases;
 
   if (realpath (o->workspace ? o->workspace : ".", ws) == NULL)
     return asbx_error (err, errno, "sandbox: --workspace `%s`", o->workspace ? o->workspace : ".");
@@ -618,7 +651,11 @@ sandbox_bundle (const struct asbx_global *g, const struct asbx_sandbox_opts *o, 
     }
   if (!o->rootfs && make_skeleton (rootfs, err) < 0)
     return -1;
-  config = sandbox_config (o, o->rootfs ? rootfs_real : rootfs, ws, !o->rootfs, userns ? &ids : NULL);
+  /* read again here, after the checks: a bind made since is covered too */
+  if (sandbox_ws_aliases (ws, &aliases, err) < 0)
+    return -1;
+  config = sandbox_config (o, o->rootfs ? rootfs_real : rootfs, ws, !o->rootfs, userns ? &ids : NULL, &aliases);
+  sandbox_ws_aliases_free (&aliases);
   config_path = xasprintf ("%s/config.json", bundle);
   fd = open (config_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0 || write_all (fd, config, strlen (config)) < 0)

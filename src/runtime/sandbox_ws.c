@@ -23,6 +23,7 @@
 #include "monitor/audit.h"
 #include "runtime/policy_homes.h"
 #include "runtime/sandbox_ws.h"
+#include "runtime/sandbox_wsalias.h"
 
 /* exact paths that are refused as a workspace (with why); homes are checked apart */
 static const struct
@@ -74,9 +75,16 @@ resolved (const char *prefix, const char *path)
   return xstrdup (realpath (p, buf) ? buf : p);
 }
 
+/* the refusal; shown: the bind-mount alias judged in place of ws, or NULL */
 static int
-refuse (const char *arg, const char *ws, const char *what, asbx_err_t *err)
+refuse_as (const char *arg, const char *ws, const char *shown, const char *what, asbx_err_t *err)
 {
+  if (shown)
+    return asbx_error (err, 0,
+                       "sandbox: refusing workspace `%s`%s: it shows the same directory as `%s` (a bind mount), "
+                       "and there %s, and would be writable at /workspace; give a project directory with "
+                       "--workspace DIR",
+                       ws, arg ? "" : " (the current directory)", shown, what);
   return asbx_error (err, 0,
                      "sandbox: refusing workspace `%s`%s: %s, and would be writable at /workspace; "
                      "give a project directory with --workspace DIR",
@@ -177,32 +185,31 @@ check_policy_paths (const struct asbx_global *g, const char *ws, const char *roo
   return *what ? 1 : 0;
 }
 
-int
-sandbox_check_workspace (const struct asbx_global *g, const char *arg, const char *ws, const char *rootfs,
-                         asbx_err_t *err)
+/* the rules, judged on ws itself or on a host path that shows the same directory (shown) */
+static int
+judge (const struct asbx_global *g, const char *arg, const char *ws, const char *shown, const char *rootfs,
+       asbx_err_t *err)
 {
   static const char *const exec_dirs[] = { "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32" };
   const char *home = getenv ("HOME");
   cleanup_free char *what = NULL;
   char home_real[PATH_MAX];
-  struct stat st;
+  const char *orig = ws;
   int r;
 
-  if (stat (ws, &st) < 0)
-    return asbx_error (err, errno, "sandbox: workspace `%s`", ws);
-  if (!S_ISDIR (st.st_mode))
-    return asbx_error (err, 0, "sandbox: --workspace `%s`: expected a directory, not a file", arg ? arg : ws);
+  if (shown)
+    ws = shown;
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (refused_exact); i++)
     if (strcmp (ws, refused_exact[i].path) == 0)
       {
         what = xasprintf ("it is %s", refused_exact[i].why);
-        return refuse (arg, ws, what, err);
+        return refuse_as (arg, orig, shown, what, err);
       }
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (refused_below); i++)
     if (sandbox_path_under (ws, refused_below[i].path))
       {
         what = xasprintf ("it lies in `%s`, %s", refused_below[i].path, refused_below[i].why);
-        return refuse (arg, ws, what, err);
+        return refuse_as (arg, orig, shown, what, err);
       }
   /* The host's / is the rootfs: the workspace is also visible at its own path, and below the
    * built-in profiles' allowExec paths that alias is executable - a binary or .so the agent
@@ -214,17 +221,42 @@ sandbox_check_workspace (const struct asbx_global *g, const char *arg, const cha
   const char *alias = !rl ? ws : sandbox_path_under (ws, rootfs) ? (ws[rl] ? ws + rl : "/") : NULL;
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (exec_dirs) && alias; i++)
     if (sandbox_path_under (alias, exec_dirs[i]) || sandbox_path_under (exec_dirs[i], alias))
-      return refuse (arg, ws,
-                     "it is below or above a system directory the built-in profiles allow to execute from (what "
-                     "the agent writes would be executable through its path in the rootfs)",
-                     err);
+      return refuse_as (arg, orig, shown,
+                        "it is below or above a system directory the built-in profiles allow to execute from (what "
+                        "the agent writes would be executable through its path in the rootfs)",
+                        err);
   if (home && *home && realpath (home, home_real) != NULL && strcmp (ws, home_real) == 0)
-    return refuse (arg, ws, "it is your home directory ($HOME: it holds credentials such as ~/.ssh)", err);
+    return refuse_as (arg, orig, shown, "it is your home directory ($HOME: it holds credentials such as ~/.ssh)", err);
   if ((r = check_homes (ws, "/", &what, err)) == 0 && rootfs)
     r = check_homes (ws, rootfs, &what, err);
   if (r == 0)
     r = check_runtime_dirs (g, ws, &what, err);
   if (r == 0)
     r = check_policy_paths (g, ws, rootfs, &what, err);
-  return r < 0 ? -1 : r > 0 ? refuse (arg, ws, what, err) : 0;
+  return r < 0 ? -1 : r > 0 ? refuse_as (arg, orig, shown, what, err) : 0;
+}
+
+int
+sandbox_check_workspace (const struct asbx_global *g, const char *arg, const char *ws, const char *rootfs,
+                         asbx_err_t *err)
+{
+  struct sandbox_ws_aliases a;
+  struct stat st;
+  int r;
+
+  if (stat (ws, &st) < 0)
+    return asbx_error (err, errno, "sandbox: workspace `%s`", ws);
+  if (!S_ISDIR (st.st_mode))
+    return asbx_error (err, 0, "sandbox: --workspace `%s`: expected a directory, not a file", arg ? arg : ws);
+  if (judge (g, arg, ws, NULL, rootfs, err) < 0)
+    return -1;
+  /* every other host path of the same directory is judged as if it had been given: a bind
+   * mount of a home is that home (sandbox_wsalias.h) */
+  if (sandbox_ws_aliases (ws, &a, err) < 0)
+    return -1;
+  r = 0;
+  for (size_t i = 0; i < a.n_whole && r == 0; i++)
+    r = judge (g, arg, ws, a.whole[i], rootfs, err);
+  sandbox_ws_aliases_free (&a);
+  return r;
 }

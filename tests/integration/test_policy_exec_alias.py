@@ -147,6 +147,17 @@ def run_routes(rt, ws, inner_ws, alias, profile="agent", routes=ROUTES):
     return r
 
 
+def refused_as_bind(rt, ws, shown):
+    """quick mode refuses ws up front, naming the bind mount that shows it below /usr (the
+    workspace check judges every host path of the directory, runtime/sandbox_wsalias.h), and no
+    route ran: the mount rule stays the second line for what the check cannot see (OCI bundles)"""
+    script_ = "; ".join(f"/usr/bin/python3 /workspace/driver.py /workspace {shown} {r}" for r in ROUTES)
+    r = rt.cmd("sandbox", "--workspace", ws, "--", "/bin/sh", "-c", script_,
+               global_args=["--audit-dir", audit_dir(rt), "--profile", "agent"], timeout=120)
+    assert r.rc != 0 and f"the same directory as `{shown}` (a bind mount)" in r.err, r
+    return r
+
+
 def ran(host_dir, out, routes=ROUTES):
     out = out.replace("NATIVE ", "")
     return [x for x in routes if os.path.exists(os.path.join(host_dir, f"M-{x}")) or f"/M-{x}" in out]
@@ -161,10 +172,8 @@ def test_host_bind_of_the_workspace_under_usr(rt, payloads, owner):
     os.chown(ws, owner, owner)
     try:
         with host_bind(ws, f"/usr/local/{uniq('bind')}") as alias:
-            r = run_routes(rt, ws, "/workspace", alias)
+            r = refused_as_bind(rt, ws, alias)
             assert not ran(ws, r.out), f"agent-written code ran through {alias}: {ran(ws, r.out)}\n{r.out}"
-            # the routes that stay in python report the kernel's refusal (ld.so exits on its own)
-            assert r.out.count("route refused") >= len(ROUTES) - 1, r
     finally:
         shutil.rmtree(ws, ignore_errors=True)
 
@@ -177,7 +186,7 @@ def test_usr_directory_bound_elsewhere_as_workspace(rt, payloads):
     ws = f"/var/tmp/{uniq('ws')}"
     try:
         with host_bind(src, ws):
-            r = run_routes(rt, ws, "/workspace", src)
+            r = refused_as_bind(rt, ws, src)
             assert not ran(src, r.out), f"agent-written code ran through {src}: {ran(src, r.out)}\n{r.out}"
     finally:
         shutil.rmtree(src, ignore_errors=True)

@@ -611,3 +611,66 @@ def test_workspace_holding_a_policy_denied_path_refused(rt, rel, why):
         assert r.rc == 0, r
     finally:
         shutil.rmtree(top)
+
+
+# ---- bind-mount aliases of the workspace (outside tester, 2026-12-01) ------------------------
+
+def _bind(src, dst):
+    os.makedirs(dst, exist_ok=True)
+    subprocess.run(["mount", "--bind", src, dst], check=True)
+
+
+def _unbind(dst):
+    subprocess.run(["umount", dst], check=False)
+    if os.path.isdir(dst):
+        os.rmdir(dst)
+
+
+def test_bind_mount_of_a_home_as_workspace_refused(rt):
+    """`mount --bind /home/X /srv/y; --workspace /srv/y` was accepted: the path rules saw /srv/y,
+    and the sandbox wrote the home. Judged by the marker the command would write."""
+    home = os.path.join("/home", f"asbx-bindhome-{os.getpid()}-{os.urandom(2).hex()}")
+    alias = os.path.join("/srv", f"asbx-bindws-{os.getpid()}-{os.urandom(2).hex()}")
+    os.makedirs(home)
+    try:
+        _bind(home, alias)
+        _refused_and_not_run(rt, alias, f"the same directory as `{home}` (a bind mount)")
+    finally:
+        _unbind(alias)
+        shutil.rmtree(home)
+
+
+def test_bind_mount_of_the_host_root_as_workspace_refused(rt):
+    alias = os.path.join("/srv", f"asbx-bindroot-{os.getpid()}-{os.urandom(2).hex()}")
+    try:
+        _bind("/", alias)
+        _refused_and_not_run(rt, alias, "the same directory as `/` (a bind mount)")
+    finally:
+        _unbind(alias)
+
+
+@pytest.mark.parametrize("part", [False, True], ids=["whole", "subdirectory"])
+def test_workspace_bound_elsewhere_hidden_there(rt, part):
+    """A host bind of the workspace (or of a directory in it) at /opt/Y showed its denyRead files
+    at /opt/Y in the read-only host view. Judged by what the agent copies into a host file."""
+    ws = os.path.join("/srv", f"asbx-wsb-{os.getpid()}-{os.urandom(2).hex()}")
+    alias = os.path.join("/opt", f"asbx-wsb-{os.getpid()}-{os.urandom(2).hex()}")
+    os.makedirs(os.path.join(ws, "sub"))
+    for p in (".env", "sub/.env"):
+        with open(os.path.join(ws, p), "w") as f:
+            f.write(SECRET + "\n")
+    pol = {"version": 1, "extends": "agent",
+           "filesystem": {"denyRead": ["/workspace/.env", "/workspace/sub/.env"]}}
+    try:
+        _bind(os.path.join(ws, "sub") if part else ws, alias)
+        r = sandbox(rt, "--workspace", ws, "--", "/bin/sh", "-c",
+                    f"cat {alias}/.env {alias}/sub/.env > /workspace/out 2>&1; ls -A {alias} > /workspace/ls 2>&1; "
+                    "echo ok", policy=pol)
+        assert r.rc == 0 and "ok" in r.out, r
+        with open(os.path.join(ws, "out")) as f:
+            assert SECRET not in f.read()
+        with open(os.path.join(ws, "ls")) as f:
+            assert ".env" not in f.read()
+    finally:
+        _unbind(alias)
+        shutil.rmtree(ws)
