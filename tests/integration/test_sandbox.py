@@ -569,6 +569,16 @@ def test_workspace_denyread_not_readable_at_its_host_path(rt, owner):
         shutil.rmtree(home)
 
 
+def _assert_nothing_copied(r, ws):
+    """the command ran, and what it copied from the alias into /workspace/out and /workspace/ls
+    (read on the host) holds neither the secret nor the masked name"""
+    assert r.rc == 0 and "ok" in r.out, r
+    with open(os.path.join(ws, "out")) as f:
+        assert SECRET not in f.read()
+    with open(os.path.join(ws, "ls")) as f:
+        assert ".env" not in f.read()
+
+
 def test_rootfs_workspace_denyread_not_readable_at_its_rootfs_path(rt, busybox_template):
     """--rootfs R --workspace R/srv/app: the workspace is also the rootfs's /srv/app, where the
     masks of /workspace/.env did not lie. Judged by what the agent copies into a host file."""
@@ -583,11 +593,7 @@ def test_rootfs_workspace_denyread_not_readable_at_its_rootfs_path(rt, busybox_t
         r = sandbox(rt, "--rootfs", root, "--workspace", ws, "--", "/bin/sh", "-c",
                     "cat /workspace/.env /srv/app/.env > /workspace/out 2>&1; ls -A /srv/app > /workspace/ls 2>&1; "
                     "echo ok", policy=pol)
-        assert r.rc == 0 and "ok" in r.out, r
-        with open(os.path.join(ws, "out")) as f:
-            assert SECRET not in f.read()
-        with open(os.path.join(ws, "ls")) as f:
-            assert ".env" not in f.read()
+        _assert_nothing_copied(r, ws)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -666,11 +672,7 @@ def test_workspace_bound_elsewhere_hidden_there(rt, part):
         r = sandbox(rt, "--workspace", ws, "--", "/bin/sh", "-c",
                     f"cat {alias}/.env {alias}/sub/.env > /workspace/out 2>&1; ls -A {alias} > /workspace/ls 2>&1; "
                     "echo ok", policy=pol)
-        assert r.rc == 0 and "ok" in r.out, r
-        with open(os.path.join(ws, "out")) as f:
-            assert SECRET not in f.read()
-        with open(os.path.join(ws, "ls")) as f:
-            assert ".env" not in f.read()
+        _assert_nothing_copied(r, ws)
     finally:
         _unbind(alias)
         shutil.rmtree(ws)
