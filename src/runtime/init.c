@@ -117,12 +117,13 @@ init_main (struct init_args *a)
   cleanup_close int rootfd = -1;
   int master = -1;
   const char *state_json;
-  cleanup_free char *exe = NULL, *missing_grants = NULL;
+  cleanup_free char *exe = NULL;
   const struct oci_seccomp *seccomp = spec->linux_ ? spec->linux_->seccomp : NULL;
   struct linux_seccomp filter = { 0 };
   int listener = -1;
   char *process_state = NULL;
   struct process_layers layers = PROCESS_LAYERS_INIT;
+  struct policy_mount_result mres = { 0 }; /* from step 3b, for the pins of step 4 */
 
   /* No PR_SET_PDEATHSIG here: our parent S exits at once, and the init must outlive `create`.
    * If P dies during create, the next sync_recv sees EOF and we exit. */
@@ -160,7 +161,7 @@ init_main (struct init_args *a)
   if (linux_rootfs_prepare (&ro, &rootfd, &err) < 0)
     fail (a, &err);
   /* 3b. the policy's mounts: grants (rw binds) then denies (ro binds, masks) on top */
-  if (policy_apply_mounts (rootfd, a->plan, spec->root && spec->root->readonly, &missing_grants, &err) < 0)
+  if (policy_apply_mounts (rootfd, a->plan, spec->root && spec->root->readonly, &mres, &err) < 0)
     fail (a, &err);
   /* 3b'. a network namespace made here has `lo` up, policy or not (runc does) */
   if ((a->ns->new_flags & CLONE_NEWNET) && linux_netns_loopback_up (&err) < 0)
@@ -184,11 +185,12 @@ init_main (struct init_args *a)
   if (!userns && policy_apply_memfd_noexec (a->plan, (a->ns->new_flags & CLONE_NEWPID) != 0, &err) < 0)
     fail (a, &err);
   /* 4. prestart + createRuntime hooks run in the runtime's namespaces: P runs them */
-  if (policy_pin_send (a->sync_fd, &err) < 0 || sync_recv (a->sync_fd, SYNC_PINS_DONE, &m, &err) < 0
-      || policy_verify_pinned_masks (rootfd, m.text, &err) < 0
-      || sync_send (a->sync_fd, SYNC_CREATE_RUNTIME, 0, missing_grants, &err) < 0
+  if (policy_pin_send (mres.pin_notes, a->sync_fd, &err) < 0 || sync_recv (a->sync_fd, SYNC_PINS_DONE, &m, &err) < 0
+      || policy_verify_pinned_masks (&mres, rootfd, m.text, &err) < 0
+      || sync_send (a->sync_fd, SYNC_CREATE_RUNTIME, 0, mres.missing_grants, &err) < 0
       || sync_recv (a->sync_fd, SYNC_HOOKS_DONE, &m, &err) < 0)
     fail (a, &err);
+  policy_mount_result_free (&mres);
   /* 4a. in a user namespace P wrote vm.memfd_noexec for us (policy_apply.h): check it did */
   if (userns && !a->rootless && policy_verify_memfd_noexec (a->plan, &err) < 0)
     fail (a, &err);

@@ -58,32 +58,47 @@ int policy_apply_network (const struct policy_plan *plan, asbx_err_t *err);
  * 0 / -1 with *err. */
 int policy_apply_resolv (int rootfd, const struct policy_plan *plan, bool new_netns, asbx_err_t *err);
 
+/* What the mount layer leaves for the init's later steps; owned by the init (one per
+ * container), passed to each step that needs it, freed with policy_mount_result_free. */
+struct policy_pinned_mask;
+struct policy_mount_result
+{
+  char *missing_grants;              /* "ORIGIN\tPATH\n" lines, or NULL: grants on missing paths */
+  char *pin_notes;                   /* "DEV INO PATH\n" lines for P (runtime/policy_pin.h), or NULL */
+  struct policy_pinned_mask *pinned; /* the denies P pins on the host, to verify */
+  size_t pinned_len;
+};
+
+/* frees what the result holds and zeroes it (a zeroed result is fine) */
+void policy_mount_result_free (struct policy_mount_result *res);
+
 /* Policy mounts beneath rootfd (an O_PATH fd of the prepared rootfs mount, before pivot_root).
  * Optional (`?`) rules on missing paths are skipped; a deny rule on a missing path under a
  * writable grant is an error naming the rule (POLICY.md §2). A non-optional allowWrite grant on
  * a missing path creates nothing (the path stays absent, its parent read-only): it is listed in
- * *missing as "ORIGIN\tPATH\n" lines (heap, caller frees; NULL when none), for create to
- * report (issue 15). Then the host directories of plan->hidden_paths are masked, and with
- * allowExec every mount outside it is made noexec (runtime/policy_noexec.h; root_readonly: the
- * spec's root.readonly, which the rootfs code sets on the top mount only when it finalizes).
- * 0 / -1 with *err (*missing NULL). */
-int policy_apply_mounts (int rootfd, const struct policy_plan *plan, bool root_readonly, char **missing,
-                         asbx_err_t *err);
+ * res->missing_grants as "ORIGIN\tPATH\n" lines, for create to report (issue 15). Denies
+ * inside a writable bind grant are noted in res for the pins (res->pin_notes, res->pinned).
+ * Then the host directories of plan->hidden_paths are masked, and with allowExec every mount
+ * outside it is made noexec (runtime/policy_noexec.h; root_readonly: the spec's root.readonly,
+ * which the rootfs code sets on the top mount only when it finalizes). res: zeroed by the caller,
+ * filled here. 0 / -1 with *err. */
+int policy_apply_mounts (int rootfd, const struct policy_plan *plan, bool root_readonly,
+                         struct policy_mount_result *res, asbx_err_t *err);
 
 /* I, after P reported its pins in place (SYNC_PINS_DONE, runtime/policy_pin.h): every deny
- * policy_apply_mounts made inside a writable bind grant must still be mounted. The host can
- * replace such a file (rename, unlink) until P has pinned it, and the kernel then drops the
- * deny's mount in our namespace; the inode number P checks may be reused by the new file (ext4
- * does), so P's check alone cannot tell. Each deny's path is reopened beneath rootfd and its
- * mount's unique id (statx STATX_MNT_ID_UNIQUE) compared with the one recorded when it was made;
- * a missing deny is made again on the file now there (pinned: it cannot be replaced any more;
- * no code of the container has run yet), which must be the inode P pinned (same dev and
+ * policy_apply_mounts made inside a writable bind grant (res->pinned) must still be mounted. The
+ * host can replace such a file (rename, unlink) until P has pinned it, and the kernel then drops
+ * the deny's mount in our namespace; the inode number P checks may be reused by the new file
+ * (ext4 does), so P's check alone cannot tell. Each deny's path is reopened beneath rootfd and
+ * its mount's unique id (statx STATX_MNT_ID_UNIQUE) compared with the one recorded when it was
+ * made; a missing deny is made again on the file now there (pinned: it cannot be replaced any
+ * more; no code of the container has run yet), which must be the inode P pinned (same dev and
  * inode number), else EXDEV. `replaced`: PINS_DONE's text, "DEV INO PATH" lines of the paths
  * where P pinned another inode than noted: there the deny must have been dropped (the host
  * replaced the file) and is re-made on that inode; a deny still in place over another file than
  * P's (a different mount or symlink on the host's side) is EXDEV. 0 / -1 with *err (create
- * fails). Forgets the records. */
-int policy_verify_pinned_masks (int rootfd, const char *replaced, asbx_err_t *err);
+ * fails). */
+int policy_verify_pinned_masks (struct policy_mount_result *res, int rootfd, const char *replaced, asbx_err_t *err);
 
 /* filesystem.allowExec set: make every memfd of the container's pid namespace noexec, so code
  * the agent wrote cannot run through memfd_create + execveat/fexecve (a memfd is on no mount the

@@ -140,7 +140,7 @@ pin_ancestors (int rootfd, const struct policy_plan *plan, const char *path, asb
 
 /* The denies P pins on the host (policy_pin.h): checked once the pins are in place
  * (policy_verify_pinned_masks). */
-struct pinned_mask
+struct policy_pinned_mask
 {
   char *path;
   enum policy_mount_kind kind; /* POLICY_MOUNT_BIND_RO or POLICY_MOUNT_MASK */
@@ -148,24 +148,21 @@ struct pinned_mask
   dev_t dev;                   /* the inode it covers */
   ino_t ino;
 };
-static struct pinned_mask *pinned;
-static size_t pinned_len;
-
 static int
-remember_pinned (const struct policy_mount *m, int fd, uint64_t id, asbx_err_t *err)
+remember_pinned (struct policy_mount_result *res, const struct policy_mount *m, int fd, uint64_t id, asbx_err_t *err)
 {
   struct stat st;
   if (fstat (fd, &st) < 0)
     return asbx_error (err, errno, "stat");
   /* a second deny on one path lies over the first: the top one is what the container sees */
-  for (size_t i = 0; i < pinned_len; i++)
-    if (strcmp (pinned[i].path, m->path) == 0)
+  for (size_t i = 0; i < res->pinned_len; i++)
+    if (strcmp (res->pinned[i].path, m->path) == 0)
       {
-        pinned[i].kind = m->kind, pinned[i].id = id;
+        res->pinned[i].kind = m->kind, res->pinned[i].id = id;
         return 0;
       }
-  pinned = xrealloc (pinned, (pinned_len + 1) * sizeof *pinned);
-  pinned[pinned_len++] = (struct pinned_mask){ xstrdup (m->path), m->kind, id, st.st_dev, st.st_ino };
+  res->pinned = xrealloc (res->pinned, (res->pinned_len + 1) * sizeof *res->pinned);
+  res->pinned[res->pinned_len++] = (struct policy_pinned_mask){ xstrdup (m->path), m->kind, id, st.st_dev, st.st_ino };
   return 0;
 }
 
@@ -193,7 +190,7 @@ pinned_instead (const char *report, const char *path, dev_t *dev, ino_t *ino)
 
 /* Check one pinned deny, re-applying it once when its mount is gone. 0 / -1 with *err. */
 static int
-verify_pinned (int rootfd, struct pinned_mask *p, const char *report, asbx_err_t *err)
+verify_pinned (int rootfd, struct policy_pinned_mask *p, const char *report, asbx_err_t *err)
 {
   dev_t dev = p->dev;
   ino_t ino = p->ino;
@@ -232,19 +229,23 @@ verify_pinned (int rootfd, struct pinned_mask *p, const char *report, asbx_err_t
 }
 
 int
-policy_verify_pinned_masks (int rootfd, const char *replaced, asbx_err_t *err)
+policy_verify_pinned_masks (struct policy_mount_result *res, int rootfd, const char *replaced, asbx_err_t *err)
 {
-  int r = 0;
-  for (size_t i = 0; i < pinned_len; i++)
-    {
-      if (r == 0 && verify_pinned (rootfd, &pinned[i], replaced, err) < 0)
-        r = asbx_error_wrap (err, "policy: deny inside a writable bind grant");
-      free (pinned[i].path);
-    }
-  free (pinned);
-  pinned = NULL;
-  pinned_len = 0;
-  return r;
+  for (size_t i = 0; i < res->pinned_len; i++)
+    if (verify_pinned (rootfd, &res->pinned[i], replaced, err) < 0)
+      return asbx_error_wrap (err, "policy: deny inside a writable bind grant");
+  return 0;
+}
+
+void
+policy_mount_result_free (struct policy_mount_result *res)
+{
+  for (size_t i = 0; i < res->pinned_len; i++)
+    free (res->pinned[i].path);
+  free (res->pinned);
+  free (res->pin_notes);
+  free (res->missing_grants);
+  memset (res, 0, sizeof *res);
 }
 
 /* add m to *missing: "origin\tpath\n" lines of the allowWrite grants whose path did not exist
@@ -290,8 +291,8 @@ unreachable (int rootfd, const char *path)
 }
 
 static int
-apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy_mount *m, char **missing,
-                 asbx_err_t *err)
+apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy_mount *m,
+                 struct policy_mount_result *res, asbx_err_t *err)
 {
   if ((m->kind == POLICY_MOUNT_BIND_RO || m->kind == POLICY_MOUNT_MASK) && unreachable (rootfd, m->path))
     {
@@ -312,7 +313,7 @@ apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy
            * grant that silently leaves its path read-only is reported at create (issue 15) */
           log_debug ("policy %s (%s): path does not exist, not enforced", m->origin, m->path);
           if (m->kind == POLICY_MOUNT_BIND_RW && !m->optional)
-            note_missing_grant (missing, m);
+            note_missing_grant (&res->missing_grants, m);
           return 0;
         }
       if (m->writable_parent)
@@ -342,9 +343,9 @@ apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy
     }
   /* a deny inside a writable bind grant: P pins the file in the host's namespace (policy_pin.h) */
   if (r == 0 && (m->kind == POLICY_MOUNT_BIND_RO || m->kind == POLICY_MOUNT_MASK))
-    r = policy_pin_note (covering_grant (plan, m->path), m->path, fd, err);
+    r = policy_pin_note (&res->pin_notes, covering_grant (plan, m->path), m->path, fd, err);
   if (r == 1)
-    r = remember_pinned (m, fd, id, err);
+    r = remember_pinned (res, m, fd, id, err);
   return r < 0 ? asbx_error_wrap (err, "policy %s (%s)", m->origin, m->path) : 0;
 }
 
@@ -386,7 +387,7 @@ homes_cache_fill (struct homes_cache *c, int rootfd, const char *dir, asbx_err_t
 
 static int
 apply_each_child (int rootfd, const struct policy_plan *plan, const struct policy_mount *m, struct homes_cache *hc,
-                  char **missing, asbx_err_t *err)
+                  struct policy_mount_result *res, asbx_err_t *err)
 {
   int r = 0;
 
@@ -402,7 +403,7 @@ apply_each_child (int rootfd, const struct policy_plan *plan, const struct polic
       if (homes[i].from_passwd)
         one.writable_parent = covering_grant (plan, path) != NULL;
       one.optional = m->optional || !one.writable_parent || (homes[i].from_passwd && m->kind == POLICY_MOUNT_MASK);
-      r = apply_one_mount (rootfd, plan, &one, missing, err);
+      r = apply_one_mount (rootfd, plan, &one, res, err);
     }
   return r;
 }
@@ -439,13 +440,12 @@ apply_hidden (int rootfd, const char *path, asbx_err_t *err)
 }
 
 int
-policy_apply_mounts (int rootfd, const struct policy_plan *plan, bool root_readonly, char **missing, asbx_err_t *err)
+policy_apply_mounts (int rootfd, const struct policy_plan *plan, bool root_readonly, struct policy_mount_result *res,
+                     asbx_err_t *err)
 {
   struct homes_cache hc = { 0 };
-  cleanup_free char *found = NULL; /* the grants on missing paths, for *missing */
   int r = 0;
 
-  *missing = NULL;
   if (!plan || !plan->active)
     return 0;
   /* grants first, then denies on top: deny wins over allow (POLICY.md §2) */
@@ -460,8 +460,8 @@ policy_apply_mounts (int rootfd, const struct policy_plan *plan, bool root_reado
               r = homes_cache_fill (&hc, rootfd, plan->mounts[j].path, err);
         if ((pass == 0) != grant || r < 0)
           continue;
-        r = m->each_child ? apply_each_child (rootfd, plan, m, &hc, &found, err)
-                          : apply_one_mount (rootfd, plan, m, &found, err);
+        r = m->each_child ? apply_each_child (rootfd, plan, m, &hc, res, err)
+                          : apply_one_mount (rootfd, plan, m, res, err);
       }
   if (hc.dir) /* listed before any deny mount: the Landlock carve (policy_carve.h) uses the same homes */
     policy_carve_keep_homes (hc.dir, hc.v, hc.n);
@@ -472,8 +472,5 @@ policy_apply_mounts (int rootfd, const struct policy_plan *plan, bool root_reado
   /* allowExec: no mount outside it executes, for mmap(PROT_EXEC) as for execve */
   if (r == 0)
     r = policy_apply_noexec (rootfd, plan, root_readonly, err);
-  if (r < 0)
-    return -1;
-  *missing = steal_ptr (&found);
-  return 0;
+  return r < 0 ? -1 : 0;
 }

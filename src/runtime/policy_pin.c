@@ -39,10 +39,8 @@
 
 /* ---- I: the notes ---- */
 
-static char *notes; /* "DEV INO PATH\n" lines */
-
 int
-policy_pin_note (const struct policy_mount *grant, const char *path, int fd, asbx_err_t *err)
+policy_pin_note (char **notes, const struct policy_mount *grant, const char *path, int fd, asbx_err_t *err)
 {
   struct stat st;
 
@@ -52,18 +50,18 @@ policy_pin_note (const struct policy_mount *grant, const char *path, int fd, asb
     return asbx_error (err, EINVAL, "policy: `%s`: a path with a newline cannot be pinned", path);
   if (fstat (fd, &st) < 0)
     return asbx_error (err, errno, "policy: stat `%s`", path);
-  char *line = xasprintf ("%s%ju %ju %s\n", notes ? notes : "", (uintmax_t) st.st_dev, (uintmax_t) st.st_ino, path);
-  free (notes);
-  notes = line;
+  char *line = xasprintf ("%s%ju %ju %s\n", *notes ? *notes : "", (uintmax_t) st.st_dev, (uintmax_t) st.st_ino, path);
+  free (*notes);
+  *notes = line;
   return 1;
 }
 
 int
-policy_pin_send (int sync_fd, asbx_err_t *err)
+policy_pin_send (const char *notes, int sync_fd, asbx_err_t *err)
 {
-  cleanup_free char *all = steal_ptr (&notes);
+  cleanup_free char *all = xstrdup (notes ? notes : "");
   const size_t room = sizeof (((struct sync_msg *) 0)->text) - 1;
-  char *p = all ? all : (char *) "";
+  char *p = all;
 
   for (;;)
     {

@@ -40,16 +40,17 @@
 #include "libocispec/oci_spec.h"
 #include "policy/plan.h"
 
-/* I: note that the deny on container path `path` masked the inode of `fd` (an O_PATH fd of the
+/* I: note in *notes ("DEV INO PATH\n" lines, heap, grown here) that the deny on container path
+ * `path` masked the inode of `fd` (an O_PATH fd of the
  * path as resolved in the container, before or after the mask went on). `grant` is the deepest
  * writable grant containing the path (NULL: none): only a bind grant (host-visible) is noted.
  * A path holding a newline is refused (the line protocol). 1 noted, 0 nothing to note, -1 with
  * *err. */
-int policy_pin_note (const struct policy_mount *grant, const char *path, int fd, asbx_err_t *err);
+int policy_pin_note (char **notes, const struct policy_mount *grant, const char *path, int fd, asbx_err_t *err);
 
-/* I: send the noted lines to P as SYNC_PINS messages (value 1: more follow; 0: the last, always
- * sent, possibly empty) and forget them. 0 / -1 with *err. */
-int policy_pin_send (int sync_fd, asbx_err_t *err);
+/* I: send the noted lines (notes: policy_pin_note's, or NULL) to P as SYNC_PINS messages (value
+ * 1: more follow; 0: the last, always sent, possibly empty). 0 / -1 with *err. */
+int policy_pin_send (const char *notes, int sync_fd, asbx_err_t *err);
 
 struct policy_pin_ctx
 {
