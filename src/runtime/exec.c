@@ -299,7 +299,7 @@ static void __attribute__ ((noreturn)) exec_process_main (struct exec_child *c)
   exe = process_lookup_executable (c->proc, &err);
   if (!exe)
     sync_fail (c->sync_fd, &err);
-  if (policy_prepare_process (c->plan, &layers, &err) < 0
+  if (policy_prepare_process (c->plan, NULL, &layers, &err) < 0
       || policy_prepare_unixsock (c->plan, c->unixsock_fd, c->seccomp && c->seccomp->notify, &layers, &err) < 0)
     sync_fail (c->sync_fd, &err);
   /* the exec'd process's LSM labels (its process.json or --apparmor/--process-label), applied by

@@ -123,7 +123,7 @@ init_main (struct init_args *a)
   int listener = -1;
   char *process_state = NULL;
   struct process_layers layers = PROCESS_LAYERS_INIT;
-  struct policy_mount_result mres = { 0 }; /* from step 3b, for the pins of step 4 */
+  struct policy_mount_result mres = { 0 }; /* from step 3b, for the pins (4) and the carve (10b) */
 
   /* No PR_SET_PDEATHSIG here: our parent S exits at once, and the init must outlive `create`.
    * If P dies during create, the next sync_recv sees EOF and we exit. */
@@ -190,7 +190,6 @@ init_main (struct init_args *a)
       || sync_send (a->sync_fd, SYNC_CREATE_RUNTIME, 0, mres.missing_grants, &err) < 0
       || sync_recv (a->sync_fd, SYNC_HOOKS_DONE, &m, &err) < 0)
     fail (a, &err);
-  policy_mount_result_free (&mres);
   /* 4a. in a user namespace P wrote vm.memfd_noexec for us (policy_apply.h): check it did */
   if (userns && !a->rootless && policy_verify_memfd_noexec (a->plan, &err) < 0)
     fail (a, &err);
@@ -248,9 +247,10 @@ init_main (struct init_args *a)
     fail (a, &err);
   /* 10b. the policy's process layers (Landlock paths resolve in the container's root now),
    * built before READY so an unenforceable policy fails `create` */
-  if (policy_prepare_process (a->plan, &layers, &err) < 0
+  if (policy_prepare_process (a->plan, &mres.homes, &layers, &err) < 0
       || policy_prepare_unixsock (a->plan, a->unixsock_fd, seccomp && filter.notify, &layers, &err) < 0)
     fail (a, &err);
+  policy_mount_result_free (&mres); /* its last reader was the carve */
   /* 11. created: tell P, then wait for `start` */
   if (sync_send (a->sync_fd, SYNC_READY, 0, NULL, &err) < 0)
     _exit (1);

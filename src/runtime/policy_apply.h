@@ -23,6 +23,7 @@
 #include "core/error.h"
 #include "libocispec/oci_spec.h"
 #include "policy/plan.h"
+#include "runtime/policy_carve.h"
 
 /* Narrow one process (init's or exec's): no_new_privs, capabilities ∩ allow (and no
  * CAP_NET_ADMIN/CAP_NET_RAW unless network is open), RLIMIT_NOFILE/RLIMIT_FSIZE. */
@@ -67,6 +68,7 @@ struct policy_mount_result
   char *pin_notes;                   /* "DEV INO PATH\n" lines for P (runtime/policy_pin.h), or NULL */
   struct policy_pinned_mask *pinned; /* the denies P pins on the host, to verify */
   size_t pinned_len;
+  struct policy_homes_seen homes; /* the homes listed before the denies, for the carve */
 };
 
 /* frees what the result holds and zeroes it (a zeroed result is fine) */
@@ -130,7 +132,8 @@ int policy_verify_memfd_noexec (const struct policy_plan *plan, asbx_err_t *err)
  * for process_finalize_and_exec (runtime/process.h). The objects live until exec. Nothing
  * without an active policy. 0 / -1 with *err. */
 struct process_layers;
-int policy_prepare_process (const struct policy_plan *plan, struct process_layers *out, asbx_err_t *err);
+int policy_prepare_process (const struct policy_plan *plan, const struct policy_homes_seen *seen,
+                            struct process_layers *out, asbx_err_t *err);
 
 /* What this kernel makes the plan give up, as the monitor's `policy` record lists it in
  * `degradations` (only what is really degraded; the accepted list is `degradeAccepted`): for an

@@ -59,25 +59,25 @@ struct cnode
   bool denied;
 };
 
-static struct
+void
+policy_homes_seen_free (struct policy_homes_seen *seen)
 {
-  char *dir;
-  char **paths;
-  size_t n;
-} kept;
+  for (size_t i = 0; i < seen->n; i++)
+    free (seen->paths[i]);
+  free (seen->paths);
+  free (seen->dir);
+  memset (seen, 0, sizeof *seen);
+}
 
 void
-policy_carve_keep_homes (const char *dir, const struct policy_home *v, int n)
+policy_homes_seen_set (struct policy_homes_seen *seen, const char *dir, const struct policy_home *v, int n)
 {
-  for (size_t i = 0; i < kept.n; i++)
-    free (kept.paths[i]);
-  free (kept.paths);
-  free (kept.dir);
-  kept.dir = xstrdup (dir);
-  kept.n = n > 0 ? (size_t) n : 0;
-  kept.paths = xmalloc0 ((kept.n + 1) * sizeof (char *));
-  for (size_t i = 0; i < kept.n; i++)
-    kept.paths[i] = xstrdup (v[i].path);
+  policy_homes_seen_free (seen);
+  seen->dir = xstrdup (dir);
+  seen->n = n > 0 ? (size_t) n : 0;
+  seen->paths = xmalloc0 ((seen->n + 1) * sizeof (char *));
+  for (size_t i = 0; i < seen->n; i++)
+    seen->paths[i] = xstrdup (v[i].path);
 }
 
 /* ---- resolution through fds ---- */
@@ -316,7 +316,7 @@ deny_one (struct policy_carve *c, int rootfd, const struct policy_plan *plan, co
 }
 
 struct policy_carve *
-policy_carve_collect (int rootfd, const struct policy_plan *plan, asbx_err_t *err)
+policy_carve_collect (int rootfd, const struct policy_plan *plan, const struct policy_homes_seen *seen, asbx_err_t *err)
 {
   struct policy_carve *c = xmalloc0 (sizeof *c);
   list_writable (c, plan);
@@ -333,13 +333,13 @@ policy_carve_collect (int rootfd, const struct policy_plan *plan, asbx_err_t *er
         }
       struct policy_home *v = NULL;
       int n = 0;
-      bool own = !(kept.dir && strcmp (kept.dir, m->path) == 0);
+      bool own = !(seen && seen->dir && strcmp (seen->dir, m->path) == 0);
       if (own && (n = policy_homes_list (rootfd, m->path, &v, err)) < 0)
         goto fail;
-      size_t count = own ? (size_t) n : kept.n;
+      size_t count = own ? (size_t) n : seen->n;
       for (size_t h = 0; h < count; h++)
         {
-          const char *home = own ? v[h].path : kept.paths[h];
+          const char *home = own ? v[h].path : seen->paths[h];
           cleanup_free char *p = xasprintf ("%s/%s", strcmp (home, "/") ? home : "", m->each_child);
           const char *real = in_exec_area (plan, home) ? NULL : parent_real (c, rootfd, home, err);
           if (in_exec_area (plan, home) || (real && in_exec_area (plan, real)))

@@ -33,16 +33,28 @@
 
 struct policy_carve;
 
-/* Keep a copy of the homes listed for the `~/x` rules of `dir` ("/home") while the policy mounts
- * were applied (before a denyRead of /etc/passwd could hide them), for the carve built later in
- * the same process. */
-void policy_carve_keep_homes (const char *dir, const struct policy_home *v, int n);
+/* The homes listed for the `~/x` rules of `dir` ("/home") while the policy mounts were applied
+ * (before a denyRead of /etc/passwd could hide them), for the carve built later by the same init
+ * (runtime/policy_apply.h struct policy_mount_result). */
+struct policy_homes_seen
+{
+  char *dir;    /* heap, or NULL: none kept */
+  char **paths; /* heap strings */
+  size_t n;
+};
+
+/* fills *seen (freed first) with a copy of dir and the n homes of v */
+void policy_homes_seen_set (struct policy_homes_seen *seen, const char *dir, const struct policy_home *v, int n);
+
+/* frees what *seen holds and zeroes it */
+void policy_homes_seen_free (struct policy_homes_seen *seen);
 
 /* The denied paths to carve for `plan`: every denyRead (POLICY_MOUNT_MASK) path, `~/x` expanded
  * over the kept homes (or those listed now beneath rootfd), that no writable grant covers,
  * resolved beneath rootfd (the container's root, an O_PATH directory fd). NULL with *err on a
  * resolution error (a symlink loop, an unreadable /etc/passwd); heap, policy_carve_free. */
-struct policy_carve *policy_carve_collect (int rootfd, const struct policy_plan *plan, asbx_err_t *err);
+struct policy_carve *policy_carve_collect (int rootfd, const struct policy_plan *plan,
+                                           const struct policy_homes_seen *seen, asbx_err_t *err);
 
 /* Add the Landlock rules of the read-only rule on `path` (rights: its fs rights, without any
  * write right) to `ll`, carved around the collected denied paths beneath it. *carved = false:

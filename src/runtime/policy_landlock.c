@@ -100,7 +100,7 @@ policy_apply_landlock_degraded (const struct policy_plan *plan)
 }
 
 struct linux_landlock *
-policy_build_landlock (const struct policy_plan *plan, asbx_err_t *err)
+policy_build_landlock (const struct policy_plan *plan, const struct policy_homes_seen *seen, asbx_err_t *err)
 {
   int abi = linux_landlock_abi ();
   bool best_effort = degraded (plan, "landlock");
@@ -123,7 +123,7 @@ policy_build_landlock (const struct policy_plan *plan, asbx_err_t *err)
    * the host puts at a denied name during the session has no right, whatever the mounts show */
   struct timespec c0, c1;
   clock_gettime (CLOCK_THREAD_CPUTIME_ID, &c0);
-  struct policy_carve *carve = policy_carve_collect (rootfd, plan, err);
+  struct policy_carve *carve = policy_carve_collect (rootfd, plan, seen, err);
   if (!carve)
     {
       linux_landlock_free (ll);

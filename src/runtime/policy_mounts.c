@@ -245,6 +245,7 @@ policy_mount_result_free (struct policy_mount_result *res)
   free (res->pinned);
   free (res->pin_notes);
   free (res->missing_grants);
+  policy_homes_seen_free (&res->homes);
   memset (res, 0, sizeof *res);
 }
 
@@ -464,7 +465,7 @@ policy_apply_mounts (int rootfd, const struct policy_plan *plan, bool root_reado
                           : apply_one_mount (rootfd, plan, m, res, err);
       }
   if (hc.dir) /* listed before any deny mount: the Landlock carve (policy_carve.h) uses the same homes */
-    policy_carve_keep_homes (hc.dir, hc.v, hc.n);
+    policy_homes_seen_set (&res->homes, hc.dir, hc.v, hc.n);
   homes_cache_clear (&hc);
   /* the runtime's own state and audit, last: over whatever grant shows them */
   for (size_t i = 0; r == 0 && i < plan->hidden_paths_len; i++)

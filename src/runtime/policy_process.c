@@ -227,7 +227,8 @@ policy_build_groups_filter (unsigned deny, bool exec, bool wx, struct linux_secc
 }
 
 int
-policy_prepare_process (const struct policy_plan *plan, struct process_layers *out, asbx_err_t *err)
+policy_prepare_process (const struct policy_plan *plan, const struct policy_homes_seen *seen,
+                        struct process_layers *out, asbx_err_t *err)
 {
   struct linux_landlock *ll = NULL;
 
@@ -235,7 +236,7 @@ policy_prepare_process (const struct policy_plan *plan, struct process_layers *o
     return 0;
   if (plan->landlock)
     {
-      ll = policy_build_landlock (plan, err);
+      ll = policy_build_landlock (plan, seen, err);
       if (!ll)
         return -1;
     }
