@@ -322,6 +322,8 @@ policy_resolve (const struct policy_inputs *in, asbx_err_t *err)
       const char *hide[] = { p->audit_dir, POLICY_DEFAULT_AUDIT_DIR, in->state_root, POLICY_DEFAULT_STATE_ROOT };
       for (size_t i = 0; i < ASBX_ARRAY_SIZE (hide); i++)
         add_hidden (p, hide[i]);
+      for (size_t i = 0; in->audit_dirs_used && in->audit_dirs_used[i]; i++)
+        add_hidden (p, in->audit_dirs_used[i]);
     }
   p->enable_kernel_audit = h.enable_kernel_audit;
 out:

@@ -30,6 +30,7 @@ struct policy_inputs
   const char *state_root;              /* global --root, NULL = /run/agentsbx (hidden from the container) */
   const struct oci_map *annotations;   /* io.agentsbx.policy (inline JSON), io.agentsbx.profile (name) = the request */
   const char *sandbox_default_profile; /* `agentsbx sandbox`: ceiling when neither ceiling nor request is given */
+  const char *const *audit_dirs_used;  /* NULL-terminated or NULL: other sandboxes' audit dirs, hidden too */
 };
 
 /* Resolve sources, parse, validate, merge, compile (POLICY.md §1).

@@ -34,6 +34,9 @@
 #include "linux/rootfs.h"
 #include "linux/seccomp_cache.h"
 #include "policy/policy.h"
+#include "monitor/audit.h"
+#include "runtime/audit_dirs.h"
+#include "runtime/userdirs.h"
 #include "runtime/container.h"
 #include "runtime/container_internal.h"
 #include "runtime/hooks.h"
@@ -369,6 +372,16 @@ create_record (const struct asbx_global *g, const struct asbx_create_opts *o, st
   return 0;
 }
 
+/* audit_dirs_register against the default audit directory of this caller */
+static int
+register_audit_dir (const struct asbx_global *g, const char *dir, asbx_err_t *err)
+{
+  cleanup_free char *def = geteuid () != 0 ? asbx_user_audit_dir (err) : audit_dir_resolve (NULL, g->config_path, err);
+  if (!def)
+    return -1;
+  return audit_dirs_register (g->root, dir, def, err);
+}
+
 int
 asbx_container_create (const struct asbx_global *g, const struct asbx_create_opts *o, pid_t *init_pid, asbx_err_t *err)
 {
@@ -378,6 +391,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   cleanup_close int rootfd = -1, dirfd = -1, startfd = -1, console = -1;
   struct ns_plan ns = { 0 };
   struct policy_plan *plan = NULL;
+  char **audit_used = NULL; /* other containers' audit dirs (runtime/audit_dirs.h) */
   struct create_ctx c = { .rootfd = -1, .dirfd = -1, .id = o->id, .unixsock_fd = -1 };
   struct linux_seccomp sc_filter = { 0 }; /* linux.seccomp compiled here, for the init (init_args) */
   int r_spawn;
@@ -397,6 +411,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
     return -1;
   /* the agent policy: ceiling (runtime flags, host config) ∩ request (annotations); the spec is
    * narrowed before any check, so every later step sees only the effective configuration */
+  audit_used = audit_dirs_list (g->root);
   struct policy_inputs pin = {
     .profile_flag = g->profile,
     .policy_flag = g->policy_file,
@@ -405,6 +420,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
     .state_root = g->root,
     .annotations = &spec->annotations,
     .sandbox_default_profile = o->default_profile,
+    .audit_dirs_used = (const char *const *) audit_used,
   };
   plan = policy_resolve (&pin, err);
   if (!plan || policy_apply_spec (spec, plan, err) < 0)
@@ -504,6 +520,9 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
       explain_oom_kill (&c, spec, err);
       goto undo;
     }
+  /* its audit directory is hidden from every later container (runtime/audit_dirs.h) */
+  if (plan->active && plan->audit_dir && register_audit_dir (g, plan->audit_dir, err) < 0)
+    goto undo;
   *init_pid = c.init_pid;
   ret = 0;
   goto out;
@@ -517,6 +536,7 @@ out:
   cgroup_systemd_unit_clear (&c.cgroup_unit);
   free (c.missing_grants);
   linux_mount_srcs_free (c.mount_srcs, spec ? spec->mounts_len : 0);
+  audit_dirs_free (audit_used);
   if (plan)
     policy_plan_free (plan);
   return ret;

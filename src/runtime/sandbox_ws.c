@@ -21,6 +21,7 @@
 #include "core/util.h"
 #include "policy/policy.h"
 #include "monitor/audit.h"
+#include "runtime/audit_dirs.h"
 #include "runtime/policy_homes.h"
 #include "runtime/sandbox_ws.h"
 #include "runtime/sandbox_wsalias.h"
@@ -144,7 +145,14 @@ check_runtime_dirs (const struct asbx_global *g, const char *ws, char **what, as
           return 1;
         }
     }
-  return 0;
+  /* and every audit directory an earlier sandbox used that is still there (runtime/audit_dirs.h) */
+  char **used = audit_dirs_list (g->root);
+  struct stat st;
+  for (size_t i = 0; used[i] && !*what; i++)
+    if ((sandbox_path_under (ws, used[i]) || sandbox_path_under (used[i], ws)) && stat (used[i], &st) == 0)
+      *what = xasprintf ("it is, contains or lies in `%s`, the audit directory of an earlier sandbox", used[i]);
+  audit_dirs_free (used);
+  return *what ? 1 : 0;
 }
 
 /* ws is, contains or lies in a path the effective policy masks (denyRead) or makes read-only

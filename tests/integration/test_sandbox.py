@@ -676,3 +676,31 @@ def test_workspace_bound_elsewhere_hidden_there(rt, part):
     finally:
         _unbind(alias)
         shutil.rmtree(ws)
+
+
+# ---- another sandbox's audit log under a non-default --audit-dir (outside tester) -------------
+
+def test_other_sandboxes_audit_dir_hidden_and_refused_as_workspace(rt, ws):
+    """Sandbox A logs to --audit-dir /srv/P/audit; sandbox B (default audit dir) read A's log
+    through the read-only host view, and a workspace holding it let B rewrite it. Judged by what
+    B copies into a host file, and by A's log on the host staying as A wrote it."""
+    top = os.path.join("/srv", f"asbx-aud-{os.getpid()}-{os.urandom(2).hex()}")
+    adir = os.path.join(top, "audit")
+    token = f"asbx-a-token-{os.urandom(4).hex()}"
+    os.makedirs(adir)
+    try:
+        r = rt.cmd("sandbox", "--workspace", ws, "--", "/bin/sh", "-c", f"echo {token}",
+                   global_args=["--audit-dir", adir], timeout=60)
+        assert r.rc == 0, r
+        logs = [os.path.join(adir, f) for f in os.listdir(adir)]
+        assert logs and any(token in open(p).read() for p in logs), logs  # A's log holds its command
+        r = sandbox(rt, "--workspace", ws, "--", "/bin/sh", "-c",
+                    f"cat {adir}/* > /workspace/b-out 2>&1; ls -A {adir} > /workspace/b-ls 2>&1; echo ok")
+        assert r.rc == 0 and "ok" in r.out, r
+        with open(os.path.join(ws, "b-out")) as f:
+            assert token not in f.read()
+        with open(os.path.join(ws, "b-ls")) as f:
+            assert f.read().strip() == "", "A's audit dir is listed inside B"
+        _refused_and_not_run(rt, top, f"`{adir}`, the audit directory of an earlier sandbox")
+    finally:
+        shutil.rmtree(top, ignore_errors=True)

@@ -1,0 +1,152 @@
+/* audit_dirs.c - the registry of audit directories in use (see the header).
+ * Threat model: the agent never reaches a state root (hidden in every container); the caller is
+ * who registers. The file is appended under flock(2), so concurrent creates do not interleave
+ * lines; a reader that races a writer sees whole lines or misses the newest (it then hides the
+ * others, as before the registry). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "core/util.h"
+#include "policy/policy.h"
+#include "runtime/audit_dirs.h"
+
+#define REGISTRY "@audit-dirs" /* "@": never a container id (runtime/state.h) */
+
+static void
+push_unique (char ***v, size_t *n, const char *s)
+{
+  for (size_t i = 0; i < *n; i++)
+    if (strcmp ((*v)[i], s) == 0)
+      return;
+  *v = xrealloc (*v, (*n + 2) * sizeof (**v));
+  (*v)[(*n)++] = xstrdup (s);
+  (*v)[*n] = NULL;
+}
+
+/* the lines of <root>/audit-dirs, appended to *v */
+static void
+read_registry (const char *root, char ***v, size_t *n)
+{
+  cleanup_free char *path = xasprintf ("%s/" REGISTRY, root);
+  cleanup_close int fd = open (path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  cleanup_free char *line = NULL;
+  size_t cap = 0;
+  struct stat st;
+  FILE *f;
+
+  if (fd < 0 || fstat (fd, &st) < 0 || !S_ISREG (st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid ())
+      || (st.st_mode & (S_IWGRP | S_IWOTH)))
+    return;
+  f = fdopen (fd, "re");
+  if (!f)
+    return;
+  fd = -1; /* the FILE owns it now */
+  while (getline (&line, &cap, f) > 0)
+    {
+      line[strcspn (line, "\n")] = '\0';
+      if (line[0] == '/')
+        push_unique (v, n, line);
+    }
+  fclose (f);
+}
+
+char **
+audit_dirs_list (const char *state_root)
+{
+  char **v = xmalloc0 (sizeof (*v));
+  size_t n = 0;
+
+  if (state_root)
+    read_registry (state_root, &v, &n);
+  read_registry (POLICY_DEFAULT_STATE_ROOT, &v, &n);
+  return v;
+}
+
+void
+audit_dirs_free (char **v)
+{
+  for (size_t i = 0; v && v[i]; i++)
+    free (v[i]);
+  free (v);
+}
+
+/* <root>/@audit-dirs gets dir, and loses the entries whose directory is gone (so the file does
+ * not grow with every short-lived --audit-dir: each create reads it), under its flock */
+static int
+append_once (const char *root, const char *dir, asbx_err_t *err)
+{
+  cleanup_free char *path = xasprintf ("%s/" REGISTRY, root);
+  cleanup_free char *have = NULL, *keep = xstrdup ("");
+  cleanup_close int fd = open (path, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+  bool present = false, pruned = false;
+
+  if (fd < 0)
+    return asbx_error (err, errno, "audit: register `%s` in `%s`", dir, path);
+  if (flock (fd, LOCK_EX) < 0)
+    return asbx_error (err, errno, "audit: lock `%s`", path);
+  if (read_all_fd (fd, 1 << 20, &have, NULL) < 0)
+    return asbx_error (err, errno, "audit: read `%s`", path);
+  for (char *save = NULL, *l = strtok_r (have, "\n", &save); l; l = strtok_r (NULL, "\n", &save))
+    {
+      struct stat st;
+      if (strcmp (l, dir) == 0)
+        present = true;
+      else if (l[0] != '/' || stat (l, &st) < 0)
+        {
+          pruned = true;
+          continue;
+        }
+      char *k = xasprintf ("%s%s\n", keep, l);
+      free (keep);
+      keep = k;
+    }
+  if (present && !pruned)
+    return 0;
+  if (!present)
+    {
+      char *k = xasprintf ("%s%s\n", keep, dir);
+      free (keep);
+      keep = k;
+    }
+  /* O_APPEND: after the truncate every write lands at the (new) end */
+  if (ftruncate (fd, 0) < 0 || write_all (fd, keep, strlen (keep)) < 0)
+    return asbx_error (err, errno, "audit: write `%s`", path);
+  return 0;
+}
+
+int
+audit_dirs_register (const char *state_root, const char *audit_dir, const char *default_dir, asbx_err_t *err)
+{
+  char real[PATH_MAX], dreal[PATH_MAX];
+  const char *root = state_root ? state_root : POLICY_DEFAULT_STATE_ROOT;
+
+  if (strchr (audit_dir, '\n'))
+    return asbx_error (err, EINVAL, "audit: directory `%s`: a newline in the path", audit_dir);
+  if (audit_dir[0] != '/')
+    return asbx_error (err, EINVAL, "audit: directory `%s`: expected an absolute path", audit_dir);
+  /* not made yet (the monitor makes it): the path as given, which is what it will be */
+  if (realpath (audit_dir, real) == NULL)
+    snprintf (real, sizeof real, "%s", audit_dir);
+  if (default_dir && realpath (default_dir, dreal) == NULL)
+    snprintf (dreal, sizeof dreal, "%s", default_dir);
+  if (default_dir && strcmp (real, dreal) == 0)
+    return 0;
+  if (append_once (root, real, err) < 0)
+    return -1;
+  if (geteuid () == 0 && strcmp (root, POLICY_DEFAULT_STATE_ROOT) != 0)
+    {
+      struct stat st;
+      if (stat (POLICY_DEFAULT_STATE_ROOT, &st) == 0 && S_ISDIR (st.st_mode))
+        return append_once (POLICY_DEFAULT_STATE_ROOT, real, err);
+    }
+  return 0;
+}
