@@ -12,14 +12,12 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <net/if.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -28,6 +26,7 @@
 #include "core/cleanup.h"
 #include "core/util.h"
 #include "linux/nft.h"
+#include "linux/process.h"
 #include "policy/doc.h"
 #include "policy/nft_ruleset.h"
 #include "monitor/approvals.h"
@@ -142,22 +141,6 @@ static const uint16_t default_ports[] = { 80, 443 };
 static void on_decision (void *data, uint64_t qid, const char *host, enum approval_decision dec);
 
 static int
-lo_up (void)
-{
-  struct ifreq ifr = { 0 };
-  cleanup_close int s = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (s < 0)
-    return -1;
-  snprintf (ifr.ifr_name, sizeof ifr.ifr_name, "lo");
-  if (ioctl (s, SIOCGIFFLAGS, &ifr) < 0)
-    return -1;
-  if (ifr.ifr_flags & IFF_UP)
-    return 0;
-  ifr.ifr_flags |= IFF_UP;
-  return ioctl (s, SIOCSIFFLAGS, &ifr);
-}
-
-static int
 bind_stub (int family, int type, bool required, asbx_err_t *err)
 {
   struct sockaddr_in a4 = { .sin_family = AF_INET,
@@ -189,13 +172,15 @@ static int
 open_in_netns (struct dnsstub *d, int netns, asbx_err_t *err)
 {
   cleanup_close int self = open ("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+  asbx_err_t e = NULL;
   int r = 0;
   if (self < 0)
     return asbx_error (err, errno, "open our network namespace");
   if (setns (netns, CLONE_NEWNET) < 0)
     return asbx_error (err, errno, "enter the container's network namespace");
-  if (lo_up () < 0)
-    r = asbx_error (err, errno, "bring the container's loopback up");
+  if (linux_netns_loopback_up (&e) < 0) /* the stub listens on 127.0.0.1 and [::1] */
+    r = asbx_error (err, e->errnum, "bring the container's loopback up");
+  asbx_error_free (&e);
   if (r == 0)
     {
       d->stub4 = bind_stub (AF_INET, SOCK_DGRAM, true, err);
