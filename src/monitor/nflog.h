@@ -56,6 +56,9 @@ void nflog_watch_init (struct nflog_watch *w);
  * POLLIN and call nflog_watch_dispatch). id and audit_fd are borrowed for the watch's life.
  * 0, or -1 with *err (what was opened stays in w for nflog_watch_close). */
 int nflog_watch_open (struct nflog_watch *w, const char *id, int audit_fd, asbx_err_t *err);
+
+/* Close what w holds (either fd may be -1) and leave it watching nothing; records nothing (call
+ * nflog_watch_finish first at the container's end). */
 void nflog_watch_close (struct nflog_watch *w);
 
 /* True when fd is one of w's (the NFLOG socket or the counter's timer). */
