@@ -49,7 +49,7 @@ fi
 # Security proof (docs/security.md), in CI only unless asked (ASBX_SECURITY=1): the escape suite,
 # each fuzz target for FUZZ_SECONDS (3 targets x 60 s), and one ASan+UBSan build of the runtime
 # running the integration suite (separate build dir). Together about 8 minutes on 2 cores.
-# First the static checks (about 2 minutes): make lint (clang-tidy + cppcheck, must be clean) and
+# First the static checks (about 2 minutes): make lint (include layers + clang-tidy + cppcheck, must be clean) and
 # make format-check (every C file must match .clang-format).
 if [ -n "${CI:-}" ] || [ -n "${ASBX_SECURITY:-}" ]; then
   for t in clang-tidy cppcheck git-clang-format; do

@@ -19,7 +19,7 @@
 #include "cli/cli.h"
 #include "core/cleanup.h"
 #include "core/util.h"
-#include "monitor/audit.h"
+#include "runtime/audit_log.h"
 #include "runtime/state.h"
 
 static void
@@ -179,10 +179,9 @@ cli_audit (struct asbx_global *g, int argc, char **argv)
   const char *id = argv[optind];
   if (asbx_id_validate (id, &err) < 0)
     return cli_fail (&err);
-  cleanup_free char *dir = audit_dir_resolve (g->audit_dir, g->config_path, &err);
-  if (!dir)
+  cleanup_free char *path = runtime_audit_log_path (g->audit_dir, g->config_path, id, &err);
+  if (!path)
     return cli_fail (&err);
-  cleanup_free char *path = audit_path (dir, id);
   cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0)
     {

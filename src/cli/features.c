@@ -1,30 +1,18 @@
-/* features.c - `features`: what this build accepts (runtime-spec features.md). */
+/* features.c - `features`: what this build accepts (runtime-spec features.md); the document is
+ * built by runtime/features.c. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <seccomp.h>
 #include <string.h>
 
 #include "cli/cli.h"
-#include "libocispec/oci_spec.h"
-#include "linux/cgroup.h"
-#include "linux/landlock_ruleset.h"
-#include "linux/mountopts.h"
-#include "linux/process.h"
-#include "linux/seccomp_bpf.h"
-#include "policy/doc.h"
+#include "runtime/features.h"
 
 int
 cli_features (struct asbx_global *g, int argc, char **argv)
 {
-  static const char *const hooks[] = {
-    "prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop", NULL
-  };
-  static const char *const namespaces[] = { "cgroup", "ipc", "mount", "network", "pid", "time", "user", "uts", NULL };
   asbx_err_t err = NULL;
-  enum cgroup_layout layout = CGROUP_LAYOUT_LEGACY;
-  bool have_layout = cgroup_layout_detect (&layout, &err) == 0;
-  asbx_error_free (&err);
 
+  (void) g;
   if (argc == 2 && (strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0))
     {
       printf ("usage: agentsbx features\n\nShow the enabled features (runtime-spec features.md) as JSON.\n");
@@ -32,48 +20,7 @@ cli_features (struct asbx_global *g, int argc, char **argv)
     }
   if (argc > 1)
     return cli_usage ("features", "takes no arguments");
-  /* ours: the linked libseccomp and the running kernel's Landlock ABI (0 = unavailable) */
-  char llabi[16], scmpver[32];
-  const struct scmp_version *sv = seccomp_version ();
-  snprintf (llabi, sizeof llabi, "%d", linux_landlock_abi ());
-  snprintf (scmpver, sizeof scmpver, "%u.%u.%u", sv->major, sv->minor, sv->micro);
-  char *ann_keys[] = { "io.agentsbx.landlock.abi", "io.github.seccomp.libseccomp.version" };
-  char *ann_values[] = { llabi, scmpver };
-  struct oci_map annotations = { .keys = ann_keys, .values = ann_values, .len = 2 };
-  struct oci_features_input in = {
-    .oci_version_min = "1.0.0",
-    .oci_version_max = "1.3.0",
-    .hooks = hooks,
-    .mount_options = mount_opts_feature_names (), /* the one option table: linux/mountopts.c */
-    .namespaces = namespaces,
-    .capabilities = pdoc_caps, /* the one capability table: policy/doc.c */
-    .cgroup_v1 = true,
-    .cgroup_v2 = true,
-#ifdef HAVE_LIBSYSTEMD
-    .cgroup_systemd = true, /* linux/cgroup_systemd.c: transient scopes over sd-bus (dlopen) */
-#else
-    .cgroup_systemd = false,
-#endif
-    .cgroup_systemd_user = false, /* rootless user.slice / user bus: not built */
-    .cgroup_rdma = true,          /* linux/cgroup_rdma.c: rdma.max on v2, rdma.max on the v1 hierarchy */
-    .seccomp_enabled = true,
-    .seccomp_actions = linux_seccomp_action_names,
-    .seccomp_operators = linux_seccomp_operator_names,
-    .seccomp_archs = linux_seccomp_arch_names,
-    .seccomp_known_flags = linux_seccomp_flag_names,
-    .seccomp_supported_flags = linux_seccomp_supported_flags (),
-    .apparmor_enabled = false,
-    .selinux_enabled = false,
-    .intel_rdt_enabled = false,
-    .mount_extensions_idmap = true, /* linux/idmap.c: MOUNT_ATTR_IDMAP, with or without a user namespace */
-    .memory_policy_modes = linux_mempolicy_mode_names, /* linux/mempolicy.c: set_mempolicy(2) */
-    .memory_policy_flags = linux_mempolicy_flag_names,
-    .annotations = &annotations,
-  };
-  (void) have_layout;
-  (void) g;
-  (void) argv;
-  char *json = oci_features_to_json (&in, &err);
+  char *json = runtime_features_json (&err);
   if (!json)
     return cli_fail (&err);
   printf ("%s\n", json);

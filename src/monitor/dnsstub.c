@@ -12,14 +12,12 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <net/if.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -28,6 +26,7 @@
 #include "core/cleanup.h"
 #include "core/util.h"
 #include "linux/nft.h"
+#include "linux/process.h"
 #include "policy/doc.h"
 #include "policy/nft_ruleset.h"
 #include "monitor/approvals.h"
@@ -106,12 +105,11 @@ struct dnsstub
   /* the TCP connection the query being handled came on (-1: UDP), read by forward/hold/refuse */
   int cur_conn;
   uint32_t cur_gen;
-  int nflog;              /* `network` audit: refused packets from the table (monitor/nflog.h), else -1 */
-  int netns;              /* the container's network namespace (the splice makes upstream sockets there) */
-  struct splice *splice;  /* the SNI/Host check (monitor/splice.h) */
-  struct dns_upstream up; /* the resolver the queries go to (monitor/dns_upstream.h) */
+  struct nflog_watch nflog; /* `network` audit: refused packets from the table (monitor/nflog.h) */
+  int netns;                /* the container's network namespace (the splice makes upstream sockets there) */
+  struct splice *splice;    /* the SNI/Host check (monitor/splice.h) */
+  struct dns_upstream up;   /* the resolver the queries go to (monitor/dns_upstream.h) */
   struct linux_nft *nft;
-  struct nflog_unlogged unlogged; /* refused packets the log limit kept from nflog: counted */
   struct pending pend[PENDING_MAX];
   size_t next;
   struct approvals *appr; /* approvals.network ask, else NULL */
@@ -141,22 +139,6 @@ static const uint16_t default_ports[] = { 80, 443 };
 /* ---- sockets inside the container's namespace ---- */
 
 static void on_decision (void *data, uint64_t qid, const char *host, enum approval_decision dec);
-
-static int
-lo_up (void)
-{
-  struct ifreq ifr = { 0 };
-  cleanup_close int s = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (s < 0)
-    return -1;
-  snprintf (ifr.ifr_name, sizeof ifr.ifr_name, "lo");
-  if (ioctl (s, SIOCGIFFLAGS, &ifr) < 0)
-    return -1;
-  if (ifr.ifr_flags & IFF_UP)
-    return 0;
-  ifr.ifr_flags |= IFF_UP;
-  return ioctl (s, SIOCSIFFLAGS, &ifr);
-}
 
 static int
 bind_stub (int family, int type, bool required, asbx_err_t *err)
@@ -190,13 +172,15 @@ static int
 open_in_netns (struct dnsstub *d, int netns, asbx_err_t *err)
 {
   cleanup_close int self = open ("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+  asbx_err_t e = NULL;
   int r = 0;
   if (self < 0)
     return asbx_error (err, errno, "open our network namespace");
   if (setns (netns, CLONE_NEWNET) < 0)
     return asbx_error (err, errno, "enter the container's network namespace");
-  if (lo_up () < 0)
-    r = asbx_error (err, errno, "bring the container's loopback up");
+  if (linux_netns_loopback_up (&e) < 0) /* the stub listens on 127.0.0.1 and [::1] */
+    r = asbx_error (err, e->errnum, "bring the container's loopback up");
+  asbx_error_free (&e);
   if (r == 0)
     {
       d->stub4 = bind_stub (AF_INET, SOCK_DGRAM, true, err);
@@ -206,10 +190,7 @@ open_in_netns (struct dnsstub *d, int netns, asbx_err_t *err)
       d->tcp6 = r == 0 ? bind_stub (AF_INET6, SOCK_STREAM, false, NULL) : -1;
     }
   if (r == 0 && (d->plan->audit_events & POLICY_AUDIT_NETWORK))
-    {
-      d->nflog = nflog_open (POLICY_NFT_LOG_GROUP, err);
-      r = d->nflog < 0 || nflog_unlogged_open (&d->unlogged, err) < 0 ? -1 : 0;
-    }
+    r = nflog_watch_open (&d->nflog, d->id, d->audit_fd, err);
   if (setns (self, CLONE_NEWNET) < 0)
     abort (); /* going on in the container's namespace would be worse than dying (fail closed) */
   return r;
@@ -227,7 +208,8 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
   d->id = id;
   d->plan = plan;
   d->audit_fd = audit_fd;
-  d->ep = d->stub4 = d->stub6 = d->tcp4 = d->tcp6 = d->cur_conn = d->nflog = d->netns = d->unlogged.tfd = -1;
+  d->ep = d->stub4 = d->stub6 = d->tcp4 = d->tcp6 = d->cur_conn = d->netns = -1;
+  nflog_watch_init (&d->nflog);
   for (size_t i = 0; i < CONNS_MAX; i++)
     d->conns[i].fd = -1;
   if (dns_upstream_find (&d->up, err) < 0)
@@ -266,8 +248,8 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
       if (!d->querier)
         goto fail;
     }
-  fds[0] = d->stub4, fds[1] = d->stub6, fds[2] = d->unlogged.tfd, fds[3] = d->appr ? approvals_fd (d->appr) : -1;
-  fds[4] = d->tcp4, fds[5] = d->tcp6, fds[6] = d->nflog, fds[7] = splice_fd (d->splice);
+  fds[0] = d->stub4, fds[1] = d->stub6, fds[2] = d->nflog.unlogged.tfd, fds[3] = d->appr ? approvals_fd (d->appr) : -1;
+  fds[4] = d->tcp4, fds[5] = d->tcp6, fds[6] = d->nflog.fd, fds[7] = splice_fd (d->splice);
   for (size_t i = 0; i < 8; i++)
     {
       struct epoll_event ev = { .events = EPOLLIN, .data.fd = fds[i] };
@@ -303,7 +285,7 @@ dnsstub_free (struct dnsstub *d)
   if (!d)
     return;
   splice_free (d->splice);
-  int *fds[] = { &d->ep, &d->stub4, &d->stub6, &d->tcp4, &d->tcp6, &d->nflog, &d->netns };
+  int *fds[] = { &d->ep, &d->stub4, &d->stub6, &d->tcp4, &d->tcp6, &d->netns };
   for (size_t i = 0; i < CONNS_MAX; i++)
     if (d->conns[i].fd >= 0)
       close (d->conns[i].fd);
@@ -312,7 +294,7 @@ dnsstub_free (struct dnsstub *d)
       close (*fds[i]);
   for (size_t i = 0; i < PENDING_MAX; i++)
     pending_end (&d->pend[i]);
-  nflog_unlogged_close (&d->unlogged);
+  nflog_watch_close (&d->nflog);
   linux_nft_free (d->nft);
   approvals_free (d->appr);
   querier_free (d->querier);
@@ -643,11 +625,8 @@ stub_nft (struct dnsstub *d)
 void
 dnsstub_finish (struct dnsstub *d)
 {
-  if (d && d->nflog >= 0)
-    {
-      nflog_dispatch (d->nflog, d->id, d->audit_fd);
-      nflog_unlogged_sync (&d->unlogged, stub_nft (d), true);
-    }
+  if (d && d->nflog.fd >= 0)
+    nflog_watch_finish (&d->nflog, stub_nft (d));
 }
 
 /* Run `cmd` (an `add element` transaction) in the container's namespace, making the
@@ -777,15 +756,9 @@ dnsstub_dispatch (struct dnsstub *d)
           splice_dispatch (d->splice);
           continue;
         }
-      if (fd == d->nflog)
+      if (nflog_watch_owns (&d->nflog, fd))
         {
-          nflog_dispatch (fd, d->id, d->audit_fd);
-          nflog_unlogged_sync (&d->unlogged, stub_nft (d), false); /* at most once a second */
-          continue;
-        }
-      if (fd == d->unlogged.tfd)
-        {
-          nflog_unlogged_sync (&d->unlogged, stub_nft (d), false);
+          nflog_watch_dispatch (&d->nflog, fd, stub_nft (d));
           continue;
         }
       if (fd == d->tcp4 || fd == d->tcp6)

@@ -52,10 +52,8 @@
 #include "monitor/dnsstub.h"
 #include "monitor/execfail.h"
 #include "monitor/monitor.h"
-#include "runtime/rootless.h"
 #include "monitor/monitor_internal.h"
 #include "monitor/pasta.h"
-#include "runtime/policy_apply.h"
 #include "monitor/unixsock.h"
 
 /* ---- small state files in the state dir ---- */
@@ -460,15 +458,7 @@ audit_created (struct mon *m)
   audit_rec_strv (r, "sources", pl->sources, pl->sources_len);
   audit_rec_strv (r, "clamps", pl->clamps, pl->clamps_len);
   /* what was degraded on this host, not what the policy would accept (issue 14 §5) */
-  cleanup_free char *ll = policy_apply_landlock_degraded (pl);
-  cleanup_free char *cg = rootless_cgroup_degraded (pl);
-  char *degr[2];
-  size_t nd = 0;
-  if (ll)
-    degr[nd++] = ll;
-  if (cg)
-    degr[nd++] = cg;
-  audit_rec_strv (r, "degradations", nd ? degr : NULL, nd);
+  audit_rec_strv (r, "degradations", m->o->degradations, m->o->degradations_len);
   audit_rec_strv (r, "degradeAccepted", pl->degrade, pl->degrade_len);
   audit_rec_str (r, "kernelDenials", denials_status (m->den));
   if (m->kaudit_error)

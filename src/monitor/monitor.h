@@ -50,6 +50,10 @@ struct monitor_opts
                                      `missingWrites` in the `policy` record; NULL = none */
   int unixsock_fd;                /* socketpair end on which the init sends the notify fd of its
                                      unix-socket filter (monitor/unixsock.h), or -1; M keeps a copy */
+  char *const *degradations;      /* what this host does not enforce although the policy asked
+                                     (its `degrade` accepted it): runtime/policy_landlock.c,
+                                     runtime/rootless.c; the `policy` record's `degradations` */
+  size_t degradations_len;
 };
 
 /* Fork the monitor (see above) and wait until it is ready: subscribed to process events, the

@@ -169,23 +169,6 @@ nflog_dispatch (int fd, const char *id, int audit_fd)
     }
 }
 
-int
-nflog_unlogged_open (struct nflog_unlogged *u, asbx_err_t *err)
-{
-  *u = (struct nflog_unlogged){ .tfd = timerfd_create (CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK) };
-  if (u->tfd < 0)
-    return asbx_error (err, errno, "network audit: timerfd_create");
-  return u->tfd;
-}
-
-void
-nflog_unlogged_close (struct nflog_unlogged *u)
-{
-  if (u->tfd >= 0)
-    close (u->tfd);
-  u->tfd = -1;
-}
-
 /* a failed arm leaves the count to the next NFLOG activity or to the end of the container */
 static void
 unlogged_arm (struct nflog_unlogged *u, uint64_t ns)
@@ -196,8 +179,10 @@ unlogged_arm (struct nflog_unlogged *u, uint64_t ns)
     (void) timerfd_settime (u->tfd, 0, &it, NULL);
 }
 
-void
-nflog_unlogged_sync (struct nflog_unlogged *u, struct linux_nft *nft, bool force)
+/* the counter read of struct nflog_watch (nflog.h), on NFLOG activity, when u->tfd fires and
+ * with `force` at the end of the container */
+static void
+unlogged_sync (struct nflog_unlogged *u, struct linux_nft *nft, bool force)
 {
   struct timespec ts;
   uint64_t now, v, ticks;
@@ -226,4 +211,57 @@ nflog_unlogged_sync (struct nflog_unlogged *u, struct linux_nft *nft, bool force
       unlogged_arm (u, 1000000000ull); /* the flood may go on: look again in a second */
     }
   u->seen = v;
+}
+
+void
+nflog_watch_init (struct nflog_watch *w)
+{
+  *w = (struct nflog_watch){ .fd = -1, .unlogged.tfd = -1, .audit_fd = -1 };
+}
+
+int
+nflog_watch_open (struct nflog_watch *w, const char *id, int audit_fd, asbx_err_t *err)
+{
+  w->id = id;
+  w->audit_fd = audit_fd;
+  w->fd = nflog_open (POLICY_NFT_LOG_GROUP, err);
+  if (w->fd < 0)
+    return -1;
+  w->unlogged = (struct nflog_unlogged){ .tfd = timerfd_create (CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK) };
+  if (w->unlogged.tfd < 0)
+    return asbx_error (err, errno, "network audit: timerfd_create");
+  return 0;
+}
+
+void
+nflog_watch_close (struct nflog_watch *w)
+{
+  if (w->fd >= 0)
+    close (w->fd);
+  if (w->unlogged.tfd >= 0)
+    close (w->unlogged.tfd);
+  w->fd = w->unlogged.tfd = -1;
+}
+
+bool
+nflog_watch_owns (const struct nflog_watch *w, int fd)
+{
+  return fd >= 0 && (fd == w->fd || fd == w->unlogged.tfd);
+}
+
+void
+nflog_watch_dispatch (struct nflog_watch *w, int fd, struct linux_nft *nft)
+{
+  if (fd == w->fd)
+    nflog_dispatch (fd, w->id, w->audit_fd);
+  unlogged_sync (&w->unlogged, nft, false); /* at most once a second */
+}
+
+void
+nflog_watch_finish (struct nflog_watch *w, struct linux_nft *nft)
+{
+  if (w->fd < 0)
+    return;
+  nflog_dispatch (w->fd, w->id, w->audit_fd);
+  unlogged_sync (&w->unlogged, nft, true);
 }

@@ -23,7 +23,7 @@ void nflog_dispatch (int fd, const char *id, int audit_fd);
 
 struct linux_nft;
 
-/* What nflog_unlogged_sync has counted so far; nflog_unlogged_open sets it up. */
+/* What unlogged_sync (nflog.c) has counted so far. */
 struct nflog_unlogged
 {
   uint64_t seen;    /* the counter's value last read */
@@ -31,20 +31,46 @@ struct nflog_unlogged
   int tfd;          /* timerfd: when to read again (the count moved, or a read came too soon) */
 };
 
-/* Zero u and make its timerfd (non-blocking; poll it for POLLIN and call nflog_unlogged_sync).
- * Returns the fd (u owns it: nflog_unlogged_close) or -1 with *err. */
-int nflog_unlogged_open (struct nflog_unlogged *u, asbx_err_t *err);
-void nflog_unlogged_close (struct nflog_unlogged *u);
-
-/* The packets the table refused but its log limit (POLICY_NFT_LOG_RATE) kept from NFLOG: the
- * table counts them in named counter POLICY_NFT_UNLOGGED (policy/nft_ruleset.c); read it with
- * `nft` (a context in the container's namespace) and add what is new since the last read to the
- * audit sink's `suppressed.network` (audit_sink_suppressed_add). Call it on NFLOG activity, when
- * u->tfd fires and with `force` at the end of the container. Bounded work: at most one read a
- * second unless `force`; a read that comes too soon, or that found the count moved (a flood
- * goes on), arms u->tfd for one more a second later, so the count is on record within about a
- * second of the flood's end and costs nothing once it stopped moving. A counter that went down
+/* The `network` audit of one container: its NFLOG socket, and the count of the packets the
+ * table refused but its log limit (POLICY_NFT_LOG_RATE) kept from NFLOG: the table counts them
+ * in named counter POLICY_NFT_UNLOGGED (policy/nft_ruleset.c); the count is read with `nft` (a
+ * context in the container's namespace) and what is new since the last read is added to the
+ * audit sink's `suppressed.network` (audit_sink_suppressed_add). Bounded work: at most one read
+ * a second unless at the end; a read that comes too soon, or that found the count moved (a flood
+ * goes on), arms the timer for one more a second later, so the count is on record within about
+ * a second of the flood's end and costs nothing once it stopped moving. A counter that went down
  * (the table was replaced) counts from its new value. A failed read (no table) counts nothing. */
-void nflog_unlogged_sync (struct nflog_unlogged *u, struct linux_nft *nft, bool force);
+struct nflog_watch
+{
+  int fd;                         /* the NFLOG socket (nflog_open), -1 = not watching */
+  struct nflog_unlogged unlogged; /* refused packets the log limit kept from NFLOG: counted */
+  const char *id;                 /* the container id (borrowed) */
+  int audit_fd;                   /* where the records go (borrowed) */
+};
+
+/* Nothing watched yet: both fds -1, so nflog_watch_close is safe at once. */
+void nflog_watch_init (struct nflog_watch *w);
+
+/* In the CURRENT network namespace (the caller has entered the container's): open the NFLOG
+ * socket for POLICY_NFT_LOG_GROUP and the counter's timerfd (both non-blocking; poll both for
+ * POLLIN and call nflog_watch_dispatch). id and audit_fd are borrowed for the watch's life.
+ * 0, or -1 with *err (what was opened stays in w for nflog_watch_close). */
+int nflog_watch_open (struct nflog_watch *w, const char *id, int audit_fd, asbx_err_t *err);
+
+/* Close what w holds (either fd may be -1) and leave it watching nothing; records nothing (call
+ * nflog_watch_finish first at the container's end). */
+void nflog_watch_close (struct nflog_watch *w);
+
+/* True when fd is one of w's (the NFLOG socket or the counter's timer). */
+bool nflog_watch_owns (const struct nflog_watch *w, int fd);
+
+/* fd (one of w's) is readable: write the queued packets' records (NFLOG socket), then read the
+ * counter when a second has passed since the last read (see struct nflog_watch). nft: the
+ * context in the container's namespace, NULL = cannot count (nothing added). Never blocks. */
+void nflog_watch_dispatch (struct nflog_watch *w, int fd, struct linux_nft *nft);
+
+/* The end of the container: the records still queued, and the counter read whatever the time
+ * since the last read. A no-op when w watches nothing. */
+void nflog_watch_finish (struct nflog_watch *w, struct linux_nft *nft);
 
 #endif

@@ -43,8 +43,10 @@ header_value (const unsigned char *line, size_t n, size_t namelen, const unsigne
   *vlen = (size_t) (e - p);
 }
 
-/* Checks one complete request head h[0..n) (ending in CRLF CRLF) for unambiguous framing and
- * sets c->hs/left/upgrade for what follows it. Returns NULL, or the audit rule of the refusal. */
+/* Checks one complete request head h[0..n) (ending in CRLF CRLF) for unambiguous framing, and
+ * an Upgrade only while no head has been let through on c (c->heads, counted by
+ * splice_http_scan), and sets c->hs/left/upgrade for what follows it. Returns NULL, or the
+ * audit rule of the refusal. */
 const char *
 splice_http_head (struct conn *c, const unsigned char *h, size_t n)
 {
@@ -101,6 +103,13 @@ splice_http_head (struct conn *c, const unsigned char *h, size_t n)
     return "http: framing";
   if ((cl || tes) && splice_no_body_method (h, (size_t) (sp - h)))
     return "http: body on a method without one"; /* a server may ignore it and read it as a request */
+  /* An Upgrade only as the connection's first request: H_WAIT101 takes the server's next
+   * bytes for the answer to it, which after an earlier request may still be that request's
+   * body - a body reading "HTTP/1.1 101" made the rest of the client's stream opaque,
+   * unchecked (outside tester, 2026-12-01). Clients open a new connection for a WebSocket or
+   * h2c upgrade. */
+  if (c->upgrade && c->heads > 0)
+    return "http: upgrade after the first request";
   c->left = cl;
   c->bstart = cl || tes;
   c->hs = tes ? H_CSIZE : cl ? H_BODY : c->upgrade ? H_WAIT101 : H_HEAD;
@@ -235,17 +244,7 @@ splice_http_scan (struct splice *s, struct conn *c)
               refuse_request (s, c, name, bad ? bad : "host");
               return;
             }
-          /* An Upgrade only as the connection's first request: H_WAIT101 takes the server's next
-           * bytes for the answer to it, which after an earlier request may still be that
-           * request's body - a body reading "HTTP/1.1 101" made the rest of the client's stream
-           * opaque, unchecked (outside tester, 2026-12-01). Clients open a new connection for a
-           * WebSocket or h2c upgrade. */
-          if (c->upgrade && c->heads > 0)
-            {
-              refuse_request (s, c, name, "http: upgrade after the first request");
-              return;
-            }
-          c->heads++;
+          c->heads++; /* let through: a later Upgrade is refused (splice_http_head) */
           if (c->expect100)
             b->hold = b->chk + t; /* the client waits for 100 before its body: the head goes now */
           if (strcmp (name, c->host) != 0)

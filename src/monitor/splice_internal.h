@@ -91,7 +91,8 @@ void splice_audit_conn (struct splice *s, struct conn *c, const char *host, cons
 const char *splice_blocked_why (const char *host, const char *rule);
 
 /* splice_http.c: check one complete request head h[0..n) (ending in CRLF CRLF) for unambiguous
- * framing and set c->hs/left/upgrade for what follows it. NULL, or the audit rule of the refusal. */
+ * framing, and an Upgrade only as c's first request (no head let through yet: c->heads), and
+ * set c->hs/left/upgrade for what follows it. NULL, or the audit rule of the refusal. */
 const char *splice_http_head (struct conn *c, const unsigned char *h, size_t n);
 
 /* splice_http.c: advance c->c2u.chk over every complete, checked part of the client's stream;

@@ -96,7 +96,7 @@ emit_rejects_over_lo (FILE *f, const char *dir)
 
 /* What is refused is logged to the monitor (monitor/nflog.c), rate limited so a flood cannot
  * drown the audit log; a packet the limit keeps from the log goes on to the next rule and is
- * counted there, in the named counter the monitor reads (nflog_unlogged_sync): every refused
+ * counted there, in the named counter the monitor reads (monitor/nflog.c): every refused
  * packet is either logged or counted, never neither. A regular chain, so `return` goes back to
  * the output chain's reject rules. */
 static void

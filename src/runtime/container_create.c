@@ -347,6 +347,15 @@ create_record (const struct asbx_global *g, const struct asbx_create_opts *o, st
                                       0600);
       if (pfd < 0 || write_all (pfd, plan->effective_json, strlen (plan->effective_json)) < 0)
         return asbx_error (err, errno, "save policy.json in the state directory");
+      /* what was degraded on this host, not what the policy would accept (issue 14 §5) */
+      cleanup_free char *ll_degr = policy_apply_landlock_degraded (plan);
+      cleanup_free char *cg_degr = rootless_cgroup_degraded (plan);
+      char *degr[2];
+      size_t nd = 0;
+      if (ll_degr)
+        degr[nd++] = ll_degr;
+      if (cg_degr)
+        degr[nd++] = cg_degr;
       struct monitor_opts mo = { .id = o->id,
                                  .init_pid = c->init_pid,
                                  .cgroup_path = c->cgroup_path,
@@ -355,7 +364,9 @@ create_record (const struct asbx_global *g, const struct asbx_create_opts *o, st
                                  .plan = plan,
                                  .new_netns = c->new_netns,
                                  .missing_grants = c->missing_grants,
-                                 .unixsock_fd = c->unixsock_fd };
+                                 .unixsock_fd = c->unixsock_fd,
+                                 .degradations = nd ? degr : NULL,
+                                 .degradations_len = nd };
       pid_t mpid;
       if (monitor_start (&mo, &mpid, err) < 0)
         return asbx_error_wrap (err, "policy monitor");

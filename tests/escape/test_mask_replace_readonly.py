@@ -25,7 +25,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-from policyutil import audit_dir, pcreate, policy_bundle, prun  # noqa: E402
+from policyutil import pcreate, policy_bundle, prun, sandbox_run  # noqa: E402
 
 pytestmark = pytest.mark.agentsbx_only("agent policy")
 
@@ -174,8 +174,7 @@ def test_quick_mode_denied_read_survives_host_change(rt, fake_home, action, owne
 
     try:
         r = run_while_host_acts(
-            lambda: rt.cmd("sandbox", "--workspace", ws, "--", "/bin/sh", "-c", script,
-                           global_args=["--audit-dir", audit_dir(rt)], timeout=150),
+            lambda: sandbox_run(rt, "--workspace", ws, "--", "/bin/sh", "-c", script, timeout=150),
             ws, act)
     finally:
         shutil.rmtree(other, ignore_errors=True)

@@ -53,6 +53,22 @@ def audit_dir(rt):
     return d
 
 
+def sandbox_run(rt, *args, policy=None, audit=None, global_args=(), timeout=60, **kw):
+    """`agentsbx sandbox ARGS...` (ARGS: the verb's own, e.g. --id, --workspace, --, the command)
+    with the global flags the tests give it: --audit-dir `audit` (default audit_dir(rt)), then
+    --policy when `policy` is given (a document: written to a file in rt.workdir; a path: used as
+    it is), then `global_args`. Other keywords go to rt.cmd. Returns rt.cmd's result."""
+    g = ["--audit-dir", str(audit) if audit is not None else audit_dir(rt)]
+    if policy is not None:
+        if isinstance(policy, (dict, list)):
+            path = os.path.join(rt.workdir, f"sbx-policy-{os.urandom(3).hex()}.json")
+            with open(path, "w") as f:
+                json.dump(policy, f)
+            policy = path
+        g += ["--policy", str(policy)]
+    return rt.cmd("sandbox", *args, global_args=[*g, *global_args], timeout=timeout, **kw)
+
+
 def gflags(rt, profile=None, policy=None, config=None):
     g = ["--audit-dir", audit_dir(rt)]
     if profile:

@@ -15,6 +15,7 @@ import uuid
 
 import pytest
 
+from policyutil import sandbox_run
 from test_egress import HOSTUP4, POLICY, ZONE, Approver, audit_args, ebundle, lab, usr_template  # noqa: F401
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -217,21 +218,19 @@ def test_refused_network_attempts_each_on_record(filtered, lab):  # noqa: F811
         assert (name, "refused") in dns, (name, dns)
 
 
-def sandbox_run(rt, tmp_path, pol, script):
-    p = tmp_path / f"pol-{uuid.uuid4().hex[:6]}.json"
-    p.write_text(json.dumps(pol))
+def sandbox_records(rt, tmp_path, pol, script):
     ws = tmp_path / f"ws-{uuid.uuid4().hex[:6]}"
     ws.mkdir()
     cid = f"rec-{uuid.uuid4().hex[:8]}"
-    r = rt.cmd("sandbox", "--id", cid, "--workspace", str(ws), "--", "/bin/sh", "-c", script,
-               global_args=["--policy", str(p), "--audit-dir", str(tmp_path / "audit")], timeout=60)
+    r = sandbox_run(rt, "--id", cid, "--workspace", str(ws), "--", "/bin/sh", "-c", script, policy=pol,
+                    audit=tmp_path / "audit")
     return r, read_audit(tmp_path / "audit" / f"{cid}.jsonl")
 
 
 def test_fork_bomb_on_record(rt, tmp_path):
     """pids.max refuses forks silently (EAGAIN): the monitor turns the cgroup's pids.events
     counter into a `limit` record, even when the agent copes and exits 0."""
-    r, recs = sandbox_run(rt, tmp_path, {"version": 1, "extends": "agent", "limits": {"pids": 16}},
+    r, recs = sandbox_records(rt, tmp_path, {"version": 1, "extends": "agent", "limits": {"pids": 16}},
                      "i=0; while [ $i -lt 40 ]; do sleep 3 & i=$((i+1)); done; wait; exit 0")
     got = [x for x in recs if x["event"] == "limit" and x.get("limit") == "pids"]
     assert got and got[0]["action"] == "refused" and got[-1]["used"] > 0, (r.err[-500:], recs[-2:])
@@ -245,7 +244,7 @@ def test_policy_record_degradations_are_what_was_degraded(rt, tmp_path):
                           "print(l.syscall(444,0,0,1))"], capture_output=True, text=True).stdout.strip()
     if not abi or int(abi) < 5:
         pytest.skip(f"Landlock ABI {abi}: this host would degrade for real")
-    r, recs = sandbox_run(rt, tmp_path, {"version": 1, "extends": "agent", "degrade": ["landlock"]}, "true")
+    r, recs = sandbox_records(rt, tmp_path, {"version": 1, "extends": "agent", "degrade": ["landlock"]}, "true")
     assert r.rc == 0, r
     pol = [x for x in recs if x["event"] == "policy"][-1]
     assert pol["degradations"] == [], pol
@@ -269,8 +268,8 @@ def test_refused_network_attempts_on_record_in_a_fresh_netns(rt, tmp_path):
     cid = f"fresh-{uuid.uuid4().hex[:8]}"
     pol = tmp_path / "deny.json"  # unlisted names refused at once (no approval question, no pasta)
     pol.write_text(json.dumps({"version": 1, "extends": "agent", "approvals": {"network": "deny"}}))
-    r = rt.cmd("sandbox", "--id", cid, "--workspace", str(ws), "--", "/usr/bin/python3", "/workspace/client.py",
-               json.dumps(actions), global_args=audit_args(tmp_path, "--policy", str(pol)), timeout=60)
+    r = sandbox_run(rt, "--id", cid, "--workspace", str(ws), "--", "/usr/bin/python3", "/workspace/client.py",
+                    json.dumps(actions), policy=pol, audit=tmp_path / "audit")
     assert r.rc == 0, r
     res = json.loads(r.out.strip().splitlines()[-1])
     assert not any(x["ok"] and "rcode" not in x for x in res), res
@@ -301,9 +300,8 @@ def test_host_config_enables_kernel_audit_for_fs_denials(rt, tmp_path):
     ws.mkdir()
     cid = f"kaud-{uuid.uuid4().hex[:8]}"
     try:
-        r = rt.cmd("sandbox", "--id", cid, "--workspace", str(ws), "--", "/bin/sh", "-c",
-                   "echo x > /dev/shm/x; true",
-                   global_args=["--config", str(cfg), "--audit-dir", str(tmp_path / "audit")], timeout=60)
+        r = sandbox_run(rt, "--id", cid, "--workspace", str(ws), "--", "/bin/sh", "-c", "echo x > /dev/shm/x; true",
+                        audit=tmp_path / "audit", global_args=["--config", str(cfg)])
         now = _audit_req(AUDIT_GET)
     finally:
         _audit_req(AUDIT_SET, struct.pack("=8I", 1, old, 0, 0, 0, 0, 0, 0) + b"\0" * 12)
@@ -332,7 +330,7 @@ def test_exec_records_not_forged_by_argv_rewrite(rt, tmp_path):
     which records are perl's."""
     if not shutil.which("perl"):
         pytest.skip("perl not installed on the host (the sandbox uses the host's /usr)")
-    r, recs = sandbox_run(rt, tmp_path, {"version": 1, "extends": "agent"}, FORGE)
+    r, recs = sandbox_records(rt, tmp_path, {"version": 1, "extends": "agent"}, FORGE)
     assert r.rc == 0, r
     perl = [x for x in recs if x["event"] == "exec" and str(x.get("path", "")).startswith("/usr/bin/perl")]
     assert len(perl) == 20, (len(perl), [x for x in recs if x["event"] == "exec"][-3:])
@@ -349,7 +347,7 @@ def test_execve_sourced_records_keep_the_caps(rt, tmp_path):
     processes that exit at once still carry their argv (the copy is taken before they run)."""
     long_args = " ".join(f"CAP{i:03d}-" + "x" * 33 for i in range(100))
     script = f"/bin/true {long_args}; i=0; while [ $i -lt 30 ]; do /bin/true QUICK-$i; i=$((i+1)); done"
-    r, recs = sandbox_run(rt, tmp_path, {"version": 1, "extends": "agent"}, script)
+    r, recs = sandbox_records(rt, tmp_path, {"version": 1, "extends": "agent"}, script)
     assert r.rc == 0, r
     # path: the exe link, or (a process gone before it was read) the execve filename
     execs = [x for x in recs if x["event"] == "exec" and x.get("path") in ("/usr/bin/true", "/bin/true")]
@@ -397,8 +395,8 @@ def test_failed_execve_in_one_process_hits_the_budget(rt, tmp_path, mode):
     ws.mkdir()
     (ws / "loop.py").write_text(EXEC_LOOP)
     cid = f"fx-{uuid.uuid4().hex[:8]}"
-    r = rt.cmd("sandbox", "--id", cid, "--workspace", str(ws), "--", "/usr/bin/python3", "/workspace/loop.py",
-               global_args=["--policy", str(p), "--audit-dir", str(tmp_path / "audit")], timeout=120)
+    r = sandbox_run(rt, "--id", cid, "--workspace", str(ws), "--", "/usr/bin/python3", "/workspace/loop.py",
+                    policy=p, audit=tmp_path / "audit", timeout=120)
     assert (ws / "noexec").exists(), r  # the loop ran
     assert not (ws / "survived").exists(), f"the process finished its loop: {(ws / 'survived').read_text()}"
     assert r.rc != 0, r
@@ -456,9 +454,8 @@ def test_failed_execve_runs_cannot_be_deferred(rt, tmp_path, shape):
     ws.mkdir()
     (ws / "defer.py").write_text(DEFER)
     cid = f"fd-{uuid.uuid4().hex[:8]}"
-    r = rt.cmd("sandbox", "--id", cid, "--workspace", str(ws), "--", "/usr/bin/python3", "/workspace/defer.py",
-               str(t), str(k), str(r_), str(hold),
-               global_args=["--policy", str(p), "--audit-dir", str(tmp_path / "audit")], timeout=120)
+    r = sandbox_run(rt, "--id", cid, "--workspace", str(ws), "--", "/usr/bin/python3", "/workspace/defer.py",
+                    str(t), str(k), str(r_), str(hold), policy=p, audit=tmp_path / "audit", timeout=120)
     if hold:
         assert not (ws / "survived").exists(), f"the agent reached its end: {r}"
     else:
@@ -497,8 +494,8 @@ def test_path_search_is_not_a_failed_exec(rt, tmp_path, mode):
     p.write_text(json.dumps(pol))
     ws = tmp_path / "ws"
     ws.mkdir()
-    r = rt.cmd("sandbox", "--id", f"px-{uuid.uuid4().hex[:8]}", "--workspace", str(ws), "--", "/bin/sh", "-c",
-               PATH_SEARCH, global_args=["--policy", str(p), "--audit-dir", str(tmp_path / "audit")], timeout=120)
+    r = sandbox_run(rt, "--id", f"px-{uuid.uuid4().hex[:8]}", "--workspace", str(ws), "--", "/bin/sh", "-c",
+                    PATH_SEARCH, policy=p, audit=tmp_path / "audit", timeout=120)
     assert r.rc == 0, r
     assert (ws / "done").read_text() == "done\n"
 
@@ -520,9 +517,9 @@ def test_argv_flipped_during_execve_is_flagged(rt, tmp_path):
     # the workspace
     p.write_text(json.dumps({"version": 1, "network": {"mode": "filtered"}, "audit": {"events": ["exec"]}}))
     cid = f"flip-{uuid.uuid4().hex[:8]}"
-    r = rt.cmd("sandbox", "--id", cid, "--workspace", str(ws), "--", "/bin/sh", "-c",
-               "/workspace/s.sh SCRIPT-ARG && /usr/bin/python3 /workspace/argvflip.py 30",
-               global_args=["--policy", str(p), "--audit-dir", str(tmp_path / "audit")], timeout=120)
+    r = sandbox_run(rt, "--id", cid, "--workspace", str(ws), "--", "/bin/sh", "-c",
+                    "/workspace/s.sh SCRIPT-ARG && /usr/bin/python3 /workspace/argvflip.py 30",
+                    policy=p, audit=tmp_path / "audit", timeout=120)
     assert r.rc == 0, r
     truth = {line[-2:]: line for line in (ws / "truth.txt").read_text().split()}
     assert len(truth) == 30, truth
@@ -557,9 +554,9 @@ def test_argv_forged_with_an_interpreter_shape_is_flagged(rt, tmp_path):
     (ws / "s2.sh").write_text("#!/bin/sh  -e \nsleep 0.2\n")
     (ws / "s2.sh").chmod(0o755)
     cid = f"flip-{uuid.uuid4().hex[:8]}"
-    r = rt.cmd("sandbox", "--id", cid, "--workspace", str(ws), "--", "/bin/sh", "-c",
-               "cd /workspace && ./s2.sh REL-ARG && /workspace/s2.sh ABS-ARG && python3 argvflip.py 300 interp",
-               global_args=["--policy", str(p), "--audit-dir", str(tmp_path / "audit")], timeout=300)
+    r = sandbox_run(rt, "--id", cid, "--workspace", str(ws), "--", "/bin/sh", "-c",
+                    "cd /workspace && ./s2.sh REL-ARG && /workspace/s2.sh ABS-ARG && python3 argvflip.py 300 interp",
+                    policy=p, audit=tmp_path / "audit", timeout=300)
     assert r.rc == 0, r
     scripts = [x for x in read_audit(tmp_path / "audit" / f"{cid}.jsonl")
                if x["event"] == "exec" and {"REL-ARG", "ABS-ARG"} & set(x.get("argv") or [])]
@@ -595,8 +592,8 @@ def test_exec_flood_does_not_hide_a_network_denial(rt, tmp_path):
     script = ("i=0; while [ $i -lt 1000 ]; do /bin/true; i=$((i+1)); done; "
               "for j in 1 2 3; do (i=0; while [ $i -lt 1500 ]; do /bin/true; i=$((i+1)); done) & done; sleep 0.5; "
               f"/usr/bin/python3 /workspace/client.py '{json.dumps([['connect', UP4, p] for p in ports])}'; wait")
-    r = rt.cmd("sandbox", "--id", cid, "--workspace", str(ws), "--", "/bin/sh", "-c", script,
-               global_args=audit_args(tmp_path, "--policy", str(pol)), timeout=120)
+    r = sandbox_run(rt, "--id", cid, "--workspace", str(ws), "--", "/bin/sh", "-c", script, policy=pol,
+                    audit=tmp_path / "audit", timeout=120)
     assert r.rc == 0, r
     recs = read_audit(tmp_path / "audit" / f"{cid}.jsonl")
     exited = lifecycle(recs, "exited")[-1]

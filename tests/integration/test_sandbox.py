@@ -10,20 +10,9 @@ import time
 
 import pytest
 
-from policyutil import SECRET, audit_dir
+from policyutil import SECRET, audit_dir, sandbox_run
 
 pytestmark = pytest.mark.agentsbx_only("agentsbx sandbox")
-
-
-def sandbox(rt, *args, policy=None, timeout=60):
-    g = ["--audit-dir", audit_dir(rt)]
-    if policy is not None:
-        p = os.path.join(rt.workdir, f"sbx-policy-{os.urandom(3).hex()}.json")
-        with open(p, "w") as f:
-            json.dump(policy, f)
-        g += ["--policy", p]
-    r = rt.cmd("sandbox", *args, global_args=g, timeout=timeout)
-    return r
 
 
 @pytest.fixture
@@ -36,7 +25,7 @@ def ws(rt):
 
 def test_host_root_workspace_write_etc_refused(rt, ws):
     marker = f"/etc/asbx-sandbox-{os.getpid()}"
-    r = sandbox(rt, "--workspace", ws, "--", "/bin/sh", "-c",
+    r = sandbox_run(rt, "--workspace", ws, "--", "/bin/sh", "-c",
                 f"pwd; echo hi > /workspace/f && echo wrote; echo x > {marker} || echo refused; "
                 "echo y > /tmp/t && echo tmp-ok")
     assert r.rc == 0, r
@@ -49,12 +38,12 @@ def test_host_root_workspace_write_etc_refused(rt, ws):
 
 
 def test_exit_code_passed_through(rt, ws):
-    r = sandbox(rt, "--workspace", ws, "--", "/bin/sh", "-c", "exit 7")
+    r = sandbox_run(rt, "--workspace", ws, "--", "/bin/sh", "-c", "exit 7")
     assert r.rc == 7, r
 
 
 def test_written_binary_cannot_run(rt, ws):
-    r = sandbox(rt, "--workspace", ws, "--", "/bin/sh", "-c",
+    r = sandbox_run(rt, "--workspace", ws, "--", "/bin/sh", "-c",
                 "cp /bin/true /workspace/t && /workspace/t && echo ran; cp /bin/true /tmp/t && "
                 "/tmp/t && echo ran2; echo done")
     assert r.rc == 0, r
@@ -64,7 +53,7 @@ def test_written_binary_cannot_run(rt, ws):
 def test_wall_clock_limit_code(rt, ws):
     pol = {"version": 1, "extends": "agent", "limits": {"wallClockSeconds": 2}}
     t0 = time.monotonic()
-    r = sandbox(rt, "--workspace", ws, "--", "/bin/sleep", "60", policy=pol)
+    r = sandbox_run(rt, "--workspace", ws, "--", "/bin/sleep", "60", policy=pol)
     assert r.rc == 124, r
     assert time.monotonic() - t0 < 30
     assert "wallclock" in r.err, r
@@ -75,7 +64,7 @@ def test_wall_clock_named_after_an_audit_flood(rt, ws):
     summary still names the limit that stopped the sandbox, not `audit -1 reached` (outside
     tester, 2026-12-01)."""
     pol = {"version": 1, "extends": "agent", "limits": {"wallClockSeconds": 3}}
-    r = sandbox(rt, "--workspace", ws, "--", "/bin/sh", "-c",
+    r = sandbox_run(rt, "--workspace", ws, "--", "/bin/sh", "-c",
                 "i=0; while [ $i -lt 3000 ]; do /bin/true; i=$((i+1)); done; sleep 60", policy=pol)
     assert r.rc == 124, r
     assert "wallClockSeconds 3 reached" in r.err and "audit -1" not in r.err, r
@@ -88,7 +77,7 @@ def test_rootfs_credentials_hidden(rt, ws, busybox_template):
     os.makedirs(os.path.join(root, "workspace"), exist_ok=True)
     with open(os.path.join(root, "root", ".ssh", "id_rsa"), "w") as f:
         f.write(SECRET)
-    r = sandbox(rt, "--rootfs", root, "--workspace", ws, "--", "/bin/sh", "-c",
+    r = sandbox_run(rt, "--rootfs", root, "--workspace", ws, "--", "/bin/sh", "-c",
                 "cat /root/.ssh/id_rsa; echo rc=$?")
     assert SECRET.strip() not in r.out, r
     assert "rc=0" not in r.out, r
@@ -96,7 +85,7 @@ def test_rootfs_credentials_hidden(rt, ws, busybox_template):
 
 
 def test_escapes_refused_in_sandbox(rt, ws):
-    r = sandbox(rt, "--workspace", ws, "--", "/bin/sh", "-c",
+    r = sandbox_run(rt, "--workspace", ws, "--", "/bin/sh", "-c",
                 "unshare -U true && echo userns; unshare -m true && echo mntns; "
                 "mount -o remount,rw / && echo remount; ln -s /etc /workspace/e; "
                 "echo x > /workspace/e/asbx-evil && echo wrote-etc; echo end")
@@ -169,7 +158,7 @@ def test_pasta_starts_at_the_first_dns_activity(rt, ws):
            "approvals": {"network": "deny"}}
     script = ("echo before; cat /proc/net/route; getent hosts other.invalid; echo rc=$?; echo after; "
               "cat /proc/net/route")
-    r = sandbox(rt, "--workspace", ws, "--", "/bin/sh", "-c", script, policy=pol)
+    r = sandbox_run(rt, "--workspace", ws, "--", "/bin/sh", "-c", script, policy=pol)
     assert r.rc == 0, r
     before, after = r.out.split("after\n")
     routes = lambda text: [ln.split() for ln in text.splitlines() if ln and not ln.startswith(("Iface", "before", "rc="))]
@@ -335,7 +324,7 @@ def test_sigterm_right_after_the_command_starts_is_forwarded(rt, ws):
 
 
 def test_stop_timeout_must_be_seconds(rt, ws):
-    r = sandbox(rt, "--workspace", ws, "--stop-timeout", "soon", "--", "/bin/true")
+    r = sandbox_run(rt, "--workspace", ws, "--stop-timeout", "soon", "--", "/bin/true")
     assert r.rc != 0 and "--stop-timeout" in r.err, r
 
 
@@ -357,7 +346,7 @@ def test_stop_timeout_must_be_seconds(rt, ws):
 def test_dangerous_workspace_refused(rt, path, why):
     if not os.path.isdir(path):
         pytest.skip(f"{path} does not exist here")
-    r = sandbox(rt, "--workspace", path, "--", "/bin/true")
+    r = sandbox_run(rt, "--workspace", path, "--", "/bin/true")
     assert r.rc != 0, r
     assert f"refusing workspace `{path}`" in r.err and why in r.err, r
 
@@ -370,7 +359,7 @@ def test_workspace_below_an_exec_directory_refused(rt, parent):
     d = os.path.join(parent, f"asbx-ws-{os.getpid()}-{os.urandom(2).hex()}")
     os.makedirs(d)
     try:
-        r = sandbox(rt, "--workspace", d, "--", "/bin/sh", "-c", "touch /workspace/ran")
+        r = sandbox_run(rt, "--workspace", d, "--", "/bin/sh", "-c", "touch /workspace/ran")
         assert r.rc != 0, r
         assert f"refusing workspace `{d}`" in r.err and "execute" in r.err, r
         assert not os.path.exists(os.path.join(d, "ran"))
@@ -386,7 +375,7 @@ def test_rootfs_workspace_at_an_exec_path_refused(rt, rel):
     ws = os.path.join(root, rel) if rel else root
     os.makedirs(os.path.join(root, "usr", "bin"), exist_ok=True)
     os.makedirs(ws, exist_ok=True)
-    r = sandbox(rt, "--rootfs", root, "--workspace", ws, "--", "/bin/true")
+    r = sandbox_run(rt, "--rootfs", root, "--workspace", ws, "--", "/bin/true")
     assert r.rc != 0, r
     assert f"refusing workspace `{ws}`" in r.err and "execute" in r.err, r
 
@@ -394,7 +383,7 @@ def test_rootfs_workspace_at_an_exec_path_refused(rt, rel):
 def test_symlink_to_a_dangerous_workspace_refused(rt):
     link = os.path.join(rt.workdir, "etc-link")
     os.symlink("/etc", link)
-    r = sandbox(rt, "--workspace", link, "--", "/bin/true")
+    r = sandbox_run(rt, "--workspace", link, "--", "/bin/true")
     assert r.rc != 0 and "refusing workspace `/etc`" in r.err, r
 
 
@@ -403,9 +392,9 @@ def test_home_directories_refused_but_projects_in_them_allowed(rt):
     home = os.path.join("/home", name)
     os.makedirs(os.path.join(home, "project"))
     try:
-        r = sandbox(rt, "--workspace", home, "--", "/bin/true")
+        r = sandbox_run(rt, "--workspace", home, "--", "/bin/true")
         assert r.rc != 0 and "home directory" in r.err and home in r.err, r
-        r = sandbox(rt, "--workspace", os.path.join(home, "project"), "--", "/bin/true")
+        r = sandbox_run(rt, "--workspace", os.path.join(home, "project"), "--", "/bin/true")
         assert r.rc == 0, r
     finally:
         shutil.rmtree(home)
@@ -423,7 +412,7 @@ def test_current_directory_that_is_home_refused(rt, ws):
 def test_workspace_not_a_directory(rt, ws):
     f = os.path.join(ws, "file")
     open(f, "w").close()
-    r = sandbox(rt, "--workspace", f, "--", "/bin/true")
+    r = sandbox_run(rt, "--workspace", f, "--", "/bin/true")
     assert r.rc != 0 and "expected a directory" in r.err, r
 
 
@@ -433,7 +422,7 @@ def test_demo_workspace_allowed(rt):
     made = [p for p in ("/srv/agentsbx-demo", d) if not os.path.exists(p)]
     os.makedirs(d, exist_ok=True)
     try:
-        r = sandbox(rt, "--workspace", d, "--", "/bin/sh", "-c", "pwd")
+        r = sandbox_run(rt, "--workspace", d, "--", "/bin/sh", "-c", "pwd")
         assert r.rc == 0 and r.out.strip() == "/workspace", r
     finally:
         for p in reversed(made):
@@ -529,7 +518,7 @@ def test_home_dot_directories_refused_but_projects_allowed(rt):
     try:
         _refused_and_not_run(rt, os.path.join(home, ".ssh"), "dot-directory of the home")
         _refused_and_not_run(rt, os.path.join(home, ".config", "gh"), "dot-directory of the home")
-        r = sandbox(rt, "--workspace", os.path.join(home, "proj"), "--", "/bin/sh", "-c", "echo ok > /workspace/f")
+        r = sandbox_run(rt, "--workspace", os.path.join(home, "proj"), "--", "/bin/sh", "-c", "echo ok > /workspace/f")
         assert r.rc == 0, r
         with open(os.path.join(home, "proj", "f")) as f:
             assert f.read() == "ok\n"
@@ -555,7 +544,7 @@ def test_workspace_denyread_not_readable_at_its_host_path(rt, owner):
     pol = {"version": 1, "extends": "agent",
            "filesystem": {"denyRead": ["/workspace/.env", "/workspace/secrets"]}}
     try:
-        r = sandbox(rt, "--workspace", ws, "--", "/bin/sh", "-c",
+        r = sandbox_run(rt, "--workspace", ws, "--", "/bin/sh", "-c",
                     f"cat /workspace/.env /workspace/secrets/k {ws}/.env {ws}/secrets/k > /workspace/out 2>&1; "
                     f"ls -A {ws} > /workspace/ls 2>&1; true", policy=pol)
         assert r.rc == 0, r
@@ -590,7 +579,7 @@ def test_rootfs_workspace_denyread_not_readable_at_its_rootfs_path(rt, busybox_t
         f.write(SECRET + "-env\n")
     pol = {"version": 1, "extends": "agent", "filesystem": {"denyRead": ["/workspace/.env"]}}
     try:
-        r = sandbox(rt, "--rootfs", root, "--workspace", ws, "--", "/bin/sh", "-c",
+        r = sandbox_run(rt, "--rootfs", root, "--workspace", ws, "--", "/bin/sh", "-c",
                     "cat /workspace/.env /srv/app/.env > /workspace/out 2>&1; ls -A /srv/app > /workspace/ls 2>&1; "
                     "echo ok", policy=pol)
         _assert_nothing_copied(r, ws)
@@ -613,7 +602,7 @@ def test_workspace_holding_a_policy_denied_path_refused(rt, rel, why):
         ws = os.path.join(top, rel) if rel else top
         _refused_and_not_run(rt, ws, f"{why} `{top}/keys`",
                              global_args=["--audit-dir", audit_dir(rt), "--policy", p])
-        r = sandbox(rt, "--workspace", os.path.join(top, "src"), "--", "/bin/true", policy=pol)
+        r = sandbox_run(rt, "--workspace", os.path.join(top, "src"), "--", "/bin/true", policy=pol)
         assert r.rc == 0, r
     finally:
         shutil.rmtree(top)
