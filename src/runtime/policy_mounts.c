@@ -420,14 +420,20 @@ apply_hidden (int rootfd, const char *path, asbx_err_t *err)
   struct stat hst;
 
   if (realpath (path, real) == NULL || stat (real, &hst) < 0)
-    return errno == ENOENT || errno == ENOTDIR ? 0 : asbx_error (err, errno, "policy: hide `%s`", path);
+    {
+      /* gone, or out of reach of the container's root (a single-id user namespace: the agent,
+       * with the same uid and fewer capabilities, cannot reach it either) */
+      if (errno == ENOENT || errno == ENOTDIR || (errno == EACCES && single_id_userns ()))
+        return 0;
+      return asbx_error (err, errno, "policy: hide `%s`", path);
+    }
   const char *cand[] = { real, path[0] == '/' && strcmp (path, real) != 0 ? path : NULL };
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (cand) && cand[i]; i++)
     {
       struct stat cst;
       cleanup_close int fd = ps_openat2 (rootfd, cand[i], O_PATH | O_CLOEXEC, 0,
                                          RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
-      if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+      if (fd < 0 && (errno == ENOENT || errno == ENOTDIR || (errno == EACCES && single_id_userns ())))
         continue;
       if (fd < 0 || fstat (fd, &cst) < 0)
         return asbx_error (err, errno, "policy: hide `%s`", cand[i]);

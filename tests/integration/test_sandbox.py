@@ -658,7 +658,7 @@ def test_workspace_bound_elsewhere_hidden_there(rt, part):
            "filesystem": {"denyRead": ["/workspace/.env", "/workspace/sub/.env"]}}
     try:
         _bind(os.path.join(ws, "sub") if part else ws, alias)
-        r = sandbox(rt, "--workspace", ws, "--", "/bin/sh", "-c",
+        r = sandbox_run(rt, "--workspace", ws, "--", "/bin/sh", "-c",
                     f"cat {alias}/.env {alias}/sub/.env > /workspace/out 2>&1; ls -A {alias} > /workspace/ls 2>&1; "
                     "echo ok", policy=pol)
         _assert_nothing_copied(r, ws)
@@ -683,7 +683,7 @@ def test_other_sandboxes_audit_dir_hidden_and_refused_as_workspace(rt, ws):
         assert r.rc == 0, r
         logs = [os.path.join(adir, f) for f in os.listdir(adir)]
         assert logs and any(token in open(p).read() for p in logs), logs  # A's log holds its command
-        r = sandbox(rt, "--workspace", ws, "--", "/bin/sh", "-c",
+        r = sandbox_run(rt, "--workspace", ws, "--", "/bin/sh", "-c",
                     f"cat {adir}/* > /workspace/b-out 2>&1; ls -A {adir} > /workspace/b-ls 2>&1; echo ok")
         assert r.rc == 0 and "ok" in r.out, r
         with open(os.path.join(ws, "b-out")) as f:
