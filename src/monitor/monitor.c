@@ -462,12 +462,15 @@ audit_created (struct mon *m)
   /* what was degraded on this host, not what the policy would accept (issue 14 §5) */
   cleanup_free char *ll = policy_apply_landlock_degraded (pl);
   cleanup_free char *cg = rootless_cgroup_degraded (pl);
-  char *degr[2];
+  cleanup_free char *pin = rootless_pin_degraded (pl);
+  char *degr[3];
   size_t nd = 0;
   if (ll)
     degr[nd++] = ll;
   if (cg)
     degr[nd++] = cg;
+  if (pin)
+    degr[nd++] = pin;
   audit_rec_strv (r, "degradations", nd ? degr : NULL, nd);
   audit_rec_strv (r, "degradeAccepted", pl->degrade, pl->degrade_len);
   audit_rec_str (r, "kernelDenials", denials_status (m->den));

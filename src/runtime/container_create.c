@@ -282,7 +282,7 @@ create_spawned (const struct asbx_global *g, const struct asbx_create_opts *o, s
   test_stop_at ("create:spawned");
   /* the files the init masked inside writable binds: pinned in our namespace (policy_pin.h) */
   struct policy_pin_ctx pc = {
-    .spec = spec, .bundle = bundle, .rootfs = a->rootfs, .state_rootfd = c->rootfd, .dirfd = c->dirfd
+    .spec = spec, .bundle = bundle, .rootfs = a->rootfs, .state_rootfd = c->rootfd, .dirfd = c->dirfd, .plan = a->plan
   };
   if (policy_pin_receive (psync, &pc, err) < 0)
     return -1;
