@@ -442,7 +442,13 @@ pin_try (const struct policy_pin_ctx *ctx, const char *path, unsigned long long 
   if (n < 0 || n >= (ssize_t) sizeof hostpath - 1 || hostpath[0] != '/')
     return asbx_error (err, n < 0 ? errno : ENAMETOOLONG, "policy: pin `%s`: its host path", path);
   hostpath[n] = '\0';
-  if (mnt_ids_of (fd, &id) < 0)
+  /* a non-root caller pins nothing: the inode is all it needs (no STATX_MNT_ID_UNIQUE, Linux < 6.8) */
+  struct stat st;
+  if (geteuid () != 0 && fstat (fd, &st) < 0)
+    return asbx_error (err, errno, "policy: stat host `%s`", hostpath);
+  if (geteuid () != 0)
+    id = (struct mnt_ids){ .dev = st.st_dev, .ino = st.st_ino };
+  else if (mnt_ids_of (fd, &id) < 0)
     return asbx_error (err, errno, "policy: pin `%s`: statx host `%s` (STATX_MNT_ID_UNIQUE needs Linux 6.8)", path,
                        hostpath);
   if ((unsigned long long) id.dev != dev || (unsigned long long) id.ino != ino)
