@@ -113,7 +113,7 @@ rootless_pin_degraded (const struct policy_plan *plan)
   if (!paths)
     return NULL;
   return xasprintf ("pin: non-root caller, denies inside a writable grant are read-only in the sandbox but not "
-                    "pinned on the host (a host replacement drops them; reported at exit): %s",
+                    "pinned on the host (a host replacement drops them; reported at exit), where they exist: %s",
                     paths);
 }
 
