@@ -168,6 +168,7 @@ def test_git_workspace_as_user(user, binary, ws):
     hooks_before = sorted(os.listdir(os.path.join(ws, ".git", "hooks")))
     r = sandbox(user, binary, ws, "/bin/sh", "-c", AGENT)
     assert r.rc == 0, r
+    assert "was replaced" not in r.err, r  # nothing replaced on the host: nothing reported
     for bad in ("CONFIG-WRITTEN", "HOOK-WRITTEN", "CONFIG-MOVED", "HOOKS-REMOVED", "GIT-MOVED"):
         assert bad not in r.out, r
     assert "COMMITTED" in r.out, r  # the rest of the repository is the agent's to write
@@ -213,7 +214,9 @@ def test_git_config_replaced_on_the_host_is_reported(user, binary, ws):
         pytest.skip("git not installed")
     git_ws(user, ws)
     flag = os.path.join(ws, "up")
-    p = sandbox(user, binary, ws, "/bin/sh", "-c", "touch /workspace/up; sleep 3", wait=False)
+    # the agent waits until the host's git config is done, so the replacement is during the session
+    p = sandbox(user, binary, ws, "/bin/sh", "-c",
+                "touch /workspace/up; while [ ! -e /workspace/go ]; do sleep 0.1; done", wait=False)
     try:
         deadline = time.monotonic() + HANG_GUARD
         while not os.path.exists(flag):
@@ -222,6 +225,7 @@ def test_git_config_replaced_on_the_host_is_reported(user, binary, ws):
             time.sleep(0.1)
         g = as_user(user, ["git", "config", "user.name", "other"], cwd=ws)
         assert g.rc == 0, g  # no pin: the host's rename succeeds (as root it fails with EBUSY)
+        as_user(user, ["touch", os.path.join(ws, "go")])
     finally:
         out, err = p.communicate(timeout=HANG_GUARD)
     assert p.returncode == 0, (out, err)
