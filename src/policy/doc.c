@@ -66,7 +66,7 @@ const char *const pdoc_caps[] = {
   "CAP_CHECKPOINT_RESTORE",
   NULL,
 };
-const char *const pdoc_degrade_names[] = { "landlock", "seccomp", "nftables", "cgroup", NULL };
+const char *const pdoc_degrade_names[] = { "landlock", "seccomp", "nftables", "cgroup", "pin", NULL };
 
 struct pdoc *
 pdoc_new (const char *source)

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/cleanup.h"
 #include "core/util.h"
@@ -19,6 +20,7 @@
 #include "policy/doc.h"
 #include "policy/policy.h"
 #include "policy/profiles.h"
+#include "policy/userconf.h"
 
 #define POLICY_MAX_FILE (1u << 20)
 
@@ -152,6 +154,21 @@ host_config_load (struct host_config *h, const char *path, asbx_err_t *err)
   return host_config_parse (h, text, len, p, err);
 }
 
+/* The user config named by in->user_config (must exist), else the caller's own when it is not
+ * root (absent = none); root reads none (docs/policy.md "User config"). */
+static int
+user_config_load (const struct policy_inputs *in, struct user_config *u, asbx_err_t *err)
+{
+  cleanup_free char *dflt = NULL;
+
+  if (in->user_config)
+    return *in->user_config ? userconf_load (u, in->user_config, true, lookup_profile, (void *) in->profiles_dir, err)
+                            : 0;
+  if (geteuid () == 0 || !(dflt = userconf_default_path ()))
+    return 0;
+  return userconf_load (u, dflt, false, lookup_profile, (void *) in->profiles_dir, err);
+}
+
 /* One side (ceiling or request) loaded, with how messages and `sources` name it. */
 struct side
 {
@@ -203,9 +220,39 @@ map_get (const struct oci_map *m, const char *key)
   return NULL;
 }
 
+/* The user config's defaultProfile as the ceiling: it must narrow the host config's
+ * defaultProfile when there is one (userconf.h); the built-in sandbox default `agent` is no
+ * admin's choice and does not bound it (a --profile could name any profile anyway). */
 static int
-load_ceiling (const struct policy_inputs *in, const struct host_config *h, bool have_request, struct side *s,
-              asbx_err_t *err)
+ceiling_user_default (const struct policy_inputs *in, const struct host_config *h, const struct user_config *u,
+                      struct side *s, asbx_err_t *err)
+{
+  cleanup_free char *why = xasprintf ("defaultProfile in %s", u->path);
+  struct side sys = { 0 };
+  struct pdoc *narrowed = NULL;
+  int r;
+
+  if (side_profile (s, u->default_profile, why, in->profiles_dir, err) < 0 || !h->default_profile)
+    return s->doc ? 0 : -1;
+  cleanup_free char *sys_why = xasprintf ("defaultProfile in %s", h->path);
+  r = side_profile (&sys, h->default_profile, sys_why, in->profiles_dir, err);
+  if (r == 0)
+    {
+      cleanup_free char *sys_name = xasprintf ("%s (defaultProfile in %s)", sys.name, h->path);
+      pdoc_normalize (sys.doc);
+      r = userconf_narrow_default (u, sys.doc, sys_name, s->doc, &narrowed, err);
+    }
+  side_clear (&sys);
+  if (r < 0)
+    return -1;
+  pdoc_free (s->doc);
+  s->doc = narrowed;
+  return 0;
+}
+
+static int
+load_ceiling (const struct policy_inputs *in, const struct host_config *h, const struct user_config *u,
+              bool have_request, struct side *s, asbx_err_t *err)
 {
   const char *dir = in->profiles_dir;
   if (in->profile_flag && in->policy_flag)
@@ -214,6 +261,8 @@ load_ceiling (const struct policy_inputs *in, const struct host_config *h, bool 
     return side_profile (s, in->profile_flag, "--profile", dir, err);
   if (in->policy_flag)
     return side_file (s, in->policy_flag, dir, err);
+  if (u->default_profile)
+    return ceiling_user_default (in, h, u, s, err);
   if (h->default_profile)
     {
       cleanup_free char *why = xasprintf ("defaultProfile in %s", h->path);
@@ -255,7 +304,8 @@ add_source (struct policy_plan *p, char *line)
 }
 
 static struct policy_plan *
-merge_sides (struct side *ceil, struct side *req, const struct host_config *h, asbx_err_t *err)
+merge_sides (struct side *ceil, struct side *req, const struct host_config *h, const struct user_config *u,
+             asbx_err_t *err)
 {
   struct pdoc *eff = NULL;
   char **clamps = NULL;
@@ -271,6 +321,19 @@ merge_sides (struct side *ceil, struct side *req, const struct host_config *h, a
     {
       eff = steal_ptr (ceil->doc ? &ceil->doc : &req->doc);
       pdoc_normalize (eff);
+    }
+  if (u->restrict_doc)
+    {
+      struct pdoc *narrowed = NULL;
+      cleanup_free char *name = xasprintf ("the policy in force (%s)", ceil->name ? ceil->name : "the request");
+      if (userconf_narrow (u, eff, name, &narrowed, err) < 0)
+        {
+          pdoc_free (eff);
+          asbx_strv_free (clamps);
+          return NULL;
+        }
+      pdoc_free (eff);
+      eff = narrowed;
     }
   struct policy_plan *p = policy_compile (eff);
   pdoc_free (eff);
@@ -297,15 +360,16 @@ struct policy_plan *
 policy_resolve (const struct policy_inputs *in, asbx_err_t *err)
 {
   struct host_config h = { 0 };
+  struct user_config u = { 0 };
   struct side ceil = { 0 }, req = { 0 };
   struct policy_plan *p = NULL;
 
-  if (host_config_load (&h, in->config_path, err) < 0 || load_request (in, &req, err) < 0
-      || load_ceiling (in, &h, req.doc != NULL, &ceil, err) < 0)
+  if (host_config_load (&h, in->config_path, err) < 0 || user_config_load (in, &u, err) < 0
+      || load_request (in, &req, err) < 0 || load_ceiling (in, &h, &u, req.doc != NULL, &ceil, err) < 0)
     goto out;
   if (ceil.doc == NULL && req.doc == NULL)
-    p = xmalloc0 (sizeof *p); /* plain OCI: nothing added */
-  else if ((p = merge_sides (&ceil, &req, &h, err)) == NULL)
+    p = xmalloc0 (sizeof *p); /* plain OCI: nothing added (a user config's restrict neither) */
+  else if ((p = merge_sides (&ceil, &req, &h, &u, err)) == NULL)
     goto out;
   if (ceil.source)
     add_source (p, xasprintf ("ceiling: %s", ceil.source));
@@ -313,6 +377,9 @@ policy_resolve (const struct policy_inputs *in, asbx_err_t *err)
     add_source (p, xasprintf ("request: %s", req.source));
   if (h.path)
     add_source (p, xasprintf ("host config: %s (onWiden %s)", h.path, h.clamp ? "clamp" : "refuse"));
+  if (u.path)
+    add_source (p, xasprintf ("user config: %s%s%s", u.path, u.default_profile ? " (defaultProfile)" : "",
+                              u.restrict_doc ? " (restrict)" : ""));
   p->audit_dir = xstrdup (in->audit_dir_flag ? in->audit_dir_flag
                           : h.audit_dir      ? h.audit_dir
                                              : POLICY_DEFAULT_AUDIT_DIR);
@@ -330,6 +397,7 @@ out:
   side_clear (&ceil);
   side_clear (&req);
   host_config_clear (&h);
+  userconf_clear (&u);
   return p;
 }
 

@@ -312,7 +312,7 @@ elem_degrade (struct oci_ctx *c, yajl_val v, void *ud)
         return 0;
       }
   cleanup_free char *q = oci_quote (s);
-  return oci_fail (c, "%s: unknown mechanism (landlock, seccomp, nftables, cgroup)", q);
+  return oci_fail (c, "%s: unknown mechanism (landlock, seccomp, nftables, cgroup, pin)", q);
 }
 
 static int

@@ -31,6 +31,9 @@ struct policy_inputs
   const struct oci_map *annotations;   /* io.agentsbx.policy (inline JSON), io.agentsbx.profile (name) = the request */
   const char *sandbox_default_profile; /* `agentsbx sandbox`: ceiling when neither ceiling nor request is given */
   const char *const *audit_dirs_used;  /* NULL-terminated or NULL: other sandboxes' audit dirs, hidden too */
+  const char *user_config;             /* user config file (must exist; "" = none); NULL = the caller's own
+                                          ($XDG_CONFIG_HOME or ~/.config/agentsbx/config.json, absent = none)
+                                          when euid != 0, none for root */
 };
 
 /* Resolve sources, parse, validate, merge, compile (POLICY.md §1).
@@ -38,7 +41,10 @@ struct policy_inputs
  * in->sandbox_default_profile. Request: annotation io.agentsbx.policy or io.agentsbx.profile
  * (exclusive). No ceiling and no request -> a plan with active=false (plain OCI).
  * A widening request fails with one line per widened field, unless the host config says
- * "onWiden": "clamp" (then plan->clamps lists them).
+ * "onWiden": "clamp" (then plan->clamps lists them). A user config (in->user_config) is read after
+ * the host config and may only narrow: its defaultProfile replaces the host config's as the
+ * ceiling only when it narrows it, its `restrict` document is intersected with the result; any
+ * widening there is refused, never clamped (policy/userconf.h).
  * Errors name the source (file path, "annotation io.agentsbx.policy", "profile agent") and the
  * JSON path. Returns a new plan (policy_plan_free) or NULL with *err set (errnum EINVAL for bad
  * input, the errno of a failed read otherwise). */

@@ -146,11 +146,11 @@ static const char profile_rootless[] =
   "{\n"
   "  \"version\": 1,\n"
   "  \"extends\": \"agent\",\n"
-  "  \"description\": \"`agent` for a non-root caller without a delegated cgroup (issue 17): no network, and memory/pids/CPU limits knowingly given up (`degrade: cgroup`, recorded in the audit log); wall clock, failedExecs and rlimits still hold.\",\n"
+  "  \"description\": \"`agent` for a non-root caller without a delegated cgroup (issue 17): no network, and memory/pids/CPU limits knowingly given up (`degrade: cgroup`, recorded in the audit log); wall clock, failedExecs and rlimits still hold. `degrade: pin`: the workspace's .git/config and .git/hooks stay read-only inside, but are not pinned on the host (a non-root caller cannot mount there), so a host process replacing them during the session drops the mask (warned at exit).\",\n"
   "  \"network\": {\n"
   "    \"mode\": \"none\"\n"
   "  },\n"
-  "  \"degrade\": [\"cgroup\"]\n"
+  "  \"degrade\": [\"cgroup\", \"pin\"]\n"
   "}\n"
   ;
 

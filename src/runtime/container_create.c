@@ -285,7 +285,7 @@ create_spawned (const struct asbx_global *g, const struct asbx_create_opts *o, s
   test_stop_at ("create:spawned");
   /* the files the init masked inside writable binds: pinned in our namespace (policy_pin.h) */
   struct policy_pin_ctx pc = {
-    .spec = spec, .bundle = bundle, .rootfs = a->rootfs, .state_rootfd = c->rootfd, .dirfd = c->dirfd
+    .spec = spec, .bundle = bundle, .rootfs = a->rootfs, .state_rootfd = c->rootfd, .dirfd = c->dirfd, .plan = a->plan
   };
   if (policy_pin_receive (psync, &pc, err) < 0)
     return -1;
@@ -350,12 +350,15 @@ create_record (const struct asbx_global *g, const struct asbx_create_opts *o, st
       /* what was degraded on this host, not what the policy would accept (issue 14 §5) */
       cleanup_free char *ll_degr = policy_apply_landlock_degraded (plan);
       cleanup_free char *cg_degr = rootless_cgroup_degraded (plan);
-      char *degr[2];
+      cleanup_free char *pin_degr = rootless_pin_degraded (plan);
+      char *degr[3];
       size_t nd = 0;
       if (ll_degr)
         degr[nd++] = ll_degr;
       if (cg_degr)
         degr[nd++] = cg_degr;
+      if (pin_degr)
+        degr[nd++] = pin_degr;
       struct monitor_opts mo = { .id = o->id,
                                  .init_pid = c->init_pid,
                                  .cgroup_path = c->cgroup_path,

@@ -36,6 +36,7 @@
 #endif
 
 #define PINS_FILE "pins"
+#define WATCH_FILE "unpinned" /* a non-root caller's: "DEV INO HOSTPATH" of each file not pinned */
 
 /* ---- I: the notes ---- */
 
@@ -345,6 +346,81 @@ pin_new (const struct policy_pin_ctx *ctx, int fd, const char *path, const char 
   return 0;
 }
 
+/* A non-root caller cannot mount in the host's mount namespace (docs/security.md "When the
+ * caller is not root": git workspaces). The container's own read-only binds and its ancestor
+ * pins (policy_mounts.c) are mount points in the sandbox's mount namespace, so the agent's own
+ * rename/unlink of them fails with EBUSY and its writes with EROFS; what no pin stops is a host
+ * process (the caller's own `git config`) replacing the file, which drops the container's mask.
+ * So the host file is recorded instead, and policy_pin_release warns when it was replaced while
+ * the sandbox ran. */
+static int
+watch_new (int dirfd, const struct mnt_ids *id, const char *path, const char *hostpath, asbx_err_t *err)
+{
+  cleanup_close int fd = openat (dirfd, WATCH_FILE, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  cleanup_free char *line = xasprintf ("%ju %ju %s\n", (uintmax_t) id->dev, (uintmax_t) id->ino, hostpath);
+
+  if (fd < 0 || write_all (fd, line, strlen (line)) < 0)
+    return asbx_error (err, errno, "state directory: record the unpinned `%s`", hostpath);
+  log_debug ("policy: `%s` (host `%s`) not pinned: non-root caller (replacement detected at exit)", path, hostpath);
+  return 0;
+}
+
+/* A non-root caller's deny inside a writable bind: recorded when the policy accepts running
+ * without the host pin (degrade `pin`), else refused naming the way out (fail closed). */
+static int
+unpinned (const struct policy_pin_ctx *ctx, const struct mnt_ids *id, const char *path, const char *hostpath,
+          asbx_err_t *err)
+{
+  bool accepted = false;
+
+  for (size_t i = 0; ctx->plan && i < ctx->plan->degrade_len && !accepted; i++)
+    accepted = strcmp (ctx->plan->degrade[i], "pin") == 0;
+  if (accepted)
+    return watch_new (ctx->dirfd, id, path, hostpath, err);
+  return asbx_error (err, 0,
+                     "policy: `%s` (host `%s`) is denied inside a writable workspace: agentsbx run by a non-root "
+                     "user (uid %u) keeps it read-only inside the sandbox, but cannot pin it in the host's mount "
+                     "namespace, so a host process replacing the file during the session (your own `git config`) "
+                     "would drop the mask. Accept that by listing \"pin\" in the policy's \"degrade\" (--profile "
+                     "rootless does; replacements are reported at exit), or run as root - refused",
+                     path, hostpath, (unsigned) geteuid ());
+}
+
+/* At release: warn about each recorded unpinned host file that is not the inode it was (see
+ * watch_new), then remove the record. */
+static void
+watch_release (int dirfd)
+{
+  cleanup_free char *raw = NULL;
+  asbx_err_t e = NULL;
+  size_t len;
+  char *save = NULL;
+
+  if (read_file_at (dirfd, WATCH_FILE, 1 << 20, &raw, &len, &e) < 0)
+    {
+      if (e->errnum != ENOENT)
+        log_warning ("policy: read the record of unpinned files: %s", e->msg);
+      asbx_error_free (&e);
+      return;
+    }
+  for (char *l = strtok_r (raw, "\n", &save); l; l = strtok_r (NULL, "\n", &save))
+    {
+      unsigned long long dev, ino;
+      int off = 0;
+      struct stat st;
+      if (sscanf (l, "%llu %llu %n", &dev, &ino, &off) != 2 || off == 0 || l[off] != '/')
+        continue;
+      if (lstat (l + off, &st) == 0 && (unsigned long long) st.st_dev == dev && (unsigned long long) st.st_ino == ino)
+        continue;
+      log_warning ("policy: `%s` was replaced or removed on the host while the sandbox ran: a non-root caller's "
+                   "sandbox cannot pin it, so from then on the agent could write the new file. Check it before "
+                   "running git there (e.g. `git config --list --show-origin`, `ls -la .git/hooks`)",
+                   l + off);
+    }
+  if (unlinkat (dirfd, WATCH_FILE, 0) < 0)
+    log_warning ("policy: remove the record of unpinned files: %s", strerror (errno));
+}
+
 /* `*replaced` gains "DEV INO PATH" of a pin on another inode than the init noted (see
  * policy_pin_receive). */
 static int
@@ -364,7 +440,13 @@ pin_try (const struct policy_pin_ctx *ctx, const char *path, unsigned long long 
   if (n < 0 || n >= (ssize_t) sizeof hostpath - 1 || hostpath[0] != '/')
     return asbx_error (err, n < 0 ? errno : ENAMETOOLONG, "policy: pin `%s`: its host path", path);
   hostpath[n] = '\0';
-  if (mnt_ids_of (fd, &id) < 0)
+  /* a non-root caller pins nothing: the inode is all it needs (no STATX_MNT_ID_UNIQUE, Linux < 6.8) */
+  struct stat st;
+  if (geteuid () != 0 && fstat (fd, &st) < 0)
+    return asbx_error (err, errno, "policy: stat host `%s`", hostpath);
+  if (geteuid () != 0)
+    id = (struct mnt_ids){ .dev = st.st_dev, .ino = st.st_ino };
+  else if (mnt_ids_of (fd, &id) < 0)
     return asbx_error (err, errno, "policy: pin `%s`: statx host `%s` (STATX_MNT_ID_UNIQUE needs Linux 6.8)", path,
                        hostpath);
   if ((unsigned long long) id.dev != dev || (unsigned long long) id.ino != ino)
@@ -376,6 +458,8 @@ pin_try (const struct policy_pin_ctx *ctx, const char *path, unsigned long long 
       free (*replaced);
       *replaced = more;
     }
+  if (geteuid () != 0)
+    return unpinned (ctx, &id, path, hostpath, err);
   if (id.root && recorded (ctx->state_rootfd, ctx->dirfd, id.unique, true))
     {
       /* already pinned (a second rule on this file, or another sandbox on this workspace):
@@ -526,6 +610,7 @@ policy_pin_release (int state_rootfd, int dirfd)
   size_t len;
   char *save = NULL;
 
+  watch_release (dirfd);
   if (faccessat (dirfd, PINS_FILE, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
     return;
   cleanup_close int lock = root_lock (state_rootfd);

@@ -54,11 +54,12 @@ int policy_pin_send (const char *notes, int sync_fd, asbx_err_t *err);
 
 struct policy_pin_ctx
 {
-  const struct oci_spec *spec; /* mounts: destination -> host source */
-  const char *bundle;          /* absolute: base of relative bind sources */
-  const char *rootfs;          /* absolute real path of the rootfs (paths under no bind) */
-  int state_rootfd;            /* the state root (locked while pins change) */
-  int dirfd;                   /* this container's state dir (file `pins`) */
+  const struct oci_spec *spec;    /* mounts: destination -> host source */
+  const char *bundle;             /* absolute: base of relative bind sources */
+  const char *rootfs;             /* absolute real path of the rootfs (paths under no bind) */
+  int state_rootfd;               /* the state root (locked while pins change) */
+  int dirfd;                      /* this container's state dir (file `pins`) */
+  const struct policy_plan *plan; /* degrade `pin`: what a non-root caller does instead of pinning */
 };
 
 /* P: receive the init's SYNC_PINS messages on `psync`, pin the file at each noted path in our

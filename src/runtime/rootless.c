@@ -94,6 +94,30 @@ rootless_check (const struct policy_plan *plan, const struct oci_linux *l, asbx_
 }
 
 char *
+rootless_pin_degraded (const struct policy_plan *plan)
+{
+  cleanup_free char *paths = NULL;
+  bool accepted = false;
+
+  for (size_t i = 0; rootless_caller () && plan && plan->active && i < plan->degrade_len; i++)
+    accepted = accepted || strcmp (plan->degrade[i], "pin") == 0;
+  for (size_t i = 0; accepted && i < plan->mounts_len; i++)
+    {
+      const struct policy_mount *m = &plan->mounts[i];
+      if (!m->writable_parent || m->each_child || (m->kind != POLICY_MOUNT_MASK && m->kind != POLICY_MOUNT_BIND_RO))
+        continue;
+      char *more = xasprintf ("%s%s%s", paths ? paths : "", paths ? ", " : "", m->path);
+      free (paths);
+      paths = more;
+    }
+  if (!paths)
+    return NULL;
+  return xasprintf ("pin: non-root caller, denies inside a writable grant are read-only in the sandbox but not "
+                    "pinned on the host (a host replacement drops them; reported at exit), where they exist: %s",
+                    paths);
+}
+
+char *
 rootless_cgroup_degraded (const struct policy_plan *plan)
 {
   cleanup_free char *what = NULL;

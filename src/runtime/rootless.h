@@ -29,4 +29,10 @@ int rootless_check (const struct policy_plan *plan, const struct oci_linux *l, a
  * when the caller is root, has no such limit, or the policy does not degrade `cgroup`. */
 char *rootless_cgroup_degraded (const struct policy_plan *plan);
 
+/* Likewise for `pin` (runtime/policy_pin.c): the deny paths inside a writable grant that a
+ * non-root caller's create does not pin on the host, when the policy degrades `pin`; NULL when
+ * the caller is root, the policy does not degrade `pin` or has no such deny. Heap string. The
+ * paths are the policy's (a `?` path missing at create is listed all the same). */
+char *rootless_pin_degraded (const struct policy_plan *plan);
+
 #endif

@@ -18,7 +18,9 @@ noise hits all runtimes alike; two warm-up rounds are not counted):
   sandbox-user `agentsbx sandbox --profile rootless -- /bin/true` run by a throw-away user the bench
                creates (issue 17: own user namespace, no cgroup, per-user state) against the
                same command as root; both through the same setpriv + env -i exec chain, on the
-               same user-owned workspace (so root's run has quick mode's user namespace too)
+               same user-owned workspace (so root's run has quick mode's user namespace too); then
+               again with the workspace a git repository (sandbox-user-git: root pins .git/config
+               and .git/hooks in its mount namespace, the user cannot and records them unpinned)
   egress       network.mode filtered vs open, same container: TCP connect, a small HTTP request
                and a 64 MiB download through the SNI/Host splice, DNS through the stub (see
                tests/bench/egress_bench.py; a fake upstream in namespaces of its own)
@@ -407,6 +409,14 @@ class Bench:
                 return dt
             self.record("sandbox-user", "ms", self.interleave(one, self.a.n, [as_root, as_user]), 1000,
                         note="agentsbx sandbox --profile rootless as a non-root user vs as root, same workspace")
+            if shutil.which("git"):
+                # a git workspace: .git/config and .git/hooks are denied inside the writable
+                # workspace; root pins them in its mount namespace, the user records them unpinned
+                subprocess.run(["setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--init-groups",
+                                "git", "init", "-q", ws], check=True, env={"HOME": pw.pw_dir, "PATH": "/usr/bin:/bin"})
+                self.record("sandbox-user-git", "ms", self.interleave(one, self.a.n, [as_root, as_user]), 1000,
+                            note="the same on a git workspace (root: host pins of .git/config and .git/hooks; "
+                            "user: degrade pin, unpinned)")
         finally:
             subprocess.run(["userdel", "-r", "-f", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             shutil.rmtree(f"/tmp/agentsbx-{pw.pw_uid}", ignore_errors=True)

@@ -348,17 +348,19 @@ def test_own_audit_log_and_state_hidden_inside(user, binary, ws):
     assert '"event"' in c.out, c
 
 
-def test_git_workspace_refused_without_root(user, binary, ws):
-    """`agent`'s denyWrite of .git/config inside the writable workspace needs a pin in the host's
-    mount namespace (issue 13 §5), which a non-root caller cannot mount: refused up front, with
-    the reason, and the command never runs (fail closed; docs/policy.md §5a)."""
+def test_git_workspace_refused_without_pin_degrade(user, binary, ws):
+    """`agent`'s denyWrite of .git/config inside the writable workspace is pinned in the host's
+    mount namespace for root (issue 13 §5), which a non-root caller cannot mount: a policy that
+    does not list `pin` in `degrade` is refused with the reason, and the command never runs (fail
+    closed; docs/policy.md §5a). --profile rootless accepts it: test_rootless_user.py."""
     os.makedirs(os.path.join(ws, ".git", "hooks"))
     with open(os.path.join(ws, ".git", "config"), "w") as f:
         f.write("[core]\n")
     for root, dirs, files in os.walk(os.path.join(ws, ".git")):
         for n in [root] + [os.path.join(root, x) for x in files]:
             os.chown(n, user.pw_uid, user.pw_gid)
-    r = sandbox(user, binary, ws, "/bin/sh", "-c", "echo x >> /workspace/.git/config; touch /workspace/ran")
+    r = sandbox(user, binary, ws, "/bin/sh", "-c", "echo x >> /workspace/.git/config; touch /workspace/ran",
+                policy=NONE_DEGRADED)
     assert r.rc != 0, r
     assert "/workspace/.git/config" in r.err and "non-root" in r.err, r
     assert not os.path.exists(os.path.join(ws, "ran"))
