@@ -28,6 +28,7 @@
 #include "linux/cgroup.h"
 #include "linux/cgroup_systemd.h"
 #include "runtime/rootless.h"
+#include "runtime/rootless_oci.h"
 #include "linux/idmap.h"
 #include "linux/ns.h"
 #include "linux/process.h"
@@ -435,6 +436,9 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   if (!rootless_caller ()
       && !(c.cgroup_path = cgroup_resolve_path (spec->linux_->cgroups_path, o->id, g->systemd_cgroup, &c.cgroup_unit,
                                                 err)))
+    goto out;
+  /* no cgroup: what else linux.resources asks cannot be enforced (runtime/rootless_oci.h) */
+  if (!c.cgroup_path && rootless_caller () && rootless_oci_check (spec, config_path, err) < 0)
     goto out;
   add_listen_fds (spec, &preserve);
 

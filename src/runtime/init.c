@@ -31,6 +31,7 @@
 #include "runtime/policy_apply.h"
 #include "runtime/policy_pin.h"
 #include "runtime/process.h"
+#include "runtime/rootless_oci.h"
 #include "runtime/spawn.h"
 #include "runtime/sync.h"
 
@@ -150,7 +151,9 @@ init_main (struct init_args *a)
     .spec = spec,
     .rootfs = a->rootfs,
     .bundle = a->bundle,
-    .userns = (a->ns->new_flags | a->ns->join_flags) & CLONE_NEWUSER,
+    /* in a user namespace made by someone else (rootless Podman's) mknod is refused as in ours:
+     * device nodes are bind-mounted (runtime/rootless_oci.h) */
+    .userns = ((a->ns->new_flags | a->ns->join_flags) & CLONE_NEWUSER) || rootless_in_userns (),
     .new_cgroupns = a->ns->new_flags & CLONE_NEWCGROUP,
     .cgroup_path = a->cgroup_path,
     .readonly_recursive = a->plan && a->plan->active && a->plan->rootfs_readonly,
