@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "runtime/rootless.h"
 #include "runtime/userdirs.h"
 
 static const struct
@@ -222,7 +223,9 @@ main (int argc, char **argv)
       {
         if (verbs[i].spawns)
           asbx_ensure_sealed_exe (argv);
-        if (geteuid () != 0 && user_dirs (&g, verb, root_given) < 0)
+        /* also euid 0 in a user namespace of someone else's (rootless Podman's conmon calls
+         * us there without --root; XDG_RUNTIME_DIR is the user's, as crun uses it) */
+        if (rootless_caller () && user_dirs (&g, verb, root_given) < 0)
           return 1;
         int vargc = argc - optind;
         char **vargv = argv + optind;

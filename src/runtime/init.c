@@ -184,7 +184,9 @@ init_main (struct init_args *a)
    * before any of the container's code (hooks included) runs. The host's /proc is fine: the
    * sysctl acts on the writer's pid namespace. */
   bool userns = (a->ns->new_flags | a->ns->join_flags) & CLONE_NEWUSER;
-  if (!userns && policy_apply_memfd_noexec (a->plan, (a->ns->new_flags & CLONE_NEWPID) != 0, &err) < 0)
+  /* a caller without root in a user namespace of someone else's (rootless Podman) cannot write
+   * the sysctl either: as for its own user namespace, memfd_create stays refused by seccomp */
+  if (!userns && !a->rootless && policy_apply_memfd_noexec (a->plan, (a->ns->new_flags & CLONE_NEWPID) != 0, &err) < 0)
     fail (a, &err);
   /* 4. prestart + createRuntime hooks run in the runtime's namespaces: P runs them */
   if (policy_pin_send (a->sync_fd, &err) < 0 || sync_recv (a->sync_fd, SYNC_PINS_DONE, &m, &err) < 0
