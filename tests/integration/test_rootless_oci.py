@@ -173,7 +173,9 @@ def test_spec_rootless_lifecycle(user, rl, bundle):
     r = rl("exec", cid, "sh", "-c", "echo out-$(id -u)")
     assert (r.rc, r.out) == (0, "out-0\n"), r
     r = rl("list")
-    assert r.rc == 0 and cid in r.out, r
+    assert r.rc == 0, r
+    row = [ln.split() for ln in r.out.splitlines() if ln.startswith(cid)]
+    assert row and row[0][1] == str(pid) and row[0][2] == "running" and row[0][-1] == user.pw_name, r
     # ps without a cgroup: the processes of the container's pid namespace, as the host sees them
     pidf = os.path.join(rl.xdg, f"{cid}.exec.pid")
     r = rl("exec", "--detach", "--pid-file", pidf, cid, "sleep", "500")
