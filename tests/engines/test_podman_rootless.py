@@ -201,6 +201,10 @@ def upr(upm, engine_rt):
     for cid in cids:
         if os.path.exists(os.path.join(state, cid)):
             problems.append(f"state dir {state}/{cid} left")
+        # conmon and `podman container cleanup` exit just after `rm -f` returns
+        deadline = time.monotonic() + 30
+        while processes_naming(cid) and time.monotonic() < deadline:
+            time.sleep(0.2)
         problems += processes_naming(cid)
     assert not problems, "leaked after the test:\n  " + "\n  ".join(problems)
 
@@ -269,3 +273,20 @@ def test_rootless_annotation_policy(upr, engine_rt, how):
     assert pol, recs[:3]
     want = "io.agentsbx.profile" if how == "profile" else "io.agentsbx.policy"
     assert any(want in s for s in pol[0]["sources"]), pol[0]
+
+
+def test_rootless_uidmap_nested_userns(upr):
+    """--uidmap: the bundle asks for a user namespace of its own inside Podman's; the runtime (euid
+    0 there) writes its maps, relative to Podman's namespace. Judged from the host: the sleeping
+    init's host uid is the user's first subordinate id (container 0 = Podman's 1)."""
+    upm, _, run = upr
+    cid = run("-d", "--uidmap", "0:1:1000", "--gidmap", "0:1:1000", IMAGE, "sleep", "1000").cid
+    pid = json.loads(upm.cli("inspect", cid).stdout)[0]["State"]["Pid"]
+    with open("/etc/subuid") as f:
+        start = [ln.strip().split(":")[1] for ln in f if ln.split(":", 1)[0] == upm.pw.pw_name][0]
+    with open(f"/proc/{pid}/uid_map") as f:  # as the host sees it
+        assert [ln.split() for ln in f] == [["0", start, "1000"]]
+    with open(f"/proc/{pid}/status") as f:
+        uid = [ln.split()[1] for ln in f if ln.startswith("Uid:")][0]
+    assert uid == start
+    upm.cli("rm", "-f", "-t", "0", cid)
