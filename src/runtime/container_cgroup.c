@@ -41,7 +41,7 @@ no_cgroup (const char *id, const char *need, asbx_err_t *err)
     return asbx_error (err, 0,
                        "container `%s` has no cgroup, which %s: agentsbx run without root (uid %u) makes "
                        "none unless one is delegated to it",
-                       id, need, (unsigned) getuid ());
+                       id, need, rootless_host_uid ());
   return asbx_error (err, 0, "container `%s` has no cgroup", id);
 }
 

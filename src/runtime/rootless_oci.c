@@ -38,6 +38,18 @@ rootless_in_userns (void)
   return cached;
 }
 
+unsigned
+rootless_host_uid (void)
+{
+  unsigned long inside, outside, count, uid = getuid ();
+  cleanup_fclose FILE *f = fopen ("/proc/self/uid_map", "re");
+
+  while (f && fscanf (f, "%lu %lu %lu", &inside, &outside, &count) == 3)
+    if (uid >= inside && uid - inside < count)
+      return (unsigned) (outside + (uid - inside));
+  return (unsigned) uid;
+}
+
 /* the first linux.resources field other than memory.limit, pids.limit and cpu.quota (those
  * are rootless_check's) that asks for a cgroup; NULL when none */
 static const char *
@@ -91,13 +103,13 @@ rootless_oci_check (const struct oci_spec *spec, const char *config_path, asbx_e
                          "container of a caller without root (uid %u) has no cgroup: not enforceable. Drop the "
                          "rule (a container in a user namespace holds only the device nodes in linux.devices, "
                          "bind-mounted from the host; deny rules are accepted) or run as root",
-                         config_path, i, (unsigned) getuid ());
+                         config_path, i, rootless_host_uid ());
   what = resource_asked (r);
   if (what)
     return asbx_error (err, 0,
                        "%s: %s needs a cgroup, and a container of a caller without root (uid %u) has none (no "
                        "cgroup is delegated): not enforceable. Remove it from linux.resources or run as root",
-                       config_path, what, (unsigned) getuid ());
+                       config_path, what, rootless_host_uid ());
   return 0;
 }
 

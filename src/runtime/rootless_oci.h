@@ -18,6 +18,11 @@ struct oci_spec;
  * counts as the initial namespace (kernels without user namespaces). */
 bool rootless_in_userns (void);
 
+/* The caller's uid as the host sees it, for messages: getuid() translated through
+ * /proc/self/uid_map (under rootless Podman uid 0 is the user's own uid outside); getuid() when
+ * the map cannot be read. */
+unsigned rootless_host_uid (void);
+
 /* What a container without a cgroup cannot enforce, checked before anything is made (runc's
  * `--rootless auto`: cgroup errors are ignored only while nothing asks for a cgroup). Called by
  * create only when the container gets no cgroup (a non-root caller without delegation); the
