@@ -13,7 +13,6 @@
 #include "cli/cli.h"
 #include "core/log.h"
 #include "core/util.h"
-#include "runtime/rootless.h"
 #include "runtime/userdirs.h"
 
 static const struct
@@ -163,17 +162,6 @@ user_dirs (struct asbx_global *g, const char *verb, bool root_given)
   return 0;
 }
 
-/* The caller's own state root and audit directory (user_dirs): a non-root caller, or euid 0 in a
- * user namespace of someone else's with XDG_RUNTIME_DIR set - rootless Podman's conmon calls us
- * there without --root, and crun then uses $XDG_RUNTIME_DIR too. Root of an unprivileged system
- * container (no XDG_RUNTIME_DIR) keeps /run/agentsbx, which is its own there. */
-static bool
-own_dirs (void)
-{
-  const char *xdg = getenv ("XDG_RUNTIME_DIR");
-  return geteuid () != 0 || (rootless_caller () && xdg && *xdg);
-}
-
 int
 main (int argc, char **argv)
 {
@@ -234,7 +222,7 @@ main (int argc, char **argv)
       {
         if (verbs[i].spawns)
           asbx_ensure_sealed_exe (argv);
-        if (own_dirs () && user_dirs (&g, verb, root_given) < 0)
+        if (asbx_uses_user_dirs () && user_dirs (&g, verb, root_given) < 0)
           return 1;
         int vargc = argc - optind;
         char **vargv = argv + optind;
