@@ -9,10 +9,11 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 
 # Build: autotools, compiler, libraries. Tests: pytest, busybox (static), mmdebstrap for the
 # Debian rootfs, runc as the reference runtime, util-linux for unshare, file, criu for
-# checkpoint/restore (which also test why CRIU cannot work where it cannot).
+# checkpoint/restore (which also test why CRIU cannot work where it cannot), uidmap for the
+# rootless tests' subordinate id ranges (newuidmap/newgidmap).
 PACKAGES=(autoconf automake libtool pkg-config make gcc libc6-dev
           libyajl-dev libseccomp-dev libcap-dev libselinux1-dev libapparmor-dev libcmocka-dev libsystemd-dev
-          libnftables-dev nftables passt iproute2
+          libnftables-dev nftables passt iproute2 uidmap
           python3 python3-pytest busybox-static mmdebstrap runc util-linux file criu
           ca-certificates)
 

@@ -8,7 +8,7 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
-PACKAGES=(docker.io containerd podman conmon runc iptables)
+PACKAGES=(docker.io containerd podman conmon runc iptables uidmap)
 command -v node >/dev/null || PACKAGES+=(nodejs)
 command -v npm >/dev/null || PACKAGES+=(npm)
 

@@ -222,7 +222,7 @@ main (int argc, char **argv)
       {
         if (verbs[i].spawns)
           asbx_ensure_sealed_exe (argv);
-        if (geteuid () != 0 && user_dirs (&g, verb, root_given) < 0)
+        if (asbx_uses_user_dirs () && user_dirs (&g, verb, root_given) < 0)
           return 1;
         int vargc = argc - optind;
         char **vargv = argv + optind;

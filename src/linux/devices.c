@@ -78,6 +78,7 @@ bind_node (int parent, const char *base, const struct dev_node *d, asbx_err_t *e
 {
   cleanup_close int target = -1;
   cleanup_close int mfd = -1;
+  struct stat st;
   int fd;
 
   fd = openat (parent, base, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0);
@@ -90,7 +91,22 @@ bind_node (int parent, const char *base, const struct dev_node *d, asbx_err_t *e
     return asbx_error (err, errno, "open the bind target");
   mfd = mnt_clone (AT_FDCWD, d->path, false, err);
   if (mfd < 0)
-    return -1;
+    return asbx_error_wrap (err, "in a user namespace the node cannot be made (mknod needs CAP_MKNOD in the "
+                                 "initial user namespace): the host's node of that path is bind-mounted instead");
+  /* the host's node must be the one asked: binding another device under the asked name would
+   * give the container a device its spec never named */
+  if (fstat (mfd, &st) < 0)
+    return asbx_error (err, errno, "stat the host's `%s`", d->path);
+  if ((st.st_mode & S_IFMT) != node_type (d->type) || (d->type != 'p' && st.st_rdev != makedev (d->major, d->minor)))
+    return asbx_error (err, 0,
+                       "in a user namespace the node cannot be made (mknod needs CAP_MKNOD in the initial user "
+                       "namespace) and the host's `%s` bind-mounted instead is not %c %lld:%lld (it is %s %u:%u)",
+                       d->path, d->type, (long long) d->major, (long long) d->minor,
+                       S_ISCHR (st.st_mode)    ? "c"
+                       : S_ISBLK (st.st_mode)  ? "b"
+                       : S_ISFIFO (st.st_mode) ? "p"
+                                               : "not a device,",
+                       major (st.st_rdev), minor (st.st_rdev));
   return mnt_attach (mfd, target, err);
 }
 

@@ -4,14 +4,17 @@
  *  - joining a user namespace must come first: every other setns() is then checked against
  *    the capabilities we hold in the target's owning user namespace;
  *  - setns(CLONE_NEWPID) and CLONE_NEWTIME only affect children: the caller forks afterwards;
- *  - id maps are written by a process in the parent user namespace (the runtime), once.
+ *  - id maps are written by a process in the parent user namespace (the runtime), once; a
+ *    caller without root maps ranges through Debian's setuid newuidmap/newgidmap.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <linux/nsfs.h>
 
@@ -140,11 +143,83 @@ write_map (pid_t pid, const char *file, const struct oci_id_mapping *m, size_t n
   return 0;
 }
 
+/* true when the caller may write this map itself: it has CAP_SETUID/CAP_SETGID over the parent
+ * namespace (euid 0 there), or the map is the single id of its own (user_namespaces(7)) */
+static bool
+map_writable (const struct oci_id_mapping *m, size_t n, unsigned own)
+{
+  return geteuid () == 0 || n == 0 || (n == 1 && m[0].size == 1 && m[0].host_id == own);
+}
+
+/* newuidmap/newgidmap (Debian's uidmap package, setuid root): they write the map after checking
+ * each host range against the caller's /etc/subuid or /etc/subgid entries (shadow's
+ * newuidmap(1)), as runc and crun do for rootless containers; their message is the error's. */
+static int
+helper_map (pid_t pid, const char *helper, const char *field, const struct oci_id_mapping *m, size_t n, asbx_err_t *err)
+{
+  cleanup_free char **argv = xmalloc0 ((3 * n + 3) * sizeof *argv);
+  cleanup_free char *msg = NULL;
+  posix_spawn_file_actions_t fa;
+  int p[2], status = 0, spawn_err;
+  size_t k = 0, len = 0;
+  pid_t child;
+
+  argv[k++] = (char *) helper;
+  argv[k++] = xasprintf ("%d", (int) pid);
+  for (size_t i = 0; i < n; i++)
+    {
+      argv[k++] = xasprintf ("%u", m[i].container_id);
+      argv[k++] = xasprintf ("%u", m[i].host_id);
+      argv[k++] = xasprintf ("%u", m[i].size);
+    }
+  if (pipe2 (p, O_CLOEXEC) < 0)
+    return asbx_error (err, errno, "linux.%s: pipe", field);
+  posix_spawn_file_actions_init (&fa);
+  posix_spawn_file_actions_adddup2 (&fa, p[1], STDERR_FILENO);
+  posix_spawn_file_actions_adddup2 (&fa, p[1], STDOUT_FILENO);
+  spawn_err = posix_spawnp (&child, helper, &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy (&fa);
+  close (p[1]);
+  for (size_t i = 1; i < k; i++)
+    free (argv[i]);
+  if (spawn_err == 0)
+    {
+      msg = xmalloc0 (513);
+      for (ssize_t r; len < 512 && (r = read (p[0], msg + len, 512 - len)) > 0;)
+        len += (size_t) r;
+      while (waitpid (child, &status, 0) < 0 && errno == EINTR)
+        ;
+    }
+  close (p[0]);
+  if (spawn_err)
+    return asbx_error (err, spawn_err,
+                       "linux.%s maps ids other than the caller's own (uid %u, gid %u): that needs %s (Debian "
+                       "package uidmap) and ranges in /etc/sub%cid; exec %s",
+                       field, (unsigned) getuid (), (unsigned) getgid (), helper, helper[3], helper);
+  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+    {
+      while (len && (msg[len - 1] == '\n' || msg[len - 1] == ' '))
+        msg[--len] = '\0';
+      return asbx_error (err, 0, "linux.%s: %s refused the map (are the host ids in /etc/sub%cid for uid %u?): %s",
+                         field, helper, helper[3], (unsigned) getuid (), len ? msg : "no message");
+    }
+  return 0;
+}
+
 int
 ns_write_id_maps (pid_t pid, const struct oci_linux *linux_, asbx_err_t *err)
 {
-  if (write_map (pid, "uid_map", linux_->uid_mappings, linux_->uid_mappings_len, err) < 0)
+  bool uid_self = map_writable (linux_->uid_mappings, linux_->uid_mappings_len, (unsigned) geteuid ());
+  bool gid_self = map_writable (linux_->gid_mappings, linux_->gid_mappings_len, (unsigned) getegid ());
+
+  if (!uid_self
+      && helper_map (pid, "newuidmap", "uidMappings", linux_->uid_mappings, linux_->uid_mappings_len, err) < 0)
     return -1;
+  if (uid_self && write_map (pid, "uid_map", linux_->uid_mappings, linux_->uid_mappings_len, err) < 0)
+    return -1;
+  /* newgidmap sets /proc/PID/setgroups itself (allowed when the caller's subgid ranges permit) */
+  if (!gid_self)
+    return helper_map (pid, "newgidmap", "gidMappings", linux_->gid_mappings, linux_->gid_mappings_len, err);
   /* without CAP_SETGID over the parent namespace (a non-root caller, issue 17) the kernel takes
    * a gid_map only after setgroups(2) was denied in the child namespace (user_namespaces(7));
    * the init then keeps the caller's supplementary groups (linux/user.c skips setgroups) */

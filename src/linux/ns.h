@@ -43,7 +43,11 @@ void ns_plan_close (struct ns_plan *plan);
 int ns_join_all (const struct ns_plan *plan, asbx_err_t *err);
 
 /* Write uid_map and gid_map of `pid` from the spec mappings (/proc/PID/{uid,gid}_map).
- * Runs in the parent, in the initial user namespace. 0 / -1 with *err. */
+ * Runs in the parent user namespace. A caller with euid != 0 writes a single-id map of its own
+ * id itself (denying setgroups first for the gid map); any other map goes through newuidmap /
+ * newgidmap (Debian's uidmap package, looked up in PATH), which check it against /etc/subuid and
+ * /etc/subgid (issue 17). 0 / -1 with *err naming linux.uidMappings/gidMappings (and the
+ * helper's message when it refused). */
 int ns_write_id_maps (pid_t pid, const struct oci_linux *linux_, asbx_err_t *err);
 
 /* Write /proc/self/timens_offsets (must happen after unshare(CLONE_NEWTIME) and before any

@@ -18,6 +18,7 @@
 #include "core/util.h"
 #include "policy/policy.h"
 #include "runtime/audit_dirs.h"
+#include "runtime/rootless.h"
 
 #define REGISTRY "@audit-dirs" /* "@": never a container id (runtime/state.h) */
 
@@ -142,7 +143,7 @@ audit_dirs_register (const char *state_root, const char *audit_dir, const char *
     return 0;
   if (append_once (root, real, err) < 0)
     return -1;
-  if (geteuid () == 0 && strcmp (root, POLICY_DEFAULT_STATE_ROOT) != 0)
+  if (!rootless_caller () && strcmp (root, POLICY_DEFAULT_STATE_ROOT) != 0)
     {
       struct stat st;
       if (stat (POLICY_DEFAULT_STATE_ROOT, &st) == 0 && S_ISDIR (st.st_mode))

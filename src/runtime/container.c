@@ -27,6 +27,8 @@
 #include "runtime/hooks.h"
 #include "monitor/monitor.h"
 #include "runtime/policy_pin.h"
+#include "runtime/rootless.h"
+#include "runtime/rootless_oci.h"
 #include "runtime/state.h"
 
 /* Crash-safety test hook (tests/escape/test_robustness.py): AGENTSBX_TEST_STOP_AT=<step>
@@ -154,6 +156,34 @@ out:
   return ret;
 }
 
+/* kill --all without a cgroup (a caller without root, runtime/rootless_oci.h): every process of
+ * the container's pid namespace, each through a pidfd taken before its namespace is checked
+ * again, so a pid reused meanwhile is never signalled */
+static int
+kill_pidns (pid_t init, int sig, asbx_err_t *err)
+{
+  cleanup_free pid_t *pids = NULL;
+  struct stat want, st;
+  char path[64];
+  size_t n = 0;
+
+  if (rootless_pidns_pids (init, &pids, &n, err) < 0)
+    return asbx_error_wrap (err, "kill --all");
+  snprintf (path, sizeof path, "/proc/%d/ns/pid", (int) init);
+  if (stat (path, &want) < 0)
+    return asbx_error (err, errno, "kill --all: %s", path);
+  for (size_t i = 0; i < n; i++)
+    {
+      cleanup_close int pfd = (int) syscall (SYS_pidfd_open, pids[i], 0);
+      snprintf (path, sizeof path, "/proc/%d/ns/pid", (int) pids[i]);
+      if (pfd < 0 || stat (path, &st) < 0 || st.st_ino != want.st_ino || st.st_dev != want.st_dev)
+        continue; /* gone (or reused) since it was listed */
+      if (syscall (SYS_pidfd_send_signal, pfd, sig, NULL, 0) < 0 && errno != ESRCH)
+        return asbx_error (err, errno, "kill --all: signal pid %d", (int) pids[i]);
+    }
+  return 0;
+}
+
 int
 asbx_container_kill (const struct asbx_global *g, const char *id, int sig, bool all, asbx_err_t *err)
 {
@@ -173,6 +203,11 @@ asbx_container_kill (const struct asbx_global *g, const char *id, int sig, bool 
   if (all && o.st.cgroup_path)
     {
       ret = cgroup_kill_all (o.st.cgroup_path, sig, err);
+      goto out;
+    }
+  if (all && rootless_caller ())
+    {
+      ret = kill_pidns (o.st.pid, sig, err);
       goto out;
     }
   pfd = pidfd_for (&o.st);

@@ -17,18 +17,42 @@
 #include "libocispec/oci_json.h"
 #include "linux/cgroup.h"
 #include "runtime/container_cgroup.h"
+#include "runtime/rootless.h"
+#include "runtime/rootless_oci.h"
 #include "runtime/state.h"
 
-/* Open, lock and read the state of a container that has finished `create`. */
+/* Open, lock and read the state of a container that has finished `create`, cgroup or not. */
 static int
-open_state (const struct asbx_global *g, const char *id, struct asbx_opened *o, asbx_err_t *err)
+open_state_any (const struct asbx_global *g, const char *id, struct asbx_opened *o, asbx_err_t *err)
 {
   if (asbx_container_open (g->root, id, o, err) < 0)
     return -1;
   if (!o->has_state)
     return asbx_error (err, 0, "container `%s` is still being created", id);
+  return 0;
+}
+
+/* The error for a container without a cgroup (a caller without root, runtime/rootless_oci.h):
+ * what needs it, and why there is none. */
+static int
+no_cgroup (const char *id, const char *need, asbx_err_t *err)
+{
+  if (rootless_caller ())
+    return asbx_error (err, 0,
+                       "container `%s` has no cgroup, which %s: agentsbx run without root (uid %u) makes "
+                       "none unless one is delegated to it",
+                       id, need, rootless_host_uid ());
+  return asbx_error (err, 0, "container `%s` has no cgroup", id);
+}
+
+/* open_state_any, and the container must have a cgroup */
+static int
+open_state (const struct asbx_global *g, const char *id, struct asbx_opened *o, asbx_err_t *err)
+{
+  if (open_state_any (g, id, o, err) < 0)
+    return -1;
   if (o->st.cgroup_path == NULL)
-    return asbx_error (err, 0, "container `%s` has no cgroup", id);
+    return no_cgroup (id, "update and events need", err);
   return 0;
 }
 
@@ -97,8 +121,13 @@ asbx_container_pause (const struct asbx_global *g, const char *id, bool freeze, 
   struct asbx_opened o;
   int ret = -1, frozen;
 
-  if (open_state (g, id, &o, err) < 0)
+  if (open_state_any (g, id, &o, err) < 0)
     goto out;
+  if (!o.st.cgroup_path)
+    {
+      no_cgroup (id, freeze ? "pause needs (its freezer)" : "resume needs (its freezer)", err);
+      goto out;
+    }
   if (!live (&o))
     {
       asbx_error (err, 0, "container `%s` is not running", id);
@@ -131,14 +160,20 @@ asbx_container_pids (const struct asbx_global *g, const char *id, pid_t **pids, 
   struct asbx_opened o;
   int ret = -1;
 
-  if (open_state (g, id, &o, err) < 0)
+  if (open_state_any (g, id, &o, err) < 0)
     goto out;
   if (!live (&o))
     {
       asbx_error (err, 0, "container `%s` is not running", id);
       goto out;
     }
-  ret = cgroup_pids (o.st.cgroup_path, pids, n, err);
+  /* no cgroup (a caller without root): the processes of the container's pid namespace */
+  if (!o.st.cgroup_path && rootless_caller ())
+    ret = rootless_pidns_pids (o.st.pid, pids, n, err);
+  else if (!o.st.cgroup_path)
+    ret = no_cgroup (id, "ps needs", err);
+  else
+    ret = cgroup_pids (o.st.cgroup_path, pids, n, err);
 out:
   asbx_container_close (&o);
   return ret;

@@ -28,6 +28,7 @@
 #include "linux/cgroup.h"
 #include "linux/cgroup_systemd.h"
 #include "runtime/rootless.h"
+#include "runtime/rootless_oci.h"
 #include "linux/idmap.h"
 #include "linux/ns.h"
 #include "linux/process.h"
@@ -390,7 +391,8 @@ create_record (const struct asbx_global *g, const struct asbx_create_opts *o, st
 static int
 register_audit_dir (const struct asbx_global *g, const char *dir, asbx_err_t *err)
 {
-  cleanup_free char *def = geteuid () != 0 ? asbx_user_audit_dir (err) : audit_dir_resolve (NULL, g->config_path, err);
+  cleanup_free char *def = asbx_uses_user_dirs () ? asbx_user_audit_dir (err)
+                                                  : audit_dir_resolve (NULL, g->config_path, err);
   if (!def)
     return -1;
   return audit_dirs_register (g->root, dir, def, err);
@@ -465,6 +467,9 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   if (!rootless_caller ()
       && !(c.cgroup_path = cgroup_resolve_path (spec->linux_->cgroups_path, o->id, g->systemd_cgroup, &c.cgroup_unit,
                                                 err)))
+    goto out;
+  /* no cgroup: what else linux.resources asks cannot be enforced (runtime/rootless_oci.h) */
+  if (!c.cgroup_path && rootless_caller () && rootless_oci_check (spec, config_path, err) < 0)
     goto out;
   add_listen_fds (spec, &preserve);
 

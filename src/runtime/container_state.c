@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,9 +134,22 @@ out:
   return ret;
 }
 
+/* list's OWNER: the name of the uid that created the container (runc prints the state dir's
+ * owner's name), or the number when passwd has none */
+static const char *
+owner_name (uid_t uid, char *buf, size_t n)
+{
+  struct passwd *pw = getpwuid (uid);
+  if (pw && pw->pw_name)
+    return pw->pw_name;
+  snprintf (buf, n, "#%u", (unsigned) uid);
+  return buf;
+}
+
 static void
 list_print_json_entry (yajl_gen gen, const struct asbx_state *st, enum asbx_status status)
 {
+  char ob[24];
 #define S(x) yajl_gen_string (gen, (const unsigned char *) (x), strlen (x))
   yajl_gen_map_open (gen);
   S ("ociVersion");
@@ -153,7 +167,7 @@ list_print_json_entry (yajl_gen gen, const struct asbx_state *st, enum asbx_stat
   S ("created");
   S (st->created ? st->created : "");
   S ("owner");
-  S (st->owner == 0 ? "root" : "");
+  S (owner_name (st->owner, ob, sizeof ob));
   S ("annotations");
   yajl_gen_map_open (gen);
   for (size_t i = 0; i < st->annotations.len; i++)
@@ -174,6 +188,7 @@ asbx_container_list (const struct asbx_global *g, const char *format, bool quiet
   struct dirent *de;
   bool json = format && strcmp (format, "json") == 0;
   yajl_gen gen = NULL;
+  char ob[24];
 
   if (format && !json && strcmp (format, "table") != 0)
     return asbx_error (err, 0, "invalid --format `%s`: expected table or json", format);
@@ -212,7 +227,8 @@ asbx_container_list (const struct asbx_global *g, const char *format, bool quiet
         list_print_json_entry (gen, &st, status);
       else
         printf ("%-12s %-8d %-10s %-40s %-30s %s\n", st.id, status == ASBX_STATUS_STOPPED ? 0 : st.pid,
-                asbx_status_name (status), st.bundle, st.created ? st.created : "", st.owner == 0 ? "root" : "");
+                asbx_status_name (status), st.bundle, st.created ? st.created : "",
+                owner_name (st.owner, ob, sizeof ob));
       asbx_state_free (&st);
     }
   if (json)

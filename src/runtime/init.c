@@ -31,6 +31,7 @@
 #include "runtime/policy_apply.h"
 #include "runtime/policy_pin.h"
 #include "runtime/process.h"
+#include "runtime/rootless_oci.h"
 #include "runtime/spawn.h"
 #include "runtime/sync.h"
 
@@ -151,7 +152,9 @@ init_main (struct init_args *a)
     .spec = spec,
     .rootfs = a->rootfs,
     .bundle = a->bundle,
-    .userns = (a->ns->new_flags | a->ns->join_flags) & CLONE_NEWUSER,
+    /* in a user namespace made by someone else (rootless Podman's) mknod is refused as in ours:
+     * device nodes are bind-mounted (runtime/rootless_oci.h) */
+    .userns = ((a->ns->new_flags | a->ns->join_flags) & CLONE_NEWUSER) || rootless_in_userns (),
     .new_cgroupns = a->ns->new_flags & CLONE_NEWCGROUP,
     .cgroup_path = a->cgroup_path,
     .readonly_recursive = a->plan && a->plan->active && a->plan->rootfs_readonly,
@@ -182,7 +185,9 @@ init_main (struct init_args *a)
    * before any of the container's code (hooks included) runs. The host's /proc is fine: the
    * sysctl acts on the writer's pid namespace. */
   bool userns = (a->ns->new_flags | a->ns->join_flags) & CLONE_NEWUSER;
-  if (!userns && policy_apply_memfd_noexec (a->plan, (a->ns->new_flags & CLONE_NEWPID) != 0, &err) < 0)
+  /* a caller without root in a user namespace of someone else's (rootless Podman) cannot write
+   * the sysctl either: as for its own user namespace, memfd_create stays refused by seccomp */
+  if (!userns && !a->rootless && policy_apply_memfd_noexec (a->plan, (a->ns->new_flags & CLONE_NEWPID) != 0, &err) < 0)
     fail (a, &err);
   /* 4. prestart + createRuntime hooks run in the runtime's namespaces: P runs them */
   if (policy_pin_send (mres.pin_notes, a->sync_fd, &err) < 0 || sync_recv (a->sync_fd, SYNC_PINS_DONE, &m, &err) < 0

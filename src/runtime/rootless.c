@@ -20,11 +20,12 @@
 #include "libocispec/oci_spec.h"
 #include "policy/plan.h"
 #include "runtime/rootless.h"
+#include "runtime/rootless_oci.h"
 
 bool
 rootless_caller (void)
 {
-  return geteuid () != 0;
+  return geteuid () != 0 || rootless_in_userns ();
 }
 
 static bool

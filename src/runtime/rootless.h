@@ -10,8 +10,10 @@
 struct policy_plan;
 struct oci_linux;
 
-/* true when agentsbx runs without root (euid != 0): no cgroup is made, the state root and audit
- * directory are the caller's own (runtime/userdirs.h) */
+/* true when agentsbx runs without the host's root: euid != 0, or euid 0 in a user namespace other
+ * than the initial one (rootless Podman runs its OCI runtime so; runtime/rootless_oci.h). No cgroup
+ * is made; for euid != 0 the state root and audit directory are the caller's own
+ * (runtime/userdirs.h) */
 bool rootless_caller (void);
 
 /* What a non-root caller's create cannot enforce, refused before anything is made (fail closed).

@@ -17,6 +17,7 @@
 
 #include "core/cleanup.h"
 #include "core/util.h"
+#include "runtime/rootless.h"
 #include "runtime/userdirs.h"
 
 /* path must be a directory owned by uid, mode 0700 (no group/other bits): made if missing */
@@ -43,6 +44,13 @@ own_private_dir (const char *path, const char *what, asbx_err_t *err)
                        "private directory of yours, or pass --root DIR",
                        what, path, (unsigned) st.st_uid, (unsigned) (st.st_mode & 07777), (unsigned) uid);
   return 0;
+}
+
+bool
+asbx_uses_user_dirs (void)
+{
+  const char *xdg = getenv ("XDG_RUNTIME_DIR");
+  return geteuid () != 0 || (rootless_caller () && xdg && *xdg);
 }
 
 char *

@@ -3,7 +3,16 @@
 #ifndef ASBX_RUNTIME_USERDIRS_H
 #define ASBX_RUNTIME_USERDIRS_H
 
+#include <stdbool.h>
+
 #include "core/error.h"
+
+/* true when the caller's state root and audit directory are its own (the two functions below)
+ * unless --root / --audit-dir name others: euid != 0, or euid 0 in a user namespace of someone
+ * else's (runtime/rootless.h) with XDG_RUNTIME_DIR set - rootless Podman's conmon calls the
+ * runtime there without --root, and crun then uses $XDG_RUNTIME_DIR too. Root of an unprivileged
+ * system container (no XDG_RUNTIME_DIR) keeps /run/agentsbx and /var/log/agentsbx, its own there. */
+bool asbx_uses_user_dirs (void);
 
 /* The state root of a non-root caller: $XDG_RUNTIME_DIR/agentsbx, or /tmp/agentsbx-<uid> when
  * the variable is unset or empty. The directory is created 0700 if missing; an existing one must
