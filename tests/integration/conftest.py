@@ -230,10 +230,12 @@ def session_dir():
 @pytest.fixture(scope="session")
 def probe_binary(session_dir):
     p = os.environ.get("AGENTSBX_PROBE") or os.path.join(TOP, "tests", "probe", "probe")
-    src = os.path.join(TOP, "tests", "probe", "probe.c")
-    if not os.path.exists(p) or os.path.getmtime(p) < os.path.getmtime(src):
+    d = os.path.join(TOP, "tests", "probe")
+    srcs = sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith((".c", ".h")))
+    if not os.path.exists(p) or os.path.getmtime(p) < max(os.path.getmtime(s) for s in srcs):
         p = os.path.join(session_dir, "probe")
-        subprocess.run(["gcc", "-static", "-O2", "-D_GNU_SOURCE", "-o", p, src], check=True)
+        subprocess.run(["gcc", "-static", "-O2", "-D_GNU_SOURCE", "-o", p]
+                       + [s for s in srcs if s.endswith(".c")], check=True)
     return p
 
 
