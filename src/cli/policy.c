@@ -1,7 +1,8 @@
 /* policy.c - `agentsbx policy check FILE...` and `agentsbx policy explain` (POLICY.md §1-§3):
  * validate policy documents, and show the effective policy of a runtime class (+ a bundle's
- * annotations). Options here; the work in runtime/policy_cmds.c. Both are read-only: no
- * container, no kernel state is touched. */
+ * annotations). `policy groups` and `policy profiles` list the two built-in tables (the build
+ * makes docs/policy-builtins.md from them). Options here; the work in runtime/policy_cmds.c. All
+ * are read-only: no container, no kernel state is touched. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,11 +17,15 @@ policy_usage (FILE *f)
 {
   fprintf (f, "usage: agentsbx policy check [--profiles-dir DIR] [--quiet] FILE...\n"
               "       agentsbx policy explain [--profile NAME | --policy FILE] [--bundle DIR] [--config FILE]\n"
-              "                               [--profiles-dir DIR] [--sandbox] [--json]\n\n"
+              "                               [--profiles-dir DIR] [--sandbox] [--json]\n"
+              "       agentsbx policy groups [--markdown]\n"
+              "       agentsbx policy profiles [--markdown]\n\n"
               "check     validate policy documents (unknown keys, values, extends); print each expanded\n"
               "explain   the effective policy (ceiling from --profile/--policy/the host config, request from\n"
               "          the bundle's io.agentsbx.* annotations) and the plan: mounts, Landlock rules, syscall\n"
-              "          groups, capabilities, network, limits, approvals, audit\n");
+              "          groups, capabilities, network, limits, approvals, audit\n"
+              "groups    the syscall groups of syscalls.deny, one a line: NAME and what it refuses\n"
+              "profiles  the built-in profiles, one a line: NAME and its description\n");
   return f == stdout ? 0 : 1;
 }
 
@@ -102,6 +107,30 @@ policy_explain_verb (struct asbx_global *g, int argc, char **argv)
   return 0;
 }
 
+/* `policy groups` / `policy profiles` [--markdown]: the built-in table `what`, one line per entry
+ * (NAME, spaces, its text), or with --markdown as the tables of docs/policy-builtins.md. */
+static int
+policy_list_verb (const char *what, int argc, char **argv)
+{
+  static const struct option opts[] = { { "markdown", no_argument, 0, 'm' },
+                                        { "help", no_argument, 0, 'h' },
+                                        { 0, 0, 0, 0 } };
+  bool md = false;
+  int c;
+  while ((c = getopt_long (argc, argv, "h", opts, NULL)) != -1)
+    switch (c)
+      {
+      case 'm': md = true; break;
+      case 'h': return policy_usage (stdout);
+      default: return cli_usage (what, "unknown option `%s`", argv[optind - 1]);
+      }
+  if (optind < argc)
+    return cli_usage (what, "unexpected argument `%s`", argv[optind]);
+  runtime_policy_list (strcmp (what, "policy groups") == 0 ? RUNTIME_POLICY_GROUPS : RUNTIME_POLICY_PROFILES, md,
+                       stdout);
+  return 0;
+}
+
 int
 cli_policy (struct asbx_global *g, int argc, char **argv)
 {
@@ -112,7 +141,11 @@ cli_policy (struct asbx_global *g, int argc, char **argv)
     return policy_check_verb (argc - 1, argv + 1);
   if (strcmp (argv[1], "explain") == 0)
     return policy_explain_verb (g, argc - 1, argv + 1);
+  if (strcmp (argv[1], "groups") == 0)
+    return policy_list_verb ("policy groups", argc - 1, argv + 1);
+  if (strcmp (argv[1], "profiles") == 0)
+    return policy_list_verb ("policy profiles", argc - 1, argv + 1);
   if (strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0 || strcmp (argv[1], "help") == 0)
     return policy_usage (stdout);
-  return cli_usage ("policy", "unknown subcommand `%s` (check, explain)", argv[1]);
+  return cli_usage ("policy", "unknown subcommand `%s` (check, explain, groups, profiles)", argv[1]);
 }

@@ -33,6 +33,15 @@ policy_builtin_profile (const char *name)
   return NULL;
 }
 
+const char *
+policy_builtin_name (size_t i)
+{
+  size_t n = 0;
+  while (policy_builtins[n].name && n < i)
+    n++;
+  return policy_builtins[n].name;
+}
+
 /* pdoc_lookup_fn: site profile DIR/NAME.json first (the admin may redefine a built-in), then
  * the built-in. `name` was validated by the caller. */
 static char *

@@ -70,4 +70,8 @@ char *policy_check (const char *json, size_t len, const char *source, const char
 /* Built-in profiles (contrib/profiles/NAME.json compiled in): the JSON text, or NULL. */
 const char *policy_builtin_profile (const char *name);
 
+/* The name of built-in profile number `i` (0-based, in the C-locale order of the file names), or
+ * NULL past the last: how `agentsbx policy profiles` lists them without a copy of the list. */
+const char *policy_builtin_name (size_t i);
+
 #endif

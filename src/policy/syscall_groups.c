@@ -1,4 +1,5 @@
-/* syscall_groups.c - the member syscalls of each policy syscall group (see the header).
+/* syscall_groups.c - the member syscalls of each policy syscall group, as data (the rules are
+ * written in the header's POLICY_SYSCALL_GROUPS; this file expands them).
  *
  * Conditions: seccomp sees only syscall arguments, never memory, so a group that is about
  * flags inside a struct (clone3's clone_args) refuses the whole call with ENOSYS, which libc
@@ -34,11 +35,10 @@
     name, argi, "SCMP_CMP_MASKED_EQ", 0xffffffffu, (v), e                                                              \
   }
 
-static const struct policy_syscall_rule io_uring_rules[] = {
-  ALWAYS ("io_uring_setup", EPERM),
-  ALWAYS ("io_uring_enter", EPERM),
-  ALWAYS ("io_uring_register", EPERM),
-};
+#define MASKED(name, argi, mask, v, e)                                                                                 \
+  {                                                                                                                    \
+    name, argi, "SCMP_CMP_MASKED_EQ", (mask), (v), e                                                                   \
+  }
 
 /* a new namespace of any kind (the user namespace is what matters; the others need
  * CAP_SYS_ADMIN, which only a new user namespace would give) */
@@ -47,54 +47,14 @@ static const struct policy_syscall_rule io_uring_rules[] = {
       FLAG (sc, argi, CLONE_NEWNET, EPERM), FLAG (sc, argi, CLONE_NEWIPC, EPERM),                                      \
       FLAG (sc, argi, CLONE_NEWUTS, EPERM), FLAG (sc, argi, CLONE_NEWCGROUP, EPERM),                                   \
       FLAG (sc, argi, CLONE_NEWTIME, EPERM)
-static const struct policy_syscall_rule userns_rules[] = {
-  NS_FLAGS ("unshare", 0),
-  NS_FLAGS ("clone", 0),
-  ALWAYS ("clone3", ENOSYS),
-  FLAG ("setns", 1, CLONE_NEWUSER, EPERM),
-};
 
-static const struct policy_syscall_rule bpf_rules[] = { ALWAYS ("bpf", EPERM) };
+/* each group's rules: one array per entry of POLICY_SYSCALL_GROUPS, named after its ID */
+#define RULES(id, n, d, ref, ...) static const struct policy_syscall_rule rules_##id[] = { __VA_ARGS__ };
+POLICY_SYSCALL_GROUPS (RULES)
+#undef RULES
 
-static const struct policy_syscall_rule keyring_rules[] = {
-  ALWAYS ("add_key", EPERM),
-  ALWAYS ("request_key", EPERM),
-  ALWAYS ("keyctl", EPERM),
-};
-
-static const struct policy_syscall_rule perf_rules[] = { ALWAYS ("perf_event_open", EPERM) };
-
-static const struct policy_syscall_rule ptrace_rules[] = {
-  ALWAYS ("ptrace", EPERM),
-  ALWAYS ("process_vm_readv", EPERM),
-  ALWAYS ("process_vm_writev", EPERM),
-  ALWAYS ("pidfd_getfd", EPERM),
-};
-
-static const struct policy_syscall_rule mount_rules[] = {
-  ALWAYS ("mount", EPERM),         ALWAYS ("umount2", EPERM),    ALWAYS ("pivot_root", EPERM),
-  ALWAYS ("fsopen", EPERM),        ALWAYS ("fsconfig", EPERM),   ALWAYS ("fsmount", EPERM),
-  ALWAYS ("fspick", EPERM),        ALWAYS ("move_mount", EPERM), ALWAYS ("open_tree", EPERM),
-  ALWAYS ("mount_setattr", EPERM),
-};
-
-static const struct policy_syscall_rule kmod_rules[] = {
-  ALWAYS ("init_module", EPERM),
-  ALWAYS ("finit_module", EPERM),
-  ALWAYS ("delete_module", EPERM),
-};
-
-static const struct policy_syscall_rule tiocsti_rules[] = {
-  EQ32 ("ioctl", 1, TIOCSTI, EPERM),
-  EQ32 ("ioctl", 1, TIOCLINUX, EPERM),
-};
-
-static const struct policy_syscall_rule raw_socket_rules[] = {
-  EQ32 ("socket", 0, AF_PACKET, EPERM),
-  { "socket", 1, "SCMP_CMP_MASKED_EQ", 0xf, SOCK_RAW, EPERM }, /* the type's low bits; SOCK_CLOEXEC etc. above */
-};
-
-#define GROUP(id, n, r, d) { n, POLICY_SYS_##id, r, sizeof (r) / sizeof ((r)[0]), d },
+#define GROUP(id, n, d, ref, ...)                                                                                      \
+  { n, POLICY_SYS_##id, rules_##id, sizeof (rules_##id) / sizeof (rules_##id[0]), d, ref },
 const struct policy_sysgroup policy_syscall_groups[] = { POLICY_SYSCALL_GROUPS (GROUP) };
 #undef GROUP
 const size_t policy_syscall_groups_len = sizeof (policy_syscall_groups) / sizeof (policy_syscall_groups[0]);

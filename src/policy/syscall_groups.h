@@ -2,39 +2,71 @@
  * each group's member syscalls, the argument conditions under which they are refused, and the
  * errno returned. Pure data: the compiler validates group names against it, the enforcement
  * (runtime/policy_process.c) turns the denied groups into one seccomp filter stacked on the OCI
- * filter, and docs/policy.md lists the same members. */
+ * filter, and `agentsbx policy groups` prints it (the build makes the schema's enum and
+ * docs/policy-groups.md from that output). */
 #ifndef ASBX_POLICY_SYSCALL_GROUPS_H
 #define ASBX_POLICY_SYSCALL_GROUPS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-/* THE list of the groups, one line each, in bit order:
- *   X (ID, "name in syscalls.deny", rules array of syscall_groups.c, "one line for policy explain")
- * Group ID's bit in policy_plan.deny_groups is POLICY_SYS_ID = 1u << its position. A new group is
- * one line here and its rules array in syscall_groups.c; test_policy checks that the schema enum,
- * docs/policy.md's table and test_policy_syscalls.py's GROUPS list exactly these names, and
- * test_syscall_groups that each rule is in the built filter. */
+/* THE list of the groups, one entry each, in bit order:
+ *   X (ID, "name in syscalls.deny", "one line for policy explain", "the reference text (markdown)",
+ *      rule, rule...)
+ * a rule being ALWAYS (syscall, errno), FLAG (syscall, arg, bit, errno), EQ32 (syscall, arg, value,
+ * errno) or MASKED (syscall, arg, mask, value, errno) (syscall_groups.c defines them, and the
+ * constants rules name must be in its includes). Group ID's bit in policy_plan.deny_groups is
+ * POLICY_SYS_ID = 1u << its position. A new group is one entry here and nothing else: the schema's
+ * syscalls.deny enum (docs/policy.schema.json) and the reference table (docs/policy-groups.md) are
+ * generated from it by `agentsbx policy groups` at build time, test_syscall_groups checks that each
+ * rule is in the built filter, and test_policy_syscalls.py runs the probe attempts that name the
+ * group (tests/probe/probe_escape.c). */
 #define POLICY_SYSCALL_GROUPS(X)                                                                                       \
-  X (IO_URING, "io_uring", io_uring_rules, "io_uring_setup, io_uring_enter, io_uring_register: EPERM")                 \
-  X (USERNS, "userns", userns_rules,                                                                                   \
+  X (IO_URING, "io_uring", "io_uring_setup, io_uring_enter, io_uring_register: EPERM",                                 \
+     "`io_uring_setup`, `io_uring_enter`, `io_uring_register` (EPERM)", ALWAYS ("io_uring_setup", EPERM),              \
+     ALWAYS ("io_uring_enter", EPERM), ALWAYS ("io_uring_register", EPERM))                                            \
+  X (USERNS, "userns",                                                                                                 \
      "unshare/clone with any CLONE_NEW* flag: EPERM; clone3: ENOSYS (libc falls back to clone); "                      \
-     "setns to a user namespace: EPERM")                                                                               \
-  X (BPF, "bpf", bpf_rules, "bpf: EPERM")                                                                              \
-  X (KEYRING, "keyring", keyring_rules, "add_key, request_key, keyctl: EPERM")                                         \
-  X (PERF, "perf", perf_rules, "perf_event_open: EPERM")                                                               \
-  X (PTRACE, "ptrace", ptrace_rules, "ptrace, process_vm_readv, process_vm_writev, pidfd_getfd: EPERM")                \
-  X (MOUNT, "mount", mount_rules,                                                                                      \
-     "mount, umount2, pivot_root, fsopen, fsconfig, fsmount, fspick, move_mount, open_tree, mount_setattr: EPERM")     \
-  X (KMOD, "kmod", kmod_rules, "init_module, finit_module, delete_module: EPERM")                                      \
-  X (TIOCSTI, "tiocsti", tiocsti_rules, "ioctl TIOCSTI, TIOCLINUX: EPERM")                                             \
-  X (RAW_SOCKETS, "raw-sockets", raw_socket_rules, "socket(AF_PACKET, ...), socket(..., SOCK_RAW, ...): EPERM")
+     "setns to a user namespace: EPERM",                                                                               \
+     "`unshare` and `clone` when flags contain any of `CLONE_NEWUSER`, `CLONE_NEWNS`, `CLONE_NEWPID`, "                \
+     "`CLONE_NEWNET`, `CLONE_NEWIPC`, `CLONE_NEWUTS`, `CLONE_NEWCGROUP`, `CLONE_NEWTIME` (EPERM, one rule per "        \
+     "flag); `clone3` always (ENOSYS: its flags are in memory seccomp cannot read, so libc falls back to "             \
+     "`clone`); `setns` with nstype `CLONE_NEWUSER` (EPERM)",                                                          \
+     NS_FLAGS ("unshare", 0), NS_FLAGS ("clone", 0), ALWAYS ("clone3", ENOSYS),                                        \
+     FLAG ("setns", 1, CLONE_NEWUSER, EPERM))                                                                          \
+  X (BPF, "bpf", "bpf: EPERM", "`bpf` (EPERM)", ALWAYS ("bpf", EPERM))                                                 \
+  X (KEYRING, "keyring", "add_key, request_key, keyctl: EPERM", "`add_key`, `request_key`, `keyctl` (EPERM)",          \
+     ALWAYS ("add_key", EPERM), ALWAYS ("request_key", EPERM), ALWAYS ("keyctl", EPERM))                               \
+  X (PERF, "perf", "perf_event_open: EPERM", "`perf_event_open` (EPERM)", ALWAYS ("perf_event_open", EPERM))           \
+  X (PTRACE, "ptrace", "ptrace, process_vm_readv, process_vm_writev, pidfd_getfd: EPERM",                              \
+     "`ptrace`, `process_vm_readv`, `process_vm_writev`, `pidfd_getfd` (EPERM; pidfd_getfd makes the same "            \
+     "ptrace-attach check)",                                                                                           \
+     ALWAYS ("ptrace", EPERM), ALWAYS ("process_vm_readv", EPERM), ALWAYS ("process_vm_writev", EPERM),                \
+     ALWAYS ("pidfd_getfd", EPERM))                                                                                    \
+  X (MOUNT, "mount",                                                                                                   \
+     "mount, umount2, pivot_root, fsopen, fsconfig, fsmount, fspick, move_mount, open_tree, mount_setattr: EPERM",     \
+     "`mount`, `umount2`, `pivot_root`, `fsopen`, `fsconfig`, `fsmount`, `fspick`, `move_mount`, `open_tree`, "        \
+     "`mount_setattr` (EPERM)",                                                                                        \
+     ALWAYS ("mount", EPERM), ALWAYS ("umount2", EPERM), ALWAYS ("pivot_root", EPERM), ALWAYS ("fsopen", EPERM),       \
+     ALWAYS ("fsconfig", EPERM), ALWAYS ("fsmount", EPERM), ALWAYS ("fspick", EPERM), ALWAYS ("move_mount", EPERM),    \
+     ALWAYS ("open_tree", EPERM), ALWAYS ("mount_setattr", EPERM))                                                     \
+  X (KMOD, "kmod", "init_module, finit_module, delete_module: EPERM",                                                  \
+     "`init_module`, `finit_module`, `delete_module` (EPERM)", ALWAYS ("init_module", EPERM),                          \
+     ALWAYS ("finit_module", EPERM), ALWAYS ("delete_module", EPERM))                                                  \
+  X (TIOCSTI, "tiocsti", "ioctl TIOCSTI, TIOCLINUX: EPERM",                                                            \
+     "`ioctl` with request (low 32 bits) `TIOCSTI` or `TIOCLINUX` (EPERM; the kernel reads the request as 32 "         \
+     "bits, so the upper half is masked off)",                                                                         \
+     EQ32 ("ioctl", 1, TIOCSTI, EPERM), EQ32 ("ioctl", 1, TIOCLINUX, EPERM))                                           \
+  X (RAW_SOCKETS, "raw-sockets", "socket(AF_PACKET, ...), socket(..., SOCK_RAW, ...): EPERM",                          \
+     "`socket` with domain (low 32 bits) `AF_PACKET`, or type `& 0xf` = `SOCK_RAW` (EPERM; "                           \
+     "`SOCK_NONBLOCK`/`SOCK_CLOEXEC` are masked off)",                                                                 \
+     EQ32 ("socket", 0, AF_PACKET, EPERM), MASKED ("socket", 1, 0xf, SOCK_RAW, EPERM))
 
 /* POLICY_SYSI_ID: the group's position in the list (and in policy_syscall_groups[]) */
 // clang-format off
 enum policy_syscall_group_index
 {
-#define POLICY_SYSI_(id, name, rules, doc) POLICY_SYSI_##id,
+#define POLICY_SYSI_(id, name, doc, ref, ...) POLICY_SYSI_##id,
   POLICY_SYSCALL_GROUPS (POLICY_SYSI_)
 #undef POLICY_SYSI_
   POLICY_SYSI_COUNT
@@ -43,7 +75,7 @@ enum policy_syscall_group_index
 /* POLICY_SYS_ID: the group's bit in policy_plan.deny_groups (unsigned: at most 32 groups) */
 enum policy_syscall_group
 {
-#define POLICY_SYS_(id, name, rules, doc) POLICY_SYS_##id = 1u << POLICY_SYSI_##id,
+#define POLICY_SYS_(id, name, doc, ref, ...) POLICY_SYS_##id = 1u << POLICY_SYSI_##id,
   POLICY_SYSCALL_GROUPS (POLICY_SYS_)
 #undef POLICY_SYS_
 };
@@ -66,7 +98,8 @@ struct policy_sysgroup
   unsigned bit;     /* POLICY_SYS_* above */
   const struct policy_syscall_rule *rules;
   size_t rules_len;
-  const char *doc; /* one line for docs/policy.md and `policy explain` */
+  const char *doc; /* one line for `policy explain` */
+  const char *ref; /* the reference text of docs/policy-groups.md (markdown, one paragraph) */
 };
 
 /* POLICY_SYSCALL_GROUPS as data, in the same order (policy_syscall_groups[POLICY_SYSI_ID]) */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <yajl/yajl_tree.h>
 
 #include "core/cleanup.h"
 #include "core/util.h"
@@ -188,4 +189,34 @@ runtime_policy_explain (const struct runtime_policy_query *q, FILE *out, asbx_er
     r = explain_text (out, p, err);
   policy_plan_free (p);
   return r;
+}
+
+/* A built-in profile's "description" (heap), or "" when it has none. */
+static char *
+builtin_description (const char *name)
+{
+  const char *path[] = { "description", NULL };
+  yajl_val tree = yajl_tree_parse (policy_builtin_profile (name), NULL, 0);
+  yajl_val d = tree ? yajl_tree_get (tree, path, yajl_t_string) : NULL;
+  char *out = xstrdup (d ? YAJL_GET_STRING (d) : "");
+  yajl_tree_free (tree);
+  return out;
+}
+
+void
+runtime_policy_list (enum runtime_policy_table t, bool markdown, FILE *out)
+{
+  bool groups = t == RUNTIME_POLICY_GROUPS;
+  if (markdown)
+    fputs (groups ? "| group | members (errno) |\n|---|---|\n" : "| profile | description |\n|---|---|\n", out);
+  if (groups)
+    for (size_t i = 0; i < policy_syscall_groups_len; i++)
+      fprintf (out, markdown ? "| `%s` | %s |\n" : "%-12s %s\n", policy_syscall_groups[i].name,
+               markdown ? policy_syscall_groups[i].ref : policy_syscall_groups[i].doc);
+  else
+    for (size_t i = 0; policy_builtin_name (i); i++)
+      {
+        cleanup_free char *d = builtin_description (policy_builtin_name (i));
+        fprintf (out, markdown ? "| `%s` | %s |\n" : "%-12s %s\n", policy_builtin_name (i), d);
+      }
 }

@@ -37,4 +37,16 @@ struct runtime_policy_query
  * the last case the report up to the ruleset has been written. Nothing else is touched. */
 int runtime_policy_explain (const struct runtime_policy_query *q, FILE *out, asbx_err_t *err);
 
+/* The built-in tables `agentsbx policy groups` and `policy profiles` list. */
+enum runtime_policy_table
+{
+  RUNTIME_POLICY_GROUPS,   /* the syscall groups of policy/syscall_groups.h: name, what it refuses */
+  RUNTIME_POLICY_PROFILES, /* the built-in profiles (contrib/profiles/NAME.json): name, description */
+};
+
+/* Write table `t` to `out`: one line per entry (the name, spaces, its text), or with `markdown`
+ * the table the build puts in docs/policy-builtins.md (for the groups with every member, its
+ * argument condition and errno). Reads nothing but the tables compiled in; no error. */
+void runtime_policy_list (enum runtime_policy_table t, bool markdown, FILE *out);
+
 #endif

@@ -299,16 +299,18 @@ expect_group_names (const char *what, char **names, size_t n)
     free (names[i]);
 }
 
-/* docs/policy.schema.json's syscalls.deny enum */
+/* the build's docs/policy.schema.json (made from docs/policy.schema.json.in and `agentsbx policy
+ * groups`): its syscalls.deny enum */
 static void
 test_groups_schema (void **state)
 {
-  cleanup_free char *text = slurp (TOP_SRCDIR "/docs/policy.schema.json");
+  cleanup_free char *text = slurp (TOP_BUILDDIR "/docs/policy.schema.json");
   const char *path[] = { "properties", "syscalls", "properties", "deny", "items", "enum", NULL };
   char errbuf[256] = "";
   char *names[64];
   size_t n = 0;
-  assert_non_null (text);
+  if (text == NULL)
+    fail_msg ("docs/policy.schema.json not built (make)");
   yajl_val tree = yajl_tree_parse (text, errbuf, sizeof (errbuf));
   if (tree == NULL)
     fail_msg ("docs/policy.schema.json: %s", errbuf);
@@ -320,32 +322,39 @@ test_groups_schema (void **state)
   expect_group_names ("docs/policy.schema.json syscalls.deny enum", names, n);
 }
 
-/* the first column ("| `NAME` |") of docs/policy.md's table under "### 2.3 syscalls.deny", and the
- * keys ('    "NAME":') of tests/integration/test_policy_syscalls.py's GROUPS (a group with no
- * probe attempt there would be untested) */
-static void
-test_groups_docs_and_tests (void **state)
+/* the first column ("| `NAME` |") of the table after `heading` in the build's
+ * docs/policy-builtins.md: `names` gets up to `max` heap strings, returns how many */
+static size_t
+builtins_md_names (const char *heading, char **names, size_t max)
 {
-  char *names[64];
+  cleanup_free char *md = slurp (TOP_BUILDDIR "/docs/policy-builtins.md");
   size_t n = 0;
-  cleanup_free char *md = slurp (TOP_SRCDIR "/docs/policy.md");
-  assert_non_null (md);
-  const char *p = strstr (md, "\n### 2.3 syscalls.deny");
+  if (md == NULL)
+    fail_msg ("docs/policy-builtins.md not built (make)");
+  const char *p = strstr (md, heading);
   assert_non_null (p);
   p = strstr (p, "\n|---");
   assert_non_null (p);
-  for (p = strchr (p + 1, '\n'); p && strncmp (p, "\n| `", 4) == 0 && n < 64; p = strchr (p + 1, '\n'))
+  for (p = strchr (p + 1, '\n'); p && strncmp (p, "\n| `", 4) == 0 && n < max; p = strchr (p + 1, '\n'))
     names[n++] = xasprintf ("%.*s", (int) strcspn (p + 4, "`"), p + 4);
-  expect_group_names ("docs/policy.md §2.3 table", names, n);
+  return n;
+}
 
-  n = 0;
-  cleanup_free char *py = slurp (TOP_SRCDIR "/tests/integration/test_policy_syscalls.py");
-  assert_non_null (py);
-  p = strstr (py, "\nGROUPS = {\n");
-  assert_non_null (p);
-  for (p = strchr (p + 1, '\n'); p && strncmp (p, "\n    \"", 6) == 0 && n < 64; p = strchr (p + 1, '\n'))
-    names[n++] = xasprintf ("%.*s", (int) strcspn (p + 6, "\""), p + 6);
-  expect_group_names ("tests/integration/test_policy_syscalls.py GROUPS", names, n);
+/* docs/policy-builtins.md (generated) lists every syscall group and every built-in profile */
+static void
+test_builtins_md (void **state)
+{
+  char *names[64];
+  size_t n = builtins_md_names ("\n## Syscall groups", names, 64);
+  expect_group_names ("docs/policy-builtins.md syscall groups", names, n);
+  n = builtins_md_names ("\n## Profiles", names, 64);
+  size_t i = 0;
+  for (; i < n && policy_builtin_name (i); i++)
+    assert_string_equal (names[i], policy_builtin_name (i));
+  assert_int_equal (i, n);
+  assert_null (policy_builtin_name (i));
+  for (i = 0; i < n; i++)
+    free (names[i]);
 }
 
 static void
@@ -491,16 +500,11 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_golden),
-    cmocka_unit_test (test_builtins_match_json),
-    cmocka_unit_test (test_builtins_check),
-    cmocka_unit_test (test_groups_schema),
-    cmocka_unit_test (test_groups_docs_and_tests),
-    cmocka_unit_test (test_sizes_durations),
-    cmocka_unit_test (test_domains),
-    cmocka_unit_test (test_cidrs),
-    cmocka_unit_test (test_paths),
-    cmocka_unit_test (test_sha256),
+    cmocka_unit_test (test_golden),         cmocka_unit_test (test_builtins_match_json),
+    cmocka_unit_test (test_builtins_check), cmocka_unit_test (test_groups_schema),
+    cmocka_unit_test (test_builtins_md),    cmocka_unit_test (test_sizes_durations),
+    cmocka_unit_test (test_domains),        cmocka_unit_test (test_cidrs),
+    cmocka_unit_test (test_paths),          cmocka_unit_test (test_sha256),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }
