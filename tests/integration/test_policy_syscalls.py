@@ -7,26 +7,49 @@ group's errno -- while the same bundle without a policy (the control run) gets p
 escape attempt of the issue must fail under `--profile agent`.
 """
 
+import json
+import os
+import subprocess
+
 import pytest
 
 from policyutil import PROBE, policy_bundle, prun, script, steps_out
 
 pytestmark = pytest.mark.agentsbx_only("agent policy")
 
-# group -> [(attempt, errno the policy answers)]
-GROUPS = {
-    "io_uring": [("io_uring", "EPERM")],
-    "userns": [("userns", "EPERM"), ("clone3", "ENOSYS")],
-    "bpf": [("bpf", "EPERM")],
-    "keyring": [("keyctl", "EPERM"), ("add_key", "EPERM")],
-    "perf": [("perf", "EPERM")],
-    "ptrace": [("ptrace", "EPERM"), ("ptrace_sibling", "EPERM")],
-    "mount": [("mount", "EPERM"), ("fsopen", "EPERM")],
-    "kmod": [("kmod", "EPERM")],
-    "tiocsti": [("tiocsti", "EPERM"), ("tioclinux", "EPERM")],
-    "raw-sockets": [("packet", "EPERM"), ("rawip", "EPERM")],
-}
-ALL = [a for g in GROUPS.values() for a, _ in g]
+
+def _table_groups():
+    """The groups of the runtime's own table (`agentsbx policy groups`), none for runc."""
+    b = os.environ.get("AGENTSBX_RUNTIME") or os.path.join(os.path.dirname(__file__), "..", "..", "agentsbx")
+    try:
+        r = subprocess.run([b, "policy", "groups"], capture_output=True, text=True, timeout=30)
+    except OSError:
+        return []
+    return [line.split()[0] for line in r.stdout.splitlines() if line.strip()] if r.returncode == 0 else []
+
+
+TABLE_GROUPS = _table_groups()
+
+
+@pytest.fixture(scope="module")
+def attempts(probe_binary):
+    """group -> [(attempt, errno the policy answers, answers without a policy)], in the probe's
+    order (`probe escape list`, tests/probe/probe_escape.c)."""
+    r = subprocess.run([probe_binary, "escape", "list"], capture_output=True, text=True, check=True)
+    groups = {}
+    for a in json.loads(r.stdout)["attempts"]:
+        groups.setdefault(a["group"], []).append((a["name"], a["refused"], tuple(a["control"])))
+    return groups
+
+
+@pytest.fixture(scope="module")
+def GROUPS(attempts):
+    return {g: [(n, e) for n, e, _ in v] for g, v in attempts.items()}
+
+
+@pytest.fixture(scope="module")
+def ALL(GROUPS):
+    return [a for g in GROUPS.values() for a, _ in g]
 
 EXTRA_CAPS = ["CAP_SYS_ADMIN", "CAP_SYS_PTRACE", "CAP_NET_RAW", "CAP_BPF", "CAP_PERFMON",
               "CAP_SYS_MODULE"]
@@ -56,20 +79,24 @@ def run_attempts(rt, b, names, **kw):
 
 
 @pytest.fixture
-def control(rt, capbundle):
+def control(rt, capbundle, attempts, ALL):
     """Without any policy the attempts get past seccomp (the refusals below are the policy's)."""
     res = run_attempts(rt, capbundle, ALL, profile=None)
-    reachable = {"bpf": "EINVAL", "perf": "EFAULT", "kmod": ("EBADF", "ENOSYS"),
-                 "tioclinux": ("EINVAL", "ENOTTY", "ok")}
-    for n in ALL:
-        want = reachable.get(n, "ok")
-        assert res[n] in (want if isinstance(want, tuple) else (want,)), \
-            f"control: {n} -> {res[n]} without a policy"
+    for n, _, want in (a for v in attempts.values() for a in v):
+        assert res[n] in want, f"control: {n} -> {res[n]} without a policy"
     return res
 
 
-@pytest.mark.parametrize("group", sorted(GROUPS))
-def test_group_refused_with_its_errno(rt, capbundle, control, group):
+def test_every_group_has_an_attempt(rt, attempts):
+    """Each group of the runtime's table has a probe attempt, and each attempt names a group."""
+    assert TABLE_GROUPS, "agentsbx policy groups listed nothing"
+    assert sorted(attempts) == sorted(TABLE_GROUPS), \
+        f"probe escape list covers {sorted(attempts)}, agentsbx policy groups lists {sorted(TABLE_GROUPS)}"
+
+
+@pytest.mark.parametrize("group", sorted(TABLE_GROUPS))
+def test_group_refused_with_its_errno(rt, capbundle, control, group, GROUPS):
+    assert group in GROUPS, f"no probe attempt for group {group} (tests/probe/probe_escape.c)"
     pol = {"version": 1, "syscalls": {"deny": [group]}}
     names = [a for a, _ in GROUPS[group]]
     res = run_attempts(rt, capbundle, names, profile=None, policy=pol)
@@ -84,14 +111,14 @@ def test_group_refused_with_its_errno(rt, capbundle, control, group):
         assert res2[n] == control[n], f"deny [{group}] also changed {n}: {res2[n]}"
 
 
-def test_agent_profile_refuses_every_escape(rt, capbundle):
+def test_agent_profile_refuses_every_escape(rt, capbundle, GROUPS, ALL):
     """The issue's escape list under --profile agent, on a bundle asking for powerful caps."""
     names = ALL
     res = run_attempts(rt, capbundle, names, profile="agent")
     worked = {n: v for n, v in res.items() if v == "ok"}
     assert not worked, f"escapes that worked under --profile agent: {worked}"
-    for group, attempts in GROUPS.items():
-        for name, errno in attempts:
+    for group, tried in GROUPS.items():
+        for name, errno in tried:
             assert res[name] == errno, f"{group}/{name} under agent: {res[name]}"
 
 

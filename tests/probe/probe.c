@@ -9,7 +9,7 @@
  *
  * Usage: probe report | write PATH [DATA] | openw PATH | mapx PATH | stat PATH | readlink PATH | exit N |
  *        sleep SEC | ls DIR | catfile PATH | sysctl KEY | clock | kill PID SIG |
- *        syscall NAME|NR [ARG...] | int80 NR [ARG...] | escape NAME | exewatch SEC |
+ *        syscall NAME|NR [ARG...] | int80 NR [ARG...] | escape NAME | escape list | exewatch SEC |
  *        read PATH | link OLD NEW | rename OLD NEW | symlink TARGET NEW | mkdir PATH | exec PATH [ARG...] |
  *        forks N
  * Active checks print one JSON object; a failed syscall is reported by errno name and makes the
@@ -26,7 +26,7 @@ usage (void)
 {
   fputs ("usage: probe report | write PATH [DATA] | openw PATH | mapx PATH | stat PATH | readlink PATH |"
          " exit N | sleep SEC | ls DIR | catfile PATH | sysctl KEY | clock | syscall NAME|NR [ARG..] |"
-         " int80 NR [ARG..] | escape NAME | exewatch SEC | read PATH | link OLD NEW |"
+         " int80 NR [ARG..] | escape NAME | escape list | exewatch SEC | read PATH | link OLD NEW |"
          " rename OLD NEW | symlink TARGET NEW | mkdir PATH | exec PATH [ARG..] | forks N |"
          " unix MODE PATH [CWD] | unixrace ALLOWED DENIED N | unixhold SEC | unixsteal PID FD PATH\n",
          stderr);
@@ -68,6 +68,8 @@ main (int argc, char **argv)
     rc = cmd_syscall (argc - 2, argv + 2);
   else if (strcmp (c, "int80") == 0 && argc >= 3)
     rc = cmd_int80 (argc - 2, argv + 2);
+  else if (strcmp (c, "escape") == 0 && argc == 3 && strcmp (argv[2], "list") == 0)
+    rc = cmd_escape_list ();
   else if (strcmp (c, "escape") == 0 && argc == 3)
     rc = cmd_escape (argv[2]);
   else if (strcmp (c, "forks") == 0 && argc == 3)

@@ -81,6 +81,7 @@ int cmd_exewatch (const char *secs);
 
 /* probe_escape.c */
 int cmd_escape (const char *name);
+int cmd_escape_list (void);
 
 /* probe_unix.c */
 int cmd_unix (const char *mode, const char *path, const char *cwd);

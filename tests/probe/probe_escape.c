@@ -5,6 +5,55 @@
 
 /* ---- escape attempts (added for tests/escape) ---- */
 
+/* The attempts each policy syscall group must refuse (test_policy_syscalls.py runs every one,
+ * and fails for a group of `agentsbx policy groups` that no attempt names): the attempt, its
+ * group, the errno the policy answers with, and the answers it gets without a policy (a reachable
+ * call: success, or the kernel's own refusal of our malformed arguments). A new group is one line
+ * here and its attempt in cmd_escape. */
+static const struct
+{
+  const char *name, *group, *refused, *control;
+} group_attempts[] = {
+  { "io_uring", "io_uring", "EPERM", "ok" },     { "userns", "userns", "EPERM", "ok" },
+  { "clone3", "userns", "ENOSYS", "ok" },        { "bpf", "bpf", "EPERM", "EINVAL" },
+  { "keyctl", "keyring", "EPERM", "ok" },        { "add_key", "keyring", "EPERM", "ok" },
+  { "perf", "perf", "EPERM", "EFAULT" },         { "ptrace", "ptrace", "EPERM", "ok" },
+  { "ptrace_sibling", "ptrace", "EPERM", "ok" }, { "mount", "mount", "EPERM", "ok" },
+  { "fsopen", "mount", "EPERM", "ok" },          { "kmod", "kmod", "EPERM", "EBADF ENOSYS" },
+  { "tiocsti", "tiocsti", "EPERM", "ok" },       { "tioclinux", "tiocsti", "EPERM", "EINVAL ENOTTY ok" },
+  { "packet", "raw-sockets", "EPERM", "ok" },    { "rawip", "raw-sockets", "EPERM", "ok" },
+};
+
+/* escape list: the table above as {"op":"escape-list","attempts":[{"name","group","refused",
+ * "control":[errno names or "ok"]}...]} */
+int
+cmd_escape_list (void)
+{
+  obj_open ();
+  kstr ("op", "escape-list");
+  key ("attempts");
+  arr_open ();
+  for (size_t i = 0; i < sizeof (group_attempts) / sizeof (group_attempts[0]); i++)
+    {
+      char ctl[64];
+      snprintf (ctl, sizeof (ctl), "%s", group_attempts[i].control);
+      obj_open ();
+      kstr ("name", group_attempts[i].name);
+      kstr ("group", group_attempts[i].group);
+      kstr ("refused", group_attempts[i].refused);
+      key ("control");
+      arr_open ();
+      for (char *sp, *t = strtok_r (ctl, " ", &sp); t; t = strtok_r (NULL, " ", &sp))
+        vstr (t);
+      arr_close ();
+      obj_close ();
+    }
+  arr_close ();
+  obj_close ();
+  putchar ('\n');
+  return 0;
+}
+
 /* escape NAME: one attempt a sandbox must refuse, made the way hostile code would make it.
  * NAME: io_uring (io_uring_setup), ptrace (PTRACE_ATTACH to a child of ours: allowed by the
  * kernel without CAP_SYS_PTRACE, so only a filter stops it), userns (unshare CLONE_NEWUSER),
