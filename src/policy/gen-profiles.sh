@@ -2,8 +2,9 @@
 # gen-profiles.sh DIR - write (to stdout) the C file that compiles the built-in profiles into the
 # binary as string literals: every DIR/*.json, in C-locale name order, the profile's name being the
 # file name without .json. Run by src/policy/local.am on every build (the output file is only
-# rewritten when it changes); the output is checked in (src/policy/profiles_data.c) and test_policy
-# asserts that it holds exactly the JSON files of contrib/profiles, byte for byte.
+# rewritten when it changes); the output (src/policy/profiles_data.c in the build tree) is not
+# checked in, and test_policy asserts that it holds exactly the JSON files of contrib/profiles,
+# byte for byte.
 set -eu
 LC_ALL=C
 export LC_ALL
