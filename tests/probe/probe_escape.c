@@ -10,19 +10,29 @@
  * group, the errno the policy answers with, and the answers it gets without a policy (a reachable
  * call: success, or the kernel's own refusal of our malformed arguments). A new group is one line
  * here and its attempt in cmd_escape. */
+// clang-format off
 static const struct
 {
   const char *name, *group, *refused, *control;
 } group_attempts[] = {
-  { "io_uring", "io_uring", "EPERM", "ok" },     { "userns", "userns", "EPERM", "ok" },
-  { "clone3", "userns", "ENOSYS", "ok" },        { "bpf", "bpf", "EPERM", "EINVAL" },
-  { "keyctl", "keyring", "EPERM", "ok" },        { "add_key", "keyring", "EPERM", "ok" },
-  { "perf", "perf", "EPERM", "EFAULT" },         { "ptrace", "ptrace", "EPERM", "ok" },
-  { "ptrace_sibling", "ptrace", "EPERM", "ok" }, { "mount", "mount", "EPERM", "ok" },
-  { "fsopen", "mount", "EPERM", "ok" },          { "kmod", "kmod", "EPERM", "EBADF ENOSYS" },
-  { "tiocsti", "tiocsti", "EPERM", "ok" },       { "tioclinux", "tiocsti", "EPERM", "EINVAL ENOTTY ok" },
-  { "packet", "raw-sockets", "EPERM", "ok" },    { "rawip", "raw-sockets", "EPERM", "ok" },
+  { "io_uring", "io_uring", "EPERM", "ok" },
+  { "userns", "userns", "EPERM", "ok" },
+  { "clone3", "userns", "ENOSYS", "ok" },
+  { "bpf", "bpf", "EPERM", "EINVAL" },
+  { "keyctl", "keyring", "EPERM", "ok" },
+  { "add_key", "keyring", "EPERM", "ok" },
+  { "perf", "perf", "EPERM", "EFAULT" },
+  { "ptrace", "ptrace", "EPERM", "ok" },
+  { "ptrace_sibling", "ptrace", "EPERM", "ok" },
+  { "mount", "mount", "EPERM", "ok" },
+  { "fsopen", "mount", "EPERM", "ok" },
+  { "kmod", "kmod", "EPERM", "EBADF ENOSYS" },
+  { "tiocsti", "tiocsti", "EPERM", "ok" },
+  { "tioclinux", "tiocsti", "EPERM", "EINVAL ENOTTY ok" },
+  { "packet", "raw-sockets", "EPERM", "ok" },
+  { "rawip", "raw-sockets", "EPERM", "ok" },
 };
+// clang-format on
 
 /* escape list: the table above as {"op":"escape-list","attempts":[{"name","group","refused",
  * "control":[errno names or "ok"]}...]} */
