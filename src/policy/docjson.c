@@ -46,13 +46,12 @@ gen_strs (yajl_gen g, const char *key, const struct pdoc_strs *s)
 static void
 gen_net (yajl_gen g, const struct pdoc *d)
 {
-  static const char *const modes[] = { "open", "none", "filtered" };
   S (g, "network");
   yajl_gen_map_open (g);
   if (d->net_mode >= 0)
     {
       S (g, "mode");
-      S (g, modes[d->net_mode]);
+      S (g, policy_net_mode_names[d->net_mode]);
     }
   gen_strs (g, "allowedDomains", &d->allowed_domains);
   gen_strs (g, "deniedDomains", &d->denied_domains);
@@ -108,7 +107,7 @@ gen_approvals (yajl_gen g, const struct pdoc *d)
   if (d->approvals_network >= 0)
     {
       S (g, "network");
-      S (g, d->approvals_network == POLICY_APPROVAL_ASK ? "ask" : "deny");
+      S (g, policy_approval_names[d->approvals_network]);
     }
   if (d->approvals_timeout.set)
     {
@@ -118,7 +117,7 @@ gen_approvals (yajl_gen g, const struct pdoc *d)
   if (d->on_timeout_allow >= 0)
     {
       S (g, "onTimeout");
-      S (g, d->on_timeout_allow ? "allow" : "deny");
+      S (g, policy_on_timeout_names[d->on_timeout_allow]);
     }
   yajl_gen_map_close (g);
 }
@@ -168,7 +167,7 @@ gen_small (yajl_gen g, const struct pdoc *d)
       if (d->audit_on_full >= 0)
         {
           S (g, "onFull");
-          S (g, d->audit_on_full ? "continue" : "kill");
+          S (g, policy_on_full_names[d->audit_on_full]);
         }
       yajl_gen_map_close (g);
     }

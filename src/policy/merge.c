@@ -173,8 +173,6 @@ union_strs (const struct pdoc_strs *a, const struct pdoc_strs *b, struct pdoc_st
   out->set = a->set || b->set;
 }
 
-static const char *const mode_names[] = { "open", "none", "filtered" };
-
 /* none < filtered < open */
 static int
 mode_rank (int mode)
@@ -222,8 +220,8 @@ intersect_net (struct widen *w, const struct pdoc *c, const struct pdoc *r, stru
   e->net_mode = r->net_mode >= 0 ? r->net_mode : c->net_mode;
   if (r->net_mode >= 0 && c->net_mode >= 0 && mode_rank (r->net_mode) > mode_rank (c->net_mode))
     {
-      cleanup_free char *q = oci_quote (mode_names[r->net_mode]);
-      cleanup_free char *cq = oci_quote (mode_names[c->net_mode]);
+      cleanup_free char *q = oci_quote (policy_net_mode_names[r->net_mode]);
+      cleanup_free char *cq = oci_quote (policy_net_mode_names[c->net_mode]);
       widen_report (w, "network.mode", q, 1, cq);
       e->net_mode = c->net_mode;
     }
@@ -299,9 +297,6 @@ intersect_rank (struct widen *w, const char *field, int c, int r, const char *co
 static void
 intersect_rest (struct widen *w, const struct pdoc *c, const struct pdoc *r, struct pdoc *e)
 {
-  static const char *const approvals[] = { "deny", "ask" };
-  static const char *const on_timeout[] = { "deny", "allow" };
-  static const char *const on_full[] = { "kill", "continue" };
   e->deny_groups_set = c->deny_groups_set || r->deny_groups_set;
   e->deny_groups = c->deny_groups | r->deny_groups;
   /* true is the narrower: a request may turn it on, never off */
@@ -327,14 +322,16 @@ intersect_rest (struct widen *w, const struct pdoc *c, const struct pdoc *r, str
       widen_report (w, "limits.cpus", num, 1, det);
       e->cpus = c->cpus;
     }
-  intersect_rank (w, "approvals.network", c->approvals_network, r->approvals_network, approvals, &e->approvals_network);
+  intersect_rank (w, "approvals.network", c->approvals_network, r->approvals_network, policy_approval_names,
+                  &e->approvals_network);
   intersect_u64 (w, "approvals.timeoutSeconds", c->approvals_timeout, r->approvals_timeout, &e->approvals_timeout);
-  intersect_rank (w, "approvals.onTimeout", c->on_timeout_allow, r->on_timeout_allow, on_timeout, &e->on_timeout_allow);
+  intersect_rank (w, "approvals.onTimeout", c->on_timeout_allow, r->on_timeout_allow, policy_on_timeout_names,
+                  &e->on_timeout_allow);
   e->audit_set = c->audit_set || r->audit_set;
   e->audit_events = c->audit_events | r->audit_events;
   /* audit.onFull: continue is wider than kill; an unset ceiling means the default, kill */
   intersect_rank (w, "audit.onFull", c->audit_on_full < 0 && r->audit_on_full >= 0 ? 0 : c->audit_on_full,
-                  r->audit_on_full, on_full, &e->audit_on_full);
+                  r->audit_on_full, policy_on_full_names, &e->audit_on_full);
   /* degrade: an unset ceiling accepts no degradation */
   struct pdoc_strs none = { .set = true };
   intersect_strs (w, "degrade", c->degrade.set ? &c->degrade : &none, &r->degrade, NULL, &e->degrade);

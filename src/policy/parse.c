@@ -228,12 +228,11 @@ parse_net (struct oci_ctx *c, yajl_val net, struct pdoc *d)
   static const char *const keys[] = { "mode",  "allowedDomains",    "deniedDomains",    "allowedCidrs",
                                       "ports", "allowLocalBinding", "allowUnixSockets", NULL };
   /* indexed by enum policy_net_mode */
-  static const char *const modes[] = { "open", "none", "filtered", NULL };
   bool b;
   int r;
   OCI_TRY (check_keys (c, net, keys));
   d->has_net = true;
-  OCI_TRY (get_enum (c, net, "mode", modes, &d->net_mode));
+  OCI_TRY (get_enum (c, net, "mode", policy_net_mode_names, &d->net_mode));
   OCI_TRY (each_elem (c, net, "allowedDomains", elem_domain, &d->allowed_domains, &d->allowed_domains.set));
   OCI_TRY (each_elem (c, net, "deniedDomains", elem_domain, &d->denied_domains, &d->denied_domains.set));
   OCI_TRY (each_elem (c, net, "allowedCidrs", elem_cidr, &d->allowed_cidrs, &d->allowed_cidrs.set));
@@ -321,7 +320,6 @@ parse_small_sections (struct oci_ctx *c, yajl_val top, struct pdoc *d)
   static const char *const sys_keys[] = { "deny", "denyWriteExecMemory", NULL };
   static const char *const cap_keys[] = { "allow", NULL };
   static const char *const audit_keys[] = { "events", "onFull", NULL };
-  static const char *const on_full[] = { "kill", "continue", NULL };
   yajl_val o = NULL;
   size_t mark;
   int r;
@@ -356,7 +354,7 @@ parse_small_sections (struct oci_ctx *c, yajl_val top, struct pdoc *d)
       mark = oci_ctx_push_key (c, "audit");
       r = check_keys (c, o, audit_keys) < 0 ? -1 : each_elem (c, o, "events", elem_audit, d, &d->audit_set);
       if (r >= 0)
-        r = get_enum (c, o, "onFull", on_full, &d->audit_on_full);
+        r = get_enum (c, o, "onFull", policy_on_full_names, &d->audit_on_full);
       if (r > 0)
         d->audit_set = true;
       oci_ctx_pop (c, mark);
@@ -442,12 +440,10 @@ static int
 parse_approvals (struct oci_ctx *c, yajl_val ap, struct pdoc *d)
 {
   static const char *const keys[] = { "network", "timeoutSeconds", "onTimeout", NULL };
-  static const char *const net[] = { "deny", "ask", NULL };
-  static const char *const on_timeout[] = { "deny", "allow", NULL };
   OCI_TRY (check_keys (c, ap, keys));
-  OCI_TRY (get_enum (c, ap, "network", net, &d->approvals_network));
+  OCI_TRY (get_enum (c, ap, "network", policy_approval_names, &d->approvals_network));
   OCI_TRY (get_quantity (c, ap, "timeoutSeconds", V_DURATION, false, &d->approvals_timeout));
-  OCI_TRY (get_enum (c, ap, "onTimeout", on_timeout, &d->on_timeout_allow));
+  OCI_TRY (get_enum (c, ap, "onTimeout", policy_on_timeout_names, &d->on_timeout_allow));
   return 0;
 }
 

@@ -14,6 +14,11 @@
 #include "policy/policy.h"
 #include "policy/syscall_groups.h"
 
+const char *const policy_net_mode_names[] = { "open", "none", "filtered", NULL };
+const char *const policy_approval_names[] = { "deny", "ask", NULL };
+const char *const policy_on_timeout_names[] = { "deny", "allow", NULL };
+const char *const policy_on_full_names[] = { "kill", "continue", NULL };
+
 static void
 strv_free_n (char **v, size_t n)
 {
@@ -140,10 +145,9 @@ gen_fs (yajl_gen g, const struct policy_plan *p)
 static void
 gen_net (yajl_gen g, const struct policy_plan *p)
 {
-  static const char *const modes[] = { "open", "none", "filtered" };
   S (g, "network");
   yajl_gen_map_open (g);
-  kv_str (g, "mode", modes[p->net_mode]);
+  kv_str (g, "mode", policy_net_mode_names[p->net_mode]);
   kv_bool (g, "allowLocalBinding", p->allow_local_binding);
   kv_strv (g, "allowedDomains", p->allowed_domains, p->allowed_domains_len);
   kv_strv (g, "deniedDomains", p->denied_domains, p->denied_domains_len);
@@ -191,9 +195,9 @@ gen_rest (yajl_gen g, const struct policy_plan *p)
   gen_limits (g, p);
   S (g, "approvals");
   yajl_gen_map_open (g);
-  kv_str (g, "network", p->approvals_network == POLICY_APPROVAL_ASK ? "ask" : "deny");
+  kv_str (g, "network", policy_approval_names[p->approvals_network]);
   kv_u64 (g, "timeoutSeconds", p->approvals_timeout_seconds);
-  kv_str (g, "onTimeout", p->approvals_on_timeout_allow ? "allow" : "deny");
+  kv_str (g, "onTimeout", policy_on_timeout_names[p->approvals_on_timeout_allow]);
   yajl_gen_map_close (g);
   S (g, "auditEvents");
   yajl_gen_array_open (g);

@@ -64,6 +64,14 @@ enum policy_approval
   POLICY_APPROVAL_ASK,
 };
 
+/* The values of the policy's enumerated fields as written in documents, NULL-terminated, index =
+ * the value (plan.c): the one copy the parser, the merge, the JSON writers, `policy explain` and
+ * the schema's enums (made by gen-schema at build time) use. */
+extern const char *const policy_net_mode_names[];   /* network.mode, index = enum policy_net_mode */
+extern const char *const policy_approval_names[];   /* approvals.network, index = enum policy_approval */
+extern const char *const policy_on_timeout_names[]; /* approvals.onTimeout: 0 deny, 1 allow */
+extern const char *const policy_on_full_names[];    /* audit.onFull: 0 kill, 1 continue */
+
 /* audit event kinds (POLICY.md §6); lifecycle, policy, denial and limit are always on */
 #define POLICY_AUDIT_LIFECYCLE 0x01u
 #define POLICY_AUDIT_POLICY 0x02u

@@ -3,7 +3,7 @@
  * errno returned. Pure data: the compiler validates group names against it, the enforcement
  * (runtime/policy_process.c) turns the denied groups into one seccomp filter stacked on the OCI
  * filter, and `agentsbx policy groups` prints it (the build makes the schema's enum and
- * docs/policy-groups.md from that output). */
+ * docs/policy-builtins.md from it). */
 #ifndef ASBX_POLICY_SYSCALL_GROUPS_H
 #define ASBX_POLICY_SYSCALL_GROUPS_H
 
@@ -17,10 +17,10 @@
  * errno) or MASKED (syscall, arg, mask, value, errno) (syscall_groups.c defines them, and the
  * constants rules name must be in its includes). Group ID's bit in policy_plan.deny_groups is
  * POLICY_SYS_ID = 1u << its position. A new group is one entry here and nothing else: the schema's
- * syscalls.deny enum (docs/policy.schema.json) and the reference table (docs/policy-groups.md) are
- * generated from it by `agentsbx policy groups` at build time, test_syscall_groups checks that each
- * rule is in the built filter, and test_policy_syscalls.py runs the probe attempts that name the
- * group (tests/probe/probe_escape.c). */
+ * syscalls.deny enum (docs/policy.schema.json, by docs/gen-schema) and the reference table
+ * (docs/policy-builtins.md, by `agentsbx policy groups --markdown`) are generated from it at build time,
+ * test_syscall_groups checks that each rule is in the built filter, and test_policy_syscalls.py runs the probe attempts
+ * that name the group (tests/probe/probe_escape.c). */
 #define POLICY_SYSCALL_GROUPS(X)                                                                                       \
   X (IO_URING, "io_uring", "io_uring_setup, io_uring_enter, io_uring_register: EPERM",                                 \
      "`io_uring_setup`, `io_uring_enter`, `io_uring_register` (EPERM)", ALWAYS ("io_uring_setup", EPERM),              \
@@ -99,7 +99,7 @@ struct policy_sysgroup
   const struct policy_syscall_rule *rules;
   size_t rules_len;
   const char *doc; /* one line for `policy explain` */
-  const char *ref; /* the reference text of docs/policy-groups.md (markdown, one paragraph) */
+  const char *ref; /* the reference text of docs/policy-builtins.md (markdown, one paragraph) */
 };
 
 /* POLICY_SYSCALL_GROUPS as data, in the same order (policy_syscall_groups[POLICY_SYSI_ID]) */

@@ -88,7 +88,6 @@ explain_nft (FILE *out, const struct policy_plan *p, asbx_err_t *err)
 static int
 explain_rest (FILE *out, const struct policy_plan *p, asbx_err_t *err)
 {
-  static const char *const modes[] = { "open", "none", "filtered" };
   fprintf (out, "syscall groups denied (seccomp, stacked on the OCI filter):\n");
   for (size_t i = 0; i < policy_syscall_groups_len; i++)
     if (p->deny_groups & policy_syscall_groups[i].bit)
@@ -105,7 +104,8 @@ explain_rest (FILE *out, const struct policy_plan *p, asbx_err_t *err)
   fprintf (out, "host-visible files (every policy): S_ISUID/S_ISGID refused in every mode argument, openat2 ENOSYS,\n"
                 "  io_uring EPERM (seccomp); never CAP_SETFCAP, CAP_MKNOD; without an isolating user namespace\n"
                 "  also not CAP_CHOWN, CAP_FSETID\n");
-  fprintf (out, "network: %s%s\n", modes[p->net_mode], p->allow_local_binding ? " (local binding allowed)" : "");
+  fprintf (out, "network: %s%s\n", policy_net_mode_names[p->net_mode],
+           p->allow_local_binding ? " (local binding allowed)" : "");
   if (p->net_mode == POLICY_NET_FILTERED)
     {
       print_list (out, "allowedDomains", p->allowed_domains, p->allowed_domains_len);
@@ -131,9 +131,8 @@ explain_rest (FILE *out, const struct policy_plan *p, asbx_err_t *err)
            "  monitor  wall clock %" PRIu64 " s, cpu %" PRIu64 " s, failed execs %" PRIu64 "\n",
            p->memory_bytes, p->pids, p->cpus, p->open_files, p->file_size_bytes, p->wall_clock_seconds, p->cpu_seconds,
            p->failed_execs);
-  fprintf (out, "approvals: network %s, timeout %" PRIu64 " s, then %s\n",
-           p->approvals_network == POLICY_APPROVAL_ASK ? "ask" : "deny", p->approvals_timeout_seconds,
-           p->approvals_on_timeout_allow ? "allow" : "deny");
+  fprintf (out, "approvals: network %s, timeout %" PRIu64 " s, then %s\n", policy_approval_names[p->approvals_network],
+           p->approvals_timeout_seconds, policy_on_timeout_names[p->approvals_on_timeout_allow]);
   fprintf (out, "audit: %s%s\n", p->audit_dir, p->audit_syslog ? " + syslog" : "");
   print_list (out, "degrade accepted", p->degrade, p->degrade_len);
   print_list (out, "clamped", p->clamps, p->clamps_len);

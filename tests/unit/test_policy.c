@@ -31,6 +31,7 @@
 #include "core/cleanup.h"
 #include "core/util.h"
 #include "policy/doc.h"
+#include "policy/plan.h"
 #include "policy/policy.h"
 #include "policy/profiles.h"
 #include "core/sha256.h"
@@ -299,8 +300,29 @@ expect_group_names (const char *what, char **names, size_t n)
     free (names[i]);
 }
 
-/* the build's docs/policy.schema.json (made from docs/policy.schema.json.in and `agentsbx policy
- * groups`): its syscalls.deny enum */
+/* The enum at `path` of the parsed schema `tree` is exactly the first n entries of `want`, in order. */
+static void
+expect_schema_enum (yajl_val tree, const char *const *path, const char *const *want, size_t n)
+{
+  yajl_val e = yajl_tree_get (tree, (const char **) path, yajl_t_array);
+  if (e == NULL)
+    fail_msg ("docs/policy.schema.json: no enum at %s.%s", path[1], path[3] ? path[3] : "");
+  assert_int_equal (YAJL_GET_ARRAY (e)->len, n);
+  for (size_t i = 0; i < n; i++)
+    assert_string_equal (YAJL_GET_STRING (YAJL_GET_ARRAY (e)->values[i]), want[i]);
+}
+
+static size_t
+strv_len (const char *const *v)
+{
+  size_t n = 0;
+  while (v[n])
+    n++;
+  return n;
+}
+
+/* the build's docs/policy.schema.json (made from docs/policy.schema.json.in by docs/gen-schema):
+ * each enum is the C table the parser uses */
 static void
 test_groups_schema (void **state)
 {
@@ -311,6 +333,7 @@ test_groups_schema (void **state)
   size_t n = 0;
   if (text == NULL)
     fail_msg ("docs/policy.schema.json not built (make)");
+  assert_null (strstr (text, "\"@"));
   yajl_val tree = yajl_tree_parse (text, errbuf, sizeof (errbuf));
   if (tree == NULL)
     fail_msg ("docs/policy.schema.json: %s", errbuf);
@@ -318,8 +341,23 @@ test_groups_schema (void **state)
   assert_non_null (e);
   for (size_t i = 0; i < YAJL_GET_ARRAY (e)->len && n < 64; i++)
     names[n++] = xstrdup (YAJL_GET_STRING (YAJL_GET_ARRAY (e)->values[i]));
-  yajl_tree_free (tree);
   expect_group_names ("docs/policy.schema.json syscalls.deny enum", names, n);
+
+  const char *caps[] = { "properties", "capabilities", "properties", "allow", "items", "enum", NULL };
+  const char *events[] = { "properties", "audit", "properties", "events", "items", "enum", NULL };
+  const char *on_full[] = { "properties", "audit", "properties", "onFull", "enum", NULL };
+  const char *mode[] = { "properties", "network", "properties", "mode", "enum", NULL };
+  const char *appr[] = { "properties", "approvals", "properties", "network", "enum", NULL };
+  const char *timeout[] = { "properties", "approvals", "properties", "onTimeout", "enum", NULL };
+  const char *degrade[] = { "properties", "degrade", "items", "enum", NULL };
+  expect_schema_enum (tree, caps, pdoc_caps, strv_len (pdoc_caps));
+  expect_schema_enum (tree, events, pdoc_audit_names, 8);
+  expect_schema_enum (tree, on_full, policy_on_full_names, strv_len (policy_on_full_names));
+  expect_schema_enum (tree, mode, policy_net_mode_names, strv_len (policy_net_mode_names));
+  expect_schema_enum (tree, appr, policy_approval_names, strv_len (policy_approval_names));
+  expect_schema_enum (tree, timeout, policy_on_timeout_names, strv_len (policy_on_timeout_names));
+  expect_schema_enum (tree, degrade, pdoc_degrade_names, strv_len (pdoc_degrade_names));
+  yajl_tree_free (tree);
 }
 
 /* the first column ("| `NAME` |") of the table after `heading` in the build's
