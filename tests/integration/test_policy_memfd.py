@@ -17,7 +17,7 @@ import subprocess
 import pytest
 
 from policyutil import pcreate, policy_bundle
-from test_sandbox import sandbox
+from policyutil import sandbox_run as sandbox
 
 pytestmark = pytest.mark.agentsbx_only("agent policy")
 
