@@ -82,8 +82,8 @@ refuse_as (const char *arg, const char *ws, const char *shown, const char *what,
 {
   if (shown)
     return asbx_error (err, 0,
-                       "sandbox: refusing workspace `%s`%s: it shows the same directory as `%s` (a bind mount), "
-                       "and there %s, and would be writable at /workspace; give a project directory with "
+                       "sandbox: refusing workspace `%s`%s: it, or a directory in it, is also `%s` (a bind "
+                       "mount), and there %s, and would be writable at /workspace; give a project directory with "
                        "--workspace DIR",
                        ws, arg ? "" : " (the current directory)", shown, what);
   return asbx_error (err, 0,
@@ -265,6 +265,10 @@ sandbox_check_workspace (const struct asbx_global *g, const char *arg, const cha
   r = 0;
   for (size_t i = 0; i < a.n_whole && r == 0; i++)
     r = judge (g, arg, ws, a.whole[i], rootfs, err);
+  /* a place that shows a directory of the workspace is part of what /workspace writes: a home
+   * bound from inside it (/home/bob a bind of WS/bob) is a workspace holding that home */
+  for (size_t i = 0; i < a.n_part && r == 0; i++)
+    r = judge (g, arg, ws, a.part[i], rootfs, err);
   sandbox_ws_aliases_free (&a);
   return r;
 }

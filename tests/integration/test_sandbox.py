@@ -5,6 +5,7 @@ through, limit kills as timeout(1)-style codes, nothing left behind."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 
@@ -629,7 +630,7 @@ def test_bind_mount_of_a_home_as_workspace_refused(rt):
     os.makedirs(home)
     try:
         _bind(home, alias)
-        _refused_and_not_run(rt, alias, f"the same directory as `{home}` (a bind mount)")
+        _refused_and_not_run(rt, alias, f"is also `{home}` (a bind mount)")
     finally:
         _unbind(alias)
         shutil.rmtree(home)
@@ -639,7 +640,7 @@ def test_bind_mount_of_the_host_root_as_workspace_refused(rt):
     alias = os.path.join("/srv", f"asbx-bindroot-{os.getpid()}-{os.urandom(2).hex()}")
     try:
         _bind("/", alias)
-        _refused_and_not_run(rt, alias, "the same directory as `/` (a bind mount)")
+        _refused_and_not_run(rt, alias, "is also `/` (a bind mount)")
     finally:
         _unbind(alias)
 
@@ -693,3 +694,59 @@ def test_other_sandboxes_audit_dir_hidden_and_refused_as_workspace(rt, ws):
         _refused_and_not_run(rt, top, f"`{adir}`, the audit directory of an earlier sandbox")
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+def _stopped(pid, timeout=30):
+    end = time.time() + timeout
+    while time.time() < end:
+        with open(f"/proc/{pid}/stat") as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "T":
+                return True
+        time.sleep(0.02)
+    return False
+
+
+def test_workspace_swapped_between_check_and_mount_refused(rt):
+    """The workspace was judged by its path, then bound by the same path later: a rename plus a
+    symlink in between made /workspace the host's /root (outside tester, 7 of 40). The swap is
+    made while create is held (SIGSTOP) after the checks; the decoy must stay untouched."""
+    top = os.path.join("/srv", f"asbx-swap-{os.getpid()}-{os.urandom(2).hex()}")
+    ws, decoy = os.path.join(top, "proj"), os.path.join(top, "decoy")
+    os.makedirs(ws)
+    os.makedirs(decoy)
+    marker = f"swap-{os.urandom(3).hex()}"
+    argv = [rt.binary, "--root", rt.root, "--audit-dir", audit_dir(rt), "sandbox", "--workspace", ws, "--",
+            "/bin/sh", "-c", f"echo x > /workspace/{marker}"]
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ, AGENTSBX_TEST_STOP_AT="create:state-dir:stop"))
+    try:
+        assert _stopped(p.pid), "create did not reach the stop point"
+        os.rename(ws, ws + ".orig")
+        os.symlink(decoy, ws)
+        os.kill(p.pid, signal.SIGCONT)
+        out, err = p.communicate(timeout=60)
+        assert p.returncode != 0, (out, err)
+        assert "is not the checked" in err or "was replaced" in err, err
+        assert not os.path.exists(os.path.join(decoy, marker))
+        assert not os.path.exists(os.path.join(ws + ".orig", marker))
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def test_home_bound_from_inside_the_workspace_refused(rt):
+    """/home/X a bind of /srv/S/X, --workspace /srv/S: the workspace holds X's home (its
+    ~/.ssh writable at /workspace/X/.ssh); only mounts at or above the workspace were judged
+    (outside tester, 3/3)."""
+    store = os.path.join("/srv", f"asbx-store-{os.getpid()}-{os.urandom(2).hex()}")
+    home = os.path.join("/home", f"asbx-bob-{os.getpid()}-{os.urandom(2).hex()}")
+    os.makedirs(os.path.join(store, "bob", ".ssh"))
+    try:
+        _bind(os.path.join(store, "bob"), home)
+        _refused_and_not_run(rt, store, f"is also `{home}` (a bind mount)")
+        assert not os.listdir(os.path.join(store, "bob", ".ssh"))
+    finally:
+        _unbind(home)
+        shutil.rmtree(store, ignore_errors=True)
