@@ -13,6 +13,7 @@
 
 #include "core/util.h"
 #include "runtime/policy_hostfiles.h"
+#include "spec/model.h"
 
 static bool
 initial_userns (void)
@@ -93,7 +94,7 @@ narrow_and_check (const struct oci_linux *l, bool keep_chown)
   c.effective = strv (caps, 5), c.effective_len = 5;
   c.permitted = strv (caps, 5), c.permitted_len = 5;
   p.capabilities = &c;
-  policy_hostfiles_narrow (&p, &plan, l);
+  spec_narrow_process (&p, &plan, policy_userns_isolating (l));
   char **sets[] = { c.bounding, c.effective, c.permitted };
   size_t lens[] = { c.bounding_len, c.effective_len, c.permitted_len };
   for (size_t s = 0; s < 3; s++)
@@ -123,8 +124,8 @@ test_narrow (void **state)
   /* an inactive plan changes nothing */
   struct oci_process p = { 0 };
   struct policy_plan off = { .active = false };
-  policy_hostfiles_narrow (&p, &off, &none);
-  policy_hostfiles_narrow (&p, NULL, &none);
+  spec_narrow_process (&p, &off, false);
+  spec_narrow_process (&p, NULL, false);
 }
 
 int
