@@ -1,13 +1,9 @@
-/* policy_apply.c - the agent policy's spec layer (P): what the container model (spec/model.h:
- * the read-only root, the narrowed process and cgroup limits, the network namespace) needs checked
- * against the host before spawn; see the header for where each layer runs. The
- * other layers are modules of their own: policy_process.c (the syscall-group filter), policy_net.c (nftables,
- * resolv.conf), policy_mounts.c (the mount layer), policy_landlock.c (the Landlock ruleset) and policy_memfd.c
- * (vm.memfd_noexec).
- *
- * Threat model: the container's code controls the rootfs contents (symlinks, missing paths).
- * Every policy path is resolved with openat2(RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS) beneath the
- * rootfs fd, and mounts go onto the fd that was resolved, never onto a re-resolved string. */
+/* policy_apply.c - the agent policy's spec layer (P): the host check the container model
+ * (spec/model.h: the read-only root, the narrowed process and cgroup limits, the network
+ * namespace, built without syscalls) needs before spawn; see the header for where each layer
+ * runs. The other layers are modules of their own: policy_process.c (the syscall-group filter),
+ * policy_net.c (nftables, resolv.conf), policy_mounts.c (the mount layer), policy_landlock.c
+ * (the Landlock ruleset) and policy_memfd.c (vm.memfd_noexec). */
 #include "runtime/policy_apply.h"
 #include "runtime/policy_net.h"
 
