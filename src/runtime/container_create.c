@@ -413,7 +413,9 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
     goto out;
   struct spec_model_host mh = { .listen_fds = listen_fds_count (&preserve) };
   mh.userns_isolating = plan->active && policy_userns_isolating (parsed->linux_);
-  if (spec_model_build (parsed, plan, &mh, &model, err) < 0 || policy_check_spec (model, err) < 0)
+  struct spec_narrowing narrowing;
+  policy_model_narrowing (plan, &narrowing);
+  if (spec_model_build (parsed, &narrowing, &mh, &model, err) < 0 || policy_check_spec (model, err) < 0)
     goto out;
   spec = &model->view;
   if (create_check (g, spec, config_path, &ns, err) < 0)

@@ -504,7 +504,9 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
   if (load_policy (dirfd, &plan, err) < 0)
     goto out;
   /* the same narrowing as the init's process in the container model (spec/model.h) */
-  spec_narrow_process (pfile, plan, plan && plan->active && policy_userns_isolating (spec->linux_));
+  struct spec_narrowing narrowing;
+  policy_model_narrowing (plan, &narrowing);
+  spec_narrow_process (pfile, &narrowing, narrowing.active && policy_userns_isolating (spec->linux_));
   const struct oci_seccomp *sc = spec->linux_ ? spec->linux_->seccomp : NULL;
   if (sc && linux_seccomp_cache_compile (oc.rootfd, sc, &filter, NULL, err) < 0)
     goto out;

@@ -9,12 +9,33 @@
 
 /* ---- P: the spec ---- */
 
+void
+policy_model_narrowing (const struct policy_plan *plan, struct spec_narrowing *out)
+{
+  *out = (struct spec_narrowing){ 0 };
+  if (!plan || !plan->active)
+    return;
+  *out = (struct spec_narrowing){
+    .active = true,
+    .rootfs_readonly = plan->rootfs_readonly,
+    .restrict_caps = plan->restrict_caps,
+    .caps_allow = plan->caps_allow,
+    .caps_allow_len = plan->caps_allow_len,
+    .isolate_net = plan->net_mode != POLICY_NET_OPEN,
+    .memory_bytes = plan->memory_bytes,
+    .pids = plan->pids,
+    .cpus = plan->cpus,
+    .open_files = plan->open_files,
+    .file_size_bytes = plan->file_size_bytes,
+  };
+}
+
 int
 policy_check_spec (const struct spec_model *m, asbx_err_t *err)
 {
   const char *joined = NULL;
 
-  if (!m->plan || !m->plan->active || m->plan->net_mode == POLICY_NET_OPEN)
+  if (!m->narrowing.active || !m->narrowing.isolate_net)
     return 0;
   /* a joined (engine-given) namespace is isolated by the nftables table the init loads
    * (policy_apply_network), as a fresh one is - never the runtime's own namespace */

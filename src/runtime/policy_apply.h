@@ -27,6 +27,11 @@
 #include "policy/plan.h"
 #include "spec/model.h"
 
+/* What `plan` asks of the container model (spec/model.h): read-only root, capabilities.allow,
+ * network isolation, limits. *out all zero for NULL or an inactive plan; out->caps_allow is
+ * borrowed from the plan (it lives as long as the plan). */
+void policy_model_narrowing (const struct policy_plan *plan, struct spec_narrowing *out);
+
 /* The spec layer's host check of a model (spec/model.h) built under an active plan with
  * network.mode none/filtered: policy_net_check_joined on its network namespace (records the
  * runtime's own, refuses a joined one that is it). Nothing otherwise. 0 / -1 with *err. */

@@ -1,6 +1,7 @@
 /* model.c - the container's internal model: config.json + the compiled policy; see the header.
  * The narrowing rules were policy_apply.c's and policy_process.c's, which rewrote the parsed
- * spec in place; they now build the model's own copies. */
+ * spec in place; they now build the model's own copies, from a spec_narrowing the runtime fills
+ * from the compiled plan (spec/ does not include policy/). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,17 +10,17 @@
 #include "core/util.h"
 #include "spec/model.h"
 
-/* keep the entries of v allowed by the plan's capabilities.allow (all when not restricted),
+/* keep the entries of v allowed by capabilities.allow (all when not restricted),
  * without CAP_NET_ADMIN/CAP_NET_RAW when drop_net */
 static void
-caps_filter (char ***v, size_t *len, const struct policy_plan *plan, bool drop_net)
+caps_filter (char ***v, size_t *len, const struct spec_narrowing *n, bool drop_net)
 {
   size_t w = 0;
   for (size_t i = 0; i < *len; i++)
     {
-      bool keep = !plan->restrict_caps;
-      for (size_t j = 0; plan->restrict_caps && j < plan->caps_allow_len; j++)
-        if (strcmp ((*v)[i], plan->caps_allow[j]) == 0)
+      bool keep = !n->restrict_caps;
+      for (size_t j = 0; n->restrict_caps && j < n->caps_allow_len; j++)
+        if (strcmp ((*v)[i], n->caps_allow[j]) == 0)
           keep = true;
       if (drop_net && (strcmp ((*v)[i], "CAP_NET_ADMIN") == 0 || strcmp ((*v)[i], "CAP_NET_RAW") == 0))
         keep = false;
@@ -56,19 +57,19 @@ caps_remove (char **v, size_t *len, const char *const *drop, size_t n)
 }
 
 static void
-caps_narrow (struct oci_capabilities *c, const struct policy_plan *plan, bool userns_isolating)
+caps_narrow (struct oci_capabilities *c, const struct spec_narrowing *n, bool userns_isolating)
 {
   /* host privilege through what the container writes (runtime/policy_hostfiles.h) */
   static const char *const hostfile_drop[] = { "CAP_SETFCAP", "CAP_MKNOD", "CAP_CHOWN", "CAP_FSETID" };
   char ***sets[] = { &c->bounding, &c->effective, &c->permitted, &c->inheritable, &c->ambient };
   size_t *lens[] = { &c->bounding_len, &c->effective_len, &c->permitted_len, &c->inheritable_len, &c->ambient_len };
-  bool drop_net = plan->net_mode != POLICY_NET_OPEN;
-  size_t n = userns_isolating ? 2 : 4;
+  bool drop_net = n->isolate_net;
+  size_t ndrop = userns_isolating ? 2 : 4;
 
   for (size_t s = 0; s < ASBX_ARRAY_SIZE (sets); s++)
-    caps_filter (sets[s], lens[s], plan, drop_net);
+    caps_filter (sets[s], lens[s], n, drop_net);
   for (size_t s = 0; s < ASBX_ARRAY_SIZE (sets); s++)
-    caps_remove (*sets[s], lens[s], hostfile_drop, n);
+    caps_remove (*sets[s], lens[s], hostfile_drop, ndrop);
 }
 
 /* the smaller of the process's and the policy's rlimit (0: the policy sets none) */
@@ -91,16 +92,16 @@ rlimit_narrow (struct oci_process *p, const char *type, uint64_t limit)
 }
 
 void
-spec_narrow_process (struct oci_process *p, const struct policy_plan *plan, bool userns_isolating)
+spec_narrow_process (struct oci_process *p, const struct spec_narrowing *n, bool userns_isolating)
 {
-  if (!p || !plan || !plan->active)
+  if (!p || !n || !n->active)
     return;
   /* Landlock needs no_new_privs, and a policy never lets a setuid binary widen it */
   p->no_new_privileges = true;
   if (p->capabilities)
-    caps_narrow (p->capabilities, plan, userns_isolating);
-  rlimit_narrow (p, "RLIMIT_NOFILE", plan->open_files);
-  rlimit_narrow (p, "RLIMIT_FSIZE", plan->file_size_bytes);
+    caps_narrow (p->capabilities, n, userns_isolating);
+  rlimit_narrow (p, "RLIMIT_NOFILE", n->open_files);
+  rlimit_narrow (p, "RLIMIT_FSIZE", n->file_size_bytes);
 }
 
 /* sd_listen_fds(3): the fds 3.. are passed on and the init is pid 1 in its namespace */
@@ -118,7 +119,7 @@ add_listen_fds (struct oci_process *p, unsigned n)
 /* The smaller of the spec's and the policy's memory, pids and cpu limits, into m->res (a copy of
  * the spec's linux.resources with its own memory and cpu). */
 static void
-resources_narrow (struct spec_model *m, const struct oci_resources *spec_res, const struct policy_plan *p)
+resources_narrow (struct spec_model *m, const struct oci_resources *spec_res, const struct spec_narrowing *p)
 {
   struct oci_resources *r = &m->res;
   struct oci_memory *mem = &m->mem;
@@ -189,43 +190,44 @@ check_mount_ns (const struct oci_linux *l, asbx_err_t *err)
   return 0;
 }
 
-/* the policy's parts of the model (an active plan) */
+/* the policy's parts of the model (an active narrowing) */
 static void
-model_narrow (struct spec_model *m, const struct policy_plan *plan, bool userns_isolating)
+model_narrow (struct spec_model *m, const struct spec_narrowing *n, bool userns_isolating)
 {
   const struct oci_spec *spec = m->spec;
-  m->root_readonly = m->root_readonly || plan->rootfs_readonly;
-  spec_narrow_process (m->process, plan, userns_isolating);
-  resources_narrow (m, spec->linux_->resources, plan);
+  m->root_readonly = m->root_readonly || n->rootfs_readonly;
+  spec_narrow_process (m->process, n, userns_isolating);
+  resources_narrow (m, spec->linux_->resources, n);
   /* `none`/`filtered`: a fresh network namespace holds only a loopback device; a joined
    * (engine-given) one is isolated by the nftables table the init loads, as a fresh one is */
-  if (plan->net_mode != POLICY_NET_OPEN && !spec_model_netns (m, NULL))
+  if (n->isolate_net && !spec_model_netns (m, NULL))
     m->namespaces[m->namespaces_len++] = (struct oci_namespace){ .type = (char *) "network" };
 }
 
 int
-spec_model_build (const struct oci_spec *spec, const struct policy_plan *plan, const struct spec_model_host *host,
+spec_model_build (const struct oci_spec *spec, const struct spec_narrowing *n, const struct spec_model_host *host,
                   struct spec_model **out, asbx_err_t *err)
 {
   const struct oci_linux *l = spec->linux_;
-  bool active = plan && plan->active;
+  bool active = n && n->active;
 
   *out = NULL;
   if (active && check_mount_ns (l, err) < 0)
     return -1;
   struct spec_model *m = xmalloc0 (sizeof *m);
   m->spec = spec;
-  m->plan = plan;
+  if (active)
+    m->narrowing = *n;
   m->process = oci_process_dup (spec->process);
   m->root_readonly = spec->root && spec->root->readonly;
-  size_t n = l ? l->namespaces_len : 0;
-  m->namespaces = xmalloc0 ((n + 1) * sizeof *m->namespaces); /* + the policy's network */
-  if (n)
-    memcpy (m->namespaces, l->namespaces, n * sizeof *m->namespaces);
-  m->namespaces_len = n;
+  size_t nns = l ? l->namespaces_len : 0;
+  m->namespaces = xmalloc0 ((nns + 1) * sizeof *m->namespaces); /* + the policy's network */
+  if (nns)
+    memcpy (m->namespaces, l->namespaces, nns * sizeof *m->namespaces);
+  m->namespaces_len = nns;
   m->resources = l ? l->resources : NULL;
   if (active)
-    model_narrow (m, plan, host->userns_isolating);
+    model_narrow (m, n, host->userns_isolating);
   add_listen_fds (m->process, host->listen_fds);
 
   m->view = *spec;

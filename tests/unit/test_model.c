@@ -1,5 +1,6 @@
 /* test_model.c - the container model (src/spec/model.h): the effective process, resources,
- * namespaces and root a few plans give, and the parsed spec left as it was. */
+ * namespaces and root a few narrowings give, the parsed spec left as it was, and the runtime's
+ * mapping of a compiled plan onto a narrowing (runtime/policy_apply.h policy_model_narrowing). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -11,6 +12,7 @@
 
 #include "core/cleanup.h"
 #include "core/util.h"
+#include "runtime/policy_apply.h"
 #include "spec/model.h"
 
 #define CONFIG(NAMESPACES, RESOURCES)                                                                                  \
@@ -50,7 +52,7 @@ rlimit (const struct oci_process *p, const char *type)
 }
 
 static struct spec_model *
-build (const struct oci_spec *spec, const struct policy_plan *plan, const struct spec_model_host *host)
+build (const struct oci_spec *spec, const struct spec_narrowing *plan, const struct spec_model_host *host)
 {
   struct spec_model *m = NULL;
   asbx_err_t err = NULL;
@@ -70,7 +72,7 @@ test_plain (void **state)
 {
   (void) state;
   struct oci_spec *spec = parse (CONFIG ("{\"type\":\"mount\"}", ",\"resources\":{\"pids\":{\"limit\":10}}"));
-  struct policy_plan off = { 0 };
+  struct spec_narrowing off = { 0 };
   struct spec_model_host host = { 0 };
   struct spec_model *m = build (spec, &off, &host);
   assert_ptr_not_equal (m->process, spec->process);
@@ -95,17 +97,17 @@ test_narrowed (void **state)
   struct oci_spec *spec = parse (
       CONFIG ("{\"type\":\"mount\"},{\"type\":\"pid\"}", ",\"resources\":{\"memory\":{\"limit\":1073741824}}"));
   char *allow[] = { (char *) "CAP_KILL", (char *) "CAP_NET_RAW", (char *) "CAP_CHOWN", (char *) "CAP_MKNOD", NULL };
-  struct policy_plan plan = { .active = true,
-                              .rootfs_readonly = true,
-                              .restrict_caps = true,
-                              .caps_allow = allow,
-                              .caps_allow_len = 4,
-                              .net_mode = POLICY_NET_NONE,
-                              .memory_bytes = 512 << 20,
-                              .pids = 64,
-                              .cpus = 0.5,
-                              .open_files = 1024,
-                              .file_size_bytes = 1 << 20 };
+  struct spec_narrowing plan = { .active = true,
+                                 .rootfs_readonly = true,
+                                 .restrict_caps = true,
+                                 .caps_allow = allow,
+                                 .caps_allow_len = 4,
+                                 .isolate_net = true,
+                                 .memory_bytes = 512 << 20,
+                                 .pids = 64,
+                                 .cpus = 0.5,
+                                 .open_files = 1024,
+                                 .file_size_bytes = 1 << 20 };
   struct spec_model_host host = { 0 };
   struct spec_model *m = build (spec, &plan, &host);
   const struct oci_capabilities *c = m->process->capabilities;
@@ -155,8 +157,8 @@ test_spec_smaller (void **state)
   struct oci_spec *spec = parse (CONFIG ("{\"type\":\"mount\"},{\"type\":\"network\",\"path\":\"/run/netns/x\"}",
                                          ",\"resources\":{\"memory\":{\"limit\":1048576},\"pids\":{\"limit\":5},"
                                          "\"cpu\":{\"quota\":50000,\"period\":200000}}"));
-  struct policy_plan plan = {
-    .active = true, .net_mode = POLICY_NET_FILTERED, .memory_bytes = 512 << 20, .pids = 64, .cpus = 1
+  struct spec_narrowing plan = {
+    .active = true, .isolate_net = true, .memory_bytes = 512 << 20, .pids = 64, .cpus = 1
   };
   struct spec_model_host host = { .userns_isolating = true, .listen_fds = 2 };
   struct spec_model *m = build (spec, &plan, &host);
@@ -190,7 +192,7 @@ static void
 test_mount_ns (void **state)
 {
   (void) state;
-  struct policy_plan plan = { .active = true };
+  struct spec_narrowing plan = { .active = true };
   struct spec_model_host host = { 0 };
   const char *bad[] = { CONFIG ("{\"type\":\"pid\"}", ""),
                         CONFIG ("{\"type\":\"mount\",\"path\":\"/proc/1/ns/mnt\"}", "") };
@@ -220,7 +222,7 @@ test_exec_process (void **state)
   struct oci_spec *spec = parse (CONFIG ("{\"type\":\"mount\"}", ""));
   struct oci_process *p = oci_process_dup (spec->process);
   char *allow[] = { (char *) "CAP_SYS_ADMIN", NULL };
-  struct policy_plan plan = { .active = true, .restrict_caps = true, .caps_allow = allow, .caps_allow_len = 1 };
+  struct spec_narrowing plan = { .active = true, .restrict_caps = true, .caps_allow = allow, .caps_allow_len = 1 };
   spec_narrow_process (p, &plan, false);
   assert_true (p->no_new_privileges);
   assert_int_equal (p->capabilities->bounding_len, 1);
@@ -232,12 +234,54 @@ test_exec_process (void **state)
   oci_spec_free (spec);
 }
 
+/* the runtime's mapping of a compiled plan onto the narrowing (runtime/policy_apply.h) */
+static void
+test_from_plan (void **state)
+{
+  (void) state;
+  char *allow[] = { (char *) "CAP_KILL", NULL };
+  struct policy_plan plan = { .active = true,
+                              .rootfs_readonly = true,
+                              .restrict_caps = true,
+                              .caps_allow = allow,
+                              .caps_allow_len = 1,
+                              .net_mode = POLICY_NET_FILTERED,
+                              .memory_bytes = 7,
+                              .pids = 8,
+                              .cpus = 0.25,
+                              .open_files = 9,
+                              .file_size_bytes = 10 };
+  struct spec_narrowing n;
+  policy_model_narrowing (&plan, &n);
+  assert_true (n.active && n.rootfs_readonly && n.restrict_caps && n.isolate_net);
+  assert_ptr_equal (n.caps_allow, allow);
+  assert_int_equal (n.caps_allow_len, 1);
+  assert_int_equal (n.memory_bytes, 7);
+  assert_int_equal (n.pids, 8);
+  assert_true (n.cpus == 0.25);
+  assert_int_equal (n.open_files, 9);
+  assert_int_equal (n.file_size_bytes, 10);
+  plan.net_mode = POLICY_NET_NONE;
+  policy_model_narrowing (&plan, &n);
+  assert_true (n.isolate_net);
+  plan.net_mode = POLICY_NET_OPEN;
+  policy_model_narrowing (&plan, &n);
+  assert_false (n.isolate_net);
+  plan.active = false;
+  policy_model_narrowing (&plan, &n);
+  assert_false (n.active);
+  assert_int_equal (n.memory_bytes, 0);
+  assert_null (n.caps_allow);
+  policy_model_narrowing (NULL, &n);
+  assert_false (n.active);
+}
+
 int
 main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_plain),    cmocka_unit_test (test_narrowed),     cmocka_unit_test (test_spec_smaller),
-    cmocka_unit_test (test_mount_ns), cmocka_unit_test (test_exec_process),
+    cmocka_unit_test (test_mount_ns), cmocka_unit_test (test_exec_process), cmocka_unit_test (test_from_plan),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -13,6 +13,7 @@
 
 #include "core/util.h"
 #include "runtime/policy_hostfiles.h"
+#include "runtime/policy_apply.h"
 #include "spec/model.h"
 
 static bool
@@ -94,7 +95,9 @@ narrow_and_check (const struct oci_linux *l, bool keep_chown)
   c.effective = strv (caps, 5), c.effective_len = 5;
   c.permitted = strv (caps, 5), c.permitted_len = 5;
   p.capabilities = &c;
-  spec_narrow_process (&p, &plan, policy_userns_isolating (l));
+  struct spec_narrowing n;
+  policy_model_narrowing (&plan, &n);
+  spec_narrow_process (&p, &n, policy_userns_isolating (l));
   char **sets[] = { c.bounding, c.effective, c.permitted };
   size_t lens[] = { c.bounding_len, c.effective_len, c.permitted_len };
   for (size_t s = 0; s < 3; s++)
@@ -124,7 +127,11 @@ test_narrow (void **state)
   /* an inactive plan changes nothing */
   struct oci_process p = { 0 };
   struct policy_plan off = { .active = false };
-  spec_narrow_process (&p, &off, false);
+  struct spec_narrowing n;
+  policy_model_narrowing (&off, &n);
+  spec_narrow_process (&p, &n, false);
+  policy_model_narrowing (NULL, &n);
+  spec_narrow_process (&p, &n, false);
   spec_narrow_process (&p, NULL, false);
 }
 
