@@ -427,6 +427,11 @@ void oci_spec_free (struct oci_spec *spec);
 struct oci_process *oci_process_parse (const char *json, size_t len, const char *name, asbx_err_t *err);
 void oci_process_free (struct oci_process *p);
 
+/* A deep copy of `p` (every string and array its own; free with oci_process_free). NULL -> NULL.
+ * For the internal container model (spec/model.h), which narrows a copy and leaves the parsed
+ * config as it was. */
+struct oci_process *oci_process_dup (const struct oci_process *p);
+
 /* Lookup in a map; NULL when absent. */
 const char *oci_map_get (const struct oci_map *m, const char *key);
 

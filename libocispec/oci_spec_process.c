@@ -254,6 +254,71 @@ oci_process_free (struct oci_process *p)
   free (p);
 }
 
+/* a NULL-terminated copy of v[0..len) (NULL stays NULL) */
+static char **
+strv_dup (char *const *v, size_t len)
+{
+  if (v == NULL)
+    return NULL;
+  char **out = xmalloc0 ((len + 1) * sizeof (char *));
+  for (size_t i = 0; i < len; i++)
+    out[i] = xstrdup (v[i]);
+  return out;
+}
+
+static void *
+mem_dup (const void *src, size_t size)
+{
+  if (src == NULL)
+    return NULL;
+  void *out = xmalloc0 (size ? size : 1);
+  memcpy (out, src, size);
+  return out;
+}
+
+struct oci_process *
+oci_process_dup (const struct oci_process *p)
+{
+  struct oci_process *d = mem_dup (p, sizeof *p);
+  if (d == NULL)
+    return NULL;
+  d->cwd = xstrdup (p->cwd);
+  d->env = strv_dup (p->env, p->env_len);
+  d->args = strv_dup (p->args, p->args_len);
+  d->command_line = xstrdup (p->command_line);
+  d->rlimits = p->rlimits_len ? mem_dup (p->rlimits, p->rlimits_len * sizeof *p->rlimits) : NULL;
+  for (size_t i = 0; i < p->rlimits_len; i++)
+    d->rlimits[i].type = xstrdup (p->rlimits[i].type);
+  d->apparmor_profile = xstrdup (p->apparmor_profile);
+  if ((d->capabilities = mem_dup (p->capabilities, sizeof *p->capabilities)))
+    {
+      const struct oci_capabilities *c = p->capabilities;
+      d->capabilities->bounding = strv_dup (c->bounding, c->bounding_len);
+      d->capabilities->effective = strv_dup (c->effective, c->effective_len);
+      d->capabilities->inheritable = strv_dup (c->inheritable, c->inheritable_len);
+      d->capabilities->permitted = strv_dup (c->permitted, c->permitted_len);
+      d->capabilities->ambient = strv_dup (c->ambient, c->ambient_len);
+    }
+  if ((d->scheduler = mem_dup (p->scheduler, sizeof *p->scheduler)))
+    {
+      d->scheduler->policy = xstrdup (p->scheduler->policy);
+      d->scheduler->flags = strv_dup (p->scheduler->flags, p->scheduler->flags_len);
+    }
+  d->selinux_label = xstrdup (p->selinux_label);
+  if ((d->io_priority = mem_dup (p->io_priority, sizeof *p->io_priority)))
+    d->io_priority->class_ = xstrdup (p->io_priority->class_);
+  if ((d->exec_cpu_affinity = mem_dup (p->exec_cpu_affinity, sizeof *p->exec_cpu_affinity)))
+    {
+      d->exec_cpu_affinity->initial = xstrdup (p->exec_cpu_affinity->initial);
+      d->exec_cpu_affinity->final = xstrdup (p->exec_cpu_affinity->final);
+    }
+  d->user.additional_gids = p->user.additional_gids_len
+                                ? mem_dup (p->user.additional_gids, p->user.additional_gids_len * sizeof (uint32_t))
+                                : NULL;
+  d->user.username = xstrdup (p->user.username);
+  return d;
+}
+
 struct oci_process *
 oci_process_parse (const char *json, size_t len, const char *name, asbx_err_t *err)
 {

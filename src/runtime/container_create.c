@@ -50,6 +50,8 @@
 #include "runtime/sync.h"
 #include "runtime/tty.h"
 #include "monitor/unixsock.h"
+#include "runtime/policy_hostfiles.h"
+#include "spec/model.h"
 #include "spec/validate.h"
 
 static char *
@@ -87,7 +89,7 @@ host_lsm_probe (struct spec_host *h)
 /* Checks that need no resources: parse, validate, scheduler/memory policy,
  * rlimits/caps/sysctl/resources. */
 static int
-create_check (const struct asbx_global *g, struct oci_spec *spec, const char *config_path, struct ns_plan *ns,
+create_check (const struct asbx_global *g, const struct oci_spec *spec, const char *config_path, struct ns_plan *ns,
               asbx_err_t *err)
 {
   struct spec_host host;
@@ -209,22 +211,19 @@ create_runtime_hooks (const struct oci_spec *spec, const char *json, asbx_err_t 
   return hooks_run (spec->hooks->create_runtime, spec->hooks->create_runtime_len, "hooks.createRuntime", json, err);
 }
 
-static void
-add_listen_fds (struct oci_spec *spec, int *preserve)
+/* systemd socket activation (sd_listen_fds(3)): the number of fds LISTEN_FDS passes on (1..1024),
+ * 0 for none or a value out of range; they are preserved (fds 3..) and named in the process's
+ * environment by the model (spec/model.h), as runc does */
+static unsigned
+listen_fds_count (int *preserve)
 {
   const char *lf = getenv ("LISTEN_FDS");
   uint64_t n;
   if (!lf || parse_u64 (lf, &n) < 0 || n == 0 || n > 1024)
-    return;
-  /* systemd socket activation (sd_listen_fds(3)): fds 3.. are passed on and the container's
-   * init is pid 1 in its namespace, as runc does */
-  struct oci_process *p = spec->process;
-  p->env = xrealloc (p->env, sizeof (char *) * (p->env_len + 3));
-  p->env[p->env_len++] = xasprintf ("LISTEN_FDS=%d", (int) n);
-  p->env[p->env_len++] = xstrdup ("LISTEN_PID=1");
-  p->env[p->env_len] = NULL;
+    return 0;
   if ((int) n > *preserve)
     *preserve = (int) n;
+  return (unsigned) n;
 }
 
 /* After the exchange with S/I failed: a process the memory controller killed (SIGKILL) cannot
@@ -236,7 +235,7 @@ add_listen_fds (struct oci_spec *spec, int *preserve)
 static void
 explain_oom_kill (const struct create_ctx *c, const struct oci_spec *spec, asbx_err_t *err)
 {
-  const struct oci_resources *res = spec->linux_ ? spec->linux_->resources : NULL;
+  const struct oci_resources *res = spec && spec->linux_ ? spec->linux_->resources : NULL;
   asbx_err_t e = NULL;
   uint64_t kills = 0;
 
@@ -258,7 +257,7 @@ explain_oom_kill (const struct create_ctx *c, const struct oci_spec *spec, asbx_
 }
 
 static int
-create_spawned (const struct asbx_global *g, const struct asbx_create_opts *o, struct oci_spec *spec,
+create_spawned (const struct asbx_global *g, const struct asbx_create_opts *o, const struct oci_spec *spec,
                 struct create_ctx *c, struct init_args *a, const char *bundle, asbx_err_t *err)
 {
   int sp[2];
@@ -321,7 +320,7 @@ create_spawned (const struct asbx_global *g, const struct asbx_create_opts *o, s
 }
 
 static int
-create_record (const struct asbx_global *g, const struct asbx_create_opts *o, struct oci_spec *spec,
+create_record (const struct asbx_global *g, const struct asbx_create_opts *o, const struct oci_spec *spec,
                struct create_ctx *c, const char *bundle, const char *rootfs, const char *raw, size_t raw_len,
                const struct policy_plan *plan, asbx_err_t *err)
 {
@@ -403,7 +402,9 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
 {
   char bundle[PATH_MAX], rootfs[PATH_MAX];
   cleanup_free char *config_path = NULL, *raw = NULL, *rootfs_in = NULL;
-  cleanup_spec struct oci_spec *spec = NULL;
+  cleanup_spec struct oci_spec *parsed = NULL;
+  const struct oci_spec *spec = NULL; /* the model's view of it (spec/model.h), once built */
+  struct spec_model *model = NULL;
   cleanup_close int rootfd = -1, dirfd = -1, startfd = -1, console = -1;
   struct ns_plan ns = { 0 };
   struct policy_plan *plan = NULL;
@@ -422,11 +423,12 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   config_path = xasprintf ("%s/config.json", bundle);
   if (read_file_at (AT_FDCWD, config_path, 16 << 20, &raw, &raw_len, err) < 0)
     return -1;
-  spec = oci_spec_parse (raw, raw_len, config_path, err);
-  if (!spec)
+  parsed = oci_spec_parse (raw, raw_len, config_path, err);
+  if (!parsed)
     return -1;
-  /* the agent policy: ceiling (runtime flags, host config) ∩ request (annotations); the spec is
-   * narrowed before any check, so every later step sees only the effective configuration */
+  /* the agent policy: ceiling (runtime flags, host config) ∩ request (annotations); the model
+   * (config.json narrowed by the plan; the parsed spec stays as it is) is built before any check,
+   * so every later step sees only the effective configuration */
   audit_used = audit_dirs_list (g->root);
   struct policy_inputs pin = {
     .profile_flag = g->profile,
@@ -434,13 +436,20 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
     .config_path = g->config_path,
     .audit_dir_flag = g->audit_dir,
     .state_root = g->root,
-    .annotations = &spec->annotations,
+    .annotations = &parsed->annotations,
     .sandbox_default_profile = o->default_profile,
     .audit_dirs_used = (const char *const *) audit_used,
   };
   plan = policy_resolve (&pin, err);
-  if (!plan || policy_apply_spec (spec, plan, err) < 0)
+  if (!plan)
     goto out;
+  struct spec_model_host mh = { .listen_fds = listen_fds_count (&preserve) };
+  mh.userns_isolating = plan->active && policy_userns_isolating (parsed->linux_);
+  struct spec_narrowing narrowing;
+  policy_model_narrowing (plan, &narrowing);
+  if (spec_model_build (parsed, &narrowing, &mh, &model, err) < 0 || policy_check_spec (model, err) < 0)
+    goto out;
+  spec = &model->view;
   if (create_check (g, spec, config_path, &ns, err) < 0)
     goto out;
   c.new_netns = (ns.new_flags & CLONE_NEWNET) != 0;
@@ -471,7 +480,6 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   /* no cgroup: what else linux.resources asks cannot be enforced (runtime/rootless_oci.h) */
   if (!c.cgroup_path && rootless_caller () && rootless_oci_check (spec, config_path, err) < 0)
     goto out;
-  add_listen_fds (spec, &preserve);
 
   /* From here on, resources exist: undo on failure. */
   rootfd = asbx_root_open (g->root, true, err);
@@ -500,6 +508,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
     goto undo;
   struct init_args a = {
     .mount_srcs = c.mount_srcs,
+    .model = model,
     .spec = spec,
     .ns = &ns,
     .bundle = bundle,
@@ -554,7 +563,8 @@ out:
   free (c.cgroup_path);
   cgroup_systemd_unit_clear (&c.cgroup_unit);
   free (c.missing_grants);
-  linux_mount_srcs_free (c.mount_srcs, spec ? spec->mounts_len : 0);
+  linux_mount_srcs_free (c.mount_srcs, parsed ? parsed->mounts_len : 0);
+  spec_model_free (model);
   audit_dirs_free (audit_used);
   if (plan)
     policy_plan_free (plan);

@@ -36,6 +36,7 @@
 #include "runtime/exec.h"
 #include "runtime/policy_apply.h"
 #include "runtime/policy_hostfiles.h"
+#include "spec/model.h"
 #include "runtime/process.h"
 #include "runtime/state.h"
 #include "runtime/sync.h"
@@ -433,7 +434,8 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
   struct linux_seccomp filter = { 0 };
   struct policy_plan *plan = NULL;
   struct oci_spec *spec = NULL;
-  struct oci_process *proc = NULL, *pfile = NULL;
+  const struct oci_process *proc = NULL;
+  struct oci_process *pfile = NULL; /* the process exec runs (owned): --process or the saved config's + flags */
   size_t len;
   pid_t pid = 0;
   int ret = -1, uchan = -1;
@@ -475,14 +477,15 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
       if (read_file_at (AT_FDCWD, o->process_file, 16 << 20, &praw, &len, err) < 0
           || !(pfile = oci_process_parse (praw, len, o->process_file, err)))
         goto out;
-      proc = pfile;
     }
   else
     {
-      proc = spec->process;
-      if (exec_build_process (o, proc, err) < 0)
+      /* the saved config's process with the flags', a copy: the parsed spec stays as it is */
+      pfile = oci_process_dup (spec->process);
+      if (exec_build_process (o, pfile, err) < 0)
         goto out;
     }
+  proc = pfile;
   if (linux_rlimits_check (proc, err) < 0 || linux_caps_check (proc->capabilities, err) < 0
       || linux_sched_check (proc, o->process_file ? "--process: " : "", err) < 0)
     goto out;
@@ -500,8 +503,10 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
   /* the container's agent policy applies to every process in it */
   if (load_policy (dirfd, &plan, err) < 0)
     goto out;
-  policy_apply_process (proc, plan);
-  policy_hostfiles_narrow (proc, plan, spec->linux_);
+  /* the same narrowing as the init's process in the container model (spec/model.h) */
+  struct spec_narrowing narrowing;
+  policy_model_narrowing (plan, &narrowing);
+  spec_narrow_process (pfile, &narrowing, narrowing.active && policy_userns_isolating (spec->linux_));
   const struct oci_seccomp *sc = spec->linux_ ? spec->linux_->seccomp : NULL;
   if (sc && linux_seccomp_cache_compile (oc.rootfd, sc, &filter, NULL, err) < 0)
     goto out;

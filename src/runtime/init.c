@@ -112,7 +112,7 @@ void
 init_main (struct init_args *a)
 {
   const struct oci_spec *spec = a->spec;
-  const struct oci_process *proc = spec->process;
+  const struct oci_process *proc = a->model->process;
   asbx_err_t err = NULL;
   struct sync_msg m;
   cleanup_close int rootfd = -1;
@@ -164,7 +164,7 @@ init_main (struct init_args *a)
   if (linux_rootfs_prepare (&ro, &rootfd, &err) < 0)
     fail (a, &err);
   /* 3b. the policy's mounts: grants (rw binds) then denies (ro binds, masks) on top */
-  if (policy_apply_mounts (rootfd, a->plan, spec->root && spec->root->readonly, &mres, &err) < 0)
+  if (policy_apply_mounts (rootfd, a->plan, a->model->root_readonly, &mres, &err) < 0)
     fail (a, &err);
   /* 3b'. a network namespace made here has `lo` up, policy or not (runc does) */
   if ((a->ns->new_flags & CLONE_NEWNET) && linux_netns_loopback_up (&err) < 0)

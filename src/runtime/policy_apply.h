@@ -1,8 +1,10 @@
 /* policy_apply.h - enforcement of a compiled agent policy (src/policy/plan.h) on top of the OCI
  * spec, in the layers and order of POLICY.md §3:
- *   P (before spawn):  policy_apply_spec     - read-only root, capabilities ∩ allow, rlimits and
- *                                              cgroup limits (the smaller of spec and policy),
- *                                              no_new_privs, a private network namespace
+ *   P (before spawn):  spec_model_build      - read-only root, capabilities ∩ allow, rlimits and
+ *                      (spec/model.h)          cgroup limits (the smaller of spec and policy),
+ *                                              no_new_privs, a private network namespace, in the
+ *                                              container model (the parsed spec stays as it is);
+ *                      policy_check_spec       - the network namespace is not the runtime's
  *   I (before pivot):  policy_apply_network  - the nftables table in the container's netns
  *   I (after mounts):  policy_apply_mounts   - rw binds (allowWrite), ro binds (denyWrite),
  *                                              masks (denyRead), tmpfs; through fds on the rootfs
@@ -10,8 +12,8 @@
  *                                              installed last by process_finalize_and_exec
  * Fail closed: a layer this kernel cannot enforce is an error naming the field and the
  * mechanism, unless the policy lists it in `degrade`.
- * One module per mechanism: policy_apply.c (the spec), policy_process.c (capabilities,
- * no_new_privs, rlimits, the seccomp filters), policy_net.c (nftables, resolv.conf),
+ * One module per mechanism: policy_apply.c (the spec's host check), policy_process.c (the seccomp
+ * filters), policy_net.c (nftables, resolv.conf),
  * policy_mounts.c (the mount layer), policy_landlock.c (+ policy_carve.c: Landlock),
  * policy_memfd.c (vm.memfd_noexec). */
 #ifndef ASBX_RUNTIME_POLICY_APPLY_H
@@ -24,13 +26,17 @@
 #include "libocispec/oci_spec.h"
 #include "policy/plan.h"
 #include "runtime/policy_carve.h"
+#include "spec/model.h"
 
-/* Narrow one process (init's or exec's): no_new_privs, capabilities ∩ allow (and no
- * CAP_NET_ADMIN/CAP_NET_RAW unless network is open), RLIMIT_NOFILE/RLIMIT_FSIZE. */
-void policy_apply_process (struct oci_process *p, const struct policy_plan *plan);
+/* What `plan` asks of the container model (spec/model.h): read-only root, capabilities.allow,
+ * network isolation, limits. *out all zero for NULL or an inactive plan; out->caps_allow is
+ * borrowed from the plan (it lives as long as the plan). */
+void policy_model_narrowing (const struct policy_plan *plan, struct spec_narrowing *out);
 
-/* Narrow the spec in place. 0 / -1 with *err ("policy network.mode none: ..."). */
-int policy_apply_spec (struct oci_spec *spec, const struct policy_plan *plan, asbx_err_t *err);
+/* The spec layer's host check of a model (spec/model.h) built under an active plan with
+ * network.mode none/filtered: policy_net_check_joined on its network namespace (records the
+ * runtime's own, refuses a joined one that is it). Nothing otherwise. 0 / -1 with *err. */
+int policy_check_spec (const struct spec_model *m, asbx_err_t *err);
 
 /* The policy's seccomp filter (what policy_prepare_process installs): the rules of the groups whose
  * POLICY_SYS_* bits are in `deny` (policy/syscall_groups.h), the host-file rules
@@ -46,7 +52,7 @@ int policy_build_groups_filter (unsigned deny, bool exec, bool wx, struct linux_
 /* network.mode none/filtered: load the policy's nftables table (policy/nft_ruleset.c) into the
  * current network namespace - the container's, fresh or joined (engine-given). Called by the
  * init while it still holds CAP_NET_ADMIN; the container's processes never get it (see
- * policy_apply_process), so they cannot change the table. Nothing for `open`. 0 / -1 with *err
+ * spec_narrow_process in spec/model.h), so they cannot change the table. Nothing for `open`. 0 / -1 with *err
  * (EPERM when the init has no CAP_NET_ADMIN over that namespace, e.g. a joined namespace owned
  * by a parent user namespace). */
 int policy_apply_network (const struct policy_plan *plan, asbx_err_t *err);

@@ -38,9 +38,7 @@ extern const size_t policy_hostfile_rules_len;
  * runtime's own maps; an unreadable map counts as not isolating (fail closed). */
 bool policy_userns_isolating (const struct oci_linux *l);
 
-/* Narrow one process's capability sets (init's or exec's) for a policy container: remove
- * CAP_SETFCAP and CAP_MKNOD, and without an isolating user namespace (policy_userns_isolating)
- * CAP_CHOWN and CAP_FSETID. Nothing without an active plan. `p->capabilities` may be NULL. */
-void policy_hostfiles_narrow (struct oci_process *p, const struct policy_plan *plan, const struct oci_linux *l);
+/* The capability layer is the container model's (spec/model.h spec_narrow_process), for init
+ * and exec alike. */
 
 #endif

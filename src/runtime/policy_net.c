@@ -18,7 +18,7 @@
 #include "runtime/policy_net.h"
 
 /* The network namespace the runtime was started in (the host's, or its caller's): captured in P
- * by policy_apply_spec, inherited by the init through fork. A `none`/`filtered` table (output
+ * by policy_check_spec, inherited by the init through fork. A `none`/`filtered` table (output
  * policy drop, port 53 redirected) must never land there: it would cut the host off. */
 static struct stat runtime_netns;
 static bool runtime_netns_known;

@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 
-/* Called by policy_apply_spec for network modes none and filtered: records the runtime's own
+/* Called by policy_check_spec for network modes none and filtered: records the runtime's own
  * network namespace (stat of /proc/self/ns/net; inherited by the init through fork, where
  * policy_apply_network checks it again before loading the table), then refuses a joined namespace
  * (`path`: linux.namespaces[].path of the network entry, NULL for a fresh one) that is that same

@@ -1,6 +1,7 @@
-/* policy_process.c - the agent policy's process layer: no_new_privs, capabilities ∩ allow,
- * rlimits (policy_apply_process), and the seccomp filters the init or exec installs last (the
- * syscall groups, the host-file and exec rules, the unix-socket confinement); see policy_apply.h. */
+/* policy_process.c - the agent policy's process layer: the seccomp filters the init or exec
+ * installs last (the syscall groups, the host-file and exec rules, the unix-socket confinement);
+ * see policy_apply.h. no_new_privs, capabilities ∩ allow and rlimits are the container model's
+ * (spec/model.h spec_narrow_process). */
 #include <errno.h>
 #include <sys/mman.h>
 #include <stdlib.h>
@@ -17,73 +18,6 @@
 #include "runtime/policy_noexec.h"
 #include "runtime/process.h"
 #include "monitor/unixsock.h"
-
-static void
-strv_filter (char ***v, size_t *len, const struct policy_plan *plan, bool drop_net)
-{
-  size_t w = 0;
-  for (size_t i = 0; i < *len; i++)
-    {
-      bool keep = !plan->restrict_caps;
-      for (size_t j = 0; plan->restrict_caps && j < plan->caps_allow_len; j++)
-        if (strcmp ((*v)[i], plan->caps_allow[j]) == 0)
-          keep = true;
-      if (drop_net && (strcmp ((*v)[i], "CAP_NET_ADMIN") == 0 || strcmp ((*v)[i], "CAP_NET_RAW") == 0))
-        keep = false;
-      if (keep)
-        (*v)[w++] = (*v)[i];
-      else
-        free ((*v)[i]);
-    }
-  *len = w;
-  if (*v)
-    (*v)[w] = NULL;
-}
-
-static void
-caps_narrow (struct oci_process *p, const struct policy_plan *plan)
-{
-  struct oci_capabilities *c = p->capabilities;
-  bool drop_net = plan->net_mode != POLICY_NET_OPEN;
-  if (!c)
-    return;
-  strv_filter (&c->bounding, &c->bounding_len, plan, drop_net);
-  strv_filter (&c->effective, &c->effective_len, plan, drop_net);
-  strv_filter (&c->permitted, &c->permitted_len, plan, drop_net);
-  strv_filter (&c->inheritable, &c->inheritable_len, plan, drop_net);
-  strv_filter (&c->ambient, &c->ambient_len, plan, drop_net);
-}
-
-/* the smaller of the spec's and the policy's rlimit */
-static void
-rlimit_narrow (struct oci_process *p, const char *type, uint64_t limit)
-{
-  if (limit == 0)
-    return;
-  for (size_t i = 0; i < p->rlimits_len; i++)
-    if (strcmp (p->rlimits[i].type, type) == 0)
-      {
-        if (p->rlimits[i].hard > limit)
-          p->rlimits[i].hard = limit;
-        if (p->rlimits[i].soft > p->rlimits[i].hard)
-          p->rlimits[i].soft = p->rlimits[i].hard;
-        return;
-      }
-  p->rlimits = xrealloc (p->rlimits, sizeof (*p->rlimits) * (p->rlimits_len + 1));
-  p->rlimits[p->rlimits_len++] = (struct oci_rlimit){ .type = xstrdup (type), .soft = limit, .hard = limit };
-}
-
-void
-policy_apply_process (struct oci_process *p, const struct policy_plan *plan)
-{
-  if (!plan || !plan->active)
-    return;
-  /* Landlock needs no_new_privs, and a policy never lets a setuid binary widen it */
-  p->no_new_privileges = true;
-  caps_narrow (p, plan);
-  rlimit_narrow (p, "RLIMIT_NOFILE", plan->open_files);
-  rlimit_narrow (p, "RLIMIT_FSIZE", plan->file_size_bytes);
-}
 
 /* one rule of a group (or of policy_exec_rules) as an OCI syscall entry; names/args: 2 slots */
 static void

@@ -124,7 +124,7 @@ spawn_init (struct init_args *a, int psync, pid_t *init_pid, unsigned long *cgro
   /* whether the LSMs of the requested labels are on, asked here in the host's view and cached
    * for the init, which applies the labels after pivot_root (linux/apparmor.c); a spec without
    * `linux` never gets here (create_check: a new mount namespace is required) */
-  linux_lsm_probe (a->spec->process->apparmor_profile, a->spec->process->selinux_label, a->spec->linux_->mount_label);
+  linux_lsm_probe (a->model->process->apparmor_profile, a->model->process->selinux_label, a->spec->linux_->mount_label);
   stage = fork ();
   if (stage < 0)
     return asbx_error (err, errno, "fork");
@@ -148,7 +148,7 @@ spawn_init (struct init_args *a, int psync, pid_t *init_pid, unsigned long *cgro
   log_debug ("cgroup_enter: %ld us", (long) ((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000));
   /* limits before SYNC_GO: the stage child has not run any container code yet */
   if (a->cgroup_path
-      && cgroup_apply_resources (a->cgroup_path, a->cgroup_unit, a->spec->linux_->resources, a->spec->linux_->devices,
+      && cgroup_apply_resources (a->cgroup_path, a->cgroup_unit, a->model->resources, a->spec->linux_->devices,
                                  a->spec->linux_->devices_len, false, err)
              < 0)
     goto fail;

@@ -12,11 +12,16 @@
 #include "linux/ns.h"
 #include "linux/rootfs.h"
 #include "policy/plan.h"
+#include "spec/model.h"
 
 /* Everything the init process needs; filled by container_create.c, read-only in the children. */
 struct linux_seccomp;
 struct init_args
 {
+  /* the container model (spec/model.h): the effective process, resources, namespaces and root
+   * (config.json narrowed by the policy); `spec` is its view (&model->view), for the mechanisms
+   * that take a struct oci_spec - never the parsed config itself */
+  const struct spec_model *model;
   const struct oci_spec *spec;
   const struct ns_plan *ns;
   const char *bundle;      /* absolute */

@@ -13,6 +13,8 @@
 
 #include "core/util.h"
 #include "runtime/policy_hostfiles.h"
+#include "runtime/policy_apply.h"
+#include "spec/model.h"
 
 static bool
 initial_userns (void)
@@ -93,7 +95,9 @@ narrow_and_check (const struct oci_linux *l, bool keep_chown)
   c.effective = strv (caps, 5), c.effective_len = 5;
   c.permitted = strv (caps, 5), c.permitted_len = 5;
   p.capabilities = &c;
-  policy_hostfiles_narrow (&p, &plan, l);
+  struct spec_narrowing n;
+  policy_model_narrowing (&plan, &n);
+  spec_narrow_process (&p, &n, policy_userns_isolating (l));
   char **sets[] = { c.bounding, c.effective, c.permitted };
   size_t lens[] = { c.bounding_len, c.effective_len, c.permitted_len };
   for (size_t s = 0; s < 3; s++)
@@ -123,8 +127,12 @@ test_narrow (void **state)
   /* an inactive plan changes nothing */
   struct oci_process p = { 0 };
   struct policy_plan off = { .active = false };
-  policy_hostfiles_narrow (&p, &off, &none);
-  policy_hostfiles_narrow (&p, NULL, &none);
+  struct spec_narrowing n;
+  policy_model_narrowing (&off, &n);
+  spec_narrow_process (&p, &n, false);
+  policy_model_narrowing (NULL, &n);
+  spec_narrow_process (&p, &n, false);
+  spec_narrow_process (&p, NULL, false);
 }
 
 int
