@@ -19,8 +19,8 @@
  * share it). Every question and every decision is one `approval` audit record.
  * Threat model: the socket is 0600 root in the state dir (the container cannot reach it: other
  * mount namespace); a client's bytes are parsed with bounds, lines over 4 KiB drop the client. */
-#ifndef ASBX_RUNTIME_APPROVALS_H
-#define ASBX_RUNTIME_APPROVALS_H
+#ifndef ASBX_MONITOR_APPROVALS_H
+#define ASBX_MONITOR_APPROVALS_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -17,8 +17,8 @@
  *   audit_rec_int (r, "exitCode", 137);
  *   if (audit_rec_write (r, fd, &err) < 0) ...   (always frees r)
  */
-#ifndef ASBX_RUNTIME_AUDIT_H
-#define ASBX_RUNTIME_AUDIT_H
+#ifndef ASBX_MONITOR_AUDIT_H
+#define ASBX_MONITOR_AUDIT_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -7,8 +7,8 @@
  * CAP_AUDIT_READ, audit disabled for Landlock), the container runs exactly as enforced and the
  * `policy` record's `kernelDenials` field says what is and is not reported. Denial records are
  * capped per container (DENIALS_MAX); the rest are counted in one final record. */
-#ifndef ASBX_RUNTIME_DENIALS_H
-#define ASBX_RUNTIME_DENIALS_H
+#ifndef ASBX_MONITOR_DENIALS_H
+#define ASBX_MONITOR_DENIALS_H
 
 #include <stdbool.h>
 #include <stdint.h>

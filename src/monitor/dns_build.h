@@ -3,8 +3,8 @@
  * container's message reaches the upstream, and only checked records reach the container).
  * Pure like monitor/dns_parse.h: every function reads only its inputs, writes only what its
  * arguments name; no allocation, no syscalls, no errno. Fuzzed by tests/fuzz/fuzz_dns.c. */
-#ifndef ASBX_RUNTIME_DNS_BUILD_H
-#define ASBX_RUNTIME_DNS_BUILD_H
+#ifndef ASBX_MONITOR_DNS_BUILD_H
+#define ASBX_MONITOR_DNS_BUILD_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,8 +1,8 @@
 /* dns_parse.h - the DNS stub's pure message parsers (RFC 1035 §4.1), split out of dnsstub.c so
  * that tests/fuzz/fuzz_dns.c can drive them without sockets. Every function reads only
  * m[0..len) and writes only what its arguments name; no allocation, no syscalls, no errno. */
-#ifndef ASBX_RUNTIME_DNS_PARSE_H
-#define ASBX_RUNTIME_DNS_PARSE_H
+#ifndef ASBX_MONITOR_DNS_PARSE_H
+#define ASBX_MONITOR_DNS_PARSE_H
 
 #include <stdbool.h>
 #include <stddef.h>

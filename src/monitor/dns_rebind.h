@@ -4,8 +4,8 @@
  * (RFC 1918, CGNAT, ULA, link-local incl. the cloud metadata address) or nowhere (multicast,
  * unspecified, reserved) would turn the allowlist into a way to them. Such addresses are let in
  * only when `allowedCidrs` lists them (POLICY.md §2 `network`; docs/policy.md). */
-#ifndef ASBX_RUNTIME_DNS_REBIND_H
-#define ASBX_RUNTIME_DNS_REBIND_H
+#ifndef ASBX_MONITOR_DNS_REBIND_H
+#define ASBX_MONITOR_DNS_REBIND_H
 
 #include <stddef.h>
 

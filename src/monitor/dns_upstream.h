@@ -4,8 +4,8 @@
  * to a random ephemeral port (ip_local_port_range), under a fresh random query id: an off-path
  * spoofer must guess port and id. The sockets live in the monitor's (host's) network namespace:
  * the container's table never sees that traffic. */
-#ifndef ASBX_RUNTIME_DNS_UPSTREAM_H
-#define ASBX_RUNTIME_DNS_UPSTREAM_H
+#ifndef ASBX_MONITOR_DNS_UPSTREAM_H
+#define ASBX_MONITOR_DNS_UPSTREAM_H
 
 #include <stddef.h>
 #include <stdint.h>

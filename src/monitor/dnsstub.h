@@ -16,8 +16,8 @@
  * environment (tests, and hosts whose resolver is not in /etc/resolv.conf), else the first
  * `nameserver` of the host's /etc/resolv.conf. The upstream socket lives in the host's network
  * namespace: the container's table never sees that traffic. */
-#ifndef ASBX_RUNTIME_DNSSTUB_H
-#define ASBX_RUNTIME_DNSSTUB_H
+#ifndef ASBX_MONITOR_DNSSTUB_H
+#define ASBX_MONITOR_DNSSTUB_H
 
 #include <sys/types.h>
 

@@ -22,8 +22,8 @@
  * filename hashes are of the lexically cleaned path (monitor/execrec.c), so `//usr/bin/x` is
  * `/usr/bin/x` tried again. A process that exits non-zero counts 1 unless
  * its execve failures were counted already (no double count for `command not found`). */
-#ifndef ASBX_RUNTIME_EXECFAIL_H
-#define ASBX_RUNTIME_EXECFAIL_H
+#ifndef ASBX_MONITOR_EXECFAIL_H
+#define ASBX_MONITOR_EXECFAIL_H
 
 #include <stdbool.h>
 #include <stdint.h>

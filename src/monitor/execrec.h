@@ -10,8 +10,8 @@
  * memory (process_vm_readv), a stash keyed by thread-group id, and the answer
  * SECCOMP_USER_NOTIF_FLAG_CONTINUE. The monitor's exec event (the proc connector's EXEC, which
  * comes after the syscall was let through) then takes the stash instead of reading /proc. */
-#ifndef ASBX_RUNTIME_EXECREC_H
-#define ASBX_RUNTIME_EXECREC_H
+#ifndef ASBX_MONITOR_EXECREC_H
+#define ASBX_MONITOR_EXECREC_H
 
 #include <linux/seccomp.h>
 #include <stdbool.h>

@@ -24,8 +24,8 @@
  * PROC_EVENT_EXIT for the init pid (sent in do_exit() before the pidfd becomes readable, so it
  * is queued by the time M sees POLLIN); if that event was lost (queue overflow), from
  * /proc/PID/stat field 52 while the init is still a zombie; otherwise exitCode is null. */
-#ifndef ASBX_RUNTIME_MONITOR_H
-#define ASBX_RUNTIME_MONITOR_H
+#ifndef ASBX_MONITOR_MONITOR_H
+#define ASBX_MONITOR_MONITOR_H
 
 #include <stdbool.h>
 #include <sys/types.h>

@@ -1,8 +1,8 @@
 /* monitor_internal.h - the monitor's state, shared by its files (not a public API):
  * monitor.c (process shape, setup, loop, the CLI side), monitor_events.c (process events and
  * the member set), monitor_limits.c (CPU budget, wall clock, kills, the final record). */
-#ifndef ASBX_RUNTIME_MONITOR_INTERNAL_H
-#define ASBX_RUNTIME_MONITOR_INTERNAL_H
+#ifndef ASBX_MONITOR_MONITOR_INTERNAL_H
+#define ASBX_MONITOR_MONITOR_INTERNAL_H
 
 #include <pthread.h>
 #include <stdbool.h>

@@ -4,8 +4,8 @@
  * instances are per namespace, so groups never mix between containers); the monitor's DNS stub
  * holds the listening socket and turns each packet into one record
  * {"event":"network","addr","port","proto","decision":"refused","rule"}. */
-#ifndef ASBX_RUNTIME_NFLOG_H
-#define ASBX_RUNTIME_NFLOG_H
+#ifndef ASBX_MONITOR_NFLOG_H
+#define ASBX_MONITOR_NFLOG_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -6,8 +6,8 @@
  * device and carries the container's flows over ordinary sockets of the host namespace.
  * The container's nftables table filters what enters the tap, so pasta only ever carries what
  * the policy allowed. Run by the monitor as its child; see pasta.c for the flags and why. */
-#ifndef ASBX_RUNTIME_PASTA_H
-#define ASBX_RUNTIME_PASTA_H
+#ifndef ASBX_MONITOR_PASTA_H
+#define ASBX_MONITOR_PASTA_H
 
 #include <sys/types.h>
 

@@ -10,8 +10,8 @@
  * QUERIER_FDS_PER_LOOKUP fd links and spends at most QUERIER_NS_PER_LOOKUP; all lookups of one
  * container together at most QUERIER_NS_PER_SEC per second. Past a budget the answer is "unknown"
  * (pid 0): the question then carries pid/exe null, it is still asked and decided. */
-#ifndef ASBX_RUNTIME_QUERIER_H
-#define ASBX_RUNTIME_QUERIER_H
+#ifndef ASBX_MONITOR_QUERIER_H
+#define ASBX_MONITOR_QUERIER_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,8 +1,8 @@
 /* sni_parse.h - the SNI/Host check's pure parsers (monitor/splice.h), split out of splice.c so
  * that tests/fuzz/fuzz_sni.c can drive them without sockets. They read only buf[0..len) and
  * write only name[0..namelen); no allocation, no syscalls, no errno. */
-#ifndef ASBX_RUNTIME_SNI_PARSE_H
-#define ASBX_RUNTIME_SNI_PARSE_H
+#ifndef ASBX_MONITOR_SNI_PARSE_H
+#define ASBX_MONITOR_SNI_PARSE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -8,8 +8,8 @@
  * address are told apart this way. No TLS interception: the bytes pass unchanged.
  * The monitor's own upstream sockets carry POLICY_NFT_SPLICE_MARK, which the redirect skips.
  * Every decision is one `network` audit record {addr, port, proto, host, decision, rule}. */
-#ifndef ASBX_RUNTIME_SPLICE_H
-#define ASBX_RUNTIME_SPLICE_H
+#ifndef ASBX_MONITOR_SPLICE_H
+#define ASBX_MONITOR_SPLICE_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,8 +1,8 @@
 /* splice_internal.h - what splice.c (the connections and the relay) and splice_http.c (the
  * framing check of a plain-HTTP client stream) share: the per-connection state and the few
  * helpers each calls in the other. Not for other modules: the contract is splice.h. */
-#ifndef ASBX_RUNTIME_SPLICE_INTERNAL_H
-#define ASBX_RUNTIME_SPLICE_INTERNAL_H
+#ifndef ASBX_MONITOR_SPLICE_INTERNAL_H
+#define ASBX_MONITOR_SPLICE_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>

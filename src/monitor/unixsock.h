@@ -21,8 +21,8 @@
  * (copied, then CONTINUE: a log, not a decision).
  * Not covered: the peer of an allowed connection sees the monitor's credentials (SO_PEERCRED:
  * pid of the monitor, uid 0); DAC on the allowed socket is the monitor's (root). */
-#ifndef ASBX_RUNTIME_UNIXSOCK_H
-#define ASBX_RUNTIME_UNIXSOCK_H
+#ifndef ASBX_MONITOR_UNIXSOCK_H
+#define ASBX_MONITOR_UNIXSOCK_H
 
 #include <stdbool.h>
 
