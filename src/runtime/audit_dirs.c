@@ -3,9 +3,11 @@
  * who registers. The file is appended under flock(2), so concurrent creates do not interleave
  * lines; a reader that races a writer sees whole lines or misses the newest (it then hides the
  * others, as before the registry). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,31 +35,79 @@ push_unique (char ***v, size_t *n, const char *s)
   (*v)[*n] = NULL;
 }
 
-/* the lines of <root>/audit-dirs, appended to *v */
+/* entry names, as it is now, a directory of `owner`: no symlink in its path (a stale entry in a
+ * world-writable parent replaced by a link to /usr/lib had made every later sandbox hide it:
+ * outside tester), and not someone else's directory made there since */
+static bool
+entry_owned (const char *entry, uid_t owner)
+{
+  char real[PATH_MAX];
+  struct stat st;
+  return entry[0] == '/' && realpath (entry, real) != NULL && strcmp (real, entry) == 0 && lstat (entry, &st) == 0
+         && S_ISDIR (st.st_mode) && st.st_uid == owner;
+}
+
+/* the lines of <root>/@audit-dirs that name a directory of the file's owner, appended to *v. A
+ * file writable by group or others, or not a regular file, is ignored. */
 static void
 read_registry (const char *root, char ***v, size_t *n)
 {
   cleanup_free char *path = xasprintf ("%s/" REGISTRY, root);
-  cleanup_close int fd = open (path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  int fd = open (path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   cleanup_free char *line = NULL;
   size_t cap = 0;
   struct stat st;
   FILE *f;
 
-  if (fd < 0 || fstat (fd, &st) < 0 || !S_ISREG (st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid ())
-      || (st.st_mode & (S_IWGRP | S_IWOTH)))
+  if (fd < 0)
     return;
-  f = fdopen (fd, "re");
-  if (!f)
-    return;
-  fd = -1; /* the FILE owns it now */
+  if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode) || (st.st_mode & (S_IWGRP | S_IWOTH)) || !(f = fdopen (fd, "re")))
+    {
+      close (fd);
+      return;
+    }
   while (getline (&line, &cap, f) > 0)
     {
       line[strcspn (line, "\n")] = '\0';
-      if (line[0] == '/')
+      if (entry_owned (line, st.st_uid))
         push_unique (v, n, line);
     }
   fclose (f);
+}
+
+/* Host root only: every user's audit logs - the default one (HOME/.local/state/agentsbx, a
+ * directory of that user) and what each user's own state roots registered - since root's
+ * sandboxes keep CAP_DAC_OVERRIDE and read a user's 0700 directories (outside tester). */
+static void
+add_users (char ***v, size_t *n)
+{
+  static const char *const roots[] = { "/run/user", "/tmp" };
+  struct passwd *pw;
+
+  setpwent ();
+  while ((pw = getpwent ()) != NULL)
+    if (pw->pw_uid != 0 && pw->pw_dir && pw->pw_dir[0] == '/')
+      {
+        cleanup_free char *d = xasprintf ("%s/.local/state/agentsbx", strcmp (pw->pw_dir, "/") ? pw->pw_dir : "");
+        if (entry_owned (d, pw->pw_uid))
+          push_unique (v, n, d);
+      }
+  endpwent ();
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (roots); i++)
+    {
+      cleanup_closedir DIR *d = opendir (roots[i]);
+      struct dirent *de;
+      while (d && (de = readdir (d)) != NULL)
+        {
+          cleanup_free char *sr = NULL;
+          if (i == 0 && de->d_name[0] >= '0' && de->d_name[0] <= '9')
+            sr = xasprintf ("%s/%s/agentsbx", roots[i], de->d_name);
+          else if (i == 1 && strncmp (de->d_name, "agentsbx-", 9) == 0)
+            sr = xasprintf ("%s/%s", roots[i], de->d_name);
+          if (sr)
+            read_registry (sr, v, n);
+        }
+    }
 }
 
 char **
@@ -69,6 +119,8 @@ audit_dirs_list (const char *state_root)
   if (state_root)
     read_registry (state_root, &v, &n);
   read_registry (POLICY_DEFAULT_STATE_ROOT, &v, &n);
+  if (!rootless_caller ())
+    add_users (&v, &n);
   return v;
 }
 

@@ -417,3 +417,23 @@ def test_workspace_privilege_as_user(user, binary, ws, case, cmd):
         if "euid=" in o.stdout or "egid=" in o.stdout:
             bad.append(f"ran as 65534: {o.stdout.strip()}")
     assert not bad, (bad, r)
+
+
+def test_users_audit_log_hidden_from_roots_sandbox(user, binary, ws, tmp_path):
+    """A user's audit log (~/.local/state/agentsbx, 0700) was readable by any root sandbox,
+    which keeps CAP_DAC_OVERRIDE: the user's argv leaked (outside tester, 3/3). Judged by what
+    root's sandbox copies into a file the host reads."""
+    token = f"asbx-user-argv-{uuid.uuid4().hex[:8]}"
+    r = sandbox(user, binary, ws, "/bin/sh", "-c", f"echo {token}")
+    assert r.rc == 0, r
+    adir = os.path.join(user.pw_dir, ".local", "state", "agentsbx")
+    assert any(token in open(os.path.join(adir, f)).read() for f in os.listdir(adir))  # the control
+    rws = tmp_path / "rootws"
+    rws.mkdir()
+    out = rws / "out"
+    r = subprocess.run([binary, "--root", str(tmp_path / "state"), "--audit-dir", str(tmp_path / "audit"),
+                        "sandbox", "--workspace", str(rws), "--", "/bin/sh", "-c",
+                        f"cat {adir}/* > /workspace/out 2>&1; echo ok"], capture_output=True, text=True,
+                       timeout=HANG_GUARD)
+    assert r.returncode == 0 and "ok" in r.stdout, r
+    assert token not in out.read_text()

@@ -750,3 +750,23 @@ def test_home_bound_from_inside_the_workspace_refused(rt):
     finally:
         _unbind(home)
         shutil.rmtree(store, ignore_errors=True)
+
+
+def test_stale_audit_registry_entry_replaced_by_a_symlink_is_not_hidden(rt, ws):
+    """A registered --audit-dir under a world-writable directory was removed, and a link to
+    /usr/lib planted at its path: every later sandbox hid /usr/lib and failed to run anything
+    (outside tester, 3/3). The stale entry must hide nothing."""
+    top = os.path.join("/var/tmp", f"asbx-reg-{os.getpid()}-{os.urandom(2).hex()}")
+    adir = os.path.join(top, "audit")
+    os.makedirs(adir)
+    try:
+        r = rt.cmd("sandbox", "--workspace", ws, "--", "/bin/true", global_args=["--audit-dir", adir], timeout=60)
+        assert r.rc == 0, r
+        shutil.rmtree(adir)
+        os.symlink("/usr/lib", adir)
+        r = sandbox_run(rt, "--workspace", ws, "--", "/bin/sh", "-c", "ls /usr/lib | wc -l")
+        assert r.rc == 0 and int(r.out.split()[-1]) > 5, r
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+        if os.path.islink(adir):
+            os.unlink(adir)
