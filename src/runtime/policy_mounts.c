@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "linux/mount.h"
+#include "linux/mountinfo.h"
 #include "linux/pathsafe.h"
 #include "runtime/policy_apply.h"
 #include "runtime/policy_carve.h"
@@ -82,6 +83,96 @@ mask (int rootfd, int fd, uint64_t *id, asbx_err_t *err)
   if (mfd < 0 || mnt_attach (mfd, fd, err) < 0 || mount_id (mfd, id, err) < 0)
     return -1;
   return mnt_setattr (mfd, false, 0, 0, MS_PRIVATE, err); /* as bind_self's read-only denies */
+}
+
+/* where fd is, as the init sees it (the host's root before pivot_root): heap, or NULL */
+static char *
+fd_place (int fd)
+{
+  char link[64], buf[PATH_MAX];
+  snprintf (link, sizeof link, "/proc/self/fd/%d", fd);
+  ssize_t n = readlink (link, buf, sizeof buf - 1);
+  if (n <= 0 || buf[0] != '/')
+    return NULL;
+  buf[n] = '\0';
+  return xstrdup (buf);
+}
+
+/* mask the container path `at` when it shows the inode `want` (dev, ino): fstat decides, not
+ * the path; 0 also when it does not (over-mounted, or not there) */
+static int
+mask_if_same (int rootfd, const char *at, const struct stat *want, asbx_err_t *err)
+{
+  cleanup_close int afd = ps_openat2 (rootfd, at, O_PATH | O_CLOEXEC, 0,
+                                      RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS);
+  struct stat st;
+  if (afd < 0 || fstat (afd, &st) < 0 || st.st_dev != want->st_dev || st.st_ino != want->st_ino)
+    return 0;
+  log_debug ("policy: deny also at `%s` (a bind mount shows it there)", at);
+  return mask (rootfd, afd, NULL, err);
+}
+
+/* A denyRead target is also visible wherever a bind mount shows it or a directory below it: a
+ * ~/.aws bound from /srv/creds/aws, a home bound from /srv/homes/bob, /home bound at /mnt/h
+ * (outside tester: read at the bind's source through the read-only host view). mountinfo names
+ * the candidates (same device; a mount root at or above the target's place in its filesystem,
+ * or inside it) and each is masked only when it shows the same inode (mask_if_same). fd: the
+ * target, opened before its own mask. */
+static int
+mask_aliases (int rootfd, int fd, asbx_err_t *err)
+{
+  struct mountinfo_entry *m = NULL;
+  const struct mountinfo_entry *own = NULL;
+  const char *prefix = NULL;
+  cleanup_free char *where = fd_place (fd);
+  cleanup_free char *place = NULL;
+  uint64_t id, root_id;
+  struct stat want;
+  size_t n = 0;
+  int r = 0;
+
+  if (!where || fstat (fd, &want) < 0 || mountinfo_mount_id (fd, &id) < 0 || mountinfo_mount_id (rootfd, &root_id) < 0)
+    return 0; /* nothing to compare with: the target itself is masked */
+  if (mountinfo_read (&m, &n, err) < 0)
+    return asbx_error_wrap (err, "policy: the mounts that show a denied path");
+  for (size_t i = 0; i < n; i++)
+    {
+      if (m[i].id == id)
+        own = &m[i];
+      if (m[i].id == root_id)
+        prefix = m[i].point;
+    }
+  if (!own || !prefix || !policy_path_within (own->point, where))
+    goto out;
+  const char *rest = where + (strcmp (own->point, "/") ? strlen (own->point) : 0);
+  place = *rest ? xasprintf ("%s%s", strcmp (own->root, "/") ? own->root : "", rest) : xstrdup (own->root);
+  size_t pl = strcmp (prefix, "/") ? strlen (prefix) : 0;
+  for (size_t i = 0; i < n && r == 0; i++)
+    {
+      const struct mountinfo_entry *e = &m[i];
+      if (e == own || e->maj != own->maj || e->min != own->min || !policy_path_within (prefix, e->point))
+        continue;
+      const char *in_root = e->point[pl] ? e->point + pl : "/";
+      if (policy_path_within (e->root, place))
+        {
+          /* e shows the target itself at e's point + the target's path below e's root */
+          const char *below = place + (strcmp (e->root, "/") ? strlen (e->root) : 0);
+          cleanup_free char *at = xasprintf ("%s%s", strcmp (in_root, "/") ? in_root : "", below);
+          r = mask_if_same (rootfd, *at ? at : "/", &want, err);
+        }
+      else if (policy_path_within (place, e->root) && S_ISDIR (want.st_mode))
+        {
+          /* e shows a directory below the target: mask e's point when it is that directory */
+          struct stat sub;
+          const char *sub_rel = e->root + (strcmp (place, "/") ? strlen (place) + 1 : 1);
+          cleanup_close int sfd = openat (fd, sub_rel, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+          if (sfd >= 0 && fstat (sfd, &sub) == 0)
+            r = mask_if_same (rootfd, in_root, &sub, err);
+        }
+    }
+out:
+  mountinfo_free (m, n);
+  return r;
 }
 
 /* The writable grant (allowWrite bind or tmpfs) whose hierarchy strictly contains `path`, the
@@ -342,6 +433,9 @@ apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy
         break;
       }
     }
+  /* the same file or directory shown elsewhere by a bind mount is masked there too */
+  if (r == 0 && m->kind == POLICY_MOUNT_MASK)
+    r = mask_aliases (rootfd, fd, err);
   /* a deny inside a writable bind grant: P pins the file in the host's namespace (policy_pin.h) */
   if (r == 0 && (m->kind == POLICY_MOUNT_BIND_RO || m->kind == POLICY_MOUNT_MASK))
     r = policy_pin_note (&res->pin_notes, covering_grant (plan, m->path), m->path, fd, err);

@@ -770,3 +770,33 @@ def test_stale_audit_registry_entry_replaced_by_a_symlink_is_not_hidden(rt, ws):
         shutil.rmtree(top, ignore_errors=True)
         if os.path.islink(adir):
             os.unlink(adir)
+
+
+@pytest.mark.parametrize("shape", ["credential-dir-bound", "home-bound"])
+def test_denied_credentials_hidden_at_a_bind_source(rt, ws, shape):
+    """~/.aws bound from /srv/S/aws, or a whole home bound from /srv/S/h: masked at the home,
+    but the read-only host view showed them at the bind's source (outside tester). Judged by
+    what the agent copies into a host file."""
+    src = os.path.join("/srv", f"asbx-creds-{os.getpid()}-{os.urandom(2).hex()}")
+    home = os.path.join("/home", f"asbx-h-{os.getpid()}-{os.urandom(2).hex()}")
+    if shape == "credential-dir-bound":
+        store, bind_src, bind_dst = os.path.join(src, "aws"), os.path.join(src, "aws"), os.path.join(home, ".aws")
+        secret_rel = "credentials"
+    else:
+        store, bind_src, bind_dst = os.path.join(src, "h", ".ssh"), os.path.join(src, "h"), home
+        secret_rel = "id_rsa"
+    os.makedirs(store)
+    os.makedirs(bind_dst, exist_ok=True)
+    with open(os.path.join(store, secret_rel), "w") as f:
+        f.write(SECRET + "\n")
+    try:
+        _bind(bind_src, bind_dst)
+        r = sandbox_run(rt, "--workspace", ws, "--", "/bin/sh", "-c",
+                        f"cat {store}/{secret_rel} > /workspace/out 2>&1; echo ok")
+        assert r.rc == 0 and "ok" in r.out, r
+        with open(os.path.join(ws, "out")) as f:
+            assert SECRET not in f.read()
+    finally:
+        _unbind(bind_dst)
+        shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(src, ignore_errors=True)
