@@ -72,7 +72,7 @@ read_registry (const char *root, char ***v, size_t *n)
       if (entry_owned (line, st.st_uid))
         push_unique (v, n, line);
     }
-  fclose (f);
+  (void) fclose (f); /* read-only: nothing to flush */
 }
 
 /* Host root only: every user's audit logs - the default one (HOME/.local/state/agentsbx, a

@@ -632,7 +632,7 @@ workspace_pin (const char *ws, struct stat *st, asbx_err_t *err)
 static int
 workspace_still (const char *ws, const struct stat *want, asbx_err_t *err)
 {
-  struct stat now;
+  struct stat now = { 0 };
   asbx_err_t e = NULL;
   if (workspace_pin (ws, &now, &e) < 0 || now.st_dev != want->st_dev || now.st_ino != want->st_ino)
     {
@@ -723,7 +723,7 @@ asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o
   cleanup_free char *id = o->id ? xstrdup (o->id) : xasprintf ("sandbox-%d", getpid ());
   cleanup_free char *bundle = NULL, *reason = NULL, *apath = NULL, *adir = NULL;
   asbx_err_t e2 = NULL;
-  struct stat ws_st;
+  struct stat ws_st = { 0 };
   char ws[PATH_MAX] = "";
   pid_t pid;
   int ret = -1, stop_sig = 0;
