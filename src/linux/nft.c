@@ -5,7 +5,9 @@
  * belongs to the namespace it was opened in, so for another namespace the calling thread
  * enters it with setns(2) around each run and returns to its own; the process must be
  * single-threaded (or call this from one thread only), which the container init and the
- * monitor are.
+ * monitor are. A caller that may not enter the namespace (not root: it belongs to a user
+ * namespace we own) runs each command list in a child that does (linux/netns_call.h), with a
+ * fresh context each time.
  * Threat model: the text is ours (policy compiler output, numeric addresses from the DNS stub);
  * nothing the container controls reaches the parser except answer addresses, which the stub
  * formats with inet_ntop. No include paths, so the parser opens no files for us. */
@@ -13,6 +15,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,13 +25,16 @@
 #include "core/cleanup.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "linux/netns_call.h"
 #include "linux/nft.h"
 
 struct linux_nft
 {
-  struct nft_ctx *ctx;
-  int netns_fd; /* -1 = current namespace */
-  int self_fd;  /* our own namespace, to return to; -1 when netns_fd is -1 */
+  struct nft_ctx *ctx; /* NULL when remote */
+  int netns_fd;        /* -1 = current namespace */
+  int self_fd;         /* our own namespace, to return to; -1 when netns_fd is -1 */
+  bool remote;         /* we may not enter netns_fd: each run is a child's (linux/netns_call.h) */
+  char *out;           /* remote: the last run's output */
 };
 
 struct linux_nft *
@@ -51,6 +57,12 @@ linux_nft_new (int netns_fd, asbx_err_t *err)
    * (other versions): create it inside the target namespace, and run inside it too */
   if (n->netns_fd >= 0 && setns (n->netns_fd, CLONE_NEWNET) < 0)
     {
+      if (errno == EPERM)
+        {
+          /* not root: the namespace is our user namespace's child's, entered by a child */
+          n->remote = true;
+          return n;
+        }
       asbx_error (err, errno, "nft: enter the network namespace");
       linux_nft_free (n);
       return NULL;
@@ -81,6 +93,7 @@ linux_nft_free (struct linux_nft *n)
     close (n->netns_fd);
   if (n->self_fd >= 0)
     close (n->self_fd);
+  free (n->out);
   free (n);
 }
 
@@ -98,11 +111,34 @@ first_error (struct nft_ctx *ctx)
   return s;
 }
 
+/* linux_netns_fn: one run in a fresh context, in the child that entered the namespace */
+static int
+run_remote (void *arg, int *fds, size_t nfds, char **out, asbx_err_t *err)
+{
+  struct linux_nft *n = linux_nft_new (-1, err);
+  (void) fds;
+  (void) nfds;
+  if (!n)
+    return -1;
+  int r = linux_nft_run (n, arg, err);
+  const char *o = nft_ctx_get_output_buffer (n->ctx);
+  if (r == 0 && o && *o)
+    *out = xstrdup (o);
+  linux_nft_free (n);
+  return r;
+}
+
 int
 linux_nft_run (struct linux_nft *n, const char *cmds, asbx_err_t *err)
 {
   int r, saved;
 
+  if (n->remote)
+    {
+      free (n->out);
+      n->out = NULL;
+      return linux_netns_call (n->netns_fd, run_remote, (void *) cmds, NULL, 0, &n->out, err);
+    }
   if (n->netns_fd >= 0 && setns (n->netns_fd, CLONE_NEWNET) < 0)
     return asbx_error (err, errno, "nft: enter the container's network namespace");
   r = nft_run_cmd_from_buffer (n->ctx, cmds);
@@ -143,11 +179,12 @@ linux_nft_counter (struct linux_nft *n, const char *table, const char *name, uin
   *packets = 0;
   if ((size_t) snprintf (cmd, sizeof cmd, "list counter inet %s %s", table, name) >= sizeof cmd)
     return asbx_error (err, EINVAL, "nft: counter name too long");
-  (void) nft_ctx_get_output_buffer (n->ctx); /* start from an empty buffer */
+  if (!n->remote)
+    (void) nft_ctx_get_output_buffer (n->ctx); /* start from an empty buffer */
   if (linux_nft_run (n, cmd, err) < 0)
     return -1;
   /* "table inet T {\n\tcounter C {\n\t\tpackets N bytes M\n\t}\n}\n" */
-  out = nft_ctx_get_output_buffer (n->ctx);
+  out = n->remote ? n->out : nft_ctx_get_output_buffer (n->ctx);
   p = out ? strstr (out, "packets ") : NULL;
   if (!p || sscanf (p, "packets %" SCNu64, packets) != 1)
     return asbx_error (err, EPROTO, "nft: no packet count in the listing of counter %s", name);
