@@ -14,11 +14,12 @@ import json
 import os
 import shutil
 import stat
+import time
 import uuid
 
 import pytest
 
-from test_egress import HOSTUP4, UP4, UP6, lab  # noqa: F401
+from test_egress import HOSTUP4, UP4, UP6, Approver, lab  # noqa: F401
 from test_rootless_sandbox import as_user, binary, no_user_processes, policy_file, tun, user  # noqa: F401
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -49,17 +50,29 @@ def ws(user):
     shutil.rmtree(d, ignore_errors=True)
 
 
-def run(user, binary, ws, actions, policy=POLICY):
-    """client.py's results, the run and the audit records of one sandbox run as the user."""
+def run(user, binary, ws, actions, policy=POLICY, decide=None):
+    """client.py's results, the run and the audit records of one sandbox run as the user; with
+    decide, an Approver answers on the sandbox's approvals.sock (the user's fallback state root:
+    no XDG_RUNTIME_DIR) and is returned fourth."""
     sid = f"rlnet-{uuid.uuid4().hex[:8]}"
+    ap = None
+    if decide:
+        ap = Approver(type("Root", (), {"root": f"/tmp/agentsbx-{user.pw_uid}"}), sid, decide)
+        ap.start()
     a = [binary, "sandbox", "--workspace", ws, "--id", sid, "--policy", policy_file(user, policy), "--",
          "/usr/bin/python3", "/workspace/client.py", json.dumps(actions)]
-    r = as_user(user, a, env={"AGENTSBX_UPSTREAM_DNS": HOSTUP4}, cwd=ws)
+    try:
+        r = as_user(user, a, env={"AGENTSBX_UPSTREAM_DNS": HOSTUP4}, cwd=ws)
+    finally:
+        if ap:
+            ap.stop.set()
+            ap.join(10)
     log = os.path.join(user.pw_dir, ".local", "state", "agentsbx", f"{sid}.jsonl")
     recs = [json.loads(x) for x in open(log)] if os.path.exists(log) else []
     assert not no_user_processes(user.pw_uid), "the user's sandbox processes (or pasta) outlived the run"
     assert r.rc == 0, r
-    return json.loads(r.out.strip().splitlines()[-1]), r, recs
+    res = json.loads(r.out.strip().splitlines()[-1])
+    return (res, r, recs, ap) if decide else (res, r, recs)
 
 
 def test_allowed_domain_fetched_from_the_upstream(user, binary, ws, lab):
@@ -126,6 +139,54 @@ def test_raw_socket_and_direct_address_refused(user, binary, ws, lab):
     assert lab.log("http.log") == [], lab.log("http.log")
     refused = {x.get("addr") for x in recs if x["event"] == "network" and x.get("decision") == "refused"}
     assert {UP4, HOSTUP4} <= refused, recs
+
+
+def test_host_and_sni_check_on_a_shared_address(user, binary, ws, lab):
+    """sbx.test (allowed) opens HOSTUP4:80/443; other.test, never resolved, shares the address.
+    Through the relay (its upstream sockets made in the sandbox's namespace by the monitor's
+    helper): Host other.test gets 403 + X-Agentsbx-Blocked and never reaches the server, SNI
+    other.test is cut before any byte reaches it; sbx.test passes both ways; all audited."""
+    lab.zone(ZONE)
+    pol = dict(POLICY, network=dict(POLICY["network"], ports=[80, 443]))
+    res, r, recs = run(user, binary, ws, [["resolve", "sbx.test"], ["http_as", HOSTUP4, 80, "sbx.test"],
+                                         ["http_as", HOSTUP4, 80, "other.test"], ["tls_as", HOSTUP4, "sbx.test"],
+                                         ["tls_as", HOSTUP4, "other.test"]], policy=pol)
+    _, good, evil, tls_good, tls_evil = res
+    assert good["ok"] and good["response"].endswith("ok sbx.test\n"), (good, r)
+    assert evil["ok"] and evil["response"].startswith("HTTP/1.1 403 "), evil
+    assert "X-Agentsbx-Blocked: host not allowed: " in evil["response"], evil
+    assert tls_good["ok"], tls_good
+    assert tls_evil["ok"] and tls_evil["handshake"] in ("ECONNRESET", "ssl-error", "EPIPE"), tls_evil
+    deadline = time.monotonic() + 10
+    while "sbx.test" not in lab.log("sni.log") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert lab.log("sni.log") == ["sbx.test"], lab.log("sni.log")
+    assert lab.log("http.log") == ["sbx.test"], lab.log("http.log")
+    net = {(x["addr"], x["port"], x.get("host"), x["decision"], x["rule"]) for x in recs
+           if x["event"] == "network" and x.get("host") is not None}
+    assert {(HOSTUP4, 80, "other.test", "refused", "host"), (HOSTUP4, 443, "other.test", "refused", "sni"),
+            (HOSTUP4, 80, "sbx.test", "allowed", "host")} <= net, net
+
+
+def test_approval_asked_and_allowed_once(user, binary, ws, lab):
+    """approvals.network ask: the unlisted other.test is held, asked on the user's approvals.sock
+    with the asking process found in the sandbox's namespace (the querier's socket is made there
+    by the monitor's helper), allowed once: its request reaches the upstream; the next lookup asks
+    again and is denied; every question and decision is audited."""
+    lab.zone(ZONE)
+    pol = dict(POLICY, approvals={"network": "ask", "timeoutSeconds": 30, "onTimeout": "deny"})
+    answers = iter(["allow-once", "deny"])
+    res, r, recs, ap = run(user, binary, ws, [["http", "other.test", 80], ["resolve", "other.test"]], policy=pol,
+                           decide=lambda q: next(answers))
+    http, again = res
+    assert http["ok"] and http["response"].endswith("ok other.test\n"), (http, r)
+    assert not again["ok"] and again["error"].startswith("gai:"), again
+    assert [q["host"] for q in ap.questions] == ["other.test"] * 2, ap.questions
+    assert all(isinstance(q["pid"], int) and "python3" in (q["exe"] or "") for q in ap.questions), ap.questions
+    assert lab.log("http.log") == ["other.test"], lab.log("http.log")
+    got = [(x["action"], x["host"], x.get("decision")) for x in recs if x["event"] == "approval"]
+    assert got == [("asked", "other.test", None), ("decided", "other.test", "allow-once"),
+                   ("asked", "other.test", None), ("decided", "other.test", "deny")], got
 
 
 def test_tun_closed_to_the_user_refused(user, binary, ws, lab):
