@@ -82,6 +82,22 @@ send_reply (int sk, const struct reply *rep, const int *fds, size_t nfds, const 
   return send (sk, out ? out : "", len, MSG_NOSIGNAL) < 0 ? -1 : 0;
 }
 
+int
+linux_netns_enter_owner (int netns_fd, asbx_err_t *err)
+{
+  int userns = ioctl (netns_fd, NS_GET_USERNS);
+  if (userns < 0)
+    return asbx_error (err, errno, "find the user namespace owning the network namespace");
+  int r = setns (userns, CLONE_NEWUSER);
+  int e = errno;
+  close (userns);
+  if (r < 0)
+    return asbx_error (err, e, "join the user namespace owning the network namespace");
+  if (setns (netns_fd, CLONE_NEWNET) < 0)
+    return asbx_error (err, errno, "enter the network namespace (from its user namespace)");
+  return 0;
+}
+
 static void __attribute__ ((noreturn)) child_main (int sk, int netns_fd, linux_netns_fn fn, void *arg, size_t nfds)
 {
   struct reply rep = { .r = -1 };
@@ -91,14 +107,7 @@ static void __attribute__ ((noreturn)) child_main (int sk, int netns_fd, linux_n
 
   for (size_t i = 0; i < nfds; i++)
     fds[i] = -1;
-  int userns = ioctl (netns_fd, NS_GET_USERNS);
-  if (userns < 0)
-    asbx_error (&e, errno, "find the user namespace owning the network namespace");
-  else if (setns (userns, CLONE_NEWUSER) < 0)
-    asbx_error (&e, errno, "join the user namespace owning the network namespace");
-  else if (setns (netns_fd, CLONE_NEWNET) < 0)
-    asbx_error (&e, errno, "enter the network namespace (from its user namespace)");
-  else
+  if (linux_netns_enter_owner (netns_fd, &e) == 0)
     rep.r = fn (arg, fds, nfds, &out, &e);
   if (e)
     {

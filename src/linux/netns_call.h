@@ -35,6 +35,11 @@ typedef int (*linux_netns_fn) (void *arg, int *fds, size_t nfds, char **out, asb
  * the calling thread. */
 int linux_netns_call (int netns_fd, linux_netns_fn fn, void *arg, int *fds, size_t nfds, char **out, asbx_err_t *err);
 
+/* In a fresh single-threaded child of a non-root caller: join the user namespace owning
+ * netns_fd (NS_GET_USERNS), then netns_fd, for good (there is no way back to the caller's
+ * network namespace). 0, or -1 with *err naming the step. */
+int linux_netns_enter_owner (int netns_fd, asbx_err_t *err);
+
 /* socket(domain, type, protocol) in netns_fd (see linux_netns_call): the new fd, or -1 with *err. */
 int linux_netns_socket (int netns_fd, int domain, int type, int protocol, asbx_err_t *err);
 
