@@ -141,6 +141,25 @@ def test_raw_socket_and_direct_address_refused(user, binary, ws, lab):
     assert {UP4, HOSTUP4} <= refused, recs
 
 
+def test_table_loaded_by_the_monitor_alone(user, binary, ws, lab):
+    """Without `network` audit the init leaves the table to the monitor, which loads it (through
+    its helper inside the namespace) right before pasta attaches: the allowed name is fetched, a
+    port the policy does not list on that same address (the upstream serves HTTP there) is
+    refused, and the agent cannot flush the table."""
+    lab.zone(ZONE)
+    # not `extends: agent`: its audit events (network among them) would be kept
+    # (and allowLocalBinding, else the table must filter `lo` from the start)
+    pol = {"version": 1, "network": dict(POLICY["network"], allowLocalBinding=True), "approvals": POLICY["approvals"],
+           "audit": {"events": ["lifecycle", "policy", "dns"]}}
+    res, r, _ = run(user, binary, ws, [["run", "nft", "flush", "ruleset"], ["http", "sbx.test", 80],
+                                      ["connect", HOSTUP4, 8080]], policy=pol)
+    flush, http, port = res
+    assert flush["ok"] and flush["rc"] != 0 and "Operation not permitted" in flush["err"], flush
+    assert http["ok"] and http["response"].endswith("ok sbx.test\n"), (http, r)
+    assert not port["ok"] and port["error"] == "ECONNREFUSED", port
+    assert lab.log("http.log") == ["sbx.test"], lab.log("http.log")
+
+
 def test_host_and_sni_check_on_a_shared_address(user, binary, ws, lab):
     """sbx.test (allowed) opens HOSTUP4:80/443; other.test, never resolved, shares the address.
     Through the relay (its upstream sockets made in the sandbox's namespace by the monitor's
