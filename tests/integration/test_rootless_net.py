@@ -223,3 +223,16 @@ def test_tun_closed_to_the_user_refused(user, binary, ws, lab):
     assert r.rc != 0 and "/dev/net/tun" in r.err, r
     assert not os.path.exists(marker)
     assert lab.queries() == []
+
+
+def test_pasta_missing_refused(user, binary, ws, lab):
+    """No pasta binary where agentsbx looks ($AGENTSBX_PASTA names a missing one): create fails
+    naming the package, nothing runs, nothing reaches the upstream."""
+    lab.zone(ZONE)
+    marker = os.path.join(ws, "ran")
+    r = as_user(user, [binary, "sandbox", "--workspace", ws, "--policy", policy_file(user, POLICY), "--",
+                       "/bin/sh", "-c", f"touch {marker}"],
+                env={"AGENTSBX_UPSTREAM_DNS": HOSTUP4, "AGENTSBX_PASTA": "/nonexistent/pasta"}, cwd=ws)
+    assert r.rc != 0 and "passt" in r.err, r
+    assert not os.path.exists(marker)
+    assert lab.queries() == []
