@@ -16,12 +16,14 @@
  * and is reaped here. Cost of the child: one fork + two setns + exit (~0.3-1 ms), per call. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/nsfs.h>
@@ -85,10 +87,14 @@ send_reply (int sk, const struct reply *rep, const int *fds, size_t nfds, const 
 int
 linux_netns_enter_owner (int netns_fd, asbx_err_t *err)
 {
+  struct stat own, ours;
   int userns = ioctl (netns_fd, NS_GET_USERNS);
   if (userns < 0)
     return asbx_error (err, errno, "find the user namespace owning the network namespace");
-  int r = setns (userns, CLONE_NEWUSER);
+  /* already there (euid 0 in the owner, as under rootless Podman): setns would say EINVAL */
+  bool here = fstat (userns, &own) == 0 && stat ("/proc/self/ns/user", &ours) == 0 && own.st_dev == ours.st_dev
+              && own.st_ino == ours.st_ino;
+  int r = here ? 0 : setns (userns, CLONE_NEWUSER);
   int e = errno;
   close (userns);
   if (r < 0)
@@ -211,7 +217,10 @@ linux_netns_call (int netns_fd, linux_netns_fn fn, void *arg, int *fds, size_t n
   cleanup_close int self = open ("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
   if (self < 0)
     return asbx_error (err, errno, "open our network namespace");
-  if (setns (netns_fd, CLONE_NEWNET) == 0)
+  /* entering our own namespace first asks the kernel whether we could come back: euid 0 in a
+   * user namespace that does not own our network namespace (rootless Podman runs us so) may
+   * enter the container's but never return */
+  if (setns (self, CLONE_NEWNET) == 0 && setns (netns_fd, CLONE_NEWNET) == 0)
     return call_here (netns_fd, self, fn, arg, fds, nfds, out, err);
   if (errno != EPERM)
     return asbx_error (err, errno, "enter the container's network namespace");

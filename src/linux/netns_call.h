@@ -19,9 +19,10 @@
 typedef int (*linux_netns_fn) (void *arg, int *fds, size_t nfds, char **out, asbx_err_t *err);
 
 /* Run fn(arg, fds, nfds, out, err) with the calling thread in network namespace netns_fd.
- * Root (CAP_SYS_ADMIN in our own user namespace): the calling thread enters it with setns(2)
- * and returns to its own namespace afterwards (abort()s if it cannot: never go on in the wrong
- * one). Otherwise setns(2) refuses (EPERM: it needs CAP_SYS_ADMIN in the caller's user namespace
+ * Root (CAP_SYS_ADMIN in our own user namespace and over our own network namespace's owner):
+ * the calling thread enters it with setns(2) and returns to its own namespace afterwards
+ * (abort()s if it cannot: never go on in the wrong one; a setns into our own namespace first
+ * checks that we could). Otherwise setns(2) refuses (EPERM: it needs CAP_SYS_ADMIN in the caller's user namespace
  * as well as over the target's owner, kernel net/core/net_namespace.c netns_install), and a
  * forked child runs fn instead: it joins the user namespace owning netns_fd first (NS_GET_USERNS;
  * the owner's processes hold every capability there, user_namespaces(7)), then netns_fd, and
@@ -36,8 +37,8 @@ typedef int (*linux_netns_fn) (void *arg, int *fds, size_t nfds, char **out, asb
 int linux_netns_call (int netns_fd, linux_netns_fn fn, void *arg, int *fds, size_t nfds, char **out, asbx_err_t *err);
 
 /* In a fresh single-threaded child of a non-root caller: join the user namespace owning
- * netns_fd (NS_GET_USERNS), then netns_fd, for good (there is no way back to the caller's
- * network namespace). 0, or -1 with *err naming the step. */
+ * netns_fd (NS_GET_USERNS; nothing when we are in it already), then netns_fd, for good (there is no way back to the
+ * caller's network namespace). 0, or -1 with *err naming the step. */
 int linux_netns_enter_owner (int netns_fd, asbx_err_t *err);
 
 /* socket(domain, type, protocol) in netns_fd (see linux_netns_call): the new fd, or -1 with *err. */

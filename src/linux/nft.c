@@ -66,7 +66,8 @@ linux_nft_new (int netns_fd, asbx_err_t *err)
     }
   /* libnftables opens its netlink socket in nft_ctx_new (1.0.x) or at the first command
    * (other versions): create it inside the target namespace, and run inside it too */
-  if (n->netns_fd >= 0 && setns (n->netns_fd, CLONE_NEWNET) < 0)
+  /* entering our own namespace first: could we come back (see linux/netns_call.c)? */
+  if (n->netns_fd >= 0 && (setns (n->self_fd, CLONE_NEWNET) < 0 || setns (n->netns_fd, CLONE_NEWNET) < 0))
     {
       if (errno == EPERM)
         {
