@@ -149,8 +149,8 @@ pasta_available (asbx_err_t *err)
     return asbx_error (err, errno,
                        "network: pasta run as uid %u cannot open /dev/net/tun (mode %04o), its tap device: a "
                        "non-root caller's network.mode filtered needs it readable and writable by every user "
-                       "(Debian's udev rule makes it 0666: `chmod 0666 /dev/net/tun` as root), or use "
-                       "network.mode none (--profile rootless)",
+                       "(Debian's udev rule makes it 0666: `chmod 0666 /dev/net/tun` as root), or use a "
+                       "policy with network.mode none",
                        (unsigned) geteuid (), stat ("/dev/net/tun", &st) == 0 ? (unsigned) (st.st_mode & 07777) : 0u);
   return 0;
 }
