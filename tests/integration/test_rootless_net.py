@@ -4,8 +4,9 @@ docs/security.md "When the caller is not root").
 The user is the throw-away one of test_rootless_sandbox.py (setpriv, no capability, no setuid
 helper); the network is test_egress.py's lab: an "upstream" namespace holding the fake DNS and
 HTTP servers, reached from the host only over the test's veth pair, no default route, ip_forward
-off. The sandbox's network namespace belongs to its user namespace; the monitor's helpers load the
-nftables table there, run the DNS stub and the relay, and pasta runs as the user. What is judged
+off. The sandbox's network namespace belongs to its user namespace; the init (or, when it defers
+it, the monitor's helper) loads the nftables table there, the monitor's helpers make the DNS stub's
+and the relay's sockets there, and pasta runs as the user. What is judged
 is what the fake upstream logged (a request that reached it, or none), what the command inside
 saw, and the user's audit log. On main every case fails: filtered is refused up front for a
 non-root caller."""
