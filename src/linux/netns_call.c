@@ -11,7 +11,10 @@
  * (SCM_RIGHTS), one with the output. A socket keeps the namespace it was created in, and later
  * operations on it from the parent are checked against that namespace's owner, where the parent
  * (the owner, from the parent user namespace) holds the capabilities too: binds below 1024,
- * nfnetlink configuration, interface ioctls all work from the parent.
+ * nfnetlink configuration, interface ioctls all work from the parent. The same child serves a
+ * caller that is euid 0 in a user namespace not owning its own network namespace (rootless
+ * Podman runs the runtime so): it could enter the container's network namespace but not come
+ * back, so it too is sent to the child, which then has no user namespace to join.
  * Threat model: the namespaces are the container's; the child runs only our code, exits at once,
  * and is reaped here. Cost of the child: one fork + two setns + exit (~0.3-1 ms), per call. */
 #include <errno.h>
@@ -41,12 +44,11 @@ struct reply
 };
 
 static int
-call_here (int netns_fd, int self, linux_netns_fn fn, void *arg, int *fds, size_t nfds, char **out, asbx_err_t *err)
+call_here (int self, linux_netns_fn fn, void *arg, int *fds, size_t nfds, char **out, asbx_err_t *err)
 {
   int r = fn (arg, fds, nfds, out, err);
   if (setns (self, CLONE_NEWNET) < 0)
     abort (); /* going on in the container's namespace would be worse than dying (fail closed) */
-  (void) netns_fd;
   return r;
 }
 
@@ -221,7 +223,7 @@ linux_netns_call (int netns_fd, linux_netns_fn fn, void *arg, int *fds, size_t n
    * user namespace that does not own our network namespace (rootless Podman runs us so) may
    * enter the container's but never return */
   if (setns (self, CLONE_NEWNET) == 0 && setns (netns_fd, CLONE_NEWNET) == 0)
-    return call_here (netns_fd, self, fn, arg, fds, nfds, out, err);
+    return call_here (self, fn, arg, fds, nfds, out, err);
   if (errno != EPERM)
     return asbx_error (err, errno, "enter the container's network namespace");
   return call_in_child (netns_fd, fn, arg, fds, nfds, out, err);
