@@ -13,8 +13,11 @@ struct linux_nft;
 /* A libnftables context whose commands run in the network namespace `netns_fd` (an fd of
  * /proc/PID/ns/net; duplicated, the caller keeps its own), or in the caller's current one when
  * netns_fd is -1. Needs CAP_NET_ADMIN over that namespace (and CAP_SYS_ADMIN for setns).
- * Returns NULL with *err (ENOMEM, or the dup/open errno). Not thread-safe: each run switches
- * the calling thread's network namespace and back (setns(2)). */
+ * A caller whose setns(2) there is refused (EPERM: not root, the namespace belongs to a user
+ * namespace it owns, issue 17) gets a context whose every run forks a child that joins that user
+ * namespace and the network namespace (linux/netns_call.h) and runs the commands in a fresh
+ * libnftables context there. Returns NULL with *err (ENOMEM, or the dup/open errno). Not
+ * thread-safe: each run switches the calling thread's network namespace and back (setns(2)). */
 struct linux_nft *linux_nft_new (int netns_fd, asbx_err_t *err);
 void linux_nft_free (struct linux_nft *n);
 

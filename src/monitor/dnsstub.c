@@ -7,8 +7,9 @@
  * inet_ntop from answer bytes - never as text of the answer.
  * Ordering: the sets are filled (one nft transaction) before the answer is sent, so the
  * container's first connect after resolving already passes.
- * Sockets are created inside the container's namespace with setns(2) and stay there after we
- * return to ours (a socket belongs to the namespace it was created in). */
+ * Sockets are created inside the container's namespace (linux/netns_call.h: setns(2) there and
+ * back, or a helper child for a non-root caller) and stay there (a socket belongs to the
+ * namespace it was created in). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +26,7 @@
 
 #include "core/cleanup.h"
 #include "core/util.h"
+#include "linux/netns_call.h"
 #include "linux/nft.h"
 #include "linux/process.h"
 #include "policy/doc.h"
@@ -168,31 +170,34 @@ bind_stub (int family, int type, bool required, asbx_err_t *err)
   return steal_fd (&s);
 }
 
+/* linux_netns_fn, in the container's namespace: `lo` up, the stub's sockets (fds[0..3]: udp4, tcp4,
+ * udp6, tcp6; no IPv6 there: nothing to serve), with `network` audit the NFLOG socket (fds[4]) */
+static int
+stub_sockets (void *arg, int *fds, size_t nfds __attribute__ ((unused)), char **out __attribute__ ((unused)),
+              asbx_err_t *err)
+{
+  const bool *audit = arg;
+  if (linux_netns_loopback_up (err) < 0) /* the stub listens on 127.0.0.1 and [::1] */
+    return asbx_error_wrap (err, "bring the container's loopback up");
+  if ((fds[0] = bind_stub (AF_INET, SOCK_DGRAM, true, err)) < 0
+      || (fds[1] = bind_stub (AF_INET, SOCK_STREAM, true, err)) < 0)
+    return -1;
+  fds[2] = bind_stub (AF_INET6, SOCK_DGRAM, false, NULL);
+  fds[3] = bind_stub (AF_INET6, SOCK_STREAM, false, NULL);
+  if (*audit && (fds[4] = nflog_open (POLICY_NFT_LOG_GROUP, err)) < 0)
+    return -1;
+  return 0;
+}
+
 static int
 open_in_netns (struct dnsstub *d, int netns, asbx_err_t *err)
 {
-  cleanup_close int self = open ("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-  asbx_err_t e = NULL;
-  int r = 0;
-  if (self < 0)
-    return asbx_error (err, errno, "open our network namespace");
-  if (setns (netns, CLONE_NEWNET) < 0)
-    return asbx_error (err, errno, "enter the container's network namespace");
-  if (linux_netns_loopback_up (&e) < 0) /* the stub listens on 127.0.0.1 and [::1] */
-    r = asbx_error (err, e->errnum, "bring the container's loopback up");
-  asbx_error_free (&e);
-  if (r == 0)
-    {
-      d->stub4 = bind_stub (AF_INET, SOCK_DGRAM, true, err);
-      d->tcp4 = d->stub4 < 0 ? -1 : bind_stub (AF_INET, SOCK_STREAM, true, err);
-      r = d->tcp4 < 0 ? -1 : 0;
-      d->stub6 = r == 0 ? bind_stub (AF_INET6, SOCK_DGRAM, false, NULL) : -1; /* no IPv6: nothing to serve */
-      d->tcp6 = r == 0 ? bind_stub (AF_INET6, SOCK_STREAM, false, NULL) : -1;
-    }
-  if (r == 0 && (d->plan->audit_events & POLICY_AUDIT_NETWORK))
-    r = nflog_watch_open (&d->nflog, d->id, d->audit_fd, err);
-  if (setns (self, CLONE_NEWNET) < 0)
-    abort (); /* going on in the container's namespace would be worse than dying (fail closed) */
+  bool audit = (d->plan->audit_events & POLICY_AUDIT_NETWORK) != 0;
+  int fds[5];
+  int r = linux_netns_call (netns, stub_sockets, &audit, fds, ASBX_ARRAY_SIZE (fds), NULL, err);
+  d->stub4 = fds[0], d->tcp4 = fds[1], d->stub6 = fds[2], d->tcp6 = fds[3];
+  if (fds[4] >= 0 && nflog_watch_adopt (&d->nflog, fds[4], d->id, d->audit_fd, err) < 0)
+    r = -1;
   return r;
 }
 

@@ -222,11 +222,18 @@ nflog_watch_init (struct nflog_watch *w)
 int
 nflog_watch_open (struct nflog_watch *w, const char *id, int audit_fd, asbx_err_t *err)
 {
+  int fd = nflog_open (POLICY_NFT_LOG_GROUP, err);
+  if (fd < 0)
+    return -1;
+  return nflog_watch_adopt (w, fd, id, audit_fd, err);
+}
+
+int
+nflog_watch_adopt (struct nflog_watch *w, int fd, const char *id, int audit_fd, asbx_err_t *err)
+{
   w->id = id;
   w->audit_fd = audit_fd;
-  w->fd = nflog_open (POLICY_NFT_LOG_GROUP, err);
-  if (w->fd < 0)
-    return -1;
+  w->fd = fd;
   w->unlogged = (struct nflog_unlogged){ .tfd = timerfd_create (CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK) };
   if (w->unlogged.tfd < 0)
     return asbx_error (err, errno, "network audit: timerfd_create");

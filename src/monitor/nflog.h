@@ -57,6 +57,11 @@ void nflog_watch_init (struct nflog_watch *w);
  * 0, or -1 with *err (what was opened stays in w for nflog_watch_close). */
 int nflog_watch_open (struct nflog_watch *w, const char *id, int audit_fd, asbx_err_t *err);
 
+/* nflog_watch_open with the NFLOG socket already made (nflog_open, in the container's namespace,
+ * e.g. by a helper: linux/netns_call.h); w owns fd from here on, also on error. 0, or -1 with
+ * *err (timerfd_create). */
+int nflog_watch_adopt (struct nflog_watch *w, int fd, const char *id, int audit_fd, asbx_err_t *err);
+
 /* Close what w holds (either fd may be -1) and leave it watching nothing; records nothing (call
  * nflog_watch_finish first at the container's end). */
 void nflog_watch_close (struct nflog_watch *w);

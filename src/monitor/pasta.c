@@ -21,20 +21,27 @@
  *   namespaces"); it still drops its capabilities and sandboxes itself (seccomp, namespaces).
  * - `-f -P /proc/self/fd/4`: foreground (stays our child: pdeathsig, reaping); the pid "file" is a
  *   pipe, written once the tap device, addresses and routes are set up: our readiness signal.
+ * - not root (issue 17): the container's network namespace belongs to its user namespace; the
+ *   child joins that user namespace before the exec, so pasta (as the caller, uid 0 there) may
+ *   enter the network namespace, and its host side stays in ours.
  * Threat model: pasta parses the container's packets (as it does for Podman); the nftables
  * table in the namespace has already dropped everything the policy does not allow. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/nsfs.h>
 
 #include "core/cleanup.h"
 #include "core/util.h"
@@ -88,6 +95,20 @@ static void __attribute__ ((noreturn)) child (const char *bin, int netns_fd, int
   signal (SIGPIPE, SIG_DFL);
   sigemptyset (&none);
   sigprocmask (SIG_SETMASK, &none, NULL);
+  /* not root (issue 17): the namespace belongs to the container's user namespace, which we own;
+   * pasta may enter it only from there (setns of a network namespace needs CAP_SYS_ADMIN in the
+   * caller's own user namespace too), so join it first: pasta then runs as the caller, holding
+   * capabilities in that namespace only, its host side still in our network namespace */
+  if (geteuid () != 0)
+    {
+      int userns = ioctl (netns_fd, NS_GET_USERNS);
+      if (userns < 0 || setns (userns, CLONE_NEWUSER) < 0)
+        {
+          dprintf (log_fd, "join the user namespace owning the container's network namespace: %s\n", strerror (errno));
+          _exit (127);
+        }
+      close (userns);
+    }
   /* above every target number first, so no dup2 below overwrites a source */
   int ns = fcntl (netns_fd, F_DUPFD_CLOEXEC, 10), wr = fcntl (pid_wr, F_DUPFD_CLOEXEC, 10);
   int lg = fcntl (log_fd, F_DUPFD_CLOEXEC, 10);
@@ -115,11 +136,23 @@ last_line (int log_fd, char *buf, size_t len)
 int
 pasta_available (asbx_err_t *err)
 {
-  if (find_pasta ())
-    return 0;
-  return asbx_error (err, ENOENT,
-                     "network: pasta is not installed (Debian package passt): a network namespace "
-                     "agentsbx creates has no other way out");
+  struct stat st;
+
+  if (!find_pasta ())
+    return asbx_error (err, ENOENT,
+                       "network: pasta is not installed (Debian package passt): a network namespace "
+                       "agentsbx creates has no other way out");
+  /* pasta's tap device: open(2) of /dev/net/tun is checked against the file's mode even for a
+   * process holding every capability in a user namespace (the node's owner is the initial
+   * namespace's root). Debian's udev rule makes it 0666; a host without udev may leave 0600. */
+  if (geteuid () != 0 && access ("/dev/net/tun", R_OK | W_OK) < 0)
+    return asbx_error (err, errno,
+                       "network: pasta run as uid %u cannot open /dev/net/tun (mode %04o), its tap device: a "
+                       "non-root caller's network.mode filtered needs it readable and writable by every user "
+                       "(Debian's udev rule makes it 0666: `chmod 0666 /dev/net/tun` as root), or use a "
+                       "policy with network.mode none",
+                       (unsigned) geteuid (), stat ("/dev/net/tun", &st) == 0 ? (unsigned) (st.st_mode & 07777) : 0u);
+  return 0;
 }
 
 pid_t
@@ -130,8 +163,8 @@ pasta_start (int netns_fd, int timeout_ms, asbx_err_t *err)
   int p[2];
   char buf[32], log[512];
 
-  if (!bin)
-    return pasta_available (err);
+  if (pasta_available (err) < 0)
+    return -1;
   log_fd = memfd_create ("asbx-pasta-log", MFD_CLOEXEC);
   if (log_fd < 0)
     return asbx_error (err, errno, "network: pasta: memfd_create");

@@ -23,9 +23,11 @@
  * passt)", "network: pasta exited with status 1: Couldn't open network namespace ..."). */
 pid_t pasta_start (int netns_fd, int timeout_ms, asbx_err_t *err);
 
-/* Whether a pasta binary is there (the same lookup as pasta_start). 0, or -1 with *err naming
- * the package: the monitor checks this at create, so a container whose pasta would only be
- * started later (at its first DNS activity, monitor/monitor.c) still fails at create without it. */
+/* Whether a pasta binary is there (the same lookup as pasta_start) and, for a non-root caller,
+ * whether /dev/net/tun is readable and writable for it (pasta's tap device; Debian's udev makes
+ * it 0666). 0, or -1 with *err naming the package or the device: the monitor checks this at create, so a container
+ * whose pasta would only be started later (at its first DNS activity, monitor/monitor.c) still fails at create without
+ * it. */
 int pasta_available (asbx_err_t *err);
 
 /* SIGKILL and reap pasta (pid from pasta_start; <= 0 = nothing). */

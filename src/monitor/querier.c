@@ -22,6 +22,7 @@
 
 #include "core/cleanup.h"
 #include "core/util.h"
+#include "linux/netns_call.h"
 #include "monitor/querier.h"
 
 struct querier
@@ -37,17 +38,9 @@ struct querier
 static int
 diag_open (int netns_fd, asbx_err_t *err)
 {
-  cleanup_close int self = open ("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-  if (self < 0)
-    return asbx_error (err, errno, "querier: open our network namespace");
-  if (setns (netns_fd, CLONE_NEWNET) < 0)
-    return asbx_error (err, errno, "querier: enter the container's network namespace");
-  int fd = socket (AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-  int e = errno;
-  if (setns (self, CLONE_NEWNET) < 0)
-    abort (); /* going on in the container's namespace would be worse than dying (fail closed) */
+  int fd = linux_netns_socket (netns_fd, AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG, err);
   if (fd < 0)
-    return asbx_error (err, e, "querier: NETLINK_SOCK_DIAG socket");
+    return asbx_error_wrap (err, "querier: NETLINK_SOCK_DIAG socket in the container's network namespace");
   struct timeval tv = { .tv_usec = 20000 };
   setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   return fd;

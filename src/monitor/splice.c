@@ -31,6 +31,7 @@
 
 #include "core/cleanup.h"
 #include "core/util.h"
+#include "linux/netns_call.h"
 #include "policy/nft_ruleset.h"
 #include "monitor/audit.h"
 #include "monitor/splice.h"
@@ -158,13 +159,10 @@ interests (struct splice *s, struct conn *c)
 static int
 upstream_socket (struct splice *s, int family)
 {
-  cleanup_close int self = open ("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
   uint32_t mark = POLICY_NFT_SPLICE_MARK;
-  if (self < 0 || setns (s->netns, CLONE_NEWNET) < 0)
-    return -1;
-  int fd = socket (family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (setns (self, CLONE_NEWNET) < 0)
-    abort (); /* never go on in the container's namespace (fail closed) */
+  asbx_err_t e = NULL;
+  int fd = linux_netns_socket (s->netns, family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, &e);
+  asbx_error_free (&e);
   if (fd >= 0 && setsockopt (fd, SOL_SOCKET, SO_MARK, &mark, sizeof mark) < 0)
     {
       close (fd);
@@ -473,11 +471,26 @@ listen_on (int family)
   return steal_fd (&fd);
 }
 
+/* linux_netns_fn: the relay's listeners in the container's namespace, fds[0] v4, fds[1] v6 */
+static int
+listeners (void *arg, int *fds, size_t nfds, char **out, asbx_err_t *err)
+{
+  (void) arg;
+  (void) nfds;
+  (void) out;
+  fds[0] = listen_on (AF_INET);
+  if (fds[0] < 0)
+    return asbx_error (err, errno,
+                       "network: SNI/Host check: listen on 127.0.0.1:%d in the container's network namespace",
+                       POLICY_NFT_SPLICE_PORT);
+  fds[1] = listen_on (AF_INET6); /* no IPv6 in the namespace: nothing to redirect there */
+  return 0;
+}
+
 struct splice *
 splice_new (const char *id, int netns_fd, const struct policy_plan *plan, int audit_fd, asbx_err_t *err)
 {
   struct splice *s = xmalloc0 (sizeof *s);
-  cleanup_close int self = open ("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
   /* field by field: a compound literal of this 2 MiB struct would be built on the stack */
   s->id = id;
   s->plan = plan;
@@ -486,23 +499,16 @@ splice_new (const char *id, int netns_fd, const struct policy_plan *plan, int au
   s->ep = s->l4 = s->l6 = -1;
   for (size_t i = 0; i < CONNS_MAX; i++)
     s->c[i].cfd = s->c[i].ufd = -1;
-  if (self < 0 || setns (netns_fd, CLONE_NEWNET) < 0)
-    {
-      asbx_error (err, errno, "network: SNI/Host check: enter the container's network namespace");
-      goto fail;
-    }
-  s->l4 = listen_on (AF_INET);
-  int e = errno;
-  s->l6 = listen_on (AF_INET6); /* no IPv6 in the namespace: nothing to redirect there */
-  if (setns (self, CLONE_NEWNET) < 0)
-    abort ();
+  int l[2];
+  int r = linux_netns_call (netns_fd, listeners, NULL, l, 2, NULL, err);
+  s->l4 = l[0];
+  s->l6 = l[1];
+  if (r < 0)
+    goto fail;
   s->ep = epoll_create1 (EPOLL_CLOEXEC);
-  if (s->l4 < 0 || s->ep < 0)
+  if (s->ep < 0)
     {
-      asbx_error (err, s->l4 < 0 ? e : errno,
-                  "network: SNI/Host check: listen on 127.0.0.1:%d in the container's "
-                  "network namespace",
-                  POLICY_NFT_SPLICE_PORT);
+      asbx_error (err, errno, "network: SNI/Host check: epoll_create1");
       goto fail;
     }
   struct epoll_event ev = { .events = EPOLLIN, .data.u64 = UINT64_MAX - 1 };

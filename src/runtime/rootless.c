@@ -5,9 +5,12 @@
  * agentsbx does not yet use either, so a non-root caller's container gets no cgroup at all. A
  * limit the policy (or linux.resources) sets is therefore refused, fail closed, unless the
  * policy lists `cgroup` in `degrade`: then it runs without it and the monitor's `policy` record
- * lists what was not enforced under `degradations`. network.mode filtered is refused (see
- * rootless_check); `none` and quick mode's `open` are a fresh network namespace holding only a
- * loopback device, as for root. Limits that need no cgroup still hold:
+ * lists what was not enforced under `degradations`. network.mode filtered works as for root:
+ * the monitor's short-lived children join the container's user namespace to make the DNS stub's
+ * and the relay's sockets and to load the nftables table in its network namespace, and pasta
+ * runs as the caller from there (linux/netns_call.h, monitor/pasta.c); `none` and quick mode's
+ * `open` are a fresh network namespace holding only a loopback device, as for root. Limits that
+ * need no cgroup still hold:
  * wallClockSeconds is the monitor's timer (it SIGKILLs the pid namespace's init, and the kernel
  * kills every process of the namespace with it), failedExecs and the exec audit are the process
  * events connector's, rlimits (openFiles, fileSizeBytes) are setrlimit in the init. */
@@ -69,21 +72,8 @@ int
 rootless_check (const struct policy_plan *plan, const struct oci_linux *l, asbx_err_t *err)
 {
   cleanup_free char *what = cgroup_limits (plan, l);
-  bool filtered = plan && plan->active && plan->net_mode == POLICY_NET_FILTERED;
-  const char *hint = "; --profile rootless is `agent` without network and without those limits (audited)";
+  const char *hint = "; --profile rootless is `agent` without those limits (audited)";
 
-  /* filtered: the monitor's DNS stub and pasta enter the container's network namespace, which
-   * is owned by the container's user namespace: a non-root monitor has no CAP_SYS_ADMIN there
-   * (it would have to join that user namespace first, not done yet). Refused up front, never a
-   * namespace without its filter. */
-  if (filtered)
-    return asbx_error (err, 0,
-                       "network.mode filtered needs the DNS stub and pasta in the container's network "
-                       "namespace, which agentsbx run by a non-root user (uid %u) does not set up: not yet "
-                       "supported. Use --profile rootless (`agent` with network.mode none and without "
-                       "memory/pids/CPU limits, audited), a policy of your own with network.mode none, or run "
-                       "as root",
-                       (unsigned) geteuid ());
   if (!what || degrades_cgroup (plan))
     return 0;
   return asbx_error (err, 0,

@@ -17,7 +17,6 @@ struct oci_linux;
 bool rootless_caller (void);
 
 /* What a non-root caller's create cannot enforce, refused before anything is made (fail closed).
- * network.mode filtered: the DNS stub and pasta are not set up without root (not yet supported).
  * Limits: a non-root caller has no cgroup (none is delegated: agentsbx does not yet use a systemd user
  * scope or an admin-delegated subtree), so memory, pids and CPU limits cannot be enforced. plan:
  * the resolved policy or NULL; l: the spec's linux section (its resources after the policy

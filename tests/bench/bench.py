@@ -385,6 +385,11 @@ class Bench:
         subprocess.run(["useradd", "-m", "-s", "/bin/sh", name], check=True)
         import pwd
         pw = pwd.getpwnam(name)
+        # --profile rootless is agent's filtered network: pasta's /dev/net/tun must be open to the
+        # user (Debian's udev: 0666); a host without udev may leave 0600, opened for the run
+        tun = os.stat("/dev/net/tun").st_mode & 0o7777 if os.path.exists("/dev/net/tun") else None
+        if tun is not None:
+            os.chmod("/dev/net/tun", tun | 0o666)
         try:
             ws = os.path.join(pw.pw_dir, "ws")
             os.mkdir(ws, 0o755)
@@ -418,6 +423,8 @@ class Bench:
                             note="the same on a git workspace (root: host pins of .git/config and .git/hooks; "
                             "user: degrade pin, unpinned)")
         finally:
+            if tun is not None:
+                os.chmod("/dev/net/tun", tun)
             subprocess.run(["userdel", "-r", "-f", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             shutil.rmtree(f"/tmp/agentsbx-{pw.pw_uid}", ignore_errors=True)
 

@@ -18,7 +18,7 @@ import uuid
 import pytest
 
 from test_rootless_sandbox import (  # noqa: F401  (fixtures)
-    HANG_GUARD, NONE_DEGRADED, as_user, binary, no_user_processes, sandbox, user, ws)
+    HANG_GUARD, NONE_DEGRADED, as_user, binary, no_user_processes, sandbox, tun, user, ws)
 
 SECRET = "USERCONF-SECRET-7c1e"
 
@@ -110,12 +110,13 @@ def test_user_config_default_profile(user, binary, ws, user_config):
     # without it, `sandbox` with no --profile is `agent` (refused without root); with
     # defaultProfile rootless it runs, and a --profile on the command line still wins
     user_config({"defaultProfile": "rootless"})
-    r = sandbox(user, binary, ws, "/bin/sh", "-c", "touch /workspace/ran; cat /proc/net/dev", profile=None)
+    # (rootless is agent's filtered network: the resolver inside is the monitor's DNS stub)
+    r = sandbox(user, binary, ws, "/bin/sh", "-c", "touch /workspace/ran; cat /etc/resolv.conf", profile=None)
     assert r.rc == 0, r
     assert os.path.exists(os.path.join(ws, "ran"))
-    assert [x.split(":")[0].strip() for x in r.out.splitlines() if ":" in x] == ["lo"], r
+    assert r.out.splitlines()[-1] == "nameserver 127.0.0.1", r
     f = sandbox(user, binary, ws, "/bin/true", profile="agent")
-    assert f.rc != 0 and "network.mode filtered" in f.err, f
+    assert f.rc != 0 and "limits.memoryBytes" in f.err, f
 
 
 def test_user_config_default_profile_wider_than_the_host_config_refused(user, binary, ws, user_config):

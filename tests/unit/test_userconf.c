@@ -154,7 +154,10 @@ test_default_profile (void **state)
    * sandbox default bounds nothing, as a --profile would not be bounded) */
   struct policy_plan *p = resolve (NULL, "{\"defaultProfile\": \"rootless\"}", NULL, true, &err);
   assert_null (err);
-  assert_int_equal (p->net_mode, POLICY_NET_NONE);
+  /* rootless is agent's filtered network; what tells it from agent is its degrade list */
+  assert_int_equal (p->net_mode, POLICY_NET_FILTERED);
+  assert_true (p->degrade_len >= 1);
+  assert_string_equal (p->degrade[0], "cgroup");
   policy_plan_free (p);
   /* narrower than the host config's: accepted, and it is what runs */
   p = resolve ("{\"defaultProfile\": \"agent\"}", "{\"defaultProfile\": \"locked\"}", NULL, true, &err);
