@@ -461,7 +461,7 @@ audit_created (struct mon *m)
   audit_rec_strv (r, "clamps", pl->clamps, pl->clamps_len);
   /* what was degraded on this host, not what the policy would accept (issue 14 §5) */
   cleanup_free char *ll = policy_apply_landlock_degraded (pl);
-  cleanup_free char *cg = rootless_cgroup_degraded (pl);
+  cleanup_free char *cg = rootless_cgroup_degraded (pl, m->o->cgroup_path);
   char *degr[2];
   size_t nd = 0;
   if (ll)

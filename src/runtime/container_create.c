@@ -28,6 +28,7 @@
 #include "linux/cgroup.h"
 #include "linux/cgroup_systemd.h"
 #include "runtime/rootless.h"
+#include "runtime/rootless_cgroup.h"
 #include "linux/idmap.h"
 #include "linux/ns.h"
 #include "linux/process.h"
@@ -429,8 +430,14 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
           config_path);
       goto out;
     }
-  /* a non-root caller has no cgroup and no filtered network (runtime/rootless.h): refused or degraded */
-  if (rootless_caller () && rootless_check (plan, spec->linux_, err) < 0)
+  /* a non-root caller: only a delegated cgroup (runtime/rootless_cgroup.h), no filtered network
+   * (runtime/rootless.h); what it cannot enforce is refused or degraded */
+  if (rootless_caller ()
+      && ((c.cgroup_path = rootless_cgroup_path (plan->rootless_cgroup_parent, spec->linux_->cgroups_path, o->id, err))
+              == NULL
+          && *err))
+    goto out;
+  if (rootless_caller () && rootless_check (plan, spec->linux_, c.cgroup_path, err) < 0)
     goto out;
   if (!rootless_caller ()
       && !(c.cgroup_path = cgroup_resolve_path (spec->linux_->cgroups_path, o->id, g->systemd_cgroup, &c.cgroup_unit,

@@ -140,16 +140,29 @@ spawn_init (struct init_args *a, int psync, pid_t *init_pid, unsigned long *cgro
   a->sync_fd = -1;
   struct timespec t0, t1;
   clock_gettime (CLOCK_MONOTONIC, &t0);
-  /* no cgroup: a non-root caller's container (runtime/rootless.h) stays in the caller's */
+  /* no cgroup: a non-root caller's container without a delegated one (runtime/rootless.h)
+   * stays in the caller's */
   if (a->cgroup_path && cgroup_enter (a->cgroup_path, a->cgroup_unit, stage, cgroup_mask, err) < 0)
     goto fail;
   clock_gettime (CLOCK_MONOTONIC, &t1);
   /* the migration's grace period shows here when the priming in selfexe.c came too late */
   log_debug ("cgroup_enter: %ld us", (long) ((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000));
-  /* limits before SYNC_GO: the stage child has not run any container code yet */
+  /* limits before SYNC_GO: the stage child has not run any container code yet. A non-root
+   * caller's delegated cgroup gets no device filter (nobody can delegate the devices controller:
+   * v1 devices.allow/deny and cgroup2 BPF programs need CAP_SYS_ADMIN); as with runc's rootless
+   * mode, the user namespace is the device boundary (no mknod, only the bind-mounted nodes), so
+   * create writes the limits as `update` does, device rules in linux.resources ignored. */
+  struct oci_resources nodev = { 0 }, *res = a->spec->linux_->resources;
+  if (a->rootless && res)
+    {
+      nodev = *res;
+      nodev.devices = NULL;
+      nodev.devices_len = 0;
+      res = &nodev;
+    }
   if (a->cgroup_path
-      && cgroup_apply_resources (a->cgroup_path, a->cgroup_unit, a->spec->linux_->resources, a->spec->linux_->devices,
-                                 a->spec->linux_->devices_len, false, err)
+      && cgroup_apply_resources (a->cgroup_path, a->cgroup_unit, res, a->rootless ? NULL : a->spec->linux_->devices,
+                                 a->rootless ? 0 : a->spec->linux_->devices_len, a->rootless, err)
              < 0)
     goto fail;
   if (sync_send (psync, SYNC_GO, 0, NULL, err) < 0)
