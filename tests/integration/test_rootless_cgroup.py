@@ -122,7 +122,7 @@ def test_memory_limit_oom_killed_in_delegated_cgroup(user, binary, ws, delegated
     sid = f"rl-{uuid.uuid4().hex[:8]}"
     done = os.path.join(ws, "done")
     pol = dict(NONE, limits={"memoryBytes": "32MiB", "pids": 64})
-    p = run(user, binary, ws, f"dd if=/dev/zero of=/dev/null bs=128M count=1; echo $? > /workspace/done; sleep 300", pol,
+    p = run(user, binary, ws, "dd if=/dev/zero of=/dev/null bs=128M count=1; echo $? > /workspace/done; sleep 300", pol,
             config=host_config(confdir, f"/{top}/%u"), sid=sid, wait=False)
     try:
         wait_file(done, p)
@@ -246,3 +246,28 @@ def test_parent_not_delegated_refused(user, binary, ws, v1, confdir, kind):
         for d in made:
             os.rmdir(d)
             os.rmdir(os.path.dirname(d))
+
+
+CHILDREN = ("while :; do sh -c 'i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done'; done")
+
+
+@pytest.mark.parametrize("shape,cmd", [
+    ("busy-loop", "while :; do :; done"),
+    # short children, each reaped long before it could reach the limit alone: only their
+    # cumulative time (the reaper's cutime/cstime) can exhaust the budget
+    ("reaped-children", CHILDREN),
+])
+def test_cpu_seconds_without_cgroup(user, binary, ws, shape, cmd):
+    """limits.cpuSeconds with no cgroup at all (nothing delegated, degrade cgroup): the monitor
+    sums the CPU time of the pid namespace's processes; the command is killed at the budget,
+    not by the (hang guard) wall clock, and nothing of the user's is left."""
+    sid = f"rl-{uuid.uuid4().hex[:8]}"
+    pol = dict(NONE, degrade=["cgroup"], limits={"cpuSeconds": 2, "wallClockSeconds": 90})
+    r = run(user, binary, ws, cmd, pol, sid=sid)
+    assert r.rc != 0, r
+    recs = audit(user, sid)
+    lim = [x for x in recs if x.get("event") == "limit"]
+    assert lim and lim[0]["limit"] == "cpuSeconds" and lim[0]["used"] >= 2, recs
+    ex = [x for x in recs if x.get("state") == "exited"]
+    assert ex and ex[-1]["exitReason"] == "cpu" and ex[-1]["cpuUsec"] >= 2000000, ex
+    assert not no_user_processes(user.pw_uid)
