@@ -433,7 +433,8 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   /* a non-root caller: only a delegated cgroup (runtime/rootless_cgroup.h), no filtered network
    * (runtime/rootless.h); what it cannot enforce is refused or degraded */
   if (rootless_caller ()
-      && ((c.cgroup_path = rootless_cgroup_path (plan->rootless_cgroup_parent, spec->linux_->cgroups_path, o->id, err))
+      && ((c.cgroup_path = rootless_cgroup_path (plan->rootless_cgroup_parent, spec->linux_->cgroups_path, o->id,
+                                                 &c.cgroup_unit, err))
               == NULL
           && *err))
     goto out;

@@ -2,7 +2,8 @@
  *
  * memory, pids and CPU limits are cgroup files; an ordinary user can write only a cgroup
  * subtree delegated to it: an admin-delegated one named by the host config's
- * rootless.cgroupParent (runtime/rootless_cgroup.h) is used; a systemd user scope is not yet. A
+ * rootless.cgroupParent, else a transient scope of the caller's systemd user manager
+ * (runtime/rootless_cgroup.h). A
  * limit whose controller is not delegated (or, with nothing delegated, any limit the policy or
  * linux.resources sets) is refused, fail closed, unless the policy lists `cgroup` in `degrade`:
  * then it runs without it and the monitor's `policy` record lists what was not enforced under
@@ -103,13 +104,16 @@ rootless_check (const struct policy_plan *plan, const struct oci_linux *l, const
                        "policy's \"degrade\" to run without %s (recorded in the audit log)",
                        what, strchr (what, ',') ? "" : "s", (unsigned) geteuid (), cgroup,
                        strchr (what, ',') ? "them" : "it");
-  return asbx_error (err, 0,
-                     "%s: need%s a cgroup, and none is delegated to agentsbx run by a non-root user (uid %u). "
-                     "Delegate one: as the admin run `contrib/delegate-cgroup.sh USER` and set \"rootless\": "
-                     "{\"cgroupParent\": \"/agentsbx-users/%%u\"} in /etc/agentsbx/config.json (docs/security.md "
-                     "\"When the caller is not root\"); or run as root; or accept running without memory/pids/CPU "
-                     "limits by listing \"cgroup\" in the policy's \"degrade\" (recorded in the audit log)%s",
-                     what, strchr (what, ',') ? "" : "s", (unsigned) geteuid (), plan && plan->active ? hint : "");
+  return asbx_error (
+      err, 0,
+      "%s: need%s a cgroup, and none is delegated to agentsbx run by a non-root user (uid %u). "
+      "Delegate one: as the admin run `contrib/delegate-cgroup.sh USER` and set \"rootless\": "
+      "{\"cgroupParent\": \"/agentsbx-users/%%u\"} in /etc/agentsbx/config.json; or, on a cgroup v2 "
+      "host, run it in your systemd user manager's session (XDG_RUNTIME_DIR set; `loginctl "
+      "enable-linger USER` for one without a login), which gives agentsbx a delegated scope "
+      "(docs/security.md \"When the caller is not root\"); or run as root; or accept running without memory/pids/CPU "
+      "limits by listing \"cgroup\" in the policy's \"degrade\" (recorded in the audit log)%s",
+      what, strchr (what, ',') ? "" : "s", (unsigned) geteuid (), plan && plan->active ? hint : "");
 }
 
 char *

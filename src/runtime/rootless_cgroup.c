@@ -12,7 +12,10 @@
  * symlink-free but foreign subtree, where our limits are written). Every open is the fd walk of
  * cgroup_open_in_hier (O_NOFOLLOW per component from the checked mount fd). A hierarchy where
  * the directory does not exist is not delegated: the container stays in the caller's cgroup
- * there, and a limit needing that controller is refused by rootless_check. */
+ * there, and a limit needing that controller is refused by rootless_check.
+ * Without one (no host config key, or the directory exists in no hierarchy), a systemd user
+ * manager the caller reaches gives it a transient scope with Delegate=yes instead
+ * (linux/cgroup_systemd.h cgroup_systemd_user_prepare). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
@@ -24,6 +27,7 @@
 #include "core/cleanup.h"
 #include "core/util.h"
 #include "linux/cgroup_internal.h"
+#include "linux/cgroup_systemd.h"
 #include "runtime/rootless_cgroup.h"
 
 #define FIELD "host config rootless.cgroupParent"
@@ -136,14 +140,33 @@ delegated_in (const struct cgroup_hier *h, const char *parent, asbx_err_t *err)
   return 1;
 }
 
+/* Nothing admin-delegated: the caller's systemd user manager, on a pure cgroup v2 host (a user
+ * manager is delegated only cgroup2 controllers: Debian's user@.service has Delegate=pids memory
+ * cpu; on v1/hybrid hosts it cannot hold v1 limits). NULL, *err unset, when there is none. */
+static char *
+user_manager (const char *id, struct cgroup_systemd_unit *unit, asbx_err_t *err)
+{
+  const struct cgroup_layout_info *info;
+  asbx_err_t e = NULL;
+
+  if (access ("/run/systemd/system", F_OK) != 0 || (info = cgroup_layout_get (&e)) == NULL
+      || info->layout != CGROUP_LAYOUT_UNIFIED)
+    {
+      asbx_error_free (&e);
+      return NULL;
+    }
+  return cgroup_systemd_user_prepare (id, unit, err);
+}
+
 char *
-rootless_cgroup_path (const char *parent_tmpl, const char *cgroups_path, const char *id, asbx_err_t *err)
+rootless_cgroup_path (const char *parent_tmpl, const char *cgroups_path, const char *id,
+                      struct cgroup_systemd_unit *unit, asbx_err_t *err)
 {
   cleanup_free char *parent = NULL, *leaf = NULL, *list = NULL;
   const struct cgroup_layout_info *info;
 
   if (parent_tmpl == NULL)
-    return NULL;
+    return user_manager (id, unit, err);
   if ((parent = expand (parent_tmpl, err)) == NULL || check_path (parent, FIELD, err) < 0)
     return NULL;
   if (cgroups_path && cgroups_path[0])
@@ -168,7 +191,7 @@ rootless_cgroup_path (const char *parent_tmpl, const char *cgroups_path, const c
       free (list);
       list = l;
     }
-  return list[0] ? steal_ptr (&list) : NULL;
+  return list[0] ? steal_ptr (&list) : user_manager (id, unit, err);
 }
 
 bool

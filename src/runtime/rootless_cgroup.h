@@ -1,6 +1,7 @@
 /* rootless_cgroup.h - the cgroup of a non-root caller's container: below a subtree an admin
- * delegated to the caller (host config "rootless": {"cgroupParent": ...}, docs/policy.md §1 and
- * docs/security.md "When the caller is not root"). */
+ * delegated to the caller (host config "rootless": {"cgroupParent": ...}), else a transient
+ * scope of its systemd user manager (docs/policy.md §5a, docs/security.md "When the caller is
+ * not root"). */
 #ifndef ASBX_RUNTIME_ROOTLESS_CGROUP_H
 #define ASBX_RUNTIME_ROOTLESS_CGROUP_H
 
@@ -8,7 +9,7 @@
 
 #include "core/error.h"
 
-struct policy_plan;
+struct cgroup_systemd_unit;
 
 /* The container's cgroup for a caller that is not root, or NULL.
  * parent_tmpl: the host config's rootless.cgroupParent (NULL: nothing delegated), with %u the
@@ -19,11 +20,15 @@ struct policy_plan;
  * cgroups_path: linux.cgroupsPath or NULL; the container's cgroup is PARENT/cgroupsPath (its
  * components, ".." refused), else PARENT/id.
  * Returns the per-hierarchy list "KEY:/parent/id;..." naming only the delegated hierarchies
- * (linux/cgroup.h; cgroup_enter and cgroup_join skip the others), heap-owned; NULL with *err
- * unset when nothing is configured or the directory exists in no hierarchy (not delegated to
- * this caller); NULL with *err (errnum EPERM for a directory not the caller's, EINVAL for a bad
- * template) naming the host config field and the directory otherwise. */
-char *rootless_cgroup_path (const char *parent_tmpl, const char *cgroups_path, const char *id, asbx_err_t *err);
+ * (linux/cgroup.h; cgroup_enter and cgroup_join skip the others), heap-owned. When nothing is
+ * configured or the directory exists in no hierarchy (not delegated to this caller), the
+ * caller's systemd user manager on a pure cgroup v2 host: a transient scope with Delegate=yes,
+ * its path returned and *unit filled (the pending unit cgroup_enter starts: zeroed by the
+ * caller, cleared with cgroup_systemd_unit_clear; cgroups_path is not used then). NULL with
+ * *err unset when neither exists; NULL with *err (errnum EPERM for a directory not the
+ * caller's, EINVAL for a bad template) naming the host config field and the directory. */
+char *rootless_cgroup_path (const char *parent_tmpl, const char *cgroups_path, const char *id,
+                            struct cgroup_systemd_unit *unit, asbx_err_t *err);
 
 /* Whether resolved path `path` (rootless_cgroup_path) places the container in the hierarchy
  * that carries `controller` ("memory", "pids", "cpu", "cpuacct", "freezer"). false for NULL. */
