@@ -26,6 +26,7 @@
 
 #include "core/cleanup.h"
 #include "core/util.h"
+#include "libocispec/oci_spec.h"
 #include "linux/cgroup_internal.h"
 #include "linux/cgroup_systemd.h"
 #include "runtime/rootless_cgroup.h"
@@ -203,4 +204,17 @@ rootless_cgroup_has (const char *path, const char *controller)
 
   asbx_error_free (&e);
   return h && cgroup_path_covers (path, h);
+}
+
+void
+rootless_cgroup_narrow (const char *path, struct oci_resources *r)
+{
+  r->devices = NULL;
+  r->devices_len = 0;
+  if (!rootless_cgroup_has (path, "memory"))
+    r->memory = NULL;
+  if (!rootless_cgroup_has (path, "pids"))
+    r->has_pids = false;
+  if (!rootless_cgroup_has (path, "cpu"))
+    r->cpu = NULL;
 }

@@ -10,6 +10,7 @@
 #include "core/error.h"
 
 struct cgroup_systemd_unit;
+struct oci_resources;
 
 /* The container's cgroup for a caller that is not root, or NULL.
  * parent_tmpl: the host config's rootless.cgroupParent (NULL: nothing delegated), with %u the
@@ -33,5 +34,13 @@ char *rootless_cgroup_path (const char *parent_tmpl, const char *cgroups_path, c
 /* Whether resolved path `path` (rootless_cgroup_path) places the container in the hierarchy
  * that carries `controller` ("memory", "pids", "cpu", "cpuacct", "freezer"). false for NULL. */
 bool rootless_cgroup_has (const char *path, const char *controller);
+
+/* What create writes into a non-root caller's cgroup `path`, narrowed in place (r is a shallow
+ * copy of linux.resources: pointers are dropped, never freed): no device rules (the devices
+ * controller cannot be delegated: v1 devices.allow and cgroup2 BPF programs need CAP_SYS_ADMIN;
+ * as in runc's rootless mode the user namespace is the device boundary), and no memory, pids or
+ * cpu fields whose controller `path` does not carry - rootless_check refused those unless the
+ * policy degrades `cgroup`, and then the audit log lists them. */
+void rootless_cgroup_narrow (const char *path, struct oci_resources *r);
 
 #endif

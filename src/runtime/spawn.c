@@ -23,6 +23,7 @@
 #include "linux/cgroup.h"
 #include "linux/lsm_procattr.h"
 #include "linux/ns.h"
+#include "runtime/rootless_cgroup.h"
 #include "runtime/spawn.h"
 #include "runtime/sync.h"
 
@@ -148,17 +149,14 @@ spawn_init (struct init_args *a, int psync, pid_t *init_pid, unsigned long *cgro
   /* the migration's grace period shows here when the priming in selfexe.c came too late */
   log_debug ("cgroup_enter: %ld us", (long) ((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000));
   /* limits before SYNC_GO: the stage child has not run any container code yet. A non-root
-   * caller's delegated cgroup gets no device filter (nobody can delegate the devices controller:
-   * v1 devices.allow/deny and cgroup2 BPF programs need CAP_SYS_ADMIN); as with runc's rootless
-   * mode, the user namespace is the device boundary (no mknod, only the bind-mounted nodes), so
-   * create writes the limits as `update` does, device rules in linux.resources ignored. */
-  struct oci_resources nodev = { 0 }, *res = a->spec->linux_->resources;
+   * caller's delegated cgroup gets only what it can hold (rootless_cgroup_narrow: no device
+   * filter, no limit of an undelegated controller), written as `update` does. */
+  struct oci_resources narrowed = { 0 }, *res = a->spec->linux_->resources;
   if (a->rootless && res)
     {
-      nodev = *res;
-      nodev.devices = NULL;
-      nodev.devices_len = 0;
-      res = &nodev;
+      narrowed = *res;
+      rootless_cgroup_narrow (a->cgroup_path, &narrowed);
+      res = &narrowed;
     }
   if (a->cgroup_path
       && cgroup_apply_resources (a->cgroup_path, a->cgroup_unit, res, a->rootless ? NULL : a->spec->linux_->devices,

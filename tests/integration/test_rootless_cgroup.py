@@ -271,3 +271,38 @@ def test_cpu_seconds_without_cgroup(user, binary, ws, shape, cmd):
     ex = [x for x in recs if x.get("state") == "exited"]
     assert ex and ex[-1]["exitReason"] == "cpu" and ex[-1]["cpuUsec"] >= 2000000, ex
     assert not no_user_processes(user.pw_uid)
+
+
+def test_partly_delegated_names_the_missing_controller(user, binary, ws, v1, confdir):
+    """Only the memory hierarchy delegated: pids is refused naming limits.pids alone; with degrade
+    cgroup it runs, memoryBytes still enforced there (an allocation past it is OOM-killed), and the
+    audit log lists only limits.pids as not enforced."""
+    t = f"asbx-rl-part-{uuid.uuid4().hex[:6]}"
+    d = os.path.join(v1["memory"], t, user.pw_name)
+    os.makedirs(d)
+    os.chown(d, user.pw_uid, user.pw_gid)
+    try:
+        config = host_config(confdir, f"/{t}/%u")
+        pol = dict(NONE, limits={"memoryBytes": "64MiB", "pids": 32})
+        r = run(user, binary, ws, "touch /workspace/ran", pol, config=config)
+        assert r.rc != 0, r
+        assert "limits.pids" in r.err and "limits.memoryBytes" not in r.err, r
+        assert "not delegated" in r.err and "contrib/delegate-cgroup.sh" in r.err, r
+        assert not os.path.exists(os.path.join(ws, "ran")), r
+        sid = f"rl-{uuid.uuid4().hex[:8]}"
+        cg = os.path.join(d, sid)
+        r = run(user, binary, ws, "dd if=/dev/zero of=/dev/null bs=128M count=1 2>/dev/null; echo dd=$?",
+                dict(pol, degrade=["cgroup"]), config=config, sid=sid)
+        assert r.rc == 0 and "dd=137" in r.out, r  # the memory limit still holds: OOM-killed
+        recs = audit(user, sid)
+        deg = [x for x in recs if x.get("event") == "policy"][0]["degradations"]
+        cgd = [x for x in deg if x.startswith("cgroup:")]
+        assert cgd and "limits.pids" in cgd[0] and "limits.memoryBytes" not in cgd[0], deg
+        assert not os.path.exists(cg)  # removed at the end
+    finally:
+        for x in os.listdir(d):
+            if os.path.isdir(os.path.join(d, x)):
+                os.rmdir(os.path.join(d, x))
+        os.rmdir(d)
+        os.rmdir(os.path.dirname(d))
+    assert not no_user_processes(user.pw_uid)
