@@ -78,7 +78,7 @@ expand (const char *tmpl, asbx_err_t *err)
           asbx_error (err, EINVAL, "%s `%s`: too long", FIELD, tmpl);
           return NULL;
         }
-      memcpy (out + n, add, strlen (add));
+      memcpy (out + n, add, strlen (add) + 1);
       n += strlen (add);
       p++;
     }
