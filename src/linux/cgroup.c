@@ -187,6 +187,23 @@ cgroup_path_in_hier (const char *path, const struct cgroup_hier *h, asbx_err_t *
   return NULL;
 }
 
+bool
+cgroup_path_covers (const char *path, const struct cgroup_hier *h)
+{
+  size_t klen = strlen (h->key);
+
+  if (path[0] == '/')
+    return true;
+  for (const char *p = path; p && *p;)
+    {
+      if (strncmp (p, h->key, klen) == 0 && p[klen] == ':')
+        return true;
+      p = strchr (p, ';');
+      p = p ? p + 1 : NULL;
+    }
+  return false;
+}
+
 /* The part of hierarchy path `p` below the mount's root, without leading '/'. NULL when the
  * mount does not show that part of the hierarchy, or p is the mount root itself. */
 static const char *
@@ -333,6 +350,8 @@ cgroup_enter (const char *path, const struct cgroup_systemd_unit *unit, pid_t pi
   for (i = 0; i < info->n; i++)
     {
       bool made = false;
+      if (!cgroup_path_covers (path, &info->h[i]))
+        continue; /* a list naming only some hierarchies (a non-root caller's delegated ones) */
       if (cgroup_open_in_hier (&info->h[i], path, true, &made, &fds[i], err) < 0)
         goto out;
       if (made)
@@ -340,7 +359,7 @@ cgroup_enter (const char *path, const struct cgroup_systemd_unit *unit, pid_t pi
     }
   /* phase 2: the pid */
   for (moved = 0; moved < info->n; moved++)
-    if (write_pid (fds[moved], pid, &info->h[moved], path, err) < 0)
+    if (fds[moved] >= 0 && write_pid (fds[moved], pid, &info->h[moved], path, err) < 0)
       goto out;
   *created_mask = created | (sd ? CGROUP_MASK_SYSTEMD : 0);
   ret = 0;
@@ -351,6 +370,8 @@ out:
       /* undo: back to our own cgroup in each hierarchy, then remove the leaves we made */
       for (i = 0; i < moved; i++)
         {
+          if (fds[i] < 0)
+            continue;
           if (move_back (&info->h[i], fds[i], pid, &ignored) < 0)
             log_debug ("cgroup undo: cannot move pid %d back in %s: %s", (int) pid, info->h[i].mountpoint,
                        ignored->msg);
@@ -379,6 +400,8 @@ cgroup_join (const char *path, pid_t pid, asbx_err_t *err)
   for (size_t i = 0; i < info->n; i++)
     {
       cleanup_close int fd = -1;
+      if (!cgroup_path_covers (path, &info->h[i]))
+        continue;
       if (cgroup_open_in_hier (&info->h[i], path, false, NULL, &fd, err) < 0
           || write_pid (fd, pid, &info->h[i], path, err) < 0)
         return -1;

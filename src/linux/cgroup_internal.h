@@ -67,6 +67,12 @@ char *cgroup_resolve_path_in (const struct cgroup_layout_info *info, const char 
  * with *err (a list without an entry for h). */
 char *cgroup_path_in_hier (const char *path, const struct cgroup_hier *h, asbx_err_t *err);
 
+/* Whether resolved path `path` places the container in hierarchy h: always for one absolute
+ * path, for a per-hierarchy list only when it has an entry for h (a non-root caller's list names
+ * only the hierarchies delegated to it: runtime/rootless_cgroup.h). cgroup_enter and cgroup_join
+ * skip the others; cgroup_remove never has their bit in its mask. */
+bool cgroup_path_covers (const char *path, const struct cgroup_hier *h);
+
 /* Open the hierarchy's mountpoint (O_PATH|O_DIRECTORY) checked with fstatfs to be a cgroup or
  * cgroup2 filesystem. fd / -1 with *err. */
 int cgroup_open_hier_root (const struct cgroup_hier *h, asbx_err_t *err);

@@ -106,6 +106,22 @@ int cgroup_systemd_start (const struct cgroup_systemd_unit *unit, const char *pa
 int cgroup_systemd_set_resources (const char *path, const struct cgroup_systemd_unit *unit,
                                   const struct oci_resources *res, asbx_err_t *err);
 
+/* The slice of a non-root caller's scopes in its systemd user manager. */
+#define CGROUP_SYSTEMD_USER_SLICE "app.slice"
+
+/* A non-root caller's cgroup from its systemd user manager (reached as user_bus_open says:
+ * $XDG_RUNTIME_DIR/systemd/private, else the session bus): the pending transient scope
+ * "agentsbx-ID.scope" in app.slice, whose path is the manager's ControlGroup (its
+ * user@UID.service) + "/app.slice/agentsbx-ID.scope". cgroup_enter() starts it with
+ * Delegate=yes (cgroup_systemd_start, over the same user bus), cgroup_apply_resources() gives
+ * the manager the limits as properties (MemoryMax, TasksMax, CPUQuota...) then writes the files,
+ * cgroup_remove() stops it: the system driver's code, with bus_open() reaching the user manager
+ * whenever the effective uid is not 0. Returns the heap path with *unit filled (a unit it held
+ * before is cleared); NULL with *err unset when no user manager answers (nothing delegated) or
+ * the build has no libsystemd; NULL with *err when it answers wrongly. As crun and Podman do for
+ * rootless containers (their systemd cgroup manager over the user bus). */
+char *cgroup_systemd_user_prepare (const char *id, struct cgroup_systemd_unit *unit, asbx_err_t *err);
+
 /* Stop the unit whose cgroup is `path` (StopUnit "replace", wait for the job, then
  * ResetFailedUnit so a failed scope is collected); KillUnit(SIGKILL) first, so a process
  * that ignores SIGTERM (a namespace's init) cannot hold the stop for TimeoutStopSec. A unit

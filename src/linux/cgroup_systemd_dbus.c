@@ -66,6 +66,15 @@ cgroup_systemd_stop (const char *path, int timeout_ms, asbx_err_t *err)
   return asbx_error (err, ENOTSUP, "cgroup `%s` is a systemd unit but agentsbx was built without libsystemd", path);
 }
 
+char *
+cgroup_systemd_user_prepare (const char *id, struct cgroup_systemd_unit *unit, asbx_err_t *err)
+{
+  (void) id;
+  (void) unit;
+  (void) err;
+  return NULL;
+}
+
 #else /* HAVE_LIBSYSTEMD */
 
 /* libsystemd is opened with dlopen on first use (headers only at build time), as selinux.c
@@ -87,6 +96,7 @@ cgroup_systemd_stop (const char *path, int timeout_ms, asbx_err_t *err)
   X (message_unref)                                                                                                    \
   X (new)                                                                                                              \
   X (open_system)                                                                                                      \
+  X (open_user)                                                                                                        \
   X (process)                                                                                                          \
   X (set_address)                                                                                                      \
   X (slot_unref)                                                                                                       \
@@ -165,9 +175,52 @@ bus_fail (asbx_err_t *err, int r, const sd_bus_error *e, const char *what, const
   return asbx_error (err, -r, "systemd %s of unit `%s`", what, unit);
 }
 
+/* A non-root caller's systemd: its user manager. First the manager's private socket
+ * $XDG_RUNTIME_DIR/systemd/private (direct, as `systemctl --user` without a session bus), then
+ * the session bus (DBUS_SESSION_BUS_ADDRESS or $XDG_RUNTIME_DIR/bus, as crun and Podman). 0 /
+ * -1 with *err (errnum ENOENT when there is no user manager to reach). */
+static int
+user_bus_open (sd_bus **out, bool *direct, asbx_err_t *err)
+{
+  const char *xdg = getenv ("XDG_RUNTIME_DIR");
+  cleanup_free char *priv = xdg && xdg[0] == '/' ? xasprintf ("%s/systemd/private", xdg) : NULL;
+  cleanup_free char *sess = xdg && xdg[0] == '/' ? xasprintf ("%s/bus", xdg) : NULL;
+  sd_bus *bus = NULL;
+  int r = -ENOENT;
+
+  if (priv && access (priv, F_OK) == 0)
+    {
+      cleanup_free char *addr = xasprintf ("unix:path=%s", priv);
+      r = SDF (new) (&bus);
+      if (r >= 0)
+        r = SDF (set_address) (bus, addr);
+      if (r >= 0)
+        r = SDF (start) (bus);
+      if (r >= 0)
+        {
+          *out = bus;
+          *direct = true;
+          return 0;
+        }
+      log_debug ("systemd user manager at %s: %s; trying the session bus", priv, strerror (-r));
+      if (bus)
+        SDF (unref) (bus);
+      bus = NULL;
+    }
+  if (getenv ("DBUS_SESSION_BUS_ADDRESS") || (sess && access (sess, F_OK) == 0))
+    r = SDF (open_user) (&bus);
+  if (r < 0)
+    return asbx_error (err, r == -ENOENT ? ENOENT : -r,
+                       "connect to the systemd user manager ($XDG_RUNTIME_DIR/systemd/private, the session bus)");
+  *out = bus;
+  *direct = false;
+  return 0;
+}
+
 /* As root, systemd's private socket (what systemctl uses: no dbus-daemon needed); else, or if
- * that fails, the system bus. *direct tells which (a direct connection has no sender field, so
- * signal matches must not filter on it). */
+ * that fails, the system bus. Not root: the caller's user manager (user_bus_open). *direct
+ * tells which (a direct connection has no sender field, so signal matches must not filter on
+ * it). */
 static int
 bus_open (sd_bus **out, bool *direct, asbx_err_t *err)
 {
@@ -176,6 +229,8 @@ bus_open (sd_bus **out, bool *direct, asbx_err_t *err)
 
   if (sd_load (err) < 0)
     return -1;
+  if (geteuid () != 0)
+    return user_bus_open (out, direct, err);
   if (geteuid () == 0 && access ("/run/systemd/private", F_OK) == 0)
     {
       r = SDF (new) (&bus);
@@ -415,7 +470,13 @@ cgroup_systemd_start (const struct cgroup_systemd_unit *pending, const char *pat
   if (bus_open (&bus, &direct, err) < 0 || start_message (bus, &m, pending, pid, err) < 0)
     return asbx_error_wrap (err, "unit `%s`", pending->unit);
   if (call_job (bus, direct, m, pending->unit, "StartTransientUnit", false, timeout_ms, err) < 0)
-    return -1;
+    return geteuid () == 0 ? -1
+                           : asbx_error_wrap (err,
+                                              "your systemd user manager could not place pid %d in its scope "
+                                              "(a process outside your user session, e.g. one a system service "
+                                              "started, cannot be moved there: run agentsbx from your login "
+                                              "session or under `systemd-run --user`)",
+                                              (int) pid);
   log_debug ("systemd unit %s started for pid %d", pending->unit, (int) pid);
   if (!cgroup_has_suffix (pending->unit, ".scope"))
     return 0; /* a slice: the caller moves the pid into it */
@@ -556,6 +617,46 @@ cgroup_systemd_stop (const char *path, int timeout_ms, asbx_err_t *err)
   if (SDF (call_method) (bus, SD_DEST, SD_PATH, SD_MANAGER, "ResetFailedUnit", &e, NULL, "s", unit) < 0)
     log_debug ("ResetFailedUnit %s: %s", unit, e.message ? e.message : "?");
   return 0;
+}
+
+char *
+cgroup_systemd_user_prepare (const char *id, struct cgroup_systemd_unit *unit, asbx_err_t *err)
+{
+  cleanup_bus sd_bus *bus = NULL;
+  cleanup_sderr sd_bus_error e = SD_BUS_ERROR_NULL;
+  cleanup_free char *root = NULL,
+                    *form = xasprintf ("%s:%s:%s", CGROUP_SYSTEMD_USER_SLICE, CGROUP_SYSTEMD_DEFAULT_PREFIX, id);
+  struct cgroup_systemd_unit u = { NULL, NULL, NULL };
+  asbx_err_t none = NULL;
+  bool direct = false;
+  int r;
+
+  if (sd_load (&none) < 0 || user_bus_open (&bus, &direct, &none) < 0)
+    {
+      log_debug ("no systemd user manager: %s", none ? none->msg : "?");
+      asbx_error_free (&none);
+      return NULL;
+    }
+  /* the manager's own cgroup (user@UID.service): its units' paths are below it */
+  r = SDF (get_property_string) (bus, SD_DEST, SD_PATH, SD_MANAGER, "ControlGroup", &e, &root);
+  if (r < 0)
+    {
+      bus_fail (err, r, &e, "user manager ControlGroup property", "-");
+      return NULL;
+    }
+  if (root[0] != '/' || cgroup_systemd_parse (form, id, &u, err) < 0)
+    {
+      if (!*err)
+        asbx_error (err, EINVAL, "systemd user manager: ControlGroup `%s` is not an absolute path", root);
+      cgroup_systemd_unit_clear (&u);
+      return NULL;
+    }
+  char *full = xasprintf ("%s%s", strcmp (root, "/") == 0 ? "" : root, u.path);
+  free (u.path);
+  u.path = full;
+  cgroup_systemd_unit_clear (unit);
+  *unit = u;
+  return xstrdup (u.path);
 }
 
 #endif /* HAVE_LIBSYSTEMD */

@@ -32,6 +32,11 @@ struct mon
   int cpu_tfd;  /* -1 = no cpu limit */
   int cpu_fd;   /* cpuacct.usage (v1, ns) or cpu.stat (v2, usage_usec) */
   bool cpu_v2;
+  /* no cgroup (a non-root caller's): cpuSeconds is summed over the processes of the init's pid
+   * namespace, identified by the device and inode of /proc/PID/ns/pid (monitor_limits.c) */
+  bool cpu_pidns;
+  dev_t cpu_ns_dev;
+  ino_t cpu_ns_ino;
   int guard_pidfd; /* -1 until the guard runs */
   pid_t guard_pid;
   int guard_wr; /* M's end of the guard pipe */
@@ -74,7 +79,8 @@ void mon_procs_resync (struct mon *m);
 void mon_drain_events (struct mon *m);
 
 /* monitor_limits.c */
-/* Open the cgroup's CPU usage file (cpuacct.usage or cpu.stat) for limits.cpuSeconds. */
+/* Open the cgroup's CPU usage file (cpuacct.usage or cpu.stat) for limits.cpuSeconds; without a
+ * cgroup carrying cpuacct, note the init's pid namespace instead (its own one is required). */
 int mon_cpu_open (struct mon *m, asbx_err_t *err);
 /* Arm timerfd tfd to fire once after ns nanoseconds (0 counts as 1). */
 void mon_timer_arm_ns (int tfd, uint64_t ns);

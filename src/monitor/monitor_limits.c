@@ -1,17 +1,15 @@
 /* monitor_limits.c - what the monitor enforces by the clock and how it ends (see monitor.c):
  * limits.wallClockSeconds (a CLOCK_BOOTTIME timerfd: suspend does not pause it),
- * limits.cpuSeconds (the cgroup's cumulative CPU time, polled by a timer that sleeps as long as
- * the budget cannot run out), kills, and the final exit_reason + `exited` record.
- * Threat model: the container cannot slow the checks (the monitor is outside its cgroup) and a
- * kill goes to the whole cgroup (cgroup.kill or repeated SIGKILL), so forking away does not help.
- * Ordering: the first reason that fires is the one recorded; processes our own kill ended are not
- * counted as failed execs (monitor_events.c reads m->reason).
- * Threads (issue 14 §3): the two timers are waited on by a thread of their own (SCHED_FIFO when
- * the host allows it), which kills by itself: the loop's work - process events of a fork storm,
- * DNS queries, approval questions - can be as slow as the container makes it without delaying
- * a wall clock or CPU kill. The thread only touches the timers, the cgroup, the audit fd and
- * m->reason (under m->lock). failedExecs is counted from the event stream, whose per-event work is
- * bounded (no /proc walks: monitor/querier.h). */
+ * limits.cpuSeconds (the cgroup's cumulative CPU time, or without a cgroup the sum over the pid
+ * namespace's processes, polled by a timer that sleeps as long as the budget cannot run out), kills, and the final
+ * exit_reason + `exited` record. Threat model: the container cannot slow the checks (the monitor is outside its cgroup)
+ * and a kill goes to the whole cgroup (cgroup.kill or repeated SIGKILL), so forking away does not help. Ordering: the
+ * first reason that fires is the one recorded; processes our own kill ended are not counted as failed execs
+ * (monitor_events.c reads m->reason). Threads (issue 14 §3): the two timers are waited on by a thread of their own
+ * (SCHED_FIFO when the host allows it), which kills by itself: the loop's work - process events of a fork storm, DNS
+ * queries, approval questions - can be as slow as the container makes it without delaying a wall clock or CPU kill. The
+ * thread only touches the timers, the cgroup, the audit fd and m->reason (under m->lock). failedExecs is counted from
+ * the event stream, whose per-event work is bounded (no /proc walks: monitor/querier.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -22,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -35,7 +35,29 @@
 #include "monitor/dnsstub.h"
 #include "monitor/monitor_internal.h"
 
-/* ---- CPU usage of the cgroup ---- */
+/* ---- CPU usage of the cgroup, or of the pid namespace ---- */
+
+/* No cgroup to measure (a non-root caller without a delegated cpuacct): the container is the
+ * init's pid namespace, which it must not share with the host (else "the container's processes"
+ * has no boundary the kernel keeps). */
+static int
+cpu_open_pidns (struct mon *m, asbx_err_t *err)
+{
+  char p[64];
+  struct stat ns, self;
+
+  snprintf (p, sizeof p, "/proc/%d/ns/pid", (int) m->o->init_pid);
+  if (stat (p, &ns) < 0 || stat ("/proc/self/ns/pid", &self) < 0)
+    return asbx_error (err, errno, "limits.cpuSeconds: stat %s", p);
+  if (ns.st_dev == self.st_dev && ns.st_ino == self.st_ino)
+    return asbx_error (err, ENOTSUP,
+                       "limits.cpuSeconds: the container has no cgroup to measure and shares the host's pid "
+                       "namespace, so its processes cannot be told apart: give it a pid namespace or a cgroup");
+  m->cpu_pidns = true;
+  m->cpu_ns_dev = ns.st_dev;
+  m->cpu_ns_ino = ns.st_ino;
+  return 0;
+}
 
 int
 mon_cpu_open (struct mon *m, asbx_err_t *err)
@@ -49,6 +71,8 @@ mon_cpu_open (struct mon *m, asbx_err_t *err)
   h = cgroup_ctl_hier (info, "cpuacct");
   if (!h || h->version != 1)
     h = cgroup_ctl_hier (info, "cgroup2");
+  if (!m->o->cgroup_path || (h && !cgroup_path_covers (m->o->cgroup_path, h)))
+    return cpu_open_pidns (m, err);
   if (!h)
     return asbx_error (err, ENOTSUP, "limits.cpuSeconds: no cpuacct (v1) or cgroup2 hierarchy on this host");
   if (cgroup_open_in_hier (h, m->o->cgroup_path, false, NULL, &dfd, err) < 0)
@@ -61,11 +85,72 @@ mon_cpu_open (struct mon *m, asbx_err_t *err)
   return 0;
 }
 
-/* CPU time used by the cgroup in ns, or -1. */
+/* utime + stime + cutime + cstime of /proc/PID/stat (fields 14-17, clock ticks: proc(5)), or 0.
+ * The cumulative pair holds every child this process waited for, with their own waited-for
+ * children: so summed over the live processes of the namespace, every process that ran there
+ * counts once, alive (its own pair) or reaped (in its reaper's), whoever it was reparented to. */
+static uint64_t
+ticks_of (int procfd, const char *pid)
+{
+  char path[300], buf[1024];
+  unsigned long long t[4];
+  snprintf (path, sizeof path, "%s/stat", pid);
+  cleanup_close int fd = openat (procfd, path, O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd < 0 ? -1 : read (fd, buf, sizeof buf - 1);
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  char *p = strrchr (buf, ')'); /* comm may contain spaces and ')' */
+  int field = 2;
+  for (; p && *p && field < 14; p++)
+    if (*p == ' ')
+      field++;
+  if (!p || sscanf (p, "%llu %llu %llu %llu", &t[0], &t[1], &t[2], &t[3]) != 4)
+    return 0;
+  return t[0] + t[1] + t[2] + t[3];
+}
+
+/* CPU time of the processes of the init's pid namespace in ns, or -1. Every /proc entry whose
+ * ns/pid is that namespace (a process of another user fails the stat: not ours to count).
+ * Reaping moves a child's time into its parent's cumulative fields in one step under the
+ * kernel's siglock, but this walk is not atomic: a process reaped between reading its parent and
+ * itself is missed or counted twice for one look; the maximum seen is kept, so the reading
+ * never goes back, and a brief over-count is bounded by one process's time. */
+static int64_t
+pidns_used_ns (struct mon *m)
+{
+  static uint64_t max_ns;
+  cleanup_closedir DIR *d = opendir ("/proc");
+  struct dirent *de;
+  uint64_t ticks = 0;
+  long hz = sysconf (_SC_CLK_TCK);
+
+  if (!d)
+    return -1;
+  while ((de = readdir (d)) != NULL)
+    {
+      char path[300];
+      struct stat st;
+      if (de->d_name[0] < '1' || de->d_name[0] > '9')
+        continue;
+      snprintf (path, sizeof path, "%s/ns/pid", de->d_name);
+      if (fstatat (dirfd (d), path, &st, 0) < 0 || st.st_dev != m->cpu_ns_dev || st.st_ino != m->cpu_ns_ino)
+        continue;
+      ticks += ticks_of (dirfd (d), de->d_name);
+    }
+  uint64_t ns = ticks * (1000000000ull / (uint64_t) (hz > 0 ? hz : 100));
+  if (ns > max_ns)
+    max_ns = ns;
+  return (int64_t) max_ns;
+}
+
+/* CPU time used by the cgroup (or the pid namespace) in ns, or -1. */
 static int64_t
 cpu_used_ns (struct mon *m)
 {
   char buf[1024];
+  if (m->cpu_pidns)
+    return pidns_used_ns (m);
   ssize_t n = pread (m->cpu_fd, buf, sizeof buf - 1, 0);
   uint64_t v;
   if (n <= 0)
@@ -310,7 +395,7 @@ mon_finish (struct mon *m)
   if (m->detail)
     audit_rec_str (r, "detail", m->detail);
   audit_rec_int (r, "failedExecs", (int64_t) m->failed);
-  if (m->cpu_fd >= 0)
+  if (m->cpu_fd >= 0 || m->cpu_pidns)
     audit_rec_int (r, "cpuUsec", cpu_used_ns (m) / 1000);
   audit_sink_counts (r);
   mon_audit_put (m, r);

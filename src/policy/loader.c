@@ -83,6 +83,8 @@ struct host_config
   char *audit_dir;
   bool audit_syslog;
   bool enable_kernel_audit;
+  /* "rootless": {"cgroupParent": ...} */
+  char *rootless_cgroup_parent;
   char *path; /* NULL when there is no host config */
 };
 
@@ -91,15 +93,38 @@ host_config_clear (struct host_config *h)
 {
   free (h->default_profile);
   free (h->audit_dir);
+  free (h->rootless_cgroup_parent);
   free (h->path);
+}
+
+/* "rootless": {"cgroupParent": "/abs/path"} - the cgroup an admin delegated to each non-root
+ * caller (runtime/rootless_cgroup.h expands %u / %U). Unknown keys are errors. 0 / -1. */
+static int
+host_config_rootless (struct oci_ctx *c, yajl_val t, struct host_config *h)
+{
+  yajl_val r = NULL;
+  int got = oci_get_object (c, t, "rootless", &r);
+  size_t mark;
+
+  if (got <= 0)
+    return got;
+  mark = oci_ctx_push_key (c, "rootless");
+  for (size_t i = 0; i < r->u.object.len; i++)
+    if (strcmp (r->u.object.keys[i], "cgroupParent") != 0)
+      return oci_fail_key (c, r->u.object.keys[i], "unknown key (expected cgroupParent)");
+  if (oci_get_string (c, r, "cgroupParent", &h->rootless_cgroup_parent) < 0)
+    return -1;
+  if (h->rootless_cgroup_parent && h->rootless_cgroup_parent[0] != '/')
+    return oci_fail_key (c, "cgroupParent", "expected an absolute cgroup path such as \"/agentsbx-users/%%u\"");
+  oci_ctx_pop (c, mark);
+  return 0;
 }
 
 static int
 host_config_parse (struct host_config *h, const char *text, size_t len, const char *path, asbx_err_t *err)
 {
-  static const char *const keys[] = {
-    "defaultProfile", "onWiden", "auditDir", "auditSyslog", "enableKernelAudit", NULL
-  };
+  static const char *const keys[] = { "defaultProfile",    "onWiden",  "auditDir", "auditSyslog",
+                                      "enableKernelAudit", "rootless", NULL };
   cleanup_free char *on_widen = NULL;
   struct oci_ctx c;
   yajl_val t;
@@ -117,7 +142,7 @@ host_config_parse (struct host_config *h, const char *text, size_t len, const ch
       if (!ok)
         r = oci_fail_key (&c, t->u.object.keys[i],
                           "unknown key (expected defaultProfile, onWiden, auditDir, auditSyslog, "
-                          "enableKernelAudit)");
+                          "enableKernelAudit, rootless)");
     }
   if (r == 0)
     r = oci_get_string (&c, t, "defaultProfile", &h->default_profile) < 0
@@ -125,6 +150,7 @@ host_config_parse (struct host_config *h, const char *text, size_t len, const ch
                 || oci_get_string (&c, t, "auditDir", &h->audit_dir) < 0
                 || oci_get_bool (&c, t, "auditSyslog", &h->audit_syslog) < 0
                 || oci_get_bool (&c, t, "enableKernelAudit", &h->enable_kernel_audit) < 0
+                || host_config_rootless (&c, t, h) < 0
             ? -1
             : 0;
   if (r == 0 && h->default_profile && !pdoc_profile_name_ok (h->default_profile))
@@ -402,6 +428,7 @@ policy_resolve (const struct policy_inputs *in, asbx_err_t *err)
         add_hidden (p, in->audit_dirs_used[i]);
     }
   p->enable_kernel_audit = h.enable_kernel_audit;
+  p->rootless_cgroup_parent = steal_ptr (&h.rootless_cgroup_parent);
 out:
   side_clear (&ceil);
   side_clear (&req);

@@ -55,6 +55,7 @@ policy_plan_free (struct policy_plan *p)
   strv_free_n (p->allowed_cidrs, p->allowed_cidrs_len);
   free (p->ports);
   free (p->audit_dir);
+  free (p->rootless_cgroup_parent);
   strv_free_n (p->hidden_paths, p->hidden_paths_len);
   strv_free_n (p->degrade, p->degrade_len);
   strv_free_n (p->clamps, p->clamps_len);

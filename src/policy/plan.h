@@ -158,6 +158,10 @@ struct policy_plan
   bool audit_on_full_continue; /* audit.onFull "continue": a full audit disk drops records (counted)
                                   instead of killing the container (the default, "kill") */
 
+  /* host config rootless.cgroupParent (unexpanded), or NULL: the cgroup delegated to a non-root
+   * caller (runtime/rootless_cgroup.h) */
+  char *rootless_cgroup_parent;
+
   /* degradations the policy accepts ("landlock", ...) */
   char **degrade;
   size_t degrade_len;

@@ -29,6 +29,7 @@
 #include "linux/cgroup_systemd.h"
 #include "runtime/rootless.h"
 #include "runtime/rootless_oci.h"
+#include "runtime/rootless_cgroup.h"
 #include "linux/idmap.h"
 #include "linux/ns.h"
 #include "linux/process.h"
@@ -349,7 +350,7 @@ create_record (const struct asbx_global *g, const struct asbx_create_opts *o, co
         return asbx_error (err, errno, "save policy.json in the state directory");
       /* what was degraded on this host, not what the policy would accept (issue 14 §5) */
       cleanup_free char *ll_degr = policy_apply_landlock_degraded (plan);
-      cleanup_free char *cg_degr = rootless_cgroup_degraded (plan);
+      cleanup_free char *cg_degr = rootless_cgroup_degraded (plan, c->cgroup_path);
       cleanup_free char *pin_degr = rootless_pin_degraded (plan);
       char *degr[3];
       size_t nd = 0;
@@ -470,8 +471,15 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
           config_path);
       goto out;
     }
-  /* a non-root caller has no cgroup and no filtered network (runtime/rootless.h): refused or degraded */
-  if (rootless_caller () && rootless_check (plan, spec->linux_, err) < 0)
+  /* a non-root caller: only a delegated cgroup (runtime/rootless_cgroup.h), no filtered network
+   * (runtime/rootless.h); what it cannot enforce is refused or degraded */
+  if (rootless_caller ()
+      && ((c.cgroup_path = rootless_cgroup_path (plan->rootless_cgroup_parent, spec->linux_->cgroups_path, o->id,
+                                                 &c.cgroup_unit, err))
+              == NULL
+          && *err))
+    goto out;
+  if (rootless_caller () && rootless_check (plan, spec->linux_, c.cgroup_path, err) < 0)
     goto out;
   if (!rootless_caller ()
       && !(c.cgroup_path = cgroup_resolve_path (spec->linux_->cgroups_path, o->id, g->systemd_cgroup, &c.cgroup_unit,

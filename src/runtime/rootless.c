@@ -1,19 +1,22 @@
 /* rootless.c - limits when the caller is not root (issue 17).
  *
  * memory, pids and CPU limits are cgroup files; an ordinary user can write only a cgroup
- * subtree delegated to it (a systemd user scope with Delegate=yes, or one an admin chowned), and
- * agentsbx does not yet use either, so a non-root caller's container gets no cgroup at all. A
- * limit the policy (or linux.resources) sets is therefore refused, fail closed, unless the
- * policy lists `cgroup` in `degrade`: then it runs without it and the monitor's `policy` record
- * lists what was not enforced under `degradations`. network.mode filtered works as for root:
+ * subtree delegated to it: an admin-delegated one named by the host config's
+ * rootless.cgroupParent, else a transient scope of the caller's systemd user manager
+ * (runtime/rootless_cgroup.h). A
+ * limit whose controller is not delegated (or, with nothing delegated, any limit the policy or
+ * linux.resources sets) is refused, fail closed, unless the policy lists `cgroup` in `degrade`:
+ * then it runs without it and the monitor's `policy` record lists what was not enforced under
+ * `degradations`. network.mode filtered works as for root:
  * the monitor's short-lived children join the container's user namespace to make the DNS stub's
  * and the relay's sockets and to load the nftables table in its network namespace, and pasta
  * runs as the caller from there (linux/netns_call.h, monitor/pasta.c); `none` and quick mode's
  * `open` are a fresh network namespace holding only a loopback device, as for root. Limits that
  * need no cgroup still hold:
  * wallClockSeconds is the monitor's timer (it SIGKILLs the pid namespace's init, and the kernel
- * kills every process of the namespace with it), failedExecs and the exec audit are the process
- * events connector's, rlimits (openFiles, fileSizeBytes) are setrlimit in the init. */
+ * kills every process of the namespace with it), cpuSeconds is summed by the monitor over the pid
+ * namespace's processes without a cgroup (monitor_limits.c), failedExecs and the exec audit are
+ * the process events connector's, rlimits (openFiles, fileSizeBytes) are setrlimit in the init. */
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,6 +27,7 @@
 #include "policy/plan.h"
 #include "runtime/rootless.h"
 #include "runtime/rootless_oci.h"
+#include "runtime/rootless_cgroup.h"
 
 bool
 rootless_caller (void)
@@ -40,25 +44,32 @@ degrades_cgroup (const struct policy_plan *plan)
   return false;
 }
 
-/* the limits a cgroup would enforce, as the policy's field names (or the spec's when the
- * policy did not set it), comma separated; NULL when none */
+/* the limits a cgroup would enforce and `cgroup` (rootless_cgroup_path, NULL: none) does not
+ * carry the controller of, as the policy's field names (or the spec's when the policy did not
+ * set it), comma separated; NULL when none */
 static char *
-cgroup_limits (const struct policy_plan *plan, const struct oci_linux *l)
+cgroup_limits (const struct policy_plan *plan, const struct oci_linux *l, const char *cgroup)
 {
   const struct oci_resources *r = l ? l->resources : NULL;
   bool pol = plan && plan->active;
   const char *names[3];
   size_t n = 0;
 
-  if (pol && plan->memory_bytes)
+  if (rootless_cgroup_has (cgroup, "memory"))
+    ;
+  else if (pol && plan->memory_bytes)
     names[n++] = "limits.memoryBytes";
   else if (r && r->memory && r->memory->has_limit && r->memory->limit > 0)
     names[n++] = "linux.resources.memory.limit";
-  if (pol && plan->pids)
+  if (rootless_cgroup_has (cgroup, "pids"))
+    ;
+  else if (pol && plan->pids)
     names[n++] = "limits.pids";
   else if (r && r->has_pids && r->pids_limit > 0)
     names[n++] = "linux.resources.pids.limit";
-  if (pol && plan->cpus > 0)
+  if (rootless_cgroup_has (cgroup, "cpu"))
+    ;
+  else if (pol && plan->cpus > 0)
     names[n++] = "limits.cpus";
   else if (r && r->cpu && r->cpu->has_quota && r->cpu->quota > 0)
     names[n++] = "linux.resources.cpu.quota";
@@ -69,19 +80,31 @@ cgroup_limits (const struct policy_plan *plan, const struct oci_linux *l)
 }
 
 int
-rootless_check (const struct policy_plan *plan, const struct oci_linux *l, asbx_err_t *err)
+rootless_check (const struct policy_plan *plan, const struct oci_linux *l, const char *cgroup, asbx_err_t *err)
 {
-  cleanup_free char *what = cgroup_limits (plan, l);
+  cleanup_free char *what = cgroup_limits (plan, l, cgroup);
   const char *hint = "; --profile rootless is `agent` without those limits (audited)";
 
   if (!what || degrades_cgroup (plan))
     return 0;
-  return asbx_error (err, 0,
-                     "%s: need%s a cgroup, and agentsbx run by a non-root user (uid %u) has none: no cgroup is "
-                     "delegated to it (agentsbx does not yet use a systemd user scope or an admin-delegated "
-                     "subtree). Run as root, or accept running without memory/pids/CPU limits by listing "
-                     "\"cgroup\" in the policy's \"degrade\" (recorded in the audit log)%s",
-                     what, strchr (what, ',') ? "" : "s", (unsigned) geteuid (), plan && plan->active ? hint : "");
+  if (cgroup)
+    return asbx_error (err, 0,
+                       "%s: need%s a cgroup controller that is not delegated to you (uid %u): the host config's "
+                       "rootless.cgroupParent exists, yours, only in some hierarchies (%s). The admin delegates "
+                       "the missing ones with `contrib/delegate-cgroup.sh USER`, or list \"cgroup\" in the "
+                       "policy's \"degrade\" to run without %s (recorded in the audit log)",
+                       what, strchr (what, ',') ? "" : "s", (unsigned) geteuid (), cgroup,
+                       strchr (what, ',') ? "them" : "it");
+  return asbx_error (
+      err, 0,
+      "%s: need%s a cgroup, and none is delegated to agentsbx run by a non-root user (uid %u). "
+      "Delegate one: as the admin run `contrib/delegate-cgroup.sh USER` and set \"rootless\": "
+      "{\"cgroupParent\": \"/agentsbx-users/%%u\"} in /etc/agentsbx/config.json; or, on a cgroup v2 "
+      "host, run it in your systemd user manager's session (XDG_RUNTIME_DIR set; `loginctl "
+      "enable-linger USER` for one without a login), which gives agentsbx a delegated scope "
+      "(docs/security.md \"When the caller is not root\"); or run as root; or accept running without memory/pids/CPU "
+      "limits by listing \"cgroup\" in the policy's \"degrade\" (recorded in the audit log)%s",
+      what, strchr (what, ',') ? "" : "s", (unsigned) geteuid (), plan && plan->active ? hint : "");
 }
 
 char *
@@ -109,11 +132,12 @@ rootless_pin_degraded (const struct policy_plan *plan)
 }
 
 char *
-rootless_cgroup_degraded (const struct policy_plan *plan)
+rootless_cgroup_degraded (const struct policy_plan *plan, const char *cgroup)
 {
   cleanup_free char *what = NULL;
 
-  if (!rootless_caller () || !degrades_cgroup (plan) || !(what = cgroup_limits (plan, NULL)))
+  if (!rootless_caller () || !degrades_cgroup (plan) || !(what = cgroup_limits (plan, NULL, cgroup)))
     return NULL;
-  return xasprintf ("cgroup: non-root caller without a delegated cgroup, not enforced: %s", what);
+  return xasprintf ("cgroup: non-root caller without a delegated cgroup%s, not enforced: %s",
+                    cgroup ? " for these controllers" : "", what);
 }

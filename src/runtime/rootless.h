@@ -17,18 +17,19 @@ struct oci_linux;
 bool rootless_caller (void);
 
 /* What a non-root caller's create cannot enforce, refused before anything is made (fail closed).
- * Limits: a non-root caller has no cgroup (none is delegated: agentsbx does not yet use a systemd user
- * scope or an admin-delegated subtree), so memory, pids and CPU limits cannot be enforced. plan:
- * the resolved policy or NULL; l: the spec's linux section (its resources after the policy
- * narrowed them), or NULL. Returns 0 when nothing needs a cgroup, or when the policy lists
- * `cgroup` in `degrade` (then rootless_cgroup_degraded() says what is not enforced, for the
- * audit log); else -1 with *err (errnum 0) naming the first limit and what to do. Never called for
- * root. The message names the field and the way out (--profile rootless, degrade, root). */
-int rootless_check (const struct policy_plan *plan, const struct oci_linux *l, asbx_err_t *err);
+ * Limits: memory, pids and CPU limits need the memory, pids and cpu controllers of a cgroup
+ * delegated to the caller; cgroup: the container's cgroup (rootless_cgroup_path), or NULL when
+ * none is delegated. plan: the resolved policy or NULL; l: the spec's linux section (its
+ * resources after the policy narrowed them), or NULL. Returns 0 when every limit set has its
+ * controller, or when the policy lists `cgroup` in `degrade` (then rootless_cgroup_degraded()
+ * says what is not enforced, for the audit log); else -1 with *err (errnum 0) naming the limits
+ * (JSON paths) and both ways out (delegation as the admin, degrade). Never called for root. */
+int rootless_check (const struct policy_plan *plan, const struct oci_linux *l, const char *cgroup, asbx_err_t *err);
 
 /* The degradation for the policy record's `degradations` (heap string, caller frees), or NULL
- * when the caller is root, has no such limit, or the policy does not degrade `cgroup`. */
-char *rootless_cgroup_degraded (const struct policy_plan *plan);
+ * when the caller is root, has no limit without a delegated controller (cgroup: the container's
+ * cgroup or NULL), or the policy does not degrade `cgroup`. */
+char *rootless_cgroup_degraded (const struct policy_plan *plan, const char *cgroup);
 
 /* Likewise for `pin` (runtime/policy_pin.c): the deny paths inside a writable grant that a
  * non-root caller's create does not pin on the host, when the policy degrades `pin`; NULL when

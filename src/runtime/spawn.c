@@ -23,6 +23,7 @@
 #include "linux/cgroup.h"
 #include "linux/lsm_procattr.h"
 #include "linux/ns.h"
+#include "runtime/rootless_cgroup.h"
 #include "runtime/spawn.h"
 #include "runtime/sync.h"
 
@@ -140,16 +141,27 @@ spawn_init (struct init_args *a, int psync, pid_t *init_pid, unsigned long *cgro
   a->sync_fd = -1;
   struct timespec t0, t1;
   clock_gettime (CLOCK_MONOTONIC, &t0);
-  /* no cgroup: a non-root caller's container (runtime/rootless.h) stays in the caller's */
+  /* no cgroup: a non-root caller's container without a delegated one (runtime/rootless.h)
+   * stays in the caller's */
   if (a->cgroup_path && cgroup_enter (a->cgroup_path, a->cgroup_unit, stage, cgroup_mask, err) < 0)
     goto fail;
   clock_gettime (CLOCK_MONOTONIC, &t1);
   /* the migration's grace period shows here when the priming in selfexe.c came too late */
   log_debug ("cgroup_enter: %ld us", (long) ((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000));
-  /* limits before SYNC_GO: the stage child has not run any container code yet */
+  /* limits before SYNC_GO: the stage child has not run any container code yet. A non-root
+   * caller's delegated cgroup gets only what it can hold (rootless_cgroup_narrow: no device
+   * filter, no limit of an undelegated controller), written as `update` does. */
+  struct oci_resources narrowed = { 0 };
+  const struct oci_resources *res = a->model->resources;
+  if (a->rootless && res)
+    {
+      narrowed = *res;
+      rootless_cgroup_narrow (a->cgroup_path, &narrowed);
+      res = &narrowed;
+    }
   if (a->cgroup_path
-      && cgroup_apply_resources (a->cgroup_path, a->cgroup_unit, a->model->resources, a->spec->linux_->devices,
-                                 a->spec->linux_->devices_len, false, err)
+      && cgroup_apply_resources (a->cgroup_path, a->cgroup_unit, res, a->rootless ? NULL : a->spec->linux_->devices,
+                                 a->rootless ? 0 : a->spec->linux_->devices_len, a->rootless, err)
              < 0)
     goto fail;
   if (sync_send (psync, SYNC_GO, 0, NULL, err) < 0)

@@ -210,6 +210,24 @@ test_resolve (void **state)
   cgroup_layout_info_clear (&info);
 }
 
+/* a partial per-hierarchy list (a non-root caller's delegated hierarchies) covers only those */
+static void
+test_path_covers (void **state)
+{
+  struct cgroup_layout_info info;
+  (void) state;
+  load (mountinfo_hybrid, self_hybrid, &info);
+  const char *part = "memory:/u/alice/c1;pids:/u/alice/c1";
+  for (size_t i = 0; i < info.n; i++)
+    {
+      bool want = strcmp (info.h[i].key, "memory") == 0 || strcmp (info.h[i].key, "pids") == 0;
+      if (cgroup_path_covers (part, &info.h[i]) != want)
+        fail_msg ("hierarchy `%s`: covers %d", info.h[i].key, !want);
+      assert_true (cgroup_path_covers ("/agentsbx/c1", &info.h[i]));
+    }
+  cgroup_layout_info_clear (&info);
+}
+
 static void
 test_resolve_systemd (void **state)
 {
@@ -277,7 +295,7 @@ main (void)
     cmocka_unit_test (test_proc_cgroups),     cmocka_unit_test (test_mountinfo_hybrid),
     cmocka_unit_test (test_mountinfo_legacy), cmocka_unit_test (test_mountinfo_unified_and_errors),
     cmocka_unit_test (test_resolve),          cmocka_unit_test (test_resolve_systemd),
-    cmocka_unit_test (test_resources_gate),
+    cmocka_unit_test (test_path_covers),      cmocka_unit_test (test_resources_gate),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }

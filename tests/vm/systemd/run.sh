@@ -1,6 +1,7 @@
 #!/bin/bash
 # tests/vm/systemd/run.sh [PYTEST ARGS...] - run the systemd cgroup driver tests
-# (tests/integration/test_cgroups_systemd.py) in a qemu VM whose PID 1 is a real systemd.
+# (tests/integration/test_cgroups_systemd.py, and the rootless user-manager tests of
+# tests/integration/test_rootless_systemd.py) in a qemu VM whose PID 1 is a real systemd.
 #
 # This host has no systemd as PID 1, so `--systemd-cgroup` can only be exercised in a guest.
 # Reuses the cgroup v2 VM of tests/vm (same kernel, initramfs and tests/vm/init: the host's /
@@ -43,7 +44,7 @@ echo "$top" >"$out/share/top"
 echo "$build" >"$out/share/build"
 echo "$here/guest.sh" >"$out/share/guest"
 echo $((timeout - 180)) >"$out/share/timeout" # pytest's own bound, leaving time to boot systemd
-printf '%s\n' tests/integration/test_cgroups_systemd.py "$@" >"$out/share/pytest-args"
+printf '%s\n' tests/integration/test_cgroups_systemd.py tests/integration/test_rootless_systemd.py "$@" >"$out/share/pytest-args"
 
 case ${ASBX_VM_SD_LAYOUT:-unified} in
 unified) cg="cgroup_no_v1=all systemd.unified_cgroup_hierarchy=1" ;;
