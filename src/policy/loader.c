@@ -37,7 +37,7 @@ const char *
 policy_builtin_name (size_t i)
 {
   size_t n = 0;
-  while (policy_builtins[n].name && n < i)
+  while (n < i && policy_builtins[n].name)
     n++;
   return policy_builtins[n].name;
 }

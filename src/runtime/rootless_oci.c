@@ -35,6 +35,7 @@ rootless_in_userns (void)
   /* the initial namespace's map is one line: 0 0 4294967295 (user_namespaces(7)) */
   if (f && fscanf (f, "%lu %lu %lu", &inside, &outside, &count) == 3)
     cached = !(inside == 0 && outside == 0 && count == 4294967295UL);
+  // cppcheck-suppress resourceLeak ; f is closed by its cleanup attribute
   return cached;
 }
 
