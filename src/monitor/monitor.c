@@ -44,13 +44,12 @@
 #include "linux/cgroup.h"
 #include "linux/audit_netlink.h"
 #include "linux/cgroup_internal.h"
-#include "linux/nft.h"
 #include "linux/proc_events.h"
-#include "policy/nft_ruleset.h"
 #include "monitor/audit.h"
 #include "monitor/denials.h"
 #include "monitor/dnsstub.h"
 #include "monitor/execfail.h"
+#include "monitor/egress_table.h"
 #include "monitor/monitor.h"
 #include "monitor/monitor_internal.h"
 #include "monitor/pasta.h"
@@ -279,28 +278,10 @@ cgroup_path_forms (const char *path)
 static int
 network_table_load (struct mon *m, int netns, asbx_err_t *err)
 {
-  cleanup_free char *ruleset = NULL;
-  struct stat ns, self;
-
-  if (policy_nft_ruleset (m->plan, &ruleset, err) < 0)
-    return asbx_error_wrap (err, "network.mode filtered: the nftables table");
-  if (!ruleset)
-    return asbx_error (err, EINVAL, "network.mode filtered: no nftables table to load");
-  if (fstat (netns, &ns) < 0 || stat ("/proc/self/ns/net", &self) < 0)
-    return asbx_error (err, errno, "network.mode filtered: stat the network namespaces");
-  if (ns.st_dev == self.st_dev && ns.st_ino == self.st_ino)
-    return asbx_error (err, EINVAL,
-                       "network.mode filtered: the container shares the runtime's network namespace; "
-                       "refusing to load the nftables table there");
-  struct linux_nft *n = linux_nft_new (netns, err);
-  if (!n)
-    return asbx_error_wrap (err, "network.mode filtered: the nftables table");
-  int r = linux_nft_run (n, ruleset, err);
-  linux_nft_free (n);
-  if (r < 0)
-    return asbx_error_wrap (err,
-                            "network.mode filtered: load the nftables table into the container's network namespace");
-  return 0;
+  struct stat self; /* the monitor stays in the runtime's network namespace */
+  if (stat ("/proc/self/ns/net", &self) < 0)
+    return asbx_error (err, errno, "network.mode filtered: stat the runtime's network namespace");
+  return egress_table_load (m->plan, netns, &self, err);
 }
 
 /* A namespace nobody wires: pasta is its way out (nothing allowed: none needed). An allowed

@@ -11,10 +11,9 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "linux/mount.h"
-#include "linux/nft.h"
 #include "linux/pathsafe.h"
-#include "policy/nft_ruleset.h"
 #include "runtime/policy_apply.h"
+#include "monitor/egress_table.h"
 #include "runtime/policy_net.h"
 
 /* The network namespace the runtime was started in (the host's, or its caller's): captured in P
@@ -55,26 +54,8 @@ policy_net_check_joined (const char *path, asbx_err_t *err)
 int
 policy_apply_network (const struct policy_plan *plan, asbx_err_t *err)
 {
-  cleanup_free char *ruleset = NULL;
-
-  if (policy_nft_ruleset (plan, &ruleset, err) < 0)
-    return asbx_error_wrap (err, "policy network");
-  if (!ruleset)
-    return 0;
   /* defence in depth: whatever went wrong with the namespaces, never into the runtime's own */
-  struct stat st;
-  if (stat ("/proc/self/ns/net", &st) < 0)
-    return asbx_error (err, errno, "policy network: stat /proc/self/ns/net");
-  if (same_netns_as_runtime (&st))
-    return asbx_error (err, EINVAL,
-                       "policy network: the init is still in the runtime's own network namespace; "
-                       "refusing to load the nftables table there");
-  if (linux_nft_load (ruleset, err) < 0)
-    return asbx_error_wrap (err,
-                            "policy network.mode %s: load the nftables table into the container's network "
-                            "namespace",
-                            plan->net_mode == POLICY_NET_NONE ? "none" : "filtered");
-  return 0;
+  return egress_table_load (plan, -1, runtime_netns_known ? &runtime_netns : NULL, err);
 }
 
 /* The resolver file of a filtered container in a fresh namespace: the stub's address. The file
