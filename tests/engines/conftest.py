@@ -62,6 +62,38 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "containerd: needs containerd and ctr")
 
 
+
+def write_podman_conf(d, runtime_paths, graph, run, tmp, static=True):
+    """containers.conf and storage.conf for a private Podman in d (the same for root and for a
+    rootless user; static: libpod's static_dir and volume_path inside graph). Returns their paths."""
+    conf, storage = os.path.join(d, "containers.conf"), os.path.join(d, "storage.conf")
+    paths = f'static_dir = "{graph}/libpod"\nvolume_path = "{graph}/volumes"\n' if static else ""
+    with open(conf, "w") as f:
+        f.write(f"""[containers]
+default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
+log_driver = "k8s-file"
+[network]
+network_config_dir = "{d}/net"
+[engine]
+runtime = "agentsbx"
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+events_logfile_path = "{d}/events.log"
+lock_type = "file"
+tmp_dir = "{tmp}"
+{paths}runtime_supports_json = ["agentsbx", "runc"]
+[engine.runtimes]
+agentsbx = ["{runtime_paths['agentsbx']}"]
+runcref = ["{runtime_paths['runc']}"]
+""")
+    with open(storage, "w") as f:
+        f.write(f"""[storage]
+driver = "overlay"
+graphroot = "{graph}"
+runroot = "{run}"
+""")
+    return conf, storage
+
 def _need(binary, pkg):
     if shutil.which(binary) or os.path.exists(binary):
         return

@@ -13,7 +13,7 @@ import tempfile
 
 import pytest
 
-from conftest import HANG_GUARD, IMAGE, Leaks, _need, rt_root_dirs, sh, wait_for
+from conftest import HANG_GUARD, IMAGE, Leaks, _need, rt_root_dirs, sh, wait_for, write_podman_conf
 
 pytestmark = pytest.mark.podman
 
@@ -25,34 +25,7 @@ class Podman:
         tmp = os.path.join(d, "tmp")
         for x in (graph, run, tmp, os.path.join(d, "net")):
             os.makedirs(x, exist_ok=True)
-        conf = os.path.join(d, "containers.conf")
-        storage = os.path.join(d, "storage.conf")
-        with open(conf, "w") as f:
-            f.write(f"""[containers]
-default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
-log_driver = "k8s-file"
-[network]
-network_config_dir = "{d}/net"
-[engine]
-runtime = "agentsbx"
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-events_logfile_path = "{d}/events.log"
-lock_type = "file"
-tmp_dir = "{tmp}"
-static_dir = "{graph}/libpod"
-volume_path = "{graph}/volumes"
-runtime_supports_json = ["agentsbx", "runc"]
-[engine.runtimes]
-agentsbx = ["{runtime_paths['agentsbx']}"]
-runcref = ["{runtime_paths['runc']}"]
-""")
-        with open(storage, "w") as f:
-            f.write(f"""[storage]
-driver = "overlay"
-graphroot = "{graph}"
-runroot = "{run}"
-""")
+        conf, storage = write_podman_conf(d, runtime_paths, graph, run, tmp)
         self.env = dict(os.environ, CONTAINERS_CONF=conf, CONTAINERS_STORAGE_CONF=storage,
                         XDG_RUNTIME_DIR=run, TMPDIR=tmp)
 

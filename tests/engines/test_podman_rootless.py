@@ -26,7 +26,7 @@ import uuid
 
 import pytest
 
-from conftest import HANG_GUARD, _need, processes_naming
+from conftest import HANG_GUARD, _need, processes_naming, write_podman_conf
 
 pytestmark = pytest.mark.podman
 
@@ -86,31 +86,8 @@ class UserPodman:
         self.xdg = os.path.join("/tmp", f"asbx-pmrl-{pw.pw_uid}")
         os.mkdir(self.xdg, 0o700)
         os.chown(self.xdg, pw.pw_uid, pw.pw_gid)
-        conf, storage = os.path.join(d, "containers.conf"), os.path.join(d, "storage.conf")
-        with open(conf, "w") as f:
-            f.write(f"""[containers]
-default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
-log_driver = "k8s-file"
-[network]
-network_config_dir = "{d}/net"
-[engine]
-runtime = "agentsbx"
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-events_logfile_path = "{d}/events.log"
-lock_type = "file"
-tmp_dir = "{d}/tmp"
-runtime_supports_json = ["agentsbx", "runc"]
-[engine.runtimes]
-agentsbx = ["{runtime_paths['agentsbx']}"]
-runcref = ["{runtime_paths['runc']}"]
-""")
-        with open(storage, "w") as f:
-            f.write(f"""[storage]
-driver = "overlay"
-graphroot = "{d}/graph"
-runroot = "{self.xdg}/containers"
-""")
+        conf, storage = write_podman_conf(d, runtime_paths, f"{d}/graph", f"{self.xdg}/containers", f"{d}/tmp",
+                                          static=False)
         self.env = {"HOME": pw.pw_dir, "USER": pw.pw_name, "PATH": "/usr/bin:/bin:/usr/sbin:/sbin",
                     "XDG_RUNTIME_DIR": self.xdg, "CONTAINERS_CONF": conf, "CONTAINERS_STORAGE_CONF": storage}
 
