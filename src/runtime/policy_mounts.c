@@ -153,6 +153,8 @@ mask_aliases (int rootfd, int fd, asbx_err_t *err)
       if (e == own || e->maj != own->maj || e->min != own->min || !policy_path_within (prefix, e->point))
         continue;
       const char *in_root = e->point[pl] ? e->point + pl : "/";
+      if (strcmp (in_root, "/") == 0)
+        continue; /* the container's root itself (a rootfs inside the hidden state root) */
       if (policy_path_within (e->root, place))
         {
           /* e shows the target itself at e's point + the target's path below e's root */
@@ -537,7 +539,14 @@ apply_hidden (int rootfd, const char *path, asbx_err_t *err)
         return asbx_error_wrap (err, "policy: hide the host's `%s`", cand[i]);
       log_debug ("policy: host directory `%s` hidden", cand[i]);
     }
-  return 0;
+  /* and wherever a bind mount of the container shows it (a bundle binding / at /hostroot, a
+   * host bind of /var/log elsewhere: other sandboxes' logs were read there, outside retest):
+   * the host's directory, opened here before pivot_root, is what mask_aliases compares with */
+  cleanup_close int hfd = open (real, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat now;
+  if (hfd < 0 || fstat (hfd, &now) < 0 || now.st_dev != hst.st_dev || now.st_ino != hst.st_ino)
+    return 0; /* replaced since: what is there now is not ours to hide */
+  return mask_aliases (rootfd, hfd, err);
 }
 
 int

@@ -587,11 +587,13 @@ searchable_by (const char *path, uid_t uid, gid_t gid)
 }
 
 /* Quick mode's user namespace (issue 13 §1; docs/security.md): container root is the
- * workspace's owner, when that is not host root and the owner can reach the workspace (and the
- * --rootfs, if given) by itself; otherwise no user namespace, and the policy's host-file layer
- * (runtime/policy_hostfiles.h) is what holds. */
-static bool
-sandbox_userns_ids (const char *ws, const char *rootfs, struct sandbox_ids *ids)
+ * workspace's owner, when that is not host root; an owner who cannot reach the workspace (and
+ * the --rootfs, if given) by itself is refused. A root-owned workspace gets no user namespace,
+ * and the policy's host-file layer (runtime/policy_hostfiles.h) is what holds. Returns 1 (user
+ * namespace, *ids set), 0 (none) or -1 with *err. */
+static int
+sandbox_userns_ids (const char *ws, const struct stat *ws_st, const char *rootfs, struct sandbox_ids *ids,
+                    asbx_err_t *err)
 {
   struct stat st;
 
@@ -599,18 +601,27 @@ sandbox_userns_ids (const char *ws, const char *rootfs, struct sandbox_ids *ids)
     {
       /* a non-root caller (issue 17): always a user namespace, container root = the caller */
       ids->uid = geteuid (), ids->gid = getegid ();
-      return true;
+      return 1;
     }
-  if (stat (ws, &st) < 0 || st.st_uid == 0 || st.st_gid == 0)
-    return false;
-  ids->uid = st.st_uid, ids->gid = st.st_gid;
+  /* the checked directory's owner (its fstat at the check), never a later stat of the name: an
+   * agent's swap of the name for a link to /usr made root's next sandbox run as host root
+   * (outside retest) */
+  if (ws_st->st_uid == 0 || ws_st->st_gid == 0)
+    return 0;
+  ids->uid = ws_st->st_uid, ids->gid = ws_st->st_gid;
+  /* A workspace its owner cannot reach (a parent made 0000): fail closed rather than run the
+   * agent as host root in it (the owner could otherwise choose root mode for root's sandboxes) */
   if (!searchable_by (ws, ids->uid, ids->gid) || (rootfs && !searchable_by (rootfs, ids->uid, ids->gid)))
-    return false;
+    return asbx_error (err, 0,
+                       "sandbox: workspace `%s` belongs to uid %u, who cannot reach it (or the --rootfs): the "
+                       "sandbox runs as its owner and will not run as host root instead; make every parent "
+                       "directory searchable by that user",
+                       ws, (unsigned) ids->uid);
   /* our own directory, unless someone else made it first: then no user namespace */
   if (!rootfs && lstat (USERNS_SKELETONS, &st) == 0
       && (!S_ISDIR (st.st_mode) || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))))
-    return false;
-  return searchable_by ("/run", ids->uid, ids->gid);
+    return 0;
+  return searchable_by ("/run", ids->uid, ids->gid) ? 1 : 0;
 }
 
 /* The workspace as a directory, not a name: opened with no symlink in its path (so the judged
@@ -690,7 +701,10 @@ sandbox_bundle (const struct asbx_global *g, const struct asbx_sandbox_opts *o, 
   if (mkdir (bundle, 0700) < 0)
     return asbx_error (err, errno == EEXIST ? 0 : errno, "sandbox: bundle `%s` already exists", bundle);
   *bundle_out = xstrdup (bundle);
-  bool userns = sandbox_userns_ids (ws, o->rootfs ? rootfs_real : NULL, &ids);
+  int un = sandbox_userns_ids (ws, ws_st, o->rootfs ? rootfs_real : NULL, &ids, err);
+  if (un < 0)
+    return -1;
+  bool userns = un > 0;
   if (userns && !o->rootfs && geteuid () == 0)
     {
       /* the init resolves the rootfs as the mapped uid: the skeleton must lie on a path that

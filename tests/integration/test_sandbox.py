@@ -800,3 +800,42 @@ def test_denied_credentials_hidden_at_a_bind_source(rt, ws, shape):
         _unbind(bind_dst)
         shutil.rmtree(home, ignore_errors=True)
         shutil.rmtree(src, ignore_errors=True)
+
+
+def test_audit_dir_hidden_where_a_bind_shows_it(rt, ws):
+    """A host bind of /var/log at /srv/Y: the default audit dir was hidden at /var/log/agentsbx
+    only, and other sandboxes' logs were read at /srv/Y/agentsbx (outside retest, 3/3)."""
+    os.makedirs("/var/log/agentsbx", exist_ok=True)
+    probe = os.path.join("/var/log/agentsbx", f"asbx-probe-{os.urandom(3).hex()}.jsonl")
+    with open(probe, "w") as f:
+        f.write(SECRET + "\n")
+    alias = os.path.join("/srv", f"asbx-vl-{os.getpid()}-{os.urandom(2).hex()}")
+    try:
+        _bind("/var/log", alias)
+        r = sandbox_run(rt, "--workspace", ws, "--", "/bin/sh", "-c",
+                        f"cat {alias}/agentsbx/* > /workspace/out 2>&1; echo ok")
+        assert r.rc == 0 and "ok" in r.out, r
+        with open(os.path.join(ws, "out")) as f:
+            assert SECRET not in f.read()
+    finally:
+        _unbind(alias)
+        os.unlink(probe)
+
+
+def test_user_workspace_its_owner_cannot_reach_refused(rt):
+    """A user-owned project under a parent made mode 000: quick mode fell back to no user
+    namespace and ran the agent as host root in it (outside retest, deterministic). It must be
+    refused, not run as root."""
+    top = os.path.join("/srv", f"asbx-noreach-{os.getpid()}-{os.urandom(2).hex()}")
+    ws = os.path.join(top, "p", "proj")
+    os.makedirs(ws)
+    os.chown(ws, 23456, 23456)
+    os.chmod(os.path.join(top, "p"), 0)
+    marker = f"asbx-ran-{os.urandom(3).hex()}"
+    try:
+        r = sandbox_run(rt, "--workspace", ws, "--", "/bin/sh", "-c", f"echo x > /workspace/{marker}")
+        assert r.rc != 0 and "cannot reach it" in r.err, r
+        assert not os.path.exists(os.path.join(ws, marker))
+    finally:
+        os.chmod(os.path.join(top, "p"), 0o755)
+        shutil.rmtree(top, ignore_errors=True)
