@@ -49,9 +49,15 @@ entry_owned (const char *entry, uid_t owner)
 
 /* the lines of <root>/@audit-dirs that name a directory of the file's owner, appended to *v. A
  * file writable by group or others, or not a regular file, is ignored. */
+/* at most this many entries from one registry file: each is a mount in every later container,
+ * and a user's own registry is read by root's sandboxes (100,500 lines made them fail after 58 s
+ * with ENOSPC from move_mount: outside retest) */
+#define REGISTRY_MAX 64
+
 static void
 read_registry (const char *root, char ***v, size_t *n)
 {
+  size_t taken = 0;
   cleanup_free char *path = xasprintf ("%s/" REGISTRY, root);
   int fd = open (path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   cleanup_free char *line = NULL;
@@ -66,11 +72,11 @@ read_registry (const char *root, char ***v, size_t *n)
       close (fd);
       return;
     }
-  while (getline (&line, &cap, f) > 0)
+  while (getline (&line, &cap, f) > 0 && taken < REGISTRY_MAX)
     {
       line[strcspn (line, "\n")] = '\0';
       if (entry_owned (line, st.st_uid))
-        push_unique (v, n, line);
+        push_unique (v, n, line), taken++;
     }
   (void) fclose (f); /* read-only: nothing to flush */
 }
@@ -170,9 +176,51 @@ append_once (const char *root, const char *dir, asbx_err_t *err)
       free (keep);
       keep = k;
     }
+  /* the newest REGISTRY_MAX entries, as read_registry takes at most that many */
+  size_t lines = 0;
+  for (const char *p = keep; *p; p++)
+    lines += *p == '\n';
+  char *from = keep;
+  while (lines > REGISTRY_MAX && (from = strchr (from, '\n')) != NULL)
+    from++, lines--;
+  if (from != keep)
+    memmove (keep, from, strlen (from) + 1);
   /* O_APPEND: after the truncate every write lands at the (new) end */
   if (ftruncate (fd, 0) < 0 || write_all (fd, keep, strlen (keep)) < 0)
     return asbx_error (err, errno, "audit: write `%s`", path);
+  return 0;
+}
+
+int
+audit_dir_check_path (const char *dir, asbx_err_t *err)
+{
+  char real[PATH_MAX], probe[PATH_MAX];
+  const char *use = realpath (dir, real) ? real : dir;
+  size_t len = strlen (use);
+
+  if (use[0] != '/' || len >= sizeof probe)
+    return asbx_error (err, EINVAL, "audit directory `%s`: expected an absolute path", dir);
+  /* every existing directory from / down to it */
+  for (size_t i = 1; i <= len; i++)
+    {
+      struct stat st;
+      if (use[i] != '/' && use[i] != '\0')
+        continue;
+      memcpy (probe, use, i);
+      probe[i] = '\0';
+      if (lstat (probe, &st) < 0)
+        break; /* not made yet: the monitor makes the rest, 0700 and ours */
+      bool others = (st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX);
+      if (S_ISLNK (st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid ()) || others)
+        return asbx_error (err, 0,
+                           "audit directory `%s`: `%s` is %s: another user could rename the audit directory "
+                           "away and show its logs to a later sandbox; use a directory whose parents only root "
+                           "or you can change",
+                           dir, probe,
+                           S_ISLNK (st.st_mode) ? "a symlink"
+                           : others             ? "writable by group or others (and not sticky)"
+                                                : "owned by another user");
+    }
   return 0;
 }
 

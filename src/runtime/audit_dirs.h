@@ -25,6 +25,14 @@ int audit_dirs_register (const char *state_root, const char *audit_dir, const ch
  * by group or others, is ignored (it could name any directory). */
 char **audit_dirs_list (const char *state_root);
 
+/* The audit directory `dir` (absolute) lies in a path only root or the caller can change: each
+ * existing directory from / down to it is owned by root or the caller, not a symlink, and not
+ * writable by group or others unless sticky (/tmp). A registered directory in a parent another
+ * user could write was renamed by that user onto a later sandbox's workspace, whose agent then
+ * read and rewrote the logs (outside retest). Returns 0, or -1 with *err (errnum 0) naming the
+ * directory that fails and why. Source: the same rule as sshd's StrictModes. */
+int audit_dir_check_path (const char *dir, asbx_err_t *err);
+
 /* frees what audit_dirs_list returned (NULL is fine) */
 void audit_dirs_free (char **v);
 

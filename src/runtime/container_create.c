@@ -444,6 +444,8 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   plan = policy_resolve (&pin, err);
   if (!plan)
     goto out;
+  if (plan->active && plan->audit_dir && audit_dir_check_path (plan->audit_dir, err) < 0)
+    goto out;
   struct spec_model_host mh = { .listen_fds = listen_fds_count (&preserve) };
   mh.userns_isolating = plan->active && policy_userns_isolating (parsed->linux_);
   struct spec_narrowing narrowing;

@@ -839,3 +839,24 @@ def test_user_workspace_its_owner_cannot_reach_refused(rt):
     finally:
         os.chmod(os.path.join(top, "p"), 0o755)
         shutil.rmtree(top, ignore_errors=True)
+
+
+def test_audit_dir_in_a_parent_others_can_write_refused(rt, ws):
+    """A registered --audit-dir whose parent another user could write was renamed by that user
+    (`mv aud proj`) onto a later workspace, whose agent read and rewrote the logs (outside
+    retest, 4/4). Such a directory is refused at create; a sticky parent (/tmp) is fine."""
+    top = os.path.join("/srv", f"asbx-audpar-{os.getpid()}-{os.urandom(2).hex()}")
+    os.makedirs(top)
+    os.chmod(top, 0o777)
+    marker = f"asbx-ran-{os.urandom(3).hex()}"
+    try:
+        r = rt.cmd("sandbox", "--workspace", ws, "--", "/bin/sh", "-c", f"echo x > /workspace/{marker}",
+                   global_args=["--audit-dir", os.path.join(top, "aud")], timeout=60)
+        assert r.rc != 0 and f"`{top}` is writable by group or others" in r.err, r
+        assert not os.path.exists(os.path.join(ws, marker))
+        os.chmod(top, 0o1777)
+        r = rt.cmd("sandbox", "--workspace", ws, "--", "/bin/true",
+                   global_args=["--audit-dir", os.path.join(top, "aud")], timeout=60)
+        assert r.rc == 0, r
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
