@@ -31,6 +31,7 @@
 #include "linux/pathsafe.h"
 #include "policy/doc.h"
 #include "runtime/policy_carve.h"
+#include "runtime/policy_carve_alias.h"
 #include "runtime/policy_noexec.h"
 
 #define CARVE_FILE_RIGHTS                                                                                              \
@@ -45,10 +46,14 @@ struct policy_carve
   struct
   {
     char *path, *real; /* a denied path's parent, as written and resolved (~80 rules share a home) */
+    char **aliases;    /* the other names bind mounts give `real` (policy_carve_alias.h) */
+    size_t naliases;
   } * parents;
   size_t nparents;
   const char **writable; /* borrowed from the plan, for the collect only */
   size_t nwritable;
+  struct mountinfo_entry *mi; /* this root's mount table, for the collect only */
+  size_t nmi;
 };
 
 struct cnode
@@ -65,14 +70,29 @@ policy_homes_seen_free (struct policy_homes_seen *seen)
   for (size_t i = 0; i < seen->n; i++)
     free (seen->paths[i]);
   free (seen->paths);
+  for (size_t i = 0; i < seen->naliases; i++)
+    free (seen->aliases[i]);
+  free (seen->aliases);
   free (seen->dir);
   memset (seen, 0, sizeof *seen);
 }
 
 void
+policy_homes_seen_alias (struct policy_homes_seen *seen, const char *path)
+{
+  seen->aliases = xrealloc (seen->aliases, (seen->naliases + 1) * sizeof (*seen->aliases));
+  seen->aliases[seen->naliases++] = xstrdup (path);
+}
+
+void
 policy_homes_seen_set (struct policy_homes_seen *seen, const char *dir, const struct policy_home *v, int n)
 {
+  /* the aliases stay: they are noted as the denies go on, before or after the homes */
+  char **keep = seen->aliases;
+  size_t nkeep = seen->naliases;
+  seen->aliases = NULL, seen->naliases = 0;
   policy_homes_seen_free (seen);
+  seen->aliases = keep, seen->naliases = nkeep;
   seen->dir = xstrdup (dir);
   seen->n = n > 0 ? (size_t) n : 0;
   seen->paths = xmalloc0 ((seen->n + 1) * sizeof (char *));
@@ -273,6 +293,8 @@ parent_real (struct policy_carve *c, int rootfd, const char *path, asbx_err_t *e
   c->parents = xrealloc (c->parents, (c->nparents + 1) * sizeof (*c->parents));
   c->parents[c->nparents].path = xstrdup (path);
   c->parents[c->nparents].real = real;
+  c->parents[c->nparents].aliases = policy_carve_aliases (rootfd, c->mi, c->nmi, real,
+                                                          &c->parents[c->nparents].naliases);
   return c->parents[c->nparents++].real;
 }
 
@@ -308,6 +330,21 @@ deny_one (struct policy_carve *c, int rootfd, const struct policy_plan *plan, co
       else
         free (full);
     }
+  /* the same name under every other name of its parent (a bind mount: a home bound from
+   * /srv/homes/bob). The target's own other names (~/.aws bound from /srv/creds) come from the
+   * mount layer, which saw them before its mask went on (policy_homes_seen.aliases): after it,
+   * a file's mask is /dev/null and its "other names" would be every /dev/null bind. */
+  for (size_t i = 0; i < c->nparents; i++)
+    if (c->parents[i].real == rp)
+      for (size_t k = 0; k < c->parents[i].naliases; k++)
+        {
+          char *alias = xasprintf ("%s/%s", strcmp (c->parents[i].aliases[k], "/") ? c->parents[i].aliases[k] : "",
+                                   base);
+          if (!under_writable (c, alias))
+            add_denied (c, alias);
+          else
+            free (alias);
+        }
   if (!under_writable (c, named))
     add_denied (c, named);
   else
@@ -320,6 +357,11 @@ policy_carve_collect (int rootfd, const struct policy_plan *plan, const struct p
 {
   struct policy_carve *c = xmalloc0 (sizeof *c);
   list_writable (c, plan);
+  if (mountinfo_read (&c->mi, &c->nmi, err) < 0)
+    {
+      policy_carve_free (c);
+      return NULL;
+    }
   for (size_t i = 0; i < plan->mounts_len; i++)
     {
       const struct policy_mount *m = &plan->mounts[i];
@@ -352,9 +394,15 @@ policy_carve_collect (int rootfd, const struct policy_plan *plan, const struct p
         }
       policy_homes_free (v, (size_t) n);
     }
+  for (size_t i = 0; seen && i < seen->naliases; i++)
+    if (deny_one (c, rootfd, plan, seen->aliases[i], err) < 0)
+      goto fail;
   free (c->writable);
   c->writable = NULL;
   c->nwritable = 0;
+  mountinfo_free (c->mi, c->nmi);
+  c->mi = NULL;
+  c->nmi = 0;
   return c;
 fail:
   policy_carve_free (c);
@@ -586,9 +634,13 @@ policy_carve_free (struct policy_carve *c)
     {
       free (c->parents[i].path);
       free (c->parents[i].real);
+      for (size_t k = 0; k < c->parents[i].naliases; k++)
+        free (c->parents[i].aliases[k]);
+      free (c->parents[i].aliases);
     }
   free (c->parents);
   free (c->writable);
+  mountinfo_free (c->mi, c->nmi);
   free (c->denied);
   free (c);
 }

@@ -41,7 +41,13 @@ struct policy_homes_seen
   char *dir;    /* heap, or NULL: none kept */
   char **paths; /* heap strings */
   size_t n;
+  char **aliases; /* heap strings: other names a bind mount gave a denied target (the mount
+                     layer's mask_aliases), carved like the target */
+  size_t naliases;
 };
+
+/* notes that `path` (a container path) shows a denied target under another name */
+void policy_homes_seen_alias (struct policy_homes_seen *seen, const char *path);
 
 /* fills *seen (freed first) with a copy of dir and the n homes of v */
 void policy_homes_seen_set (struct policy_homes_seen *seen, const char *dir, const struct policy_home *v, int n);

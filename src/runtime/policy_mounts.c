@@ -101,7 +101,7 @@ fd_place (int fd)
 /* mask the container path `at` when it shows the inode `want` (dev, ino): fstat decides, not
  * the path; 0 also when it does not (over-mounted, or not there) */
 static int
-mask_if_same (int rootfd, const char *at, const struct stat *want, asbx_err_t *err)
+mask_if_same (int rootfd, const char *at, const struct stat *want, struct policy_homes_seen *noted, asbx_err_t *err)
 {
   cleanup_close int afd = ps_openat2 (rootfd, at, O_PATH | O_CLOEXEC, 0,
                                       RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS);
@@ -109,6 +109,8 @@ mask_if_same (int rootfd, const char *at, const struct stat *want, asbx_err_t *e
   if (afd < 0 || fstat (afd, &st) < 0 || st.st_dev != want->st_dev || st.st_ino != want->st_ino)
     return 0;
   log_debug ("policy: deny also at `%s` (a bind mount shows it there)", at);
+  if (noted)
+    policy_homes_seen_alias (noted, at);
   return mask (rootfd, afd, NULL, err);
 }
 
@@ -119,7 +121,7 @@ mask_if_same (int rootfd, const char *at, const struct stat *want, asbx_err_t *e
  * or inside it) and each is masked only when it shows the same inode (mask_if_same). fd: the
  * target, opened before its own mask. */
 static int
-mask_aliases (int rootfd, int fd, asbx_err_t *err)
+mask_aliases (int rootfd, int fd, struct policy_homes_seen *noted, asbx_err_t *err)
 {
   struct mountinfo_entry *m = NULL;
   const struct mountinfo_entry *own = NULL;
@@ -160,7 +162,7 @@ mask_aliases (int rootfd, int fd, asbx_err_t *err)
           /* e shows the target itself at e's point + the target's path below e's root */
           const char *below = place + (strcmp (e->root, "/") ? strlen (e->root) : 0);
           cleanup_free char *at = xasprintf ("%s%s", strcmp (in_root, "/") ? in_root : "", below);
-          r = mask_if_same (rootfd, *at ? at : "/", &want, err);
+          r = mask_if_same (rootfd, *at ? at : "/", &want, noted, err);
         }
       else if (policy_path_within (place, e->root) && S_ISDIR (want.st_mode))
         {
@@ -169,7 +171,7 @@ mask_aliases (int rootfd, int fd, asbx_err_t *err)
           const char *sub_rel = e->root + (strcmp (place, "/") ? strlen (place) + 1 : 1);
           cleanup_close int sfd = openat (fd, sub_rel, O_PATH | O_NOFOLLOW | O_CLOEXEC);
           if (sfd >= 0 && fstat (sfd, &sub) == 0)
-            r = mask_if_same (rootfd, in_root, &sub, err);
+            r = mask_if_same (rootfd, in_root, &sub, noted, err);
         }
     }
 out:
@@ -437,7 +439,7 @@ apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy
     }
   /* the same file or directory shown elsewhere by a bind mount is masked there too */
   if (r == 0 && m->kind == POLICY_MOUNT_MASK)
-    r = mask_aliases (rootfd, fd, err);
+    r = mask_aliases (rootfd, fd, &res->homes, err);
   /* a deny inside a writable bind grant: P pins the file in the host's namespace (policy_pin.h) */
   if (r == 0 && (m->kind == POLICY_MOUNT_BIND_RO || m->kind == POLICY_MOUNT_MASK))
     r = policy_pin_note (&res->pin_notes, covering_grant (plan, m->path), m->path, fd, err);
@@ -546,7 +548,7 @@ apply_hidden (int rootfd, const char *path, asbx_err_t *err)
   struct stat now;
   if (hfd < 0 || fstat (hfd, &now) < 0 || now.st_dev != hst.st_dev || now.st_ino != hst.st_ino)
     return 0; /* replaced since: what is there now is not ours to hide */
-  return mask_aliases (rootfd, hfd, err);
+  return mask_aliases (rootfd, hfd, NULL, err);
 }
 
 int

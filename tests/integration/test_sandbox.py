@@ -860,3 +860,63 @@ def test_audit_dir_in_a_parent_others_can_write_refused(rt, ws):
         assert r.rc == 0, r
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+def test_credential_created_after_start_unreadable_at_a_bind_alias(rt, ws):
+    """A home bound at /srv/Y: ~/.netrc created after the sandbox started was unreadable at the
+    home (the carve) but read at /srv/Y/.netrc, where Landlock's walk met /srv's full read right
+    (outside retest, 4/4). Judged by what the agent copies into a host file."""
+    home = os.path.join("/home", f"asbx-late-{os.getpid()}-{os.urandom(2).hex()}")
+    alias = os.path.join("/srv", f"asbx-lateal-{os.getpid()}-{os.urandom(2).hex()}")
+    os.makedirs(home)
+    try:
+        _bind(home, alias)
+        p = subprocess.Popen([rt.binary, "--root", rt.root, "--audit-dir", audit_dir(rt), "sandbox",
+                              "--workspace", ws, "--", "/bin/sh", "-c",
+                              "touch /workspace/ready; while [ ! -e /workspace/go ]; do sleep 0.05; done; "
+                              f"cat {alias}/.netrc {home}/.netrc > /workspace/out 2>&1; echo done"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _wait_file(os.path.join(ws, "ready"))
+        with open(os.path.join(home, ".netrc"), "w") as f:
+            f.write(SECRET + "\n")
+        open(os.path.join(ws, "go"), "w").close()
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0 and "done" in out, (out, err)
+        with open(os.path.join(ws, "out")) as f:
+            assert SECRET not in f.read()
+    finally:
+        _unbind(alias)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_credential_bind_source_replaced_after_start_unreadable(rt, ws):
+    """~/.netrc a file bind of /srv/S/netrc: the host rotated the source (write + rename) while
+    the sandbox ran, the mask on the old file went with it, and the new one was read at
+    /srv/S/netrc (outside retest, 3/3). The carve denies that name too."""
+    home = os.path.join("/home", f"asbx-rot-{os.getpid()}-{os.urandom(2).hex()}")
+    src = os.path.join("/srv", f"asbx-rotsrc-{os.getpid()}-{os.urandom(2).hex()}")
+    os.makedirs(home)
+    os.makedirs(src)
+    with open(os.path.join(src, "netrc"), "w") as f:
+        f.write("old\n")
+    open(os.path.join(home, ".netrc"), "w").close()
+    try:
+        subprocess.run(["mount", "--bind", os.path.join(src, "netrc"), os.path.join(home, ".netrc")], check=True)
+        p = subprocess.Popen([rt.binary, "--root", rt.root, "--audit-dir", audit_dir(rt), "sandbox",
+                              "--workspace", ws, "--", "/bin/sh", "-c",
+                              "touch /workspace/ready; while [ ! -e /workspace/go ]; do sleep 0.05; done; "
+                              f"cat {src}/netrc > /workspace/out 2>&1; echo done"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _wait_file(os.path.join(ws, "ready"))
+        with open(os.path.join(src, "netrc.new"), "w") as f:
+            f.write(SECRET + "\n")
+        os.rename(os.path.join(src, "netrc.new"), os.path.join(src, "netrc"))
+        open(os.path.join(ws, "go"), "w").close()
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0 and "done" in out, (out, err)
+        with open(os.path.join(ws, "out")) as f:
+            assert SECRET not in f.read()
+    finally:
+        subprocess.run(["umount", os.path.join(home, ".netrc")], check=False)
+        shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(src, ignore_errors=True)
