@@ -862,6 +862,26 @@ def test_audit_dir_in_a_parent_others_can_write_refused(rt, ws):
         shutil.rmtree(top, ignore_errors=True)
 
 
+def _run_with_host_step(rt, ws, then, host_step):
+    """A sandbox that waits for the host: it marks /workspace/ready, the host runs host_step(),
+    then the sandbox runs the shell command `then` and exits 0 with "done"."""
+    p = subprocess.Popen([rt.binary, "--root", rt.root, "--audit-dir", audit_dir(rt), "sandbox",
+                          "--workspace", ws, "--", "/bin/sh", "-c",
+                          "touch /workspace/ready; while [ ! -e /workspace/go ]; do sleep 0.05; done; "
+                          f"{then}; echo done"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_file(os.path.join(ws, "ready"))
+        host_step()
+        open(os.path.join(ws, "go"), "w").close()
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0 and "done" in out, (out, err)
+
+
 def test_credential_created_after_start_unreadable_at_a_bind_alias(rt, ws):
     """A home bound at /srv/Y: ~/.netrc created after the sandbox started was unreadable at the
     home (the carve) but read at /srv/Y/.netrc, where Landlock's walk met /srv's full read right
@@ -871,17 +891,11 @@ def test_credential_created_after_start_unreadable_at_a_bind_alias(rt, ws):
     os.makedirs(home)
     try:
         _bind(home, alias)
-        p = subprocess.Popen([rt.binary, "--root", rt.root, "--audit-dir", audit_dir(rt), "sandbox",
-                              "--workspace", ws, "--", "/bin/sh", "-c",
-                              "touch /workspace/ready; while [ ! -e /workspace/go ]; do sleep 0.05; done; "
-                              f"cat {alias}/.netrc {home}/.netrc > /workspace/out 2>&1; echo done"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        _wait_file(os.path.join(ws, "ready"))
-        with open(os.path.join(home, ".netrc"), "w") as f:
-            f.write(SECRET + "\n")
-        open(os.path.join(ws, "go"), "w").close()
-        out, err = p.communicate(timeout=60)
-        assert p.returncode == 0 and "done" in out, (out, err)
+        def create():
+            with open(os.path.join(home, ".netrc"), "w") as f:
+                f.write(SECRET + "\n")
+
+        _run_with_host_step(rt, ws, f"cat {alias}/.netrc {home}/.netrc > /workspace/out 2>&1", create)
         with open(os.path.join(ws, "out")) as f:
             assert SECRET not in f.read()
     finally:
@@ -902,18 +916,12 @@ def test_credential_bind_source_replaced_after_start_unreadable(rt, ws):
     open(os.path.join(home, ".netrc"), "w").close()
     try:
         subprocess.run(["mount", "--bind", os.path.join(src, "netrc"), os.path.join(home, ".netrc")], check=True)
-        p = subprocess.Popen([rt.binary, "--root", rt.root, "--audit-dir", audit_dir(rt), "sandbox",
-                              "--workspace", ws, "--", "/bin/sh", "-c",
-                              "touch /workspace/ready; while [ ! -e /workspace/go ]; do sleep 0.05; done; "
-                              f"cat {src}/netrc > /workspace/out 2>&1; echo done"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        _wait_file(os.path.join(ws, "ready"))
-        with open(os.path.join(src, "netrc.new"), "w") as f:
-            f.write(SECRET + "\n")
-        os.rename(os.path.join(src, "netrc.new"), os.path.join(src, "netrc"))
-        open(os.path.join(ws, "go"), "w").close()
-        out, err = p.communicate(timeout=60)
-        assert p.returncode == 0 and "done" in out, (out, err)
+        def rotate():
+            with open(os.path.join(src, "netrc.new"), "w") as f:
+                f.write(SECRET + "\n")
+            os.rename(os.path.join(src, "netrc.new"), os.path.join(src, "netrc"))
+
+        _run_with_host_step(rt, ws, f"cat {src}/netrc > /workspace/out 2>&1", rotate)
         with open(os.path.join(ws, "out")) as f:
             assert SECRET not in f.read()
     finally:
