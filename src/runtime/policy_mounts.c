@@ -356,6 +356,15 @@ note_missing_grant (char **missing, const struct policy_mount *m)
 
 /* The caller is in a user namespace that maps exactly one uid and one gid (quick mode's): every
  * process of the container then has the init's ids (nothing else can be switched to). */
+/* The caller is in a user namespace other than the initial one (uid_map is not 0 0 4294967295). */
+static bool
+in_user_namespace (void)
+{
+  cleanup_fclose FILE *f = fopen ("/proc/self/uid_map", "re");
+  unsigned long long in, out, count;
+  return f && fscanf (f, "%llu %llu %llu", &in, &out, &count) == 3 && !(in == 0 && out == 0 && count == 4294967295ULL);
+}
+
 static bool
 single_id_userns (void)
 {
@@ -519,9 +528,11 @@ apply_hidden (int rootfd, const char *path, asbx_err_t *err)
 
   if (realpath (path, real) == NULL || stat (real, &hst) < 0)
     {
-      /* gone, or out of reach of the container's root (a single-id user namespace: the agent,
-       * with the same uid and fewer capabilities, cannot reach it either) */
-      if (errno == ENOENT || errno == ENOTDIR || (errno == EACCES && single_id_userns ()))
+      /* gone, or out of reach of the container's root in its user namespace: its owner is not
+       * mapped there (root's DAC override would pass otherwise), so no process of the container
+       * can become it, and the runtime's own hidden directories are 0700 (a user's audit dir in
+       * a 0700 home) */
+      if (errno == ENOENT || errno == ENOTDIR || (errno == EACCES && in_user_namespace ()))
         return 0;
       return asbx_error (err, errno, "policy: hide `%s`", path);
     }
@@ -531,7 +542,7 @@ apply_hidden (int rootfd, const char *path, asbx_err_t *err)
       struct stat cst;
       cleanup_close int fd = ps_openat2 (rootfd, cand[i], O_PATH | O_CLOEXEC, 0,
                                          RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
-      if (fd < 0 && (errno == ENOENT || errno == ENOTDIR || (errno == EACCES && single_id_userns ())))
+      if (fd < 0 && (errno == ENOENT || errno == ENOTDIR || (errno == EACCES && in_user_namespace ())))
         continue;
       if (fd < 0 || fstat (fd, &cst) < 0)
         return asbx_error (err, errno, "policy: hide `%s`", cand[i]);

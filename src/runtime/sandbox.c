@@ -632,7 +632,10 @@ sandbox_userns_ids (const char *ws, const struct stat *ws_st, const char *rootfs
 static int
 workspace_pin (const char *ws, struct stat *st, asbx_err_t *err)
 {
-  cleanup_close int fd = ps_openat2 (AT_FDCWD, ws, O_PATH | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS);
+  /* beneath "/" (the same names; the userspace fallback of openat2 needs a scoped lookup) */
+  cleanup_close int root = open ("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  cleanup_close int fd = root < 0 ? -1
+                                  : ps_openat2 (root, ws, O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS);
   if (fd < 0 || fstat (fd, st) < 0)
     return asbx_error (err, errno, "sandbox: workspace `%s` (opened with no symlink in its path)", ws);
   if (!S_ISDIR (st->st_mode))
