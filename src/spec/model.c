@@ -190,6 +190,21 @@ check_mount_ns (const struct oci_linux *l, asbx_err_t *err)
   return 0;
 }
 
+/* a policy's processes live in a pid namespace of their own (or one an engine shares between a
+ * pod's containers, by path): in the runtime's, the agent could signal every process of its
+ * uid on the host - the kernel's signal check compares uids and ignores user namespaces (outside
+ * tester: a rootless bundle without one signalled the user's other processes) */
+static int
+check_pid_ns (const struct oci_linux *l, asbx_err_t *err)
+{
+  if (l && find_ns (l->namespaces, l->namespaces_len, "pid"))
+    return 0;
+  return asbx_error (err, EINVAL,
+                     "agent policy: linux.namespaces has no `pid` entry: the policy needs a pid namespace "
+                     "(in the host's, the agent could see and signal the host's processes of its uid; "
+                     "docker/podman --pid=host cannot be combined with an agent policy)");
+}
+
 /* the policy's parts of the model (an active narrowing) */
 static void
 model_narrow (struct spec_model *m, const struct spec_narrowing *n, bool userns_isolating)
@@ -212,7 +227,7 @@ spec_model_build (const struct oci_spec *spec, const struct spec_narrowing *n, c
   bool active = n && n->active;
 
   *out = NULL;
-  if (active && check_mount_ns (l, err) < 0)
+  if (active && (check_mount_ns (l, err) < 0 || check_pid_ns (l, err) < 0))
     return -1;
   struct spec_model *m = xmalloc0 (sizeof *m);
   m->spec = spec;

@@ -287,15 +287,15 @@ def subids(user):
             fh.writelines(ln for ln in lines if ln != line)
 
 
-def ranges(user, start):
-    return [{"containerID": 0, "hostID": user.pw_uid, "size": 1},
+def ranges(user, start, gid=False):
+    return [{"containerID": 0, "hostID": user.pw_gid if gid else user.pw_uid, "size": 1},
             {"containerID": 1, "hostID": start, "size": SUB_COUNT}]
 
 
 def test_subuid_range_through_newuidmap(user, rl, bundle, subids):
     d, cfg, save = bundle
     cfg["linux"]["uidMappings"] = ranges(user, subids)
-    cfg["linux"]["gidMappings"] = ranges(user, subids)
+    cfg["linux"]["gidMappings"] = ranges(user, subids, gid=True)
     cfg["process"]["user"] = {"uid": 1000, "gid": 1000, "additionalGids": [5]}
     cid, pid = start_sleeper(rl, d, cfg, save)
     st = host_status(pid)
@@ -317,7 +317,7 @@ def test_subuid_range_through_newuidmap(user, rl, bundle, subids):
 def test_subuid_range_not_granted_refused(user, rl, bundle, subids):
     d, cfg, save = bundle
     cfg["linux"]["uidMappings"] = ranges(user, subids + SUB_COUNT)  # beyond the user's range
-    cfg["linux"]["gidMappings"] = ranges(user, subids)
+    cfg["linux"]["gidMappings"] = ranges(user, subids, gid=True)
     cfg["process"]["args"] = ["true"]
     save()
     cid = rl.new_id()
