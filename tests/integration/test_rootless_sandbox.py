@@ -455,3 +455,15 @@ def test_users_audit_log_hidden_from_roots_sandbox(user, binary, ws, tmp_path):
                        timeout=HANG_GUARD)
     assert r.returncode == 0 and "ok" in r.stdout, r
     assert token not in out.read_text()
+
+
+def test_cpu_seconds_without_a_cgroup_needs_the_degradation(user, binary, ws):
+    """Without a cgroup, cpuSeconds is a sum over the pid namespace, which children the kernel
+    reaps itself escape (SIGCHLD ignored: 12 s of CPU under a 2 s limit, outside tester). So it
+    is refused like the other cgroup limits unless the policy degrades `cgroup`."""
+    marker = os.path.join(ws, "ran-cpu")
+    pol = {"version": 1, "network": {"mode": "none"}, "limits": {"cpuSeconds": 5},
+           "filesystem": {"allowWrite": ["/workspace"]}}
+    r = sandbox(user, binary, ws, "/bin/sh", "-c", f"touch {marker}", policy=pol)
+    assert r.rc != 0 and "limits.cpuSeconds" in r.err and "degrade" in r.err, r
+    assert not os.path.exists(marker)
