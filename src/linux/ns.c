@@ -217,7 +217,16 @@ ns_write_id_maps (pid_t pid, const struct oci_linux *linux_, asbx_err_t *err)
     return -1;
   if (uid_self && write_map (pid, "uid_map", linux_->uid_mappings, linux_->uid_mappings_len, err) < 0)
     return -1;
-  /* newgidmap sets /proc/PID/setgroups itself (allowed when the caller's subgid ranges permit) */
+  /* A caller without root keeps its supplementary groups in the container: setgroups(2) is
+   * denied before newgidmap writes the map (newgidmap would leave it allowed for subgid ranges),
+   * or the container could drop a group the host uses to deny access, e.g. a root:blocked 0604
+   * file (CVE-2018-7169's class; outside tester, also under rootless Podman). */
+  if (!gid_self && geteuid () != 0)
+    {
+      cleanup_free char *sg = xasprintf ("/proc/%d/setgroups", pid);
+      if (write_file_at (AT_FDCWD, sg, "deny", 4, err) < 0)
+        return asbx_error_wrap (err, "write user namespace mapping (linux.gidMappings): deny setgroups first");
+    }
   if (!gid_self)
     return helper_map (pid, "newgidmap", "gidMappings", linux_->gid_mappings, linux_->gid_mappings_len, err);
   /* without CAP_SETGID over the parent namespace (a non-root caller, issue 17) the kernel takes

@@ -21,6 +21,7 @@
 #include "policy/policy.h"
 #include "runtime/audit_dirs.h"
 #include "runtime/rootless.h"
+#include "runtime/rootless_oci.h"
 
 #define REGISTRY "@audit-dirs" /* "@": never a container id (runtime/state.h) */
 
@@ -191,6 +192,19 @@ append_once (const char *root, const char *dir, asbx_err_t *err)
   return 0;
 }
 
+/* the uid an unmapped owner shows as (proc(5) /proc/sys/kernel/overflowuid, 65534 by default) */
+static uid_t
+overflow_uid (void)
+{
+  char buf[32];
+  cleanup_close int fd = open ("/proc/sys/kernel/overflowuid", O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd < 0 ? -1 : read (fd, buf, sizeof buf - 1);
+  if (n <= 0)
+    return 65534;
+  buf[n] = '\0';
+  return (uid_t) strtoul (buf, NULL, 10);
+}
+
 int
 audit_dir_check_path (const char *dir, asbx_err_t *err)
 {
@@ -211,7 +225,9 @@ audit_dir_check_path (const char *dir, asbx_err_t *err)
       if (lstat (probe, &st) < 0)
         break; /* not made yet: the monitor makes the rest, 0700 and ours */
       bool others = (st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX);
-      if (S_ISLNK (st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid ()) || others)
+      /* in a user namespace (rootless Podman) host root's directories show as the overflow uid */
+      bool unmapped_root = rootless_in_userns () && st.st_uid == overflow_uid ();
+      if (S_ISLNK (st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid () && !unmapped_root) || others)
         return asbx_error (err, 0,
                            "audit directory `%s`: `%s` is %s: another user could rename the audit directory "
                            "away and show its logs to a later sandbox; use a directory whose parents only root "

@@ -296,13 +296,17 @@ def test_subuid_range_through_newuidmap(user, rl, bundle, subids):
     d, cfg, save = bundle
     cfg["linux"]["uidMappings"] = ranges(user, subids)
     cfg["linux"]["gidMappings"] = ranges(user, subids, gid=True)
-    cfg["process"]["user"] = {"uid": 1000, "gid": 1000, "additionalGids": [5]}
+    cfg["process"]["user"] = {"uid": 1000, "gid": 1000}
     cid, pid = start_sleeper(rl, d, cfg, save)
     st = host_status(pid)
-    # container uid 1000 = the range's 1000th id on the host; group 5 made it through setgroups
+    # container uid 1000 = the range's 1000th id on the host; setgroups is denied, so the
+    # process keeps the user's own supplementary groups as the host sees them (it cannot drop
+    # one that denies access on the host: CVE-2018-7169's class, outside tester)
     assert st["Uid"].split()[0] == str(subids + 999), st
     assert st["Gid"].split()[0] == str(subids + 999), st
-    assert st["Groups"].split() == [str(subids + 4)], st
+    assert sorted(st["Groups"].split()) == sorted(str(g) for g in os.getgrouplist(user.pw_name, user.pw_gid)), st
+    with open(f"/proc/{pid}/setgroups") as f:
+        assert f.read().strip() == "deny"
     with open(f"/proc/{pid}/uid_map") as f:
         assert [ln.split() for ln in f] == [["0", str(user.pw_uid), "1"],
                                              ["1", str(subids), str(SUB_COUNT)]]
@@ -312,6 +316,20 @@ def test_subuid_range_through_newuidmap(user, rl, bundle, subids):
     assert r.rc == 0, r
     assert gone(pid)
     assert rl("delete", cid).rc == 0 and not os.path.exists(rl.state_dir(cid))
+
+
+def test_subuid_range_additional_gids_refused_naming_the_field(user, rl, bundle, subids):
+    """additionalGids would need setgroups(2), which stays denied for a caller without root."""
+    d, cfg, save = bundle
+    cfg["linux"]["uidMappings"] = ranges(user, subids)
+    cfg["linux"]["gidMappings"] = ranges(user, subids, gid=True)
+    cfg["process"]["user"] = {"uid": 1000, "gid": 1000, "additionalGids": [5]}
+    cfg["process"]["args"] = ["true"]
+    save()
+    cid = rl.new_id()
+    r = rl("run", "--bundle", d, cid)
+    assert r.rc != 0 and "process.user.additionalGids" in r.err, r
+    assert not os.path.exists(rl.state_dir(cid))
 
 
 def test_subuid_range_not_granted_refused(user, rl, bundle, subids):
