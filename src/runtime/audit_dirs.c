@@ -48,15 +48,19 @@ entry_owned (const char *entry, uid_t owner)
          && S_ISDIR (st.st_mode) && st.st_uid == owner;
 }
 
-/* the lines of <root>/@audit-dirs that name a directory of the file's owner, appended to *v. A
- * file writable by group or others, or not a regular file, is ignored. */
-/* at most this many entries from one registry file: each is a mount in every later container,
- * and a user's own registry is read by root's sandboxes (100,500 lines made them fail after 58 s
- * with ENOSPC from move_mount: outside retest) */
-#define REGISTRY_MAX 64
+/* Each entry is a mount in every later container. A registry of the caller's own state roots
+ * keeps its newest REGISTRY_MAX entries; what root reads of users' registries is capped at
+ * USER_REGISTRY_MAX a file and USERS_MAX in all (a user's 100,500-line registry, then 32 files
+ * of 64, made root's sandboxes slow or fail at ENOSPC from move_mount: outside retests). */
+#define REGISTRY_MAX 1024
+#define USER_REGISTRY_MAX 16
+#define USERS_MAX 256
 
-static void
-read_registry (const char *root, char ***v, size_t *n)
+/* the lines of <root>/@audit-dirs that name a directory of the file's owner (at most max of
+ * them), appended to *v; the count taken is returned. A file writable by group or others, or
+ * not a regular file, is ignored. */
+static size_t
+read_registry (const char *root, char ***v, size_t *n, size_t max)
 {
   size_t taken = 0;
   cleanup_free char *path = xasprintf ("%s/" REGISTRY, root);
@@ -67,19 +71,20 @@ read_registry (const char *root, char ***v, size_t *n)
   FILE *f;
 
   if (fd < 0)
-    return;
+    return 0;
   if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode) || (st.st_mode & (S_IWGRP | S_IWOTH)) || !(f = fdopen (fd, "re")))
     {
       close (fd);
-      return;
+      return 0;
     }
-  while (getline (&line, &cap, f) > 0 && taken < REGISTRY_MAX)
+  while (getline (&line, &cap, f) > 0 && taken < max)
     {
       line[strcspn (line, "\n")] = '\0';
       if (entry_owned (line, st.st_uid))
         push_unique (v, n, line), taken++;
     }
   (void) fclose (f); /* read-only: nothing to flush */
+  return taken;
 }
 
 /* Host root only: every user's audit logs - the default one (HOME/.local/state/agentsbx, a
@@ -100,19 +105,27 @@ add_users (char ***v, size_t *n)
           push_unique (v, n, d);
       }
   endpwent ();
+  size_t total = 0;
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (roots); i++)
     {
       cleanup_closedir DIR *d = opendir (roots[i]);
       struct dirent *de;
-      while (d && (de = readdir (d)) != NULL)
+      while (d && (de = readdir (d)) != NULL && total < USERS_MAX)
         {
-          cleanup_free char *sr = NULL;
-          if (i == 0 && de->d_name[0] >= '0' && de->d_name[0] <= '9')
-            sr = xasprintf ("%s/%s/agentsbx", roots[i], de->d_name);
-          else if (i == 1 && strncmp (de->d_name, "agentsbx-", 9) == 0)
-            sr = xasprintf ("%s/%s", roots[i], de->d_name);
-          if (sr)
-            read_registry (sr, v, n);
+          /* only a user's own state root: /run/user/UID/agentsbx or /tmp/agentsbx-UID, the
+           * directory owned by that UID (no one else can make more of them) */
+          const char *num = i == 0 ? de->d_name : strncmp (de->d_name, "agentsbx-", 9) == 0 ? de->d_name + 9 : NULL;
+          char *end = NULL;
+          unsigned long uid = num && *num >= '0' && *num <= '9' ? strtoul (num, &end, 10) : 0;
+          if (!end || *end || uid == 0)
+            continue;
+          cleanup_free char *sr = i == 0 ? xasprintf ("%s/%s/agentsbx", roots[i], de->d_name)
+                                         : xasprintf ("%s/%s", roots[i], de->d_name);
+          struct stat st;
+          if (lstat (sr, &st) < 0 || !S_ISDIR (st.st_mode) || st.st_uid != (uid_t) uid)
+            continue;
+          total += read_registry (sr, v, n,
+                                  USER_REGISTRY_MAX < USERS_MAX - total ? USER_REGISTRY_MAX : USERS_MAX - total);
         }
     }
 }
@@ -124,8 +137,8 @@ audit_dirs_list (const char *state_root)
   size_t n = 0;
 
   if (state_root)
-    read_registry (state_root, &v, &n);
-  read_registry (POLICY_DEFAULT_STATE_ROOT, &v, &n);
+    read_registry (state_root, &v, &n, REGISTRY_MAX);
+  read_registry (POLICY_DEFAULT_STATE_ROOT, &v, &n, REGISTRY_MAX);
   if (!rootless_caller ())
     add_users (&v, &n);
   return v;

@@ -129,3 +129,14 @@ def test_policy_without_new_pid_namespace_fails_create(rt, make_bundle):
     assert r.rc != 0, r
     assert "linux.namespaces has no `pid` entry" in r.err and "pid namespace" in r.err, r
     assert host_value() == before
+
+
+def test_policy_joining_the_hosts_pid_namespace_fails_create(rt, make_bundle):
+    """A pid namespace named by path that is the runtime's own: the agent could see and signal
+    the host's processes of its uid (outside tester, by path after the missing-entry check)."""
+    pb = policy_bundle(make_bundle)
+    pb.linux["namespaces"] = [n for n in pb.linux["namespaces"] if n["type"] != "pid"] + [
+        {"type": "pid", "path": f"/proc/{os.getpid()}/ns/pid"}]  # the test's: the runtime's own
+    pb.save()
+    r, _ = pcreate(rt, pb)
+    assert r.rc != 0 and f"joins the pid namespace `/proc/{os.getpid()}/ns/pid`" in r.err, r
