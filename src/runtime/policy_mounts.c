@@ -111,7 +111,13 @@ mask_if_same (int rootfd, const char *at, const struct stat *want, struct policy
   log_debug ("policy: deny also at `%s` (a bind mount shows it there)", at);
   if (noted)
     policy_homes_seen_alias (noted, at);
-  return mask (rootfd, afd, NULL, err);
+  if (mask (rootfd, afd, NULL, err) < 0)
+    {
+      if ((*err)->errnum != ENOENT)
+        return -1;
+      asbx_error_free (err); /* removed since it was opened: nothing left to show */
+    }
+  return 0;
 }
 
 /* A denyRead target is also visible wherever a bind mount shows it or a directory below it: a
@@ -549,7 +555,16 @@ apply_hidden (int rootfd, const char *path, asbx_err_t *err)
       if (cst.st_dev != hst.st_dev || cst.st_ino != hst.st_ino)
         continue; /* the image's own directory of that name, not the host's */
       if (mask (rootfd, fd, NULL, err) < 0)
-        return asbx_error_wrap (err, "policy: hide the host's `%s`", cand[i]);
+        {
+          /* removed since it was opened (a user's registered directory deleted while root's
+           * sandbox starts): nothing left to hide, and no way for a user to fail root's create */
+          if ((*err)->errnum == ENOENT)
+            {
+              asbx_error_free (err);
+              continue;
+            }
+          return asbx_error_wrap (err, "policy: hide the host's `%s`", cand[i]);
+        }
       log_debug ("policy: host directory `%s` hidden", cand[i]);
     }
   /* and wherever a bind mount of the container shows it (a bundle binding / at /hostroot, a
