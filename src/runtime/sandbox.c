@@ -624,58 +624,6 @@ sandbox_userns_ids (const char *ws, const struct stat *ws_st, const char *rootfs
   return searchable_by ("/run", ids->uid, ids->gid) ? 1 : 0;
 }
 
-/* The workspace as a directory, not a name: opened with no symlink in its path (so the judged
- * string is where the directory is), its identity in *st. The checks judge that string; it
- * must still name the same directory when they are done, and the container's /workspace must be
- * it before the command starts (workspace_mounted_is): a rename or symlink swap between check
- * and mount had bound the host's /root instead (outside tester, 2026-12-01). -1 with *err. */
-static int
-workspace_pin (const char *ws, struct stat *st, asbx_err_t *err)
-{
-  /* beneath "/" (the same names; the userspace fallback of openat2 needs a scoped lookup) */
-  cleanup_close int root = open ("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-  cleanup_close int fd = root < 0 ? -1
-                                  : ps_openat2 (root, ws, O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS);
-  if (fd < 0 || fstat (fd, st) < 0)
-    return asbx_error (err, errno, "sandbox: workspace `%s` (opened with no symlink in its path)", ws);
-  if (!S_ISDIR (st->st_mode))
-    return asbx_error (err, 0, "sandbox: --workspace `%s`: expected a directory, not a file", ws);
-  return 0;
-}
-
-static int
-workspace_still (const char *ws, const struct stat *want, asbx_err_t *err)
-{
-  struct stat now = { 0 };
-  asbx_err_t e = NULL;
-  if (workspace_pin (ws, &now, &e) < 0 || now.st_dev != want->st_dev || now.st_ino != want->st_ino)
-    {
-      asbx_error_free (&e);
-      return asbx_error (err, 0,
-                         "sandbox: workspace `%s` was replaced while it was checked (a rename or symlink in its "
-                         "path): refused",
-                         ws);
-    }
-  return 0;
-}
-
-/* the container's /workspace (seen through /proc/PID/root of its init) is the checked directory */
-static int
-workspace_mounted_is (pid_t pid, const char *ws, const struct stat *want, asbx_err_t *err)
-{
-  char path[64];
-  struct stat st;
-  snprintf (path, sizeof path, "/proc/%d/root/workspace", (int) pid);
-  if (stat (path, &st) < 0)
-    return asbx_error (err, errno, "sandbox: check the container's /workspace");
-  if (st.st_dev != want->st_dev || st.st_ino != want->st_ino)
-    return asbx_error (err, 0,
-                       "sandbox: the container's /workspace is not the checked `%s` (it was replaced between the "
-                       "check and the mount): refused, the command did not run",
-                       ws);
-  return 0;
-}
-
 static int
 sandbox_bundle (const struct asbx_global *g, const struct asbx_sandbox_opts *o, const char *id, char **bundle_out,
                 struct stat *ws_st, char *ws_out, asbx_err_t *err)
@@ -693,7 +641,7 @@ sandbox_bundle (const struct asbx_global *g, const struct asbx_sandbox_opts *o, 
     return asbx_error (err, errno, "sandbox: --workspace `%s`", o->workspace ? o->workspace : ".");
   if (o->rootfs && realpath (o->rootfs, rootfs_real) == NULL)
     return asbx_error (err, errno, "sandbox: --rootfs `%s`", o->rootfs);
-  if (workspace_pin (ws, ws_st, err) < 0
+  if (sandbox_workspace_pin (ws, ws_st, err) < 0
       || sandbox_check_workspace (g, o->workspace, ws, o->rootfs ? rootfs_real : NULL, err) < 0)
     return -1;
   snprintf (ws_out, PATH_MAX, "%s", ws);
@@ -725,7 +673,7 @@ sandbox_bundle (const struct asbx_global *g, const struct asbx_sandbox_opts *o, 
     return -1;
   config = sandbox_config (o, o->rootfs ? rootfs_real : rootfs, ws, !o->rootfs, userns ? &ids : NULL, &aliases);
   sandbox_ws_aliases_free (&aliases);
-  if (workspace_still (ws, ws_st, err) < 0)
+  if (sandbox_workspace_still (ws, ws_st, err) < 0)
     return -1;
   config_path = xasprintf ("%s/config.json", bundle);
   fd = open (config_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -755,7 +703,7 @@ asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o
   struct asbx_create_opts co = { .id = id, .bundle = bundle, .default_profile = "agent" };
   if (asbx_container_create (g, &co, &pid, err) < 0)
     goto out;
-  if (workspace_mounted_is (pid, ws, &ws_st, err) < 0)
+  if (sandbox_workspace_mounted_is (pid, ws, &ws_st, err) < 0)
     {
       asbx_container_delete (g, id, true, &e2);
       asbx_error_free (&e2);

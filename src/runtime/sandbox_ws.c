@@ -19,6 +19,7 @@
 
 #include "core/cleanup.h"
 #include "core/util.h"
+#include "linux/pathsafe.h"
 #include "policy/policy.h"
 #include "monitor/audit.h"
 #include "runtime/audit_dirs.h"
@@ -271,4 +272,56 @@ sandbox_check_workspace (const struct asbx_global *g, const char *arg, const cha
     r = judge (g, arg, ws, a.part[i], rootfs, err);
   sandbox_ws_aliases_free (&a);
   return r;
+}
+
+/* The workspace as a directory, not a name: opened with no symlink in its path (so the judged
+ * string is where the directory is), its identity in *st. The checks judge that string; it
+ * must still name the same directory when they are done, and the container's /workspace must be
+ * it before the command starts (workspace_mounted_is): a rename or symlink swap between check
+ * and mount had bound the host's /root instead (outside tester, 2026-12-01). -1 with *err. */
+int
+sandbox_workspace_pin (const char *ws, struct stat *st, asbx_err_t *err)
+{
+  /* beneath "/" (the same names; the userspace fallback of openat2 needs a scoped lookup) */
+  cleanup_close int root = open ("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  cleanup_close int fd = root < 0 ? -1
+                                  : ps_openat2 (root, ws, O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS);
+  if (fd < 0 || fstat (fd, st) < 0)
+    return asbx_error (err, errno, "sandbox: workspace `%s` (opened with no symlink in its path)", ws);
+  if (!S_ISDIR (st->st_mode))
+    return asbx_error (err, 0, "sandbox: --workspace `%s`: expected a directory, not a file", ws);
+  return 0;
+}
+
+int
+sandbox_workspace_still (const char *ws, const struct stat *want, asbx_err_t *err)
+{
+  struct stat now = { 0 };
+  asbx_err_t e = NULL;
+  if (sandbox_workspace_pin (ws, &now, &e) < 0 || now.st_dev != want->st_dev || now.st_ino != want->st_ino)
+    {
+      asbx_error_free (&e);
+      return asbx_error (err, 0,
+                         "sandbox: workspace `%s` was replaced while it was checked (a rename or symlink in its "
+                         "path): refused",
+                         ws);
+    }
+  return 0;
+}
+
+/* the container's /workspace (seen through /proc/PID/root of its init) is the checked directory */
+int
+sandbox_workspace_mounted_is (pid_t pid, const char *ws, const struct stat *want, asbx_err_t *err)
+{
+  char path[64];
+  struct stat st;
+  snprintf (path, sizeof path, "/proc/%d/root/workspace", (int) pid);
+  if (stat (path, &st) < 0)
+    return asbx_error (err, errno, "sandbox: check the container's /workspace");
+  if (st.st_dev != want->st_dev || st.st_ino != want->st_ino)
+    return asbx_error (err, 0,
+                       "sandbox: the container's /workspace is not the checked `%s` (it was replaced between the "
+                       "check and the mount): refused, the command did not run",
+                       ws);
+  return 0;
 }

@@ -3,6 +3,8 @@
 #define ASBX_RUNTIME_SANDBOX_WS_H
 
 #include <stdbool.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 
 #include "core/error.h"
 #include "runtime/container.h"
@@ -21,6 +23,17 @@
  * of --rootfs or NULL. Returns 0, or -1 with *err naming the workspace, the path and why (or a policy error). */
 int sandbox_check_workspace (const struct asbx_global *g, const char *arg, const char *ws, const char *rootfs,
                              asbx_err_t *err);
+
+/* The workspace as a directory, not a name (a rename or symlink swap between check and mount had
+ * bound the host's /root: outside tester, 2026-12-01). sandbox_workspace_pin: ws (a realpath)
+ * opened beneath / with no symlink in its path, its identity into *st; EINVAL/ENOENT/ELOOP...
+ * from openat2, or errnum 0 when it is not a directory. sandbox_workspace_still: ws still names
+ * that directory after the checks. sandbox_workspace_mounted_is: the container's /workspace
+ * (/proc/PID/root/workspace of its init) is that directory, before the command starts. Each
+ * returns 0, or -1 with *err naming the workspace. */
+int sandbox_workspace_pin (const char *ws, struct stat *st, asbx_err_t *err);
+int sandbox_workspace_still (const char *ws, const struct stat *want, asbx_err_t *err);
+int sandbox_workspace_mounted_is (pid_t pid, const char *ws, const struct stat *want, asbx_err_t *err);
 
 /* true when path is dir or below it ("/procfoo" is not below "/proc"; everything is below "/") */
 bool sandbox_path_under (const char *path, const char *dir);
