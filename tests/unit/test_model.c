@@ -154,9 +154,10 @@ static void
 test_spec_smaller (void **state)
 {
   (void) state;
-  struct oci_spec *spec = parse (CONFIG ("{\"type\":\"mount\"},{\"type\":\"network\",\"path\":\"/run/netns/x\"}",
-                                         ",\"resources\":{\"memory\":{\"limit\":1048576},\"pids\":{\"limit\":5},"
-                                         "\"cpu\":{\"quota\":50000,\"period\":200000}}"));
+  struct oci_spec *spec = parse (
+      CONFIG ("{\"type\":\"mount\"},{\"type\":\"pid\"},{\"type\":\"network\",\"path\":\"/run/netns/x\"}",
+              ",\"resources\":{\"memory\":{\"limit\":1048576},\"pids\":{\"limit\":5},"
+              "\"cpu\":{\"quota\":50000,\"period\":200000}}"));
   struct spec_narrowing plan = {
     .active = true, .isolate_net = true, .memory_bytes = 512 << 20, .pids = 64, .cpus = 1
   };
@@ -174,7 +175,7 @@ test_spec_smaller (void **state)
   assert_false (has (c->bounding, c->bounding_len, "CAP_NET_RAW"));
   assert_int_equal (rlimit (m->process, "RLIMIT_NOFILE")->hard, 8192);
   assert_null (rlimit (m->process, "RLIMIT_FSIZE"));
-  assert_int_equal (m->namespaces_len, 2);
+  assert_int_equal (m->namespaces_len, 3);
   const char *path = NULL;
   assert_true (spec_model_netns (m, &path));
   assert_string_equal (path, "/run/netns/x");
