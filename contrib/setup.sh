@@ -13,7 +13,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 # rootless tests' subordinate id ranges (newuidmap/newgidmap).
 PACKAGES=(autoconf automake libtool pkg-config make gcc libc6-dev
           libyajl-dev libseccomp-dev libcap-dev libselinux1-dev libapparmor-dev libcmocka-dev libsystemd-dev
-          libnftables-dev nftables passt iproute2 uidmap
+          libnftables-dev libssl-dev libarchive-dev nftables passt iproute2 uidmap
           python3 python3-pytest busybox-static mmdebstrap runc util-linux file criu
           ca-certificates)
 

@@ -54,6 +54,28 @@ policy_plan_free (struct policy_plan *p)
   strv_free_n (p->denied_domains, p->denied_domains_len);
   strv_free_n (p->allowed_cidrs, p->allowed_cidrs_len);
   free (p->ports);
+  for (size_t i = 0; i < p->credentials_len; i++)
+    {
+      free (p->credentials[i].host);
+      free (p->credentials[i].header);
+      free (p->credentials[i].value);
+    }
+  free (p->credentials);
+  for (size_t i = 0; i < p->http_hosts_len; i++)
+    {
+      for (size_t j = 0; j < p->http_hosts[i].allow_len; j++)
+        {
+          strv_free_n (p->http_hosts[i].allow[j].methods, p->http_hosts[i].allow[j].methods_len);
+          strv_free_n (p->http_hosts[i].allow[j].paths, p->http_hosts[i].allow[j].paths_len);
+        }
+      free (p->http_hosts[i].allow);
+      free (p->http_hosts[i].host);
+    }
+  free (p->http_hosts);
+  free (p->secrets_dir);
+  free (p->upstream_ca_file);
+  free (p->ws_path);
+  free (p->workspaces_dir);
   free (p->audit_dir);
   free (p->rootless_cgroup_parent);
   strv_free_n (p->hidden_paths, p->hidden_paths_len);

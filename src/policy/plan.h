@@ -82,6 +82,42 @@ extern const char *const policy_on_full_names[];    /* audit.onFull: 0 kill, 1 c
 #define POLICY_AUDIT_LIMIT 0x40u
 #define POLICY_AUDIT_APPROVAL 0x80u
 
+/* network.credentials[] entry (issue 19) */
+struct policy_credential
+{
+  char *host;   /* exact host name, lower case, no port */
+  char *header; /* header name as written ("Authorization") */
+  char *value;  /* template: text with ${secret:NAME} references, resolved by the monitor */
+};
+
+/* network.http[].allow[] entry: a request is allowed by it when its method is one of `methods`
+ * (none = any) and its request target (path and query, as sent) matches one of `paths`
+ * (fnmatch(3) patterns without FNM_PATHNAME, so `*` crosses `/`; none = any) */
+struct policy_http_allow
+{
+  char **methods;
+  size_t methods_len;
+  char **paths;
+  size_t paths_len;
+};
+
+/* network.http[] entry (issue 19) */
+struct policy_http_host
+{
+  char *host; /* exact host name, lower case */
+  struct policy_http_allow *allow; /* none = every method and path */
+  size_t allow_len;
+  uint64_t max_body_bytes; /* request body cap; 0 = none */
+};
+
+/* filesystem.workspace.mode (issue 18) */
+enum policy_ws_mode
+{
+  POLICY_WS_DIRECT = 0, /* the workspace is a read-write bind: writes reach the host at once */
+  POLICY_WS_REVIEW,     /* an overlay over the host workspace; writes go to an upper layer kept
+                           by agentsbx until `workspace apply` or `discard` */
+};
+
 struct policy_plan
 {
   bool active;          /* false: no ceiling and no request -> plain OCI, nothing added */
@@ -92,6 +128,13 @@ struct policy_plan
 
   /* filesystem */
   bool rootfs_readonly;
+  /* filesystem.workspace (issue 18): the container path of the workspace mount (default
+   * "/workspace"), its mode, and where review upper layers are kept (host config workspacesDir,
+   * default /var/lib/agentsbx/workspaces; a non-root caller's $XDG_DATA_HOME/agentsbx/workspaces);
+   * workspaces_dir is hidden from every container */
+  char *ws_path;
+  enum policy_ws_mode ws_mode;
+  char *workspaces_dir;
   struct policy_mount *mounts;
   size_t mounts_len;
   bool landlock; /* apply a Landlock ruleset */
@@ -125,6 +168,23 @@ struct policy_plan
    * the container connect to besides those under its writable grants (monitor/unixsock.c) */
   char **allow_unix_sockets;
   size_t allow_unix_sockets_len;
+
+  /* network.credentials[] and network.http[] (issue 19): the hosts listed in either are
+   * intercepted by the egress (TLS terminated with a leaf of the container's own CA, re-encrypted
+   * to the real host with full verification); every other host keeps the SNI check only.
+   * credentials: a header the egress adds to every request to `host`; `value` is the template
+   * as written, with ${secret:NAME} references that the monitor resolves from secrets_dir at each
+   * request (a secret's value is never in the plan, the container or the effective policy).
+   * http_hosts: per-host request rules; a host may appear more than once (ceiling ∩ request keeps
+   * both): a request must pass EVERY entry of its host. */
+  struct policy_credential *credentials;
+  size_t credentials_len;
+  struct policy_http_host *http_hosts;
+  size_t http_hosts_len;
+  char *secrets_dir;      /* host config secretsDir (default /etc/agentsbx/secrets; a non-root
+                             caller's user config may name its own); hidden from every container */
+  char *upstream_ca_file; /* host config upstreamCaFile: extra CAs trusted when verifying
+                             upstreams, besides the host's store; NULL = none */
 
   /* limits; 0 = not limited by the policy */
   uint64_t memory_bytes;
