@@ -104,7 +104,7 @@ struct policy_http_allow
 /* network.http[] entry (issue 19) */
 struct policy_http_host
 {
-  char *host; /* exact host name, lower case */
+  char *host;                      /* exact host name, lower case */
   struct policy_http_allow *allow; /* none = every method and path */
   size_t allow_len;
   uint64_t max_body_bytes; /* request body cap; 0 = none */
