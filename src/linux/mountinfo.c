@@ -1,5 +1,6 @@
 /* mountinfo.c - /proc/self/mountinfo, parsed once for the checks that compare mounts by what
- * they show (the exec-alias rule, quick mode's workspace aliases) rather than by path strings:
+ * they show (the exec-alias rule, quick mode's workspace aliases, the denied paths' masks and
+ * carve at their aliases) rather than by path strings:
  * a bind mount shows a directory of a filesystem at another path, and only field 4 (the root of
  * the mount within its filesystem) with the device says which. No security syscall here; the
  * callers act on fds. */
@@ -82,4 +83,75 @@ mountinfo_free (struct mountinfo_entry *m, size_t n)
       free (m[i].point);
     }
   free (m);
+}
+
+const struct mountinfo_entry *
+mountinfo_find (const struct mountinfo_entry *mi, size_t n, uint64_t id)
+{
+  for (size_t i = 0; i < n; i++)
+    if (mi[i].id == id)
+      return &mi[i];
+  return NULL;
+}
+
+/* path is dir or below it */
+static bool
+within (const char *dir, const char *path)
+{
+  size_t n = strcmp (dir, "/") == 0 ? 0 : strlen (dir);
+  return strncmp (path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* base + the part of path below dir (within (dir, path)); heap */
+static char *
+rebase (const char *base, const char *dir, const char *path)
+{
+  const char *rest = path + (strcmp (dir, "/") == 0 ? 0 : strlen (dir));
+  if (*rest == '\0')
+    return xstrdup (base);
+  return xasprintf ("%s%s", strcmp (base, "/") == 0 ? "" : base, rest);
+}
+
+char *
+mountinfo_place (const struct mountinfo_entry *own, const char *path)
+{
+  return within (own->point, path) ? rebase (own->root, own->point, path) : NULL;
+}
+
+size_t
+mountinfo_views (const struct mountinfo_entry *mi, size_t n, const struct mountinfo_entry *own, const char *place,
+                 struct mountinfo_view **out)
+{
+  size_t k = 0;
+  *out = NULL;
+  for (size_t i = 0; i < n; i++)
+    {
+      const struct mountinfo_entry *e = &mi[i];
+      struct mountinfo_view v = { .mount = e };
+      if (e == own || e->maj != own->maj || e->min != own->min)
+        continue;
+      if (within (e->root, place))
+        {
+          v.whole = true;
+          v.at = rebase (e->point, e->root, place);
+        }
+      else if (within (place, e->root))
+        {
+          v.sub = e->root + (strcmp (place, "/") == 0 ? 1 : strlen (place) + 1);
+          v.at = xstrdup (e->point);
+        }
+      else
+        continue;
+      *out = xrealloc (*out, (k + 1) * sizeof (**out));
+      (*out)[k++] = v;
+    }
+  return k;
+}
+
+void
+mountinfo_views_free (struct mountinfo_view *v, size_t n)
+{
+  for (size_t i = 0; v && i < n; i++)
+    free (v[i].at);
+  free (v);
 }

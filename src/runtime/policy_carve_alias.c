@@ -18,7 +18,6 @@
 #include "core/util.h"
 #include "linux/pathsafe.h"
 #include "runtime/policy_carve_alias.h"
-#include "runtime/policy_noexec.h"
 
 static bool
 same_at (int rootfd, const char *at, const struct stat *want)
@@ -29,51 +28,37 @@ same_at (int rootfd, const char *at, const struct stat *want)
   return fd >= 0 && fstat (fd, &st) == 0 && st.st_dev == want->st_dev && st.st_ino == want->st_ino;
 }
 
-/* a + b, where b is "" or starts with '/' ("/" + "/x" is "/x") */
-static char *
-join (const char *a, const char *b)
-{
-  if (!*b)
-    return xstrdup (a);
-  return xasprintf ("%s%s", strcmp (a, "/") ? a : "", b);
-}
-
 char **
 policy_carve_aliases (int rootfd, const struct mountinfo_entry *mi, size_t nmi, const char *path, size_t *n)
 {
   cleanup_close int fd = ps_openat2 (rootfd, path, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0,
                                      RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
-  const struct mountinfo_entry *own = NULL;
+  const struct mountinfo_entry *own;
+  struct mountinfo_view *v = NULL;
   cleanup_free char *place = NULL;
   char **out = NULL;
   struct stat want;
+  size_t nv;
   uint64_t id;
 
   *n = 0;
   if (fd < 0 || fstat (fd, &want) < 0 || mountinfo_mount_id (fd, &id) < 0)
     return NULL;
-  for (size_t i = 0; i < nmi; i++)
-    if (mi[i].id == id)
-      own = &mi[i];
-  if (!own || !policy_path_within (own->point, path))
+  own = mountinfo_find (mi, nmi, id);
+  place = own ? mountinfo_place (own, path) : NULL;
+  if (!place)
     return NULL;
-  place = join (own->root, path + (strcmp (own->point, "/") ? strlen (own->point) : 0));
-  for (size_t i = 0; i < nmi; i++)
+  nv = mountinfo_views (mi, nmi, own, place, &v);
+  for (size_t i = 0; i < nv; i++)
     {
-      const struct mountinfo_entry *e = &mi[i];
-      if (e == own || e->maj != own->maj || e->min != own->min || !policy_path_within (e->root, place))
-        continue;
-      char *at = join (e->point, place + (strcmp (e->root, "/") ? strlen (e->root) : 0));
-      bool dup = strcmp (at, path) == 0;
+      bool dup = !v[i].whole || strcmp (v[i].at, path) == 0;
       for (size_t k = 0; k < *n && !dup; k++)
-        dup = strcmp (out[k], at) == 0;
-      if (dup || !same_at (rootfd, at, &want))
-        {
-          free (at);
-          continue;
-        }
+        dup = strcmp (out[k], v[i].at) == 0;
+      if (dup || !same_at (rootfd, v[i].at, &want))
+        continue;
       out = xrealloc (out, (*n + 1) * sizeof (*out));
-      out[(*n)++] = at;
+      out[(*n)++] = xstrdup (v[i].at);
     }
+  mountinfo_views_free (v, nv);
   return out;
 }

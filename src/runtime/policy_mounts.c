@@ -130,57 +130,46 @@ static int
 mask_aliases (int rootfd, int fd, struct policy_homes_seen *noted, asbx_err_t *err)
 {
   struct mountinfo_entry *m = NULL;
-  const struct mountinfo_entry *own = NULL;
-  const char *prefix = NULL;
+  struct mountinfo_view *v = NULL;
+  const struct mountinfo_entry *own, *root;
   cleanup_free char *where = fd_place (fd);
   cleanup_free char *place = NULL;
   uint64_t id, root_id;
   struct stat want;
-  size_t n = 0;
+  size_t n = 0, nv = 0, pl;
   int r = 0;
 
   if (!where || fstat (fd, &want) < 0 || mountinfo_mount_id (fd, &id) < 0 || mountinfo_mount_id (rootfd, &root_id) < 0)
     return 0; /* nothing to compare with: the target itself is masked */
   if (mountinfo_read (&m, &n, err) < 0)
     return asbx_error_wrap (err, "policy: the mounts that show a denied path");
-  for (size_t i = 0; i < n; i++)
+  own = mountinfo_find (m, n, id);
+  root = mountinfo_find (m, n, root_id);
+  place = own && root ? mountinfo_place (own, where) : NULL;
+  if (place)
+    nv = mountinfo_views (m, n, own, place, &v);
+  /* views are named in this namespace; the container's paths are below the rootfs's point */
+  pl = root && strcmp (root->point, "/") ? strlen (root->point) : 0;
+  for (size_t i = 0; i < nv && r == 0; i++)
     {
-      if (m[i].id == id)
-        own = &m[i];
-      if (m[i].id == root_id)
-        prefix = m[i].point;
-    }
-  if (!own || !prefix || !policy_path_within (own->point, where))
-    goto out;
-  const char *rest = where + (strcmp (own->point, "/") ? strlen (own->point) : 0);
-  place = *rest ? xasprintf ("%s%s", strcmp (own->root, "/") ? own->root : "", rest) : xstrdup (own->root);
-  size_t pl = strcmp (prefix, "/") ? strlen (prefix) : 0;
-  for (size_t i = 0; i < n && r == 0; i++)
-    {
-      const struct mountinfo_entry *e = &m[i];
-      if (e == own || e->maj != own->maj || e->min != own->min || !policy_path_within (prefix, e->point))
+      if (!policy_path_within (root->point, v[i].mount->point) || !policy_path_within (root->point, v[i].at))
         continue;
-      const char *in_root = e->point[pl] ? e->point + pl : "/";
+      const char *in_root = v[i].mount->point[pl] ? v[i].mount->point + pl : "/";
       if (strcmp (in_root, "/") == 0)
         continue; /* the container's root itself (a rootfs inside the hidden state root) */
-      if (policy_path_within (e->root, place))
+      if (v[i].whole)
+        /* the mount shows the target itself */
+        r = mask_if_same (rootfd, v[i].at[pl] ? v[i].at + pl : "/", &want, noted, err);
+      else if (S_ISDIR (want.st_mode))
         {
-          /* e shows the target itself at e's point + the target's path below e's root */
-          const char *below = place + (strcmp (e->root, "/") ? strlen (e->root) : 0);
-          cleanup_free char *at = xasprintf ("%s%s", strcmp (in_root, "/") ? in_root : "", below);
-          r = mask_if_same (rootfd, *at ? at : "/", &want, noted, err);
-        }
-      else if (policy_path_within (place, e->root) && S_ISDIR (want.st_mode))
-        {
-          /* e shows a directory below the target: mask e's point when it is that directory */
+          /* the mount shows a directory below the target: mask its point when it is that directory */
           struct stat sub;
-          const char *sub_rel = e->root + (strcmp (place, "/") ? strlen (place) + 1 : 1);
-          cleanup_close int sfd = openat (fd, sub_rel, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+          cleanup_close int sfd = openat (fd, v[i].sub, O_PATH | O_NOFOLLOW | O_CLOEXEC);
           if (sfd >= 0 && fstat (sfd, &sub) == 0)
             r = mask_if_same (rootfd, in_root, &sub, noted, err);
         }
     }
-out:
+  mountinfo_views_free (v, nv);
   mountinfo_free (m, n);
   return r;
 }

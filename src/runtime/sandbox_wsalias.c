@@ -19,18 +19,7 @@
 #include "core/cleanup.h"
 #include "core/util.h"
 #include "linux/mountinfo.h"
-#include "runtime/policy_noexec.h"
 #include "runtime/sandbox_wsalias.h"
-
-/* base + the part of path below dir (dir is path or above it); heap */
-static char *
-rebase (const char *base, const char *dir, const char *path)
-{
-  const char *rest = path + (strcmp (dir, "/") == 0 ? 0 : strlen (dir));
-  if (*rest == '\0')
-    return xstrdup (base);
-  return xasprintf ("%s%s", strcmp (base, "/") == 0 ? "" : base, rest);
-}
 
 static void
 push (char ***v, size_t *n, char *s)
@@ -49,11 +38,12 @@ int
 sandbox_ws_aliases (const char *ws, struct sandbox_ws_aliases *out, asbx_err_t *err)
 {
   struct mountinfo_entry *m = NULL;
-  const struct mountinfo_entry *own = NULL;
+  struct mountinfo_view *v = NULL;
+  const struct mountinfo_entry *own;
   cleanup_close int fd = -1;
   cleanup_free char *place = NULL;
+  size_t n = 0, nv;
   uint64_t id;
-  size_t n = 0;
 
   memset (out, 0, sizeof *out);
   fd = open (ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -63,33 +53,22 @@ sandbox_ws_aliases (const char *ws, struct sandbox_ws_aliases *out, asbx_err_t *
     return asbx_error (err, errno, "sandbox: workspace `%s`: statx (mount id)", ws);
   if (mountinfo_read (&m, &n, err) < 0)
     return asbx_error_wrap (err, "sandbox: workspace `%s`", ws);
-  for (size_t i = 0; i < n; i++)
-    if (m[i].id == id)
-      own = &m[i];
-  if (!own || !policy_path_within (own->point, ws))
+  own = mountinfo_find (m, n, id);
+  /* the workspace's directory within its filesystem */
+  place = own ? mountinfo_place (own, ws) : NULL;
+  if (!place)
     {
       mountinfo_free (m, n);
       return asbx_error (err, EIO, "sandbox: workspace `%s`: its mount (id %llu) is not in /proc/self/mountinfo", ws,
                          (unsigned long long) id);
     }
-  /* the workspace's directory within its filesystem */
-  place = rebase (own->root, own->point, ws);
-  for (size_t i = 0; i < n; i++)
-    {
-      const struct mountinfo_entry *e = &m[i];
-      if (e->maj != own->maj || e->min != own->min)
-        continue;
-      if (policy_path_within (e->root, place))
-        {
-          char *p = rebase (e->point, e->root, place);
-          if (strcmp (p, ws) == 0)
-            free (p);
-          else
-            push (&out->whole, &out->n_whole, p);
-        }
-      else if (policy_path_within (place, e->root))
-        push (&out->part, &out->n_part, xstrdup (e->point));
-    }
+  nv = mountinfo_views (m, n, own, place, &v);
+  for (size_t i = 0; i < nv; i++)
+    if (!v[i].whole)
+      push (&out->part, &out->n_part, xstrdup (v[i].at));
+    else if (strcmp (v[i].at, ws) != 0)
+      push (&out->whole, &out->n_whole, xstrdup (v[i].at));
+  mountinfo_views_free (v, nv);
   mountinfo_free (m, n);
   return 0;
 }
