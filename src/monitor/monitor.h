@@ -54,6 +54,8 @@ struct monitor_opts
                                      (its `degrade` accepted it): runtime/policy_landlock.c,
                                      runtime/rootless.c; the `policy` record's `degradations` */
   size_t degradations_len;
+  const char *egress_ca_cert_pem;
+  const char *egress_ca_key_pem;
 };
 
 /* Fork the monitor (see above) and wait until it is ready: subscribed to process events, the

@@ -214,10 +214,6 @@ struct pdoc *pdoc_intersect (const struct pdoc *ceiling, const struct pdoc *requ
  * naming the credential's origin and the field. */
 int pdoc_check_egress (const struct pdoc *d, asbx_err_t *err);
 
-/* The ${secret:NAME} references of a credential value template (checked at parse): calls fn
- * for each NAME (not NUL-terminated: `name`, `len`). */
-void pdoc_secret_refs (const char *value, void (*fn) (void *ud, const char *name, size_t len), void *ud);
-
 /* Canonical JSON of a document (sorted fields, normalised values) - effective_json. Heap. */
 char *pdoc_to_json (const struct pdoc *d, bool pretty);
 /* Emit into a caller's yajl_gen (void * to keep yajl out of this header's users). */

@@ -123,7 +123,7 @@ pdoc_https_copy (struct pdoc_https *dst, const struct pdoc_https *src)
 }
 
 void
-pdoc_secret_refs (const char *value, void (*fn) (void *ud, const char *name, size_t len), void *ud)
+policy_secret_refs (const char *value, void (*fn) (void *ud, const char *name, size_t len), void *ud)
 {
   static const char open[] = "${secret:";
   for (const char *p = strstr (value, open); p; p = strstr (p, open))

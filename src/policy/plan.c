@@ -189,7 +189,7 @@ gen_egress (yajl_gen g, const struct policy_plan *p)
       kv_str (g, "header", p->credentials[i].header);
       S (g, "secrets");
       yajl_gen_array_open (g);
-      pdoc_secret_refs (p->credentials[i].value, gen_secret_name, g);
+      policy_secret_refs (p->credentials[i].value, gen_secret_name, g);
       yajl_gen_array_close (g);
       yajl_gen_map_close (g);
     }
