@@ -86,7 +86,8 @@ http_equal (const struct pdoc_http *a, const struct pdoc_http *b)
       || a->allow_len != b->allow_len)
     return false;
   for (size_t i = 0; i < a->allow_len; i++)
-    if (!strs_equal (&a->allow[i].methods, &b->allow[i].methods) || !strs_equal (&a->allow[i].paths, &b->allow[i].paths))
+    if (!strs_equal (&a->allow[i].methods, &b->allow[i].methods)
+        || !strs_equal (&a->allow[i].paths, &b->allow[i].paths))
       return false;
   return true;
 }
@@ -147,8 +148,7 @@ pdoc_check_egress (const struct pdoc *d, asbx_err_t *err)
     return asbx_error (err, 0,
                        "%s: needs network.mode \"filtered\" (the egress that injects credentials and checks "
                        "HTTP rules is in the path only then; the mode is \"%s\")",
-                       origin,
-                       d->has_net && d->net_mode >= 0 ? policy_net_mode_names[d->net_mode] : "open");
+                       origin, d->has_net && d->net_mode >= 0 ? policy_net_mode_names[d->net_mode] : "open");
   /* credentials only ride TLS: the ports are not per host, so any other port would let the agent
    * reach a credential host in clear, where the egress cannot add the header and the agent would
    * learn the host answers without it, or where a header it wrote could be read */

@@ -224,9 +224,16 @@ get_enum (struct oci_ctx *c, yajl_val obj, const char *key, const char *const *n
 static int
 parse_net (struct oci_ctx *c, yajl_val net, struct pdoc *d)
 {
-  static const char *const keys[] = { "mode",  "allowedDomains",    "deniedDomains",    "allowedCidrs",
-                                      "ports", "allowLocalBinding", "allowUnixSockets", "credentials",
-                                      "http",  NULL };
+  static const char *const keys[] = { "mode",
+                                      "allowedDomains",
+                                      "deniedDomains",
+                                      "allowedCidrs",
+                                      "ports",
+                                      "allowLocalBinding",
+                                      "allowUnixSockets",
+                                      "credentials",
+                                      "http",
+                                      NULL };
   /* indexed by enum policy_net_mode */
   bool b;
   int r;
@@ -345,7 +352,7 @@ parse_small_sections (struct oci_ctx *c, yajl_val top, struct pdoc *d)
     {
       mark = oci_ctx_push_key (c, "capabilities");
       r = pparse_keys (c, o, cap_keys) < 0 ? -1
-                                          : pparse_each (c, o, "allow", elem_cap, &d->caps_allow, &d->caps_allow.set);
+                                           : pparse_each (c, o, "allow", elem_cap, &d->caps_allow, &d->caps_allow.set);
       oci_ctx_pop (c, mark);
       OCI_TRY (r);
     }
@@ -381,7 +388,9 @@ pparse_quantity (struct oci_ctx *c, yajl_val obj, const char *key, enum vkind ki
     return 0;
   size_t mark = oci_ctx_push_key (c, key);
   if (YAJL_IS_STRING (v) && kind != V_COUNT)
-    r = (kind == V_SIZE ? pval_size : pval_duration) (v->u.string, &x, &why) < 0 ? pparse_fail_value (c, v->u.string, why) : 0;
+    r = (kind == V_SIZE ? pval_size : pval_duration) (v->u.string, &x, &why) < 0
+            ? pparse_fail_value (c, v->u.string, why)
+            : 0;
   else if (YAJL_IS_NUMBER (v))
     {
       r = oci_val_i64 (c, v, INT64_MIN, INT64_MAX, &i);

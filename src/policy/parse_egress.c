@@ -47,8 +47,9 @@ get_host (struct oci_ctx *c, yajl_val obj, char **out)
     return -1;
   size_t mark = oci_ctx_push_key (c, "host");
   if (strchr (s, '*'))
-    r = pparse_fail_value (c, s, xstrdup ("expected an exact host name (no wildcard: the egress intercepts "
-                                          "exactly the hosts named)"));
+    r = pparse_fail_value (c, s,
+                           xstrdup ("expected an exact host name (no wildcard: the egress intercepts "
+                                    "exactly the hosts named)"));
   else if (strchr (s, ':'))
     r = pparse_fail_value (c, s, xstrdup ("expected a host name without a port (credentials ride port 443)"));
   else if (pval_domain (s, out, &why) < 0)
@@ -61,9 +62,8 @@ get_host (struct oci_ctx *c, yajl_val obj, char **out)
 static bool
 reserved_header (const char *h)
 {
-  static const char *const names[] = { "host",       "content-length", "transfer-encoding", "connection",
-                                       "upgrade",    "te",             "trailer",           "keep-alive",
-                                       "proxy-connection", "expect", NULL };
+  static const char *const names[] = { "host",    "content-length", "transfer-encoding", "connection", "upgrade", "te",
+                                       "trailer", "keep-alive",     "proxy-connection",  "expect",     NULL };
   for (const char *const *n = names; *n; n++)
     if (strcasecmp (*n, h) == 0)
       return true;
@@ -161,8 +161,9 @@ elem_http_path (struct oci_ctx *c, yajl_val v, void *ud)
   if (pparse_string (c, v, &s) < 0)
     return -1;
   if (!(s[0] == '/' || strcmp (s, "*") == 0) || strlen (s) > HTTP_PATH_MAX)
-    return pparse_fail_value (c, s, xstrdup ("expected a pattern of the request path starting with \"/\" "
-                                             "(fnmatch(3): \"/repos/org/*\"), or \"*\""));
+    return pparse_fail_value (c, s,
+                              xstrdup ("expected a pattern of the request path starting with \"/\" "
+                                       "(fnmatch(3): \"/repos/org/*\"), or \"*\""));
   for (const char *p = s; *p; p++)
     if ((unsigned char) *p <= 0x20 || *p == 0x7f)
       return pparse_fail_value (c, s, xstrdup ("a request path has no spaces or control characters"));

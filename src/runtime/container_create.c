@@ -131,7 +131,7 @@ struct create_ctx
                                     in ours, detached on undo (state file `host-mounts`) */
   /* per spec mount: the sources prepared here (idmapped clones; bind clones around the spawn) */
   struct linux_mount_src *mount_srcs;
-  int unixsock_fd; /* the monitor's end of the unix-socket confinement channel, or -1 */
+  int unixsock_fd;            /* the monitor's end of the unix-socket confinement channel, or -1 */
   struct egress_ca egress_ca; /* the plan intercepts: the container's CA (runtime/egress_ca.h) */
 };
 

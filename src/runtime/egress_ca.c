@@ -136,9 +136,9 @@ set_serial (X509 *x)
 static int
 build_cert (X509 *x, EVP_PKEY *key, const struct policy_plan *p, const char *id, asbx_err_t *err)
 {
-  long life = p->wall_clock_seconds ? (long) (p->wall_clock_seconds > 365u * 86400u ? 365u * 86400u
-                                                                                    : p->wall_clock_seconds)
-                                          + 86400L
+  /* the container's life (capped at a year) plus a day, else the default */
+  const uint64_t year = UINT64_C (365) * 86400;
+  long life = p->wall_clock_seconds ? (long) (p->wall_clock_seconds > year ? year : p->wall_clock_seconds) + 86400L
                                     : (long) EGRESS_CA_DEFAULT_VALIDITY;
   cleanup_free char *cn = xasprintf ("agentsbx egress CA %s", id);
   cleanup_free char *nc = name_constraints (p);

@@ -21,7 +21,7 @@
 #include "policy/plan.h"
 
 /* validity when the policy sets no limits.wallClockSeconds (seconds) */
-#define EGRESS_CA_DEFAULT_VALIDITY (30u * 86400u)
+#define EGRESS_CA_DEFAULT_VALIDITY (30L * 86400L)
 
 struct egress_ca
 {

@@ -81,8 +81,8 @@ bundle_fs (const char *distro, size_t distro_len, const char *ca_pem, asbx_err_t
   static const char mark[] = "\n# agentsbx: the egress CA of this container (network.credentials, network.http)\n";
   size_t size = distro_len + strlen (ca_pem) + sizeof mark + 65536;
   cleanup_free char *opts = xasprintf ("size=%zu,mode=755", size);
-  cleanup_close int fs
-      = mnt_new_fs ("tmpfs", "tmpfs", opts, 0, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, err);
+  cleanup_close int fs = mnt_new_fs ("tmpfs", "tmpfs", opts, 0,
+                                     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, err);
   if (fs < 0)
     return asbx_error_wrap (err, "policy network: CA bundle");
   cleanup_close int f = openat (fs, "ca-bundle.crt", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -152,7 +152,8 @@ egress_trust_apply (int rootfd, const char *ca_pem, char **bundle_path, asbx_err
   for (size_t i = 0; i < n; i++)
     {
       cleanup_close int file = mnt_clone (fs, "ca-bundle.crt", false, err);
-      if (file < 0 || mnt_setattr (file, false, MOUNT_ATTR_RDONLY, 0, 0, err) < 0 || mnt_attach (file, targets[i], err) < 0)
+      if (file < 0 || mnt_setattr (file, false, MOUNT_ATTR_RDONLY, 0, 0, err) < 0
+          || mnt_attach (file, targets[i], err) < 0)
         {
           asbx_error_wrap (err, "policy network: bind the CA bundle over %s", names[i]);
           goto out;
@@ -170,8 +171,8 @@ out:
 void
 egress_trust_env (struct oci_process *p, const char *bundle_path)
 {
-  static const char *const vars[]
-      = { "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "PIP_CERT", "NODE_EXTRA_CA_CERTS" };
+  static const char *const vars[] = { "SSL_CERT_FILE",  "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+                                      "GIT_SSL_CAINFO", "PIP_CERT",           "NODE_EXTRA_CA_CERTS" };
   if (p == NULL || bundle_path == NULL)
     return;
   for (size_t v = 0; v < sizeof vars / sizeof vars[0]; v++)

@@ -19,7 +19,10 @@
 
 /* the distro bundle paths, in the order they are looked up (Debian/Ubuntu/Alpine, Fedora/RHEL,
  * the OpenSSL/LibreSSL default) */
-#define EGRESS_TRUST_PATHS { "/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem" }
+#define EGRESS_TRUST_PATHS                                                                                             \
+  {                                                                                                                    \
+    "/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"                      \
+  }
 
 /* Build the bundle with `ca_pem` and bind it as above beneath `rootfd` (the container's root, in
  * the init's mount namespace, before pivot_root). *bundle_path: the container path the env vars

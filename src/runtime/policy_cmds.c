@@ -75,7 +75,8 @@ explain_egress (FILE *out, const struct policy_plan *p)
     return;
   fprintf (out, "  intercepted (TLS terminated with the container's own CA, docs/policy.md \"Credentials\"):\n");
   for (size_t i = 0; i < p->credentials_len; i++)
-    fprintf (out, "    %s: header %s = %s\n", p->credentials[i].host, p->credentials[i].header, p->credentials[i].value);
+    fprintf (out, "    %s: header %s = %s\n", p->credentials[i].host, p->credentials[i].header,
+             p->credentials[i].value);
   for (size_t i = 0; i < p->http_hosts_len; i++)
     {
       const struct policy_http_host *h = &p->http_hosts[i];

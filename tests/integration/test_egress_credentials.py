@@ -396,8 +396,9 @@ def test_rotated_secret_applies_to_next_request(intercept, tmp_path, cbundle):
     ("body", "head -c 4096 /dev/zero | curl -sS --data-binary @- https://api.test/v1/issues", "/v1/issues"),
 ])
 def test_refused_request_is_403_with_record(intercept, what, cmd, path):
-    r, api, recs = intercept(cmd + "; echo; echo rc=$?")
-    assert "403" in r.out or "refused" in r.out.lower(), r   # the agent reads the refusal
+    r, api, recs = intercept(cmd + " -w '\\nstatus=%{http_code}\\n'")
+    assert "status=403" in r.out, r                           # the agent reads the refusal
+    assert len(r.out.split("status=403")[0].strip()) > 0, r   # with a body that says why
     assert api == [], api                                     # nothing reached the upstream
     assert recs and recs[-1]["status"] == 403 and recs[-1]["path"] == path, recs
     assert recs[-1]["rule"] and not recs[-1]["rule"].startswith("allow"), recs

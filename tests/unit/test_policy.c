@@ -563,11 +563,17 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_golden), cmocka_unit_test (test_egress_saved_roundtrip),         cmocka_unit_test (test_builtins_match_json),
-    cmocka_unit_test (test_builtins_check), cmocka_unit_test (test_groups_schema),
-    cmocka_unit_test (test_builtins_md),    cmocka_unit_test (test_sizes_durations),
-    cmocka_unit_test (test_domains),        cmocka_unit_test (test_cidrs),
-    cmocka_unit_test (test_paths),          cmocka_unit_test (test_sha256),
+    cmocka_unit_test (test_golden),
+    cmocka_unit_test (test_egress_saved_roundtrip),
+    cmocka_unit_test (test_builtins_match_json),
+    cmocka_unit_test (test_builtins_check),
+    cmocka_unit_test (test_groups_schema),
+    cmocka_unit_test (test_builtins_md),
+    cmocka_unit_test (test_sizes_durations),
+    cmocka_unit_test (test_domains),
+    cmocka_unit_test (test_cidrs),
+    cmocka_unit_test (test_paths),
+    cmocka_unit_test (test_sha256),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }
