@@ -257,6 +257,11 @@ egress_secrets_check (const struct policy_plan *p, asbx_err_t *err)
   if (p->secrets_dir == NULL)
     return asbx_error (err, ENOENT, "network.credentials: no secrets directory (host config secretsDir)");
   cleanup_close int fd = open (p->secrets_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 && (errno == ENOTDIR || errno == ELOOP) && lstat (p->secrets_dir, &st) == 0 && S_ISLNK (st.st_mode))
+    return asbx_error (err, ELOOP,
+                       "network.credentials: secrets directory %s (host config secretsDir) is a symbolic link: name "
+                       "the directory itself - refused",
+                       p->secrets_dir);
   if (fd < 0)
     return asbx_error (err, errno, "network.credentials: secrets directory %s (host config secretsDir)",
                        p->secrets_dir);
