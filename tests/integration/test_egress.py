@@ -62,9 +62,7 @@ class Lab:
 
 
 @pytest.fixture
-def lab(tmp_path, request):
-    """The fake internet. A test module may define lab_upstream_env(state_dir) -> dict: more
-    environment for upstream.py (test_egress_credentials.py's HTTPS API), called before it starts."""
+def lab(tmp_path):
     if not shutil.which("ip"):
         pytest.skip("iproute2 not installed")
     with open("/proc/sys/net/ipv4/ip_forward") as f:
@@ -102,10 +100,8 @@ def lab(tmp_path, request):
         # never send to an address outside the lab: the host must reach the upstream over our veth
         route = sh("ip", "-o", "route", "get", HOSTUP4).stdout
         assert f"dev {lab.vh} " in route, f"the host would not reach {HOSTUP4} through the lab: {route}"
-        hook = getattr(request.module, "lab_upstream_env", None)
-        extra = [f"{k}={v}" for k, v in (hook(state) if hook else {}).items()]
-        lab.proc = subprocess.Popen(["ip", "netns", "exec", lab.up, "env", f"UPSTREAM_NAIVE={UP4N},{UP6N}", *extra,
-                                     "python3", os.path.join(HERE, "egress", "upstream.py"), state, lab.zone_path])
+        lab.proc = subprocess.Popen(["ip", "netns", "exec", lab.up, "env", f"UPSTREAM_NAIVE={UP4N},{UP6N}", "python3",
+                                     os.path.join(HERE, "egress", "upstream.py"), state, lab.zone_path])
         deadline = time.monotonic() + 30
         while not os.path.exists(os.path.join(state, "ready")):
             assert lab.proc.poll() is None, "upstream.py died"

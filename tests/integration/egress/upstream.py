@@ -16,12 +16,7 @@ network namespace (no default route: it can only answer the host side of its vet
   $UPSTREAM_NAIVE (comma-separated), where Python's own http.server answers (keep-alive, and like
   most handlers it never reads a request body) and logs "request-line Host" to
   STATEDIR/naive.log; TCP 443: reads the TLS
-  ClientHello, records its SNI in STATEDIR/sni.log and closes - except on the addresses listed in
-  $UPSTREAM_HTTPS_ADDRS, where a real HTTPS API answers (test_egress_credentials.py): TLS with
-  the certificate and key of $UPSTREAM_HTTPS ("CERT,KEY", signed by a CA of the test's own), one
-  JSON line per request in STATEDIR/api.log (method, path, host, headers, body length), "api ok
-  PATH" as the answer, and the files under STATEDIR/www/ for GET paths below /git/ (a git
-  repository in "dumb" HTTP form).
+  ClientHello, records its SNI in STATEDIR/sni.log and closes.
 - UDP 9999: counts datagrams in STATEDIR/udp.log.
 Writes STATEDIR/ready when all sockets are bound."""
 import http.server
@@ -226,68 +221,6 @@ class TLS(socketserver.BaseRequestHandler):
         log("sni.log", sni_of(self.request.recv(16384)))
 
 
-HTTPS_ADDRS = {a for a in os.environ.get("UPSTREAM_HTTPS_ADDRS", "").split(",") if a}
-HTTPS_CTX = None
-if os.environ.get("UPSTREAM_HTTPS"):
-    import ssl
-    HTTPS_CTX = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    HTTPS_CTX.load_cert_chain(*os.environ["UPSTREAM_HTTPS"].split(","))
-
-
-class Api(http.server.BaseHTTPRequestHandler):
-    """The fake HTTPS API: logs what arrived (the injected header is checked there) and answers."""
-    protocol_version = "HTTP/1.1"
-
-    def body(self):
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            n, total = 1, 0
-            while n:
-                n = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                total += len(self.rfile.read(n)) if n else 0
-                self.rfile.readline()
-            return total
-        n = int(self.headers.get("Content-Length") or 0)
-        return len(self.rfile.read(n)) if n else 0
-
-    def answer(self):
-        got = self.body()
-        with open(os.path.join(STATE, "api.log"), "a") as f:
-            f.write(json.dumps({"method": self.command, "path": self.path, "host": self.headers.get("Host", ""),
-                                "headers": dict(self.headers.items()), "body": got}) + "\n")
-        data, ctype = f"api ok {self.path}\n".encode(), "text/plain"
-        if self.command in ("GET", "HEAD") and self.path.startswith("/git/"):
-            local = os.path.realpath(os.path.join(STATE, "www", self.path.split("?")[0].lstrip("/")))
-            if not local.startswith(os.path.join(STATE, "www") + "/") or not os.path.isfile(local):
-                self.send_response(404)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return
-            data, ctype = open(local, "rb").read(), "application/octet-stream"
-        self.send_response(200)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
-
-    do_GET = do_POST = do_PUT = do_DELETE = do_OPTIONS = do_HEAD = do_PATCH = answer
-
-    def log_message(self, *args):
-        pass
-
-
-class TLSOrApi(socketserver.BaseRequestHandler):
-    def handle(self):
-        if HTTPS_CTX is None or self.request.getsockname()[0] not in HTTPS_ADDRS:
-            return TLS.handle(self)
-        try:
-            conn = HTTPS_CTX.wrap_socket(self.request, server_side=True)
-        except OSError as e:
-            log("api-tls-errors.log", repr(e))
-            return
-        Api(conn, self.client_address, self.server)
-
-
 class UDPCount(socketserver.BaseRequestHandler):
     def handle(self):
         log("udp.log", self.client_address[0])
@@ -314,7 +247,7 @@ for fam in (socket.AF_INET, socket.AF_INET6):
     serve("tcp", TCPDNS, fam, 53)
     serve("tcp", HTTPOrNaive, fam, 80)
     serve("tcp", HTTP, fam, 8080)
-    serve("tcp", TLSOrApi, fam, 443)
+    serve("tcp", TLS, fam, 443)
     serve("udp", UDPCount, fam, 9999)
 open(os.path.join(STATE, "ready"), "w").close()
 threading.Event().wait()
