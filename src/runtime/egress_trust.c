@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <linux/openat2.h>
 
 #include "core/cleanup.h"
@@ -56,6 +57,23 @@ egress_trust_path (int rootfd)
   return NULL;
 }
 
+/* Whether the open file at fd is a CA bundle, empty or with a PEM certificate in its first
+ * 16 KiB: a trust path the image made a symlink to something else (its /etc/shadow) is neither
+ * read into the bundle nor hidden under it. */
+static bool
+looks_like_bundle (int fd, const struct stat *st)
+{
+  static const char begin[] = "-----BEGIN CERTIFICATE-----";
+  char buf[16384 + 1];
+  if (st->st_size == 0)
+    return true;
+  ssize_t n = pread (fd, buf, sizeof buf - 1, 0);
+  if (n <= 0)
+    return false;
+  buf[n] = '\0';
+  return memmem (buf, (size_t) n, begin, sizeof begin - 1) != NULL;
+}
+
 /* no distro bundle: an empty /etc/ssl/certs/ca-certificates.crt as the target, when the rootfs
  * lets us create it; its fd (O_PATH) or -1 */
 static int
@@ -63,7 +81,11 @@ make_fallback_target (int rootfd)
 {
   cleanup_close int dir = ps_openat2 (rootfd, "/etc/ssl/certs", O_PATH | O_DIRECTORY | O_CLOEXEC, 0, RESOLVE_ROOT);
   if (dir < 0)
-    return -1;
+    {
+      log_warning ("policy network: the rootfs has no CA bundle and no /etc/ssl/certs: the container's tools will "
+                   "not trust the egress interception (SSL_CERT_FILE and the like are not set)");
+      return -1;
+    }
   cleanup_close int wdir = openat (dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   int fd = wdir < 0 ? -1
                     : openat (wdir, "ca-certificates.crt", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -121,6 +143,13 @@ egress_trust_apply (int rootfd, const char *ca_pem, char **bundle_path, asbx_err
         }
       for (size_t j = 0; j < n && !dup; j++)
         dup = seen[j].st_dev == st.st_dev && seen[j].st_ino == st.st_ino;
+      if (!dup && !looks_like_bundle (fd, &st))
+        {
+          log_warning ("policy network: %s in the rootfs is not a CA bundle (no PEM certificate): left as it is",
+                       trust_paths[i]);
+          close (fd);
+          continue;
+        }
       if (!dup && distro == NULL && read_all_fd (fd, EGRESS_TRUST_MAX, &distro, &distro_len) < 0)
         {
           asbx_error (err, errno, "policy network: read the rootfs's CA bundle %s", trust_paths[i]);

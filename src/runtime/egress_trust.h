@@ -2,7 +2,8 @@
  * docs/policy.md "Credentials and HTTP rules": "The trust store").
  *
  * The bundle is the rootfs's own distro bundle (the first regular file of EGRESS_TRUST_PATHS,
- * read through the rootfs fd, symlinks resolved inside the root) followed by the container's CA
+ * read through the rootfs fd, symlinks resolved inside the root; a file that is neither empty nor
+ * holds a PEM certificate is not a bundle and is left alone) followed by the container's CA
  * certificate. It is written in a private detached tmpfs (never on the host or in the rootfs),
  * and bound read-only over every path of EGRESS_TRUST_PATHS that exists (each file once, by
  * inode); when none exists but /etc/ssl/certs does, an empty ca-certificates.crt is created

@@ -35,6 +35,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 pytestmark = [pytest.mark.agentsbx_only("network.credentials (issue 19)")]
 
 DISTRO_MARK = "# the rootfs's own distro bundle (test)"
+
+
+def distro_bundle():
+    """A bundle of the rootfs's own: a marker line and the host's first CA certificate."""
+    with open("/etc/ssl/certs/ca-certificates.crt") as f:
+        first = re.search(r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----\n", f.read(), re.S).group(0)
+    return DISTRO_MARK + "\n" + first
 TRUST_VARS = ["SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "PIP_CERT",
               "NODE_EXTRA_CA_CERTS"]
 RELAY_SKIP = "needs the TLS relay (eg-tls)"
@@ -189,7 +196,7 @@ def cbundle(ebundle, tmp_path):
     certs = os.path.join(ebundle.rootfs, "etc", "ssl", "certs")
     os.makedirs(certs)
     with open(os.path.join(certs, "ca-certificates.crt"), "w") as f:
-        f.write(DISTRO_MARK + "\n")
+        f.write(distro_bundle())
     os.symlink("certs/ca-certificates.crt", os.path.join(ebundle.rootfs, "etc", "ssl", "cert.pem"))
     os.makedirs(os.path.join(ebundle.rootfs, "hostside"))
     (tmp_path / "host").mkdir(exist_ok=True)
@@ -234,7 +241,8 @@ def test_trust_store_and_secret_invisible(rt, cbundle, tmp_path, lab):
     # the env vars of every tool name the bundle
     assert rep["trust"] == {v: path for v in TRUST_VARS}, rep["trust"]
     bundle_text = rep["bundle"][path]
-    assert bundle_text.startswith(DISTRO_MARK + "\n"), bundle_text[:200]   # the distro's first
+    assert bundle_text.startswith(distro_bundle()), bundle_text[:200]       # the distro's first
+    assert bundle_text.count("BEGIN CERTIFICATE") == 2, bundle_text
     assert rep["bundle"]["/etc/ssl/cert.pem"] == bundle_text                 # through the symlink
     assert rep["bundle"]["/etc/pki/tls/certs/ca-bundle.crt"] is None         # absent stays absent
     # the CA: this container's, a CA for exactly the intercepted host, nothing else
@@ -249,7 +257,7 @@ def test_trust_store_and_secret_invisible(rt, cbundle, tmp_path, lab):
     assert "ASN1 OID: prime256v1" in text, text
     # the bundle's copy is read-only, and the rootfs's own file is unchanged on the host
     with open(os.path.join(b.rootfs, "etc", "ssl", "certs", "ca-certificates.crt")) as f:
-        assert f.read() == DISTRO_MARK + "\n"
+        assert f.read() == distro_bundle()
     # the secret: nowhere
     assert rep["env_hits"] == [] and rep["file_hits"] == [] and rep["mem_hits"] == [], rep
     assert rep["env_seen"] >= 1 and rep["files"] > 5 and rep["readable_regions"] > 10, rep
@@ -272,6 +280,21 @@ def test_rootfs_without_bundle_gets_one(rt, ebundle, tmp_path, lab):
     got = json.loads(r.out.strip().splitlines()[-1])
     assert got["p"] == "/etc/ssl/certs/ca-certificates.crt"
     assert got["text"].count("BEGIN CERTIFICATE") == 1, got
+
+
+def test_trust_path_that_is_not_a_bundle_left_alone(rt, ebundle, tmp_path, lab):
+    """An image whose /etc/ssl/cert.pem is a symlink to its /etc/passwd: the file is neither read
+    into the bundle nor hidden under it (and no other path exists: no bundle, a warning)."""
+    os.makedirs(os.path.join(ebundle.rootfs, "etc", "ssl"))
+    os.symlink("../passwd", os.path.join(ebundle.rootfs, "etc", "ssl", "cert.pem"))
+    s = Secrets(tmp_path)
+    ebundle.args("/usr/bin/python3", "-c", "import os,json; print(json.dumps({'env': os.environ.get('SSL_CERT_FILE'), "
+                 "'pem': open('/etc/ssl/cert.pem').read()}))")
+    r, _ = rt.run(ebundle, global_args=gargs(tmp_path, s, policy()), env=run_env(rt))
+    assert r.ok, r
+    got = json.loads(r.out.strip().splitlines()[-1])
+    assert got["env"] is None and got["pem"].startswith("root:x:0:0:"), got
+    assert "not a CA bundle" in r.err, r
 
 
 def test_exec_gets_the_trust_env(rt, cbundle, tmp_path, lab):
