@@ -171,8 +171,8 @@ put (const char *dir, const char *name, const char *text)
   cleanup_free char *p = xasprintf ("%s/%s", dir, name);
   FILE *f = fopen (p, "w");
   assert_non_null (f);
-  fputs (text, f);
-  fclose (f);
+  assert_true (fputs (text, f) >= 0);
+  assert_int_equal (fclose (f), 0);
 }
 
 static void
