@@ -217,6 +217,38 @@ compile_caps (struct policy_plan *p, const struct pdoc *e)
     }
 }
 
+/* network.credentials and network.http as the monitor reads them (plan.h); the values stay
+ * templates: a secret is read by the monitor at each request, never compiled in */
+static void
+compile_egress (struct policy_plan *p, const struct pdoc *e)
+{
+  if (e->credentials.len)
+    p->credentials = xmalloc0 (e->credentials.len * sizeof (*p->credentials));
+  for (size_t i = 0; i < e->credentials.len; i++)
+    p->credentials[i] = (struct policy_credential){ .host = xstrdup (e->credentials.v[i].host),
+                                                    .header = xstrdup (e->credentials.v[i].header),
+                                                    .value = xstrdup (e->credentials.v[i].value) };
+  p->credentials_len = e->credentials.len;
+  if (e->http.len)
+    p->http_hosts = xmalloc0 (e->http.len * sizeof (*p->http_hosts));
+  for (size_t i = 0; i < e->http.len; i++)
+    {
+      const struct pdoc_http *h = &e->http.v[i];
+      struct policy_http_host *o = &p->http_hosts[i];
+      o->host = xstrdup (h->host);
+      o->max_body_bytes = h->max_body_bytes;
+      /* no allow rule: every method and path (plan.h); parse refuses an empty list */
+      o->allow_len = h->allow_len;
+      o->allow = xmalloc0 ((o->allow_len + 1) * sizeof (*o->allow));
+      for (size_t j = 0; j < h->allow_len; j++)
+        {
+          o->allow[j].methods = strv_dup (h->allow[j].methods.v, h->allow[j].methods.len, &o->allow[j].methods_len);
+          o->allow[j].paths = strv_dup (h->allow[j].paths.v, h->allow[j].paths.len, &o->allow[j].paths_len);
+        }
+    }
+  p->http_hosts_len = e->http.len;
+}
+
 static void
 compile_net (struct policy_plan *p, const struct pdoc *e)
 {
@@ -231,6 +263,7 @@ compile_net (struct policy_plan *p, const struct pdoc *e)
   p->ports = xmalloc (e->ports_len * sizeof (*p->ports) + 1);
   memcpy (p->ports, e->ports, e->ports_len * sizeof (*p->ports));
   p->ports_len = e->ports_len;
+  compile_egress (p, e);
 }
 
 struct policy_plan *

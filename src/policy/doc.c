@@ -3,7 +3,7 @@
  *
  * Inheritance (`extends`) is composition by one author: a field the document sets replaces the
  * base's value whole, except the lists that only ever restrict (denyRead, denyWrite,
- * deniedDomains, syscalls.deny, audit.events), which accumulate, so that extending `agent`
+ * deniedDomains, network.http, syscalls.deny, audit.events), which accumulate, so that extending `agent`
  * to add one denied path cannot silently drop agent's credential paths. */
 #include <stdlib.h>
 #include <string.h>
@@ -170,6 +170,8 @@ pdoc_free (struct pdoc *d)
   pdoc_strs_clear (&d->denied_domains);
   pdoc_strs_clear (&d->allowed_cidrs);
   pdoc_strs_clear (&d->allow_unix_sockets);
+  pdoc_creds_clear (&d->credentials);
+  pdoc_https_clear (&d->http);
   free (d->ports);
   pdoc_strs_clear (&d->caps_allow);
   pdoc_strs_clear (&d->degrade);
@@ -212,6 +214,11 @@ pdoc_inherit (struct pdoc *d, const struct pdoc *b)
   inherit_strs (&d->denied_domains, &b->denied_domains, true);
   inherit_strs (&d->allowed_cidrs, &b->allowed_cidrs, false);
   inherit_strs (&d->allow_unix_sockets, &b->allow_unix_sockets, false);
+  /* credentials are one author's choice, replaced whole; http rules only restrict: they add up */
+  if (!d->credentials.set)
+    pdoc_creds_copy (&d->credentials, &b->credentials);
+  for (size_t i = 0; i < b->http.len; i++)
+    pdoc_https_add (&d->http, &b->http.v[i]);
   if (!d->ports_set && b->ports_set)
     {
       d->ports_set = true;

@@ -41,6 +41,47 @@ struct pdoc_u64
   uint64_t v;
 };
 
+/* network.credentials[i] (issue 19): a header the egress adds to every request to `host` */
+struct pdoc_cred
+{
+  char *host;   /* exact host name, lower case (pval_domain, no wildcard) */
+  char *header; /* an HTTP field name (RFC 9110 token), as written */
+  char *value;  /* template as written: text and ${secret:NAME} references, checked */
+  char *origin; /* "profile x: network.credentials[0]" */
+};
+
+struct pdoc_creds
+{
+  bool set;
+  struct pdoc_cred *v;
+  size_t len;
+};
+
+/* network.http[i].allow[j] */
+struct pdoc_http_allow
+{
+  struct pdoc_strs methods; /* upper-case tokens; unset = any */
+  struct pdoc_strs paths;   /* fnmatch(3) patterns starting with '/' (or "*"); unset = any */
+};
+
+/* network.http[i] (issue 19): request rules for one intercepted host */
+struct pdoc_http
+{
+  char *host;
+  struct pdoc_http_allow *allow;
+  size_t allow_len;
+  bool allow_set;          /* `allow` written (an empty list allows nothing) */
+  uint64_t max_body_bytes; /* 0 = no cap */
+  char *origin;            /* "profile x: network.http[0]" */
+};
+
+struct pdoc_https
+{
+  bool set;
+  struct pdoc_http *v;
+  size_t len;
+};
+
 enum pdoc_fs_list
 {
   PDOC_ALLOW_READ,
@@ -77,6 +118,8 @@ struct pdoc
   int allow_local_binding; /* -1 unset, 0, 1 */
   struct pdoc_strs allowed_domains, denied_domains, allowed_cidrs;
   struct pdoc_strs allow_unix_sockets; /* network.allowUnixSockets: absolute, normalized paths */
+  struct pdoc_creds credentials;       /* network.credentials */
+  struct pdoc_https http;              /* network.http */
   bool ports_set;
   uint16_t *ports;
   size_t ports_len;
@@ -140,6 +183,12 @@ void pdoc_paths_clear (struct pdoc_paths *p);
 void pdoc_paths_add (struct pdoc_paths *p, const struct pdoc_path *e);
 void pdoc_strs_copy (struct pdoc_strs *dst, const struct pdoc_strs *src);
 void pdoc_strs_clear (struct pdoc_strs *s);
+void pdoc_creds_copy (struct pdoc_creds *dst, const struct pdoc_creds *src);
+void pdoc_creds_clear (struct pdoc_creds *c);
+void pdoc_creds_add (struct pdoc_creds *c, const struct pdoc_cred *e); /* deep copy */
+void pdoc_https_copy (struct pdoc_https *dst, const struct pdoc_https *src);
+void pdoc_https_clear (struct pdoc_https *h);
+void pdoc_https_add (struct pdoc_https *h, const struct pdoc_http *e); /* deep copy, duplicates kept once */
 void pdoc_strs_add (struct pdoc_strs *s, const char *v);
 bool pdoc_strs_has (const struct pdoc_strs *s, const char *v);
 
@@ -156,6 +205,14 @@ void pdoc_normalize (struct pdoc *d);
  * Returns the effective document or NULL with *err set. */
 struct pdoc *pdoc_intersect (const struct pdoc *ceiling, const struct pdoc *request, const char *ceiling_name,
                              bool clamp, char ***clamps, size_t *clamps_len, asbx_err_t *err);
+
+/* The rules of network.credentials/network.http on an effective (normalised) document, which
+ * no single field can check (docs/policy.md "Credentials"): credentials and http rules need
+ * network.mode filtered (the egress relay is in the path only then); a credential rides TLS only
+ * and HTTP rules are checked on TLS only, so network.ports may hold no port but 443 while there
+ * is either. 0, or -1 with *err
+ * naming the credential's origin and the field. */
+int pdoc_check_egress (const struct pdoc *d, asbx_err_t *err);
 
 /* Canonical JSON of a document (sorted fields, normalised values) - effective_json. Heap. */
 char *pdoc_to_json (const struct pdoc *d, bool pretty);

@@ -43,6 +43,60 @@ gen_strs (yajl_gen g, const char *key, const struct pdoc_strs *s)
   yajl_gen_array_close (g);
 }
 
+/* network.credentials and network.http, only when set: older documents keep their digest */
+static void
+gen_egress (yajl_gen g, const struct pdoc *d)
+{
+  if (d->credentials.set)
+    {
+      S (g, "credentials");
+      yajl_gen_array_open (g);
+      for (size_t i = 0; i < d->credentials.len; i++)
+        {
+          yajl_gen_map_open (g);
+          S (g, "host");
+          S (g, d->credentials.v[i].host);
+          S (g, "header");
+          S (g, d->credentials.v[i].header);
+          S (g, "value");
+          S (g, d->credentials.v[i].value); /* the template: ${secret:NAME}, never a secret */
+          yajl_gen_map_close (g);
+        }
+      yajl_gen_array_close (g);
+    }
+  if (!d->http.set)
+    return;
+  S (g, "http");
+  yajl_gen_array_open (g);
+  for (size_t i = 0; i < d->http.len; i++)
+    {
+      const struct pdoc_http *h = &d->http.v[i];
+      yajl_gen_map_open (g);
+      S (g, "host");
+      S (g, h->host);
+      if (h->allow_set)
+        {
+          S (g, "allow");
+          yajl_gen_array_open (g);
+          for (size_t j = 0; j < h->allow_len; j++)
+            {
+              yajl_gen_map_open (g);
+              gen_strs (g, "methods", &h->allow[j].methods);
+              gen_strs (g, "paths", &h->allow[j].paths);
+              yajl_gen_map_close (g);
+            }
+          yajl_gen_array_close (g);
+        }
+      if (h->max_body_bytes)
+        {
+          S (g, "maxBodyBytes");
+          yajl_gen_integer (g, (long long) h->max_body_bytes); /* <= INT64_MAX at parse */
+        }
+      yajl_gen_map_close (g);
+    }
+  yajl_gen_array_close (g);
+}
+
 static void
 gen_net (yajl_gen g, const struct pdoc *d)
 {
@@ -57,6 +111,7 @@ gen_net (yajl_gen g, const struct pdoc *d)
   gen_strs (g, "deniedDomains", &d->denied_domains);
   gen_strs (g, "allowedCidrs", &d->allowed_cidrs);
   gen_strs (g, "allowUnixSockets", &d->allow_unix_sockets);
+  gen_egress (g, d);
   if (d->ports_set)
     {
       S (g, "ports");

@@ -85,7 +85,9 @@ struct host_config
   bool enable_kernel_audit;
   /* "rootless": {"cgroupParent": ...} */
   char *rootless_cgroup_parent;
-  char *path; /* NULL when there is no host config */
+  char *secrets_dir;      /* "secretsDir": absolute, NULL = POLICY_DEFAULT_SECRETS_DIR */
+  char *upstream_ca_file; /* "upstreamCaFile": absolute, NULL = none */
+  char *path;             /* NULL when there is no host config */
 };
 
 static void
@@ -94,6 +96,8 @@ host_config_clear (struct host_config *h)
   free (h->default_profile);
   free (h->audit_dir);
   free (h->rootless_cgroup_parent);
+  free (h->secrets_dir);
+  free (h->upstream_ca_file);
   free (h->path);
 }
 
@@ -123,8 +127,9 @@ host_config_rootless (struct oci_ctx *c, yajl_val t, struct host_config *h)
 static int
 host_config_parse (struct host_config *h, const char *text, size_t len, const char *path, asbx_err_t *err)
 {
-  static const char *const keys[] = { "defaultProfile",    "onWiden",  "auditDir", "auditSyslog",
-                                      "enableKernelAudit", "rootless", NULL };
+  static const char *const keys[] = { "defaultProfile", "onWiden",           "auditDir",
+                                      "auditSyslog",    "enableKernelAudit", "rootless",
+                                      "secretsDir",     "upstreamCaFile",    NULL };
   cleanup_free char *on_widen = NULL;
   struct oci_ctx c;
   yajl_val t;
@@ -142,7 +147,7 @@ host_config_parse (struct host_config *h, const char *text, size_t len, const ch
       if (!ok)
         r = oci_fail_key (&c, t->u.object.keys[i],
                           "unknown key (expected defaultProfile, onWiden, auditDir, auditSyslog, "
-                          "enableKernelAudit, rootless)");
+                          "enableKernelAudit, rootless, secretsDir, upstreamCaFile)");
     }
   if (r == 0)
     r = oci_get_string (&c, t, "defaultProfile", &h->default_profile) < 0
@@ -150,7 +155,8 @@ host_config_parse (struct host_config *h, const char *text, size_t len, const ch
                 || oci_get_string (&c, t, "auditDir", &h->audit_dir) < 0
                 || oci_get_bool (&c, t, "auditSyslog", &h->audit_syslog) < 0
                 || oci_get_bool (&c, t, "enableKernelAudit", &h->enable_kernel_audit) < 0
-                || host_config_rootless (&c, t, h) < 0
+                || host_config_rootless (&c, t, h) < 0 || oci_get_string (&c, t, "secretsDir", &h->secrets_dir) < 0
+                || oci_get_string (&c, t, "upstreamCaFile", &h->upstream_ca_file) < 0
             ? -1
             : 0;
   if (r == 0 && h->default_profile && !pdoc_profile_name_ok (h->default_profile))
@@ -159,6 +165,10 @@ host_config_parse (struct host_config *h, const char *text, size_t len, const ch
     r = oci_fail_key (&c, "onWiden", "expected \"refuse\" or \"clamp\"");
   if (r == 0 && h->audit_dir && h->audit_dir[0] != '/')
     r = oci_fail_key (&c, "auditDir", "expected an absolute path");
+  if (r == 0 && h->secrets_dir && h->secrets_dir[0] != '/')
+    r = oci_fail_key (&c, "secretsDir", "expected an absolute path (a root-only directory, one file per secret)");
+  if (r == 0 && h->upstream_ca_file && h->upstream_ca_file[0] != '/')
+    r = oci_fail_key (&c, "upstreamCaFile", "expected an absolute path (a PEM file of CA certificates)");
   h->clamp = on_widen && strcmp (on_widen, "clamp") == 0;
   if (t)
     yajl_tree_free (t);
@@ -352,6 +362,18 @@ merge_sides (struct side *ceil, struct side *req, const struct host_config *h, c
       if (eff == NULL)
         return NULL;
     }
+  else if (req->doc && req->doc->credentials.len)
+    {
+      /* a credential sends a host secret to the host it names: only an admin's or the caller's
+       * own ceiling may name one, never a request alone */
+      asbx_error (err, 0,
+                  "%s.host: a request cannot add credentials: they come only from a ceiling (--profile, --policy, "
+                  "defaultProfile) that names them",
+                  req->doc->credentials.v[0].origin);
+      if (*err)
+        (*err)->errnum = EINVAL;
+      return NULL;
+    }
   else
     {
       eff = steal_ptr (ceil->doc ? &ceil->doc : &req->doc);
@@ -369,6 +391,12 @@ merge_sides (struct side *ceil, struct side *req, const struct host_config *h, c
         }
       pdoc_free (eff);
       eff = narrowed;
+    }
+  if (pdoc_check_egress (eff, err) < 0)
+    {
+      pdoc_free (eff);
+      asbx_strv_free (clamps);
+      return NULL;
     }
   struct policy_plan *p = policy_compile (eff);
   pdoc_free (eff);
@@ -419,9 +447,18 @@ policy_resolve (const struct policy_inputs *in, asbx_err_t *err)
                           : h.audit_dir      ? h.audit_dir
                                              : POLICY_DEFAULT_AUDIT_DIR);
   p->audit_syslog = h.audit_syslog;
+  /* the secrets a credential names: the host config's directory for root; a non-root caller's
+   * own (its user config's secretsDir, else ~/.config/agentsbx/secrets), since the host's is
+   * root-only */
+  if (geteuid () == 0)
+    p->secrets_dir = xstrdup (h.secrets_dir ? h.secrets_dir : POLICY_DEFAULT_SECRETS_DIR);
+  else
+    p->secrets_dir = u.secrets_dir ? xstrdup (u.secrets_dir) : userconf_default_secrets_dir ();
+  p->upstream_ca_file = steal_ptr (&h.upstream_ca_file);
   if (p->active)
     {
-      const char *hide[] = { p->audit_dir, POLICY_DEFAULT_AUDIT_DIR, in->state_root, POLICY_DEFAULT_STATE_ROOT };
+      const char *hide[] = { p->audit_dir,   POLICY_DEFAULT_AUDIT_DIR,   in->state_root, POLICY_DEFAULT_STATE_ROOT,
+                             p->secrets_dir, POLICY_DEFAULT_SECRETS_DIR, h.secrets_dir,  p->workspaces_dir };
       for (size_t i = 0; i < ASBX_ARRAY_SIZE (hide); i++)
         add_hidden (p, hide[i]);
       for (size_t i = 0; in->audit_dirs_used && in->audit_dirs_used[i]; i++)

@@ -4,7 +4,8 @@
  * whoever starts the container. The request may only narrow: fewer paths, domains, CIDRs,
  * ports and capabilities, lower limits, stricter approvals, more denies, more audit. Anything
  * wider is refused with one line per widened field naming the ceiling, or, under
- * `onWiden: clamp`, narrowed to the ceiling and listed for the audit log. A field the request
+ * `onWiden: clamp`, narrowed to the ceiling and listed for the audit log. A credential
+ * (network.credentials) is widening unless the ceiling has the very same one. A field the request
  * does not set takes the ceiling's value; a field the ceiling does not set is unrestricted by it
  * (except `degrade`: accepting a missing layer is a widening, so an unset ceiling accepts none).
  * Both documents have had their `extends` applied; the ceiling is normalised (defaults of a
@@ -211,6 +212,46 @@ intersect_ports (struct widen *w, const struct pdoc *c, const struct pdoc *r, st
     widen_report (w, "network.ports", bad, nbad, NULL);
 }
 
+/* network.credentials: each one hands a host secret to a host, so a request may only keep some
+ * of the ceiling's (the same host, header and value); an unset ceiling grants none. An unset
+ * request keeps the ceiling's. network.http only restricts: every entry of both applies. */
+static void
+intersect_egress (struct widen *w, const struct pdoc *c, const struct pdoc *r, struct pdoc *e)
+{
+  cleanup_free char *bad = NULL;
+  size_t nbad = 0;
+
+  if (!r->credentials.set)
+    pdoc_creds_copy (&e->credentials, &c->credentials);
+  else
+    {
+      e->credentials.set = true;
+      for (size_t i = 0; i < r->credentials.len; i++)
+        {
+          const struct pdoc_cred *rc = &r->credentials.v[i];
+          bool ok = false;
+          for (size_t j = 0; j < c->credentials.len && !ok; j++)
+            ok = strcmp (c->credentials.v[j].host, rc->host) == 0
+                 && strcmp (c->credentials.v[j].header, rc->header) == 0
+                 && strcmp (c->credentials.v[j].value, rc->value) == 0;
+          if (ok)
+            {
+              pdoc_creds_add (&e->credentials, rc);
+              continue;
+            }
+          cleanup_free char *t = xasprintf ("%s (%s: %s)", rc->host, rc->header, rc->value);
+          append_value (&bad, t, true);
+          nbad++;
+        }
+      if (nbad)
+        widen_report (w, "network.credentials", bad, nbad, NULL);
+    }
+  pdoc_https_copy (&e->http, &c->http);
+  for (size_t i = 0; i < r->http.len; i++)
+    pdoc_https_add (&e->http, &r->http.v[i]);
+  e->http.set = c->http.set || r->http.set;
+}
+
 static void
 intersect_net (struct widen *w, const struct pdoc *c, const struct pdoc *r, struct pdoc *e)
 {
@@ -257,6 +298,7 @@ intersect_net (struct widen *w, const struct pdoc *c, const struct pdoc *r, stru
       if (!r->allow_unix_sockets.set)
         pdoc_strs_copy (&e->allow_unix_sockets, &c->allow_unix_sockets);
     }
+  intersect_egress (w, c, r, e);
   intersect_ports (w, c, r, e);
   e->allow_local_binding = r->allow_local_binding >= 0 ? r->allow_local_binding : c->allow_local_binding;
   if (r->allow_local_binding == 1 && c->allow_local_binding == 0)

@@ -15,14 +15,15 @@
 #include "core/util.h"
 #include "libocispec/oci_json.h"
 #include "policy/doc.h"
+#include "policy/parse_internal.h"
 #include "policy/plan.h"
 #include "policy/syscall_groups.h"
 
 #define PDOC_MAX_EXTENDS 8
 
 /* Refuse keys outside `allowed` (NULL-terminated), naming the first unknown one. */
-static int
-check_keys (struct oci_ctx *c, yajl_val obj, const char *const *allowed)
+int
+pparse_keys (struct oci_ctx *c, yajl_val obj, const char *const *allowed)
 {
   for (size_t i = 0; i < obj->u.object.len; i++)
     {
@@ -49,11 +50,9 @@ check_keys (struct oci_ctx *c, yajl_val obj, const char *const *allowed)
   return 0;
 }
 
-typedef int (*elem_fn) (struct oci_ctx *c, yajl_val v, void *ud);
-
 /* Walk an array member `key`, calling fn on each element with the path at the element. */
-static int
-each_elem (struct oci_ctx *c, yajl_val obj, const char *key, elem_fn fn, void *ud, bool *set)
+int
+pparse_each (struct oci_ctx *c, yajl_val obj, const char *key, elem_fn fn, void *ud, bool *set)
 {
   yajl_val a = NULL;
   int r = oci_get_array (c, obj, key, &a);
@@ -74,8 +73,8 @@ each_elem (struct oci_ctx *c, yajl_val obj, const char *key, elem_fn fn, void *u
   return r < 0 ? -1 : 1;
 }
 
-static int
-elem_string (struct oci_ctx *c, yajl_val v, const char **out)
+int
+pparse_string (struct oci_ctx *c, yajl_val v, const char **out)
 {
   if (!YAJL_IS_STRING (v) || v->u.string == NULL)
     {
@@ -87,8 +86,8 @@ elem_string (struct oci_ctx *c, yajl_val v, const char **out)
 }
 
 /* one message shape for every rejected value: `"value": why` */
-static int
-fail_value (struct oci_ctx *c, const char *value, char *why)
+int
+pparse_fail_value (struct oci_ctx *c, const char *value, char *why)
 {
   cleanup_free char *q = oci_quote (value);
   cleanup_free char *w = why;
@@ -110,10 +109,10 @@ elem_path (struct oci_ctx *c, yajl_val v, void *ud_)
   struct pdoc_path p = { 0 };
   const char *s = NULL;
   char *why = NULL;
-  if (elem_string (c, v, &s) < 0)
+  if (pparse_string (c, v, &s) < 0)
     return -1;
   if (pval_path (s, &p, ud->home_ok, &why) < 0)
-    return fail_value (c, s, why);
+    return pparse_fail_value (c, s, why);
   p.origin = xasprintf ("%s: %s", c->name, c->path);
   pdoc_paths_add (ud->list, &p);
   free (p.path);
@@ -125,12 +124,12 @@ static int
 parse_fs (struct oci_ctx *c, yajl_val fs, struct pdoc *d)
 {
   static const char *const keys[] = { "allowRead", "denyRead", "allowWrite", "denyWrite", "allowExec", "tmpfs", NULL };
-  OCI_TRY (check_keys (c, fs, keys));
+  OCI_TRY (pparse_keys (c, fs, keys));
   d->has_fs = true;
   for (int i = 0; i < PDOC_FS_LISTS; i++)
     {
       struct path_ud ud = { &d->fs[i], i == PDOC_DENY_READ || i == PDOC_DENY_WRITE };
-      OCI_TRY (each_elem (c, fs, pdoc_fs_names[i], elem_path, &ud, &d->fs[i].set));
+      OCI_TRY (pparse_each (c, fs, pdoc_fs_names[i], elem_path, &ud, &d->fs[i].set));
     }
   return 0;
 }
@@ -142,10 +141,10 @@ elem_domain (struct oci_ctx *c, yajl_val v, void *ud)
 {
   const char *s = NULL;
   char *norm = NULL, *why = NULL;
-  if (elem_string (c, v, &s) < 0)
+  if (pparse_string (c, v, &s) < 0)
     return -1;
   if (pval_domain (s, &norm, &why) < 0)
-    return fail_value (c, s, why);
+    return pparse_fail_value (c, s, why);
   pdoc_strs_add (ud, norm);
   free (norm);
   return 0;
@@ -160,16 +159,16 @@ elem_unix_socket (struct oci_ctx *c, yajl_val v, void *ud)
   struct pdoc_path p = { 0 };
   const char *s = NULL;
   char *why = NULL;
-  if (elem_string (c, v, &s) < 0)
+  if (pparse_string (c, v, &s) < 0)
     return -1;
   if (s[0] == '?' || s[0] == '~')
-    return fail_value (c, s, xstrdup ("expected the absolute path of a socket (no `?` or `~/` form)"));
+    return pparse_fail_value (c, s, xstrdup ("expected the absolute path of a socket (no `?` or `~/` form)"));
   if (pval_path (s, &p, false, &why) < 0)
-    return fail_value (c, s, why);
+    return pparse_fail_value (c, s, why);
   if (strcmp (p.path, "/") == 0)
     {
       free (p.path);
-      return fail_value (c, s, xstrdup ("expected the path of a socket, not `/`"));
+      return pparse_fail_value (c, s, xstrdup ("expected the path of a socket, not `/`"));
     }
   pdoc_strs_add (ud, p.path);
   free (p.path);
@@ -181,10 +180,10 @@ elem_cidr (struct oci_ctx *c, yajl_val v, void *ud)
 {
   const char *s = NULL;
   char *norm = NULL, *why = NULL;
-  if (elem_string (c, v, &s) < 0)
+  if (pparse_string (c, v, &s) < 0)
     return -1;
   if (pval_cidr (s, &norm, &why) < 0)
-    return fail_value (c, s, why);
+    return pparse_fail_value (c, s, why);
   pdoc_strs_add (ud, norm);
   free (norm);
   return 0;
@@ -225,20 +224,29 @@ get_enum (struct oci_ctx *c, yajl_val obj, const char *key, const char *const *n
 static int
 parse_net (struct oci_ctx *c, yajl_val net, struct pdoc *d)
 {
-  static const char *const keys[] = { "mode",  "allowedDomains",    "deniedDomains",    "allowedCidrs",
-                                      "ports", "allowLocalBinding", "allowUnixSockets", NULL };
+  static const char *const keys[] = { "mode",
+                                      "allowedDomains",
+                                      "deniedDomains",
+                                      "allowedCidrs",
+                                      "ports",
+                                      "allowLocalBinding",
+                                      "allowUnixSockets",
+                                      "credentials",
+                                      "http",
+                                      NULL };
   /* indexed by enum policy_net_mode */
   bool b;
   int r;
-  OCI_TRY (check_keys (c, net, keys));
+  OCI_TRY (pparse_keys (c, net, keys));
   d->has_net = true;
   OCI_TRY (get_enum (c, net, "mode", policy_net_mode_names, &d->net_mode));
-  OCI_TRY (each_elem (c, net, "allowedDomains", elem_domain, &d->allowed_domains, &d->allowed_domains.set));
-  OCI_TRY (each_elem (c, net, "deniedDomains", elem_domain, &d->denied_domains, &d->denied_domains.set));
-  OCI_TRY (each_elem (c, net, "allowedCidrs", elem_cidr, &d->allowed_cidrs, &d->allowed_cidrs.set));
-  OCI_TRY (each_elem (c, net, "ports", elem_port, d, &d->ports_set));
+  OCI_TRY (pparse_each (c, net, "allowedDomains", elem_domain, &d->allowed_domains, &d->allowed_domains.set));
+  OCI_TRY (pparse_each (c, net, "deniedDomains", elem_domain, &d->denied_domains, &d->denied_domains.set));
+  OCI_TRY (pparse_each (c, net, "allowedCidrs", elem_cidr, &d->allowed_cidrs, &d->allowed_cidrs.set));
+  OCI_TRY (pparse_each (c, net, "ports", elem_port, d, &d->ports_set));
   OCI_TRY (
-      each_elem (c, net, "allowUnixSockets", elem_unix_socket, &d->allow_unix_sockets, &d->allow_unix_sockets.set));
+      pparse_each (c, net, "allowUnixSockets", elem_unix_socket, &d->allow_unix_sockets, &d->allow_unix_sockets.set));
+  OCI_TRY (pparse_egress (c, net, d));
   OCI_TRY (r = oci_get_bool (c, net, "allowLocalBinding", &b));
   if (r > 0)
     d->allow_local_binding = b;
@@ -252,7 +260,7 @@ elem_group (struct oci_ctx *c, yajl_val v, void *ud)
 {
   struct pdoc *d = ud;
   const char *s = NULL;
-  if (elem_string (c, v, &s) < 0)
+  if (pparse_string (c, v, &s) < 0)
     return -1;
   const struct policy_sysgroup *g = policy_syscall_group_by_name (s);
   if (g == NULL)
@@ -268,7 +276,7 @@ static int
 elem_cap (struct oci_ctx *c, yajl_val v, void *ud)
 {
   const char *s = NULL;
-  if (elem_string (c, v, &s) < 0)
+  if (pparse_string (c, v, &s) < 0)
     return -1;
   for (size_t i = 0; pdoc_caps[i]; i++)
     if (strcmp (pdoc_caps[i], s) == 0)
@@ -285,7 +293,7 @@ elem_audit (struct oci_ctx *c, yajl_val v, void *ud)
 {
   struct pdoc *d = ud;
   const char *s = NULL;
-  if (elem_string (c, v, &s) < 0)
+  if (pparse_string (c, v, &s) < 0)
     return -1;
   for (unsigned i = 0; i < ASBX_ARRAY_SIZE (pdoc_audit_names); i++)
     if (strcmp (pdoc_audit_names[i], s) == 0)
@@ -301,7 +309,7 @@ static int
 elem_degrade (struct oci_ctx *c, yajl_val v, void *ud)
 {
   const char *s = NULL;
-  if (elem_string (c, v, &s) < 0)
+  if (pparse_string (c, v, &s) < 0)
     return -1;
   for (size_t i = 0; pdoc_degrade_names[i]; i++)
     if (strcmp (pdoc_degrade_names[i], s) == 0)
@@ -328,7 +336,7 @@ parse_small_sections (struct oci_ctx *c, yajl_val top, struct pdoc *d)
   if (r > 0)
     {
       mark = oci_ctx_push_key (c, "syscalls");
-      r = check_keys (c, o, sys_keys) < 0 ? -1 : each_elem (c, o, "deny", elem_group, d, &d->deny_groups_set);
+      r = pparse_keys (c, o, sys_keys) < 0 ? -1 : pparse_each (c, o, "deny", elem_group, d, &d->deny_groups_set);
       if (r >= 0)
         {
           bool b;
@@ -343,8 +351,8 @@ parse_small_sections (struct oci_ctx *c, yajl_val top, struct pdoc *d)
   if (r > 0)
     {
       mark = oci_ctx_push_key (c, "capabilities");
-      r = check_keys (c, o, cap_keys) < 0 ? -1
-                                          : each_elem (c, o, "allow", elem_cap, &d->caps_allow, &d->caps_allow.set);
+      r = pparse_keys (c, o, cap_keys) < 0 ? -1
+                                           : pparse_each (c, o, "allow", elem_cap, &d->caps_allow, &d->caps_allow.set);
       oci_ctx_pop (c, mark);
       OCI_TRY (r);
     }
@@ -352,7 +360,7 @@ parse_small_sections (struct oci_ctx *c, yajl_val top, struct pdoc *d)
   if (r > 0)
     {
       mark = oci_ctx_push_key (c, "audit");
-      r = check_keys (c, o, audit_keys) < 0 ? -1 : each_elem (c, o, "events", elem_audit, d, &d->audit_set);
+      r = pparse_keys (c, o, audit_keys) < 0 ? -1 : pparse_each (c, o, "events", elem_audit, d, &d->audit_set);
       if (r >= 0)
         r = get_enum (c, o, "onFull", policy_on_full_names, &d->audit_on_full);
       if (r > 0)
@@ -360,23 +368,16 @@ parse_small_sections (struct oci_ctx *c, yajl_val top, struct pdoc *d)
       oci_ctx_pop (c, mark);
       OCI_TRY (r);
     }
-  OCI_TRY (each_elem (c, top, "degrade", elem_degrade, &d->degrade, &d->degrade.set));
+  OCI_TRY (pparse_each (c, top, "degrade", elem_degrade, &d->degrade, &d->degrade.set));
   return 0;
 }
 
 /* ---- limits and approvals ------------------------------------------------------------------- */
 
-enum vkind
-{
-  V_COUNT,
-  V_SIZE,
-  V_DURATION,
-};
-
 /* A size, duration or count at obj.key: integer, or (sizes/durations) a string with a unit.
  * `positive`: 0 is refused (a limit of 0 is a typo for "no limit", which is omission). */
-static int
-get_quantity (struct oci_ctx *c, yajl_val obj, const char *key, enum vkind kind, bool positive, struct pdoc_u64 *out)
+int
+pparse_quantity (struct oci_ctx *c, yajl_val obj, const char *key, enum vkind kind, bool positive, struct pdoc_u64 *out)
 {
   yajl_val v = oci_get (obj, key);
   uint64_t x = 0;
@@ -387,7 +388,9 @@ get_quantity (struct oci_ctx *c, yajl_val obj, const char *key, enum vkind kind,
     return 0;
   size_t mark = oci_ctx_push_key (c, key);
   if (YAJL_IS_STRING (v) && kind != V_COUNT)
-    r = (kind == V_SIZE ? pval_size : pval_duration) (v->u.string, &x, &why) < 0 ? fail_value (c, v->u.string, why) : 0;
+    r = (kind == V_SIZE ? pval_size : pval_duration) (v->u.string, &x, &why) < 0
+            ? pparse_fail_value (c, v->u.string, why)
+            : 0;
   else if (YAJL_IS_NUMBER (v))
     {
       r = oci_val_i64 (c, v, INT64_MIN, INT64_MAX, &i);
@@ -416,9 +419,9 @@ parse_limits (struct oci_ctx *c, yajl_val lim, struct pdoc *d)
     "memoryBytes", "pids", "openFiles", "fileSizeBytes", "wallClockSeconds", "cpuSeconds", "failedExecs", "cpus", NULL
   };
   static const enum vkind kinds[PDOC_LIMITS] = { V_SIZE, V_COUNT, V_COUNT, V_SIZE, V_DURATION, V_DURATION, V_COUNT };
-  OCI_TRY (check_keys (c, lim, keys));
+  OCI_TRY (pparse_keys (c, lim, keys));
   for (int i = 0; i < PDOC_LIMITS; i++)
-    OCI_TRY (get_quantity (c, lim, pdoc_limit_names[i], kinds[i], true, &d->limits[i]));
+    OCI_TRY (pparse_quantity (c, lim, pdoc_limit_names[i], kinds[i], true, &d->limits[i]));
   yajl_val v = oci_get (lim, "cpus");
   if (v)
     {
@@ -440,9 +443,9 @@ static int
 parse_approvals (struct oci_ctx *c, yajl_val ap, struct pdoc *d)
 {
   static const char *const keys[] = { "network", "timeoutSeconds", "onTimeout", NULL };
-  OCI_TRY (check_keys (c, ap, keys));
+  OCI_TRY (pparse_keys (c, ap, keys));
   OCI_TRY (get_enum (c, ap, "network", policy_approval_names, &d->approvals_network));
-  OCI_TRY (get_quantity (c, ap, "timeoutSeconds", V_DURATION, false, &d->approvals_timeout));
+  OCI_TRY (pparse_quantity (c, ap, "timeoutSeconds", V_DURATION, false, &d->approvals_timeout));
   OCI_TRY (get_enum (c, ap, "onTimeout", policy_on_timeout_names, &d->on_timeout_allow));
   return 0;
 }
@@ -470,7 +473,7 @@ parse_top (struct oci_ctx *c, yajl_val top, struct pdoc *d)
                                       "capabilities", "limits",  "approvals",   "audit",      "degrade", NULL };
   cleanup_free char *desc = NULL;
   uint32_t version = 0;
-  OCI_TRY (check_keys (c, top, keys));
+  OCI_TRY (pparse_keys (c, top, keys));
   OCI_TRY (oci_required (c, "version", oci_get_u32 (c, top, "version", &version)));
   if (version != 1)
     return oci_fail_key (c, "version", "unsupported version %u (this agentsbx reads version 1)", version);

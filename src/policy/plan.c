@@ -166,6 +166,60 @@ gen_fs (yajl_gen g, const struct policy_plan *p)
 }
 
 static void
+gen_secret_name (void *ud, const char *name, size_t len)
+{
+  cleanup_free char *n = xasprintf ("%.*s", (int) len, name);
+  S ((yajl_gen) ud, n);
+}
+
+/* network.credentials (host, header and the secrets' NAMES: the template is in `effective`),
+ * network.http and the egress host files, only when something is intercepted: plans of older
+ * policies stay byte-identical */
+static void
+gen_egress (yajl_gen g, const struct policy_plan *p)
+{
+  if (p->credentials_len == 0 && p->http_hosts_len == 0)
+    return;
+  S (g, "credentials");
+  yajl_gen_array_open (g);
+  for (size_t i = 0; i < p->credentials_len; i++)
+    {
+      yajl_gen_map_open (g);
+      kv_str (g, "host", p->credentials[i].host);
+      kv_str (g, "header", p->credentials[i].header);
+      S (g, "secrets");
+      yajl_gen_array_open (g);
+      policy_secret_refs (p->credentials[i].value, gen_secret_name, g);
+      yajl_gen_array_close (g);
+      yajl_gen_map_close (g);
+    }
+  yajl_gen_array_close (g);
+  S (g, "http");
+  yajl_gen_array_open (g);
+  for (size_t i = 0; i < p->http_hosts_len; i++)
+    {
+      const struct policy_http_host *h = &p->http_hosts[i];
+      yajl_gen_map_open (g);
+      kv_str (g, "host", h->host);
+      S (g, "allow");
+      yajl_gen_array_open (g);
+      for (size_t j = 0; j < h->allow_len; j++)
+        {
+          yajl_gen_map_open (g);
+          kv_strv (g, "methods", h->allow[j].methods, h->allow[j].methods_len);
+          kv_strv (g, "paths", h->allow[j].paths, h->allow[j].paths_len);
+          yajl_gen_map_close (g);
+        }
+      yajl_gen_array_close (g);
+      kv_u64 (g, "maxBodyBytes", h->max_body_bytes);
+      yajl_gen_map_close (g);
+    }
+  yajl_gen_array_close (g);
+  kv_str (g, "secretsDir", p->secrets_dir);
+  kv_str (g, "upstreamCaFile", p->upstream_ca_file);
+}
+
+static void
 gen_net (yajl_gen g, const struct policy_plan *p)
 {
   S (g, "network");
@@ -177,6 +231,7 @@ gen_net (yajl_gen g, const struct policy_plan *p)
   kv_strv (g, "allowedCidrs", p->allowed_cidrs, p->allowed_cidrs_len);
   if (p->allow_unix_sockets_len) /* only when used: plans of older policies stay byte-identical */
     kv_strv (g, "allowUnixSockets", p->allow_unix_sockets, p->allow_unix_sockets_len);
+  gen_egress (g, p);
   S (g, "ports");
   yajl_gen_array_open (g);
   for (size_t i = 0; i < p->ports_len; i++)

@@ -233,4 +233,9 @@ struct policy_plan
 
 void policy_plan_free (struct policy_plan *p);
 
+/* The ${secret:NAME} references of a credential value template (policy_credential.value, checked
+ * at parse: NAME is [A-Za-z0-9_.-]+, neither . nor ..): calls fn for each NAME in order (`name`
+ * points into `value`, `len` bytes, not NUL-terminated). Pure (policy/egress_doc.c). */
+void policy_secret_refs (const char *value, void (*fn) (void *ud, const char *name, size_t len), void *ud);
+
 #endif

@@ -17,6 +17,7 @@
 #define POLICY_DEFAULT_PROFILES_DIR "/etc/agentsbx/profiles"
 #define POLICY_DEFAULT_AUDIT_DIR "/var/log/agentsbx"
 #define POLICY_DEFAULT_STATE_ROOT "/run/agentsbx"
+#define POLICY_DEFAULT_SECRETS_DIR "/etc/agentsbx/secrets" /* host config secretsDir */
 #define POLICY_ANNOTATION_POLICY "io.agentsbx.policy"
 #define POLICY_ANNOTATION_PROFILE "io.agentsbx.profile"
 

@@ -23,20 +23,33 @@
 
 #define USERCONF_MAX_FILE (1u << 20)
 
-char *
-userconf_default_path (void)
+/* $XDG_CONFIG_HOME/agentsbx/NAME, else $HOME/.config/agentsbx/NAME */
+static char *
+config_home_file (const char *name)
 {
   const char *xdg = getenv ("XDG_CONFIG_HOME"), *home = getenv ("HOME");
   struct passwd *pw;
 
   if (xdg && xdg[0] == '/')
-    return xasprintf ("%s/agentsbx/config.json", xdg);
+    return xasprintf ("%s/agentsbx/%s", xdg, name);
   if (!home || home[0] != '/')
     {
       pw = getpwuid (geteuid ());
       home = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
     }
-  return home ? xasprintf ("%s/.config/agentsbx/config.json", home) : NULL;
+  return home ? xasprintf ("%s/.config/agentsbx/%s", home, name) : NULL;
+}
+
+char *
+userconf_default_path (void)
+{
+  return config_home_file ("config.json");
+}
+
+char *
+userconf_default_secrets_dir (void)
+{
+  return config_home_file ("secrets");
 }
 
 /* open + owner/mode check + read. 1 read, 0 absent (and not required), -1 */
@@ -83,6 +96,8 @@ system_key_why (const char *key)
                   "--audit-dir DIR for one run)" },
     { "auditSyslog", "syslog forwarding is the host admin's choice (/etc/agentsbx/config.json)" },
     { "enableKernelAudit", "kernel audit is host-wide: only the host config may turn it on" },
+    { "upstreamCaFile", "which CAs the egress trusts for upstreams is the host admin's choice "
+                        "(/etc/agentsbx/config.json)" },
   };
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (sys); i++)
     if (strcmp (sys[i].key, key) == 0)
@@ -132,11 +147,16 @@ parse (struct user_config *u, const char *text, size_t len, pdoc_lookup_fn looku
       const char *k = t->u.object.keys[i], *why = system_key_why (k);
       if (why)
         r = oci_fail_key (&c, k, "not accepted in a user config, which may only narrow: %s", why);
-      else if (strcmp (k, "defaultProfile") != 0 && strcmp (k, "restrict") != 0)
-        r = oci_fail_key (&c, k, "unknown key (a user config accepts defaultProfile and restrict)");
+      else if (strcmp (k, "defaultProfile") != 0 && strcmp (k, "restrict") != 0 && strcmp (k, "secretsDir") != 0)
+        r = oci_fail_key (&c, k, "unknown key (a user config accepts defaultProfile, restrict and secretsDir)");
     }
   if (r == 0)
-    r = oci_get_string (&c, t, "defaultProfile", &u->default_profile) < 0 ? -1 : 0;
+    r = oci_get_string (&c, t, "defaultProfile", &u->default_profile) < 0
+                || oci_get_string (&c, t, "secretsDir", &u->secrets_dir) < 0
+            ? -1
+            : 0;
+  if (r == 0 && u->secrets_dir && u->secrets_dir[0] != '/')
+    r = oci_fail_key (&c, "secretsDir", "expected an absolute path (a directory of yours, mode 0700)");
   if (r == 0 && u->default_profile && !pdoc_profile_name_ok (u->default_profile))
     r = oci_fail_key (&c, "defaultProfile", "invalid profile name");
   if (r == 0 && oci_get (t, "restrict"))
@@ -171,6 +191,7 @@ userconf_clear (struct user_config *u)
   free (u->path);
   free (u->default_profile);
   pdoc_free (u->restrict_doc);
+  free (u->secrets_dir);
   *u = (struct user_config){ 0 };
 }
 

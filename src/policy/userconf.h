@@ -16,6 +16,7 @@ struct user_config
   char *path;                /* NULL: no user config */
   char *default_profile;     /* NULL: not set; a valid profile name */
   struct pdoc *restrict_doc; /* NULL: not set; `extends` applied, not normalised */
+  char *secrets_dir;         /* "secretsDir": absolute; NULL = userconf_default_secrets_dir () */
 };
 
 /* The caller's user config path: $XDG_CONFIG_HOME/agentsbx/config.json when XDG_CONFIG_HOME is
@@ -23,11 +24,17 @@ struct user_config
  * absolute: the passwd entry's home). Heap string, or NULL when no home is known. */
 char *userconf_default_path (void);
 
+/* The caller's default secrets directory (network.credentials ${secret:NAME}):
+ * $XDG_CONFIG_HOME/agentsbx/secrets or $HOME/.config/agentsbx/secrets, chosen as above. Heap
+ * string, or NULL when no home is known. */
+char *userconf_default_secrets_dir (void);
+
 /* Load the user config at `path` into *u (zeroed by the caller). An absent file is no user config
  * unless `required`. The file must be a regular file owned by the effective uid and not group- or
  * world-writable (another user could otherwise widen nothing, but narrow the caller's sandboxes
  * against their will, or watch them fail), else refused naming the owner and mode. Keys:
- * defaultProfile (profile name), restrict (a policy document; "version" may be left out); the
+ * defaultProfile (profile name), restrict (a policy document; "version" may be left out),
+ * secretsDir (absolute path of the caller's own secrets directory); the
  * host config's own keys are refused naming why; unknown keys are refused. `lookup`/`ud` resolve
  * `extends` of the restrict document and must match the ceiling's. 0, or -1 with *err naming the
  * file and JSON path (errnum EINVAL for bad content, EACCES for a refused owner/mode, the errno

@@ -41,6 +41,7 @@
 #include "runtime/userdirs.h"
 #include "runtime/container.h"
 #include "runtime/container_internal.h"
+#include "runtime/egress_ca.h"
 #include "runtime/hooks.h"
 #include "monitor/monitor.h"
 #include "runtime/policy_apply.h"
@@ -130,7 +131,8 @@ struct create_ctx
                                     in ours, detached on undo (state file `host-mounts`) */
   /* per spec mount: the sources prepared here (idmapped clones; bind clones around the spawn) */
   struct linux_mount_src *mount_srcs;
-  int unixsock_fd; /* the monitor's end of the unix-socket confinement channel, or -1 */
+  int unixsock_fd;            /* the monitor's end of the unix-socket confinement channel, or -1 */
+  struct egress_ca egress_ca; /* the plan intercepts: the container's CA (runtime/egress_ca.h) */
 };
 
 /* An allowWrite grant whose path is missing creates nothing: the path stays read-only (or
@@ -370,9 +372,13 @@ create_record (const struct asbx_global *g, const struct asbx_create_opts *o, co
                                  .missing_grants = c->missing_grants,
                                  .unixsock_fd = c->unixsock_fd,
                                  .degradations = nd ? degr : NULL,
-                                 .degradations_len = nd };
+                                 .degradations_len = nd,
+                                 .egress_ca_cert_pem = c->egress_ca.cert_pem,
+                                 .egress_ca_key_pem = c->egress_ca.key_pem };
       pid_t mpid;
-      if (monitor_start (&mo, &mpid, err) < 0)
+      int mr = monitor_start (&mo, &mpid, err);
+      egress_ca_wipe_key (&c->egress_ca); /* the monitor has its copy; the key is nowhere else */
+      if (mr < 0)
         return asbx_error_wrap (err, "policy monitor");
     }
   if (asbx_state_write (c->dirfd, &st, err) < 0)
@@ -446,6 +452,9 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
     goto out;
   if (plan->active && plan->audit_dir && audit_dir_check_path (plan->audit_dir, err) < 0)
     goto out;
+  /* every secret a credential names exists in a private secrets dir (its value is not read) */
+  if (egress_relay_check (plan, err) < 0 || egress_secrets_check (plan, err) < 0)
+    goto out;
   struct spec_model_host mh = { .listen_fds = listen_fds_count (&preserve) };
   mh.userns_isolating = plan->active && policy_userns_isolating (parsed->linux_);
   struct spec_narrowing narrowing;
@@ -516,6 +525,9 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
     goto undo;
   if (create_mount_prep (&c, &ns, spec, bundle, rootfs, config_path, err) < 0)
     goto undo;
+  /* the container's own CA for the intercepted hosts, before the init that trusts it */
+  if (egress_intercepts (plan) && egress_ca_make (plan, o->id, &c.egress_ca, err) < 0)
+    goto undo;
   struct init_args a = {
     .mount_srcs = c.mount_srcs,
     .model = model,
@@ -535,6 +547,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
     .plan = plan,
     .unixsock_fd = -1,
     .rootless = rootless_caller (),
+    .egress_ca = c.egress_ca.cert_pem ? &c.egress_ca : NULL,
   };
   int usp[2] = { -1, -1 };
   /* the init hands the notify fd of its unix-socket filter to the monitor over this pair */
@@ -573,6 +586,7 @@ out:
   free (c.cgroup_path);
   cgroup_systemd_unit_clear (&c.cgroup_unit);
   free (c.missing_grants);
+  egress_ca_clear (&c.egress_ca);
   linux_mount_srcs_free (c.mount_srcs, parsed ? parsed->mounts_len : 0);
   spec_model_free (model);
   audit_dirs_free (audit_used);

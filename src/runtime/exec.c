@@ -35,6 +35,8 @@
 #include "policy/policy.h"
 #include "runtime/exec.h"
 #include "runtime/policy_apply.h"
+#include "runtime/egress_ca.h"
+#include "runtime/egress_trust.h"
 #include "runtime/policy_hostfiles.h"
 #include "spec/model.h"
 #include "runtime/process.h"
@@ -507,6 +509,15 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
   struct spec_narrowing narrowing;
   policy_model_narrowing (plan, &narrowing);
   spec_narrow_process (pfile, &narrowing, narrowing.active && policy_userns_isolating (spec->linux_));
+  /* intercepted hosts: the trust store the init bound (runtime/egress_trust.h), for this process too */
+  if (egress_intercepts (plan))
+    {
+      char rp[64];
+      snprintf (rp, sizeof rp, "/proc/%d/root", (int) st.pid);
+      cleanup_close int rfd = open (rp, O_PATH | O_DIRECTORY | O_CLOEXEC);
+      cleanup_free char *bundle = rfd >= 0 ? egress_trust_path (rfd) : NULL;
+      egress_trust_env (pfile, bundle);
+    }
   const struct oci_seccomp *sc = spec->linux_ ? spec->linux_->seccomp : NULL;
   if (sc && linux_seccomp_cache_compile (oc.rootfd, sc, &filter, NULL, err) < 0)
     goto out;

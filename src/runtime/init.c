@@ -32,6 +32,8 @@
 #include "runtime/policy_pin.h"
 #include "runtime/process.h"
 #include "runtime/rootless_oci.h"
+#include "runtime/egress_ca.h"
+#include "runtime/egress_trust.h"
 #include "runtime/spawn.h"
 #include "runtime/sync.h"
 
@@ -181,6 +183,16 @@ init_main (struct init_args *a)
   /* 3d. filtered in a namespace nobody else wires: the resolver is the monitor's DNS stub */
   if (policy_apply_resolv (rootfd, a->plan, (a->ns->new_flags & CLONE_NEWNET) != 0, &err) < 0)
     fail (a, &err);
+  /* 3d'. intercepted hosts: the container's CA joins its trust store (runtime/egress_trust.h);
+   * the key (our copy of P's memory) is wiped before any of the container's code runs */
+  if (a->egress_ca)
+    {
+      cleanup_free char *bundle = NULL;
+      egress_ca_wipe_key (a->egress_ca);
+      if (egress_trust_apply (rootfd, a->egress_ca->cert_pem, &bundle, &err) < 0)
+        fail (a, &err);
+      egress_trust_env (a->model->process, bundle);
+    }
   /* 3e. allowExec: memfds noexec in the container's pid namespace, while we hold CAP_SYS_ADMIN;
    * before any of the container's code (hooks included) runs. The host's /proc is fine: the
    * sysctl acts on the writer's pid namespace. */

@@ -66,6 +66,39 @@ explain_fs (FILE *out, const struct policy_plan *p)
 /* The nftables text the runtime loads into the container's network namespace (the very string
  * policy_net.c passes to libnftables), so a reviewer reads the rules, not a paraphrase.
  * Indented by two spaces under its heading; nothing for `open`. */
+/* network.credentials and network.http (issue 19): the intercepted hosts, the secrets' names
+ * (never a value: the monitor reads them at each request) and the rules */
+static void
+explain_egress (FILE *out, const struct policy_plan *p)
+{
+  if (p->credentials_len == 0 && p->http_hosts_len == 0)
+    return;
+  fprintf (out, "  intercepted (TLS terminated with the container's own CA, docs/policy.md \"Credentials\"):\n");
+  for (size_t i = 0; i < p->credentials_len; i++)
+    fprintf (out, "    %s: header %s = %s\n", p->credentials[i].host, p->credentials[i].header,
+             p->credentials[i].value);
+  for (size_t i = 0; i < p->http_hosts_len; i++)
+    {
+      const struct policy_http_host *h = &p->http_hosts[i];
+      fprintf (out, "    %s: %s", h->host, h->allow_len ? "allow" : "any request");
+      for (size_t j = 0; j < h->allow_len; j++)
+        {
+          fprintf (out, "%s ", j ? ";" : "");
+          for (size_t k = 0; k < h->allow[j].methods_len; k++)
+            fprintf (out, "%s%s", k ? "|" : "", h->allow[j].methods[k]);
+          if (h->allow[j].methods_len == 0)
+            fprintf (out, "any method");
+          for (size_t k = 0; k < h->allow[j].paths_len; k++)
+            fprintf (out, "%s%s", k ? "," : " ", h->allow[j].paths[k]);
+        }
+      if (h->max_body_bytes)
+        fprintf (out, "; body <= %" PRIu64 " bytes", h->max_body_bytes);
+      fprintf (out, "\n");
+    }
+  fprintf (out, "    secrets from %s%s%s\n", p->secrets_dir ? p->secrets_dir : "(none)",
+           p->upstream_ca_file ? ", upstreams also trusted from " : "", p->upstream_ca_file ? p->upstream_ca_file : "");
+}
+
 static int
 explain_nft (FILE *out, const struct policy_plan *p, asbx_err_t *err)
 {
@@ -115,6 +148,7 @@ explain_rest (FILE *out, const struct policy_plan *p, asbx_err_t *err)
       for (size_t i = 0; i < p->ports_len; i++)
         fprintf (out, "%s%u", i ? ", " : "", p->ports[i]);
       fprintf (out, "\n");
+      explain_egress (out, p);
     }
   if (p->net_mode != POLICY_NET_OPEN)
     {

@@ -51,6 +51,10 @@ struct init_args
   /* a non-root caller (runtime/rootless.h): nobody can write vm.memfd_noexec for the container,
    * so the init does not check it (memfd_create stays refused by the policy's seccomp rules) */
   bool rootless;
+  /* the container's egress CA (runtime/egress_ca.h) when the plan intercepts, else NULL: the
+   * init binds its certificate into the trust store (runtime/egress_trust.h) and wipes its own
+   * copy (through fork) of the key before anything of the container runs */
+  struct egress_ca *egress_ca;
 };
 
 /* Fork S and, through it, I. Places S in the cgroup first (so I and a new cgroup namespace are

@@ -209,6 +209,31 @@ cmp_str (const void *a, const void *b)
   return strcmp (*(char *const *) a, *(char *const *) b);
 }
 
+/* issue 19: the effective policy saved at create (for exec) keeps network.credentials and
+ * network.http: compiled again, the same plan */
+static void
+test_egress_saved_roundtrip (void **state)
+{
+  struct policy_inputs in = { .policy_flag = DATA "/cases/field-egress/ceiling.json",
+                              .config_path = DATA "/empty-config.json",
+                              .profiles_dir = DATA "/profiles" };
+  asbx_err_t err = NULL;
+  struct policy_plan *p = policy_resolve (&in, &err);
+  assert_non_null (p);
+  struct policy_plan *q = policy_resolve_saved (p->effective_json, "saved", &err);
+  assert_non_null (q);
+  assert_string_equal (p->effective_json, q->effective_json);
+  assert_int_equal (q->credentials_len, 1);
+  assert_string_equal (q->credentials[0].host, "api.example.com");
+  assert_string_equal (q->credentials[0].value, "Bearer ${secret:api-token}");
+  assert_int_equal (q->http_hosts_len, 1);
+  assert_int_equal (q->http_hosts[0].allow_len, 2);
+  assert_int_equal (q->http_hosts[0].max_body_bytes, 1048576);
+  policy_plan_free (p);
+  policy_plan_free (q);
+  (void) state;
+}
+
 static void
 test_golden (void **state)
 {
@@ -538,11 +563,17 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_golden),         cmocka_unit_test (test_builtins_match_json),
-    cmocka_unit_test (test_builtins_check), cmocka_unit_test (test_groups_schema),
-    cmocka_unit_test (test_builtins_md),    cmocka_unit_test (test_sizes_durations),
-    cmocka_unit_test (test_domains),        cmocka_unit_test (test_cidrs),
-    cmocka_unit_test (test_paths),          cmocka_unit_test (test_sha256),
+    cmocka_unit_test (test_golden),
+    cmocka_unit_test (test_egress_saved_roundtrip),
+    cmocka_unit_test (test_builtins_match_json),
+    cmocka_unit_test (test_builtins_check),
+    cmocka_unit_test (test_groups_schema),
+    cmocka_unit_test (test_builtins_md),
+    cmocka_unit_test (test_sizes_durations),
+    cmocka_unit_test (test_domains),
+    cmocka_unit_test (test_cidrs),
+    cmocka_unit_test (test_paths),
+    cmocka_unit_test (test_sha256),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -202,6 +202,29 @@ test_plain_oci_untouched (void **state)
   policy_plan_free (p);
 }
 
+/* issue 19: a user config names its own secrets directory (absolute), never the upstream CAs, and
+ * its restrict document cannot add a credential the policy in force lacks */
+static void
+test_egress_keys (void **state)
+{
+  asbx_err_t err = NULL;
+  struct policy_plan *p = resolve (NULL, "{\"secretsDir\": \"/srv/me/secrets\"}", NULL, true, &err);
+  assert_null (err);
+  assert_non_null (p);
+  policy_plan_free (p);
+  cleanup_free char *rel = refused (NULL, "{\"secretsDir\": \"secrets\"}", NULL);
+  assert_contains (rel, "config.json: secretsDir: expected an absolute path");
+  cleanup_free char *ca = refused (NULL, "{\"upstreamCaFile\": \"/tmp/ca.pem\"}", NULL);
+  assert_contains (ca, "config.json: upstreamCaFile: not accepted in a user config");
+  cleanup_free char *cred = refused (NULL,
+                                     "{\"restrict\": {\"network\": {\"mode\": \"filtered\", \"ports\": [443], "
+                                     "\"credentials\": [{\"host\": \"a.example\", \"header\": \"X-Key\", "
+                                     "\"value\": \"${secret:k}\"}]}}}",
+                                     NULL);
+  assert_contains (cred, "config.json: restrict.network.credentials: \"a.example (X-Key: ${secret:k})\" is not "
+                         "allowed by the policy in force");
+}
+
 static void
 test_system_and_unknown_keys_refused (void **state)
 {
@@ -215,7 +238,7 @@ test_system_and_unknown_keys_refused (void **state)
       assert_contains (m, want);
     }
   cleanup_free char *m = refused (NULL, "{\"defaultProfle\": \"locked\"}", NULL);
-  assert_contains (m, "defaultProfle: unknown key (a user config accepts defaultProfile and restrict)");
+  assert_contains (m, "defaultProfle: unknown key (a user config accepts defaultProfile, restrict and secretsDir)");
 }
 
 static void
@@ -275,6 +298,7 @@ main (void)
     cmocka_unit_test (test_flag_wins_restrict_stays),
     cmocka_unit_test (test_plain_oci_untouched),
     cmocka_unit_test (test_system_and_unknown_keys_refused),
+    cmocka_unit_test (test_egress_keys),
     cmocka_unit_test (test_file_others_can_write_refused),
   };
   return cmocka_run_group_tests (tests, setup, teardown);
