@@ -54,6 +54,12 @@ struct monitor_opts
                                      (its `degrade` accepted it): runtime/policy_landlock.c,
                                      runtime/rootless.c; the `policy` record's `degradations` */
   size_t degradations_len;
+  const char *egress_ca_cert_pem; /* the container's egress CA (runtime/egress_ca.c), PEM text: the
+                                     certificate and its private key, for the TLS interception of
+                                     network.credentials/network.http hosts (monitor/tls_relay.h);
+                                     the key never touches disk. NULL when the plan intercepts
+                                     nothing */
+  const char *egress_ca_key_pem;
 };
 
 /* Fork the monitor (see above) and wait until it is ready: subscribed to process events, the

@@ -70,6 +70,7 @@ struct splice
   const char *id;
   const struct policy_plan *plan;
   int audit_fd, netns, ep, l4, l6;
+  struct tls_relay *tls; /* the interception (monitor/tls_relay.h); NULL when nothing is intercepted */
   struct conn c[CONNS_MAX];
   /* names whose answers the DNS stub let through, until their TTL ends: what may be named */
   struct
