@@ -27,6 +27,7 @@
 #include "libocispec/oci_spec.h"
 #include "linux/cgroup.h"
 #include "linux/cgroup_systemd.h"
+#include "runtime/intercept_test.h"
 #include "runtime/rootless.h"
 #include "runtime/rootless_oci.h"
 #include "runtime/rootless_cgroup.h"
@@ -371,6 +372,7 @@ create_record (const struct asbx_global *g, const struct asbx_create_opts *o, co
                                  .unixsock_fd = c->unixsock_fd,
                                  .degradations = nd ? degr : NULL,
                                  .degradations_len = nd };
+      intercept_test_ca (&mo.egress_ca_cert_pem, &mo.egress_ca_key_pem); /* TEST ONLY (eg-policy: egress_ca) */
       pid_t mpid;
       if (monitor_start (&mo, &mpid, err) < 0)
         return asbx_error_wrap (err, "policy monitor");
@@ -443,6 +445,8 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   };
   plan = policy_resolve (&pin, err);
   if (!plan)
+    goto out;
+  if (intercept_test_apply (plan, err) < 0) /* TEST ONLY: dropped with eg-policy's merge */
     goto out;
   if (plan->active && plan->audit_dir && audit_dir_check_path (plan->audit_dir, err) < 0)
     goto out;
