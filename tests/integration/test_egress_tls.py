@@ -1,0 +1,193 @@
+"""The egress's TLS interception (issue 19; monitor/tls_relay.h): network.credentials and
+network.http hosts, end to end in the egress lab of test_egress.py.
+
+The lab's upstream namespace runs a fake HTTPS API (egress/upstream.py with $UPSTREAM_TLS) whose
+certificates come from an upstream CA made here with the `openssl` CLI (the monitor trusts it
+through upstreamCaFile), plus a host with a self-signed certificate and one answered with another
+name's certificate. The API logs every request it receives, headers included, so the checks are
+made where the request lands: the injected header, what never arrived.
+
+Until eg-policy's parser and runtime/egress_ca.c are merged, the plan's interception fields and
+the container's CA come from the TEST ONLY hook AGENTSBX_TEST_INTERCEPT (runtime/intercept_test.h):
+the test writes its JSON; the CA certificate is written into the container's rootfs, where the
+in-container client verifies the relay's leaves against it."""
+import json
+import os
+import subprocess
+import threading
+import time
+
+import pytest
+
+from test_egress import HOSTUP4, UP4, audit_args, ebundle, lab, usr_template  # noqa: F401
+
+pytestmark = [pytest.mark.agentsbx_only("agent policy network modes")]
+
+SECRET1, SECRET2 = "s3cret-one-7f1c", "s3cret-two-9a2e"
+
+
+def openssl(*args):
+    subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
+
+
+@pytest.fixture
+def certs(tmp_path):
+    """The upstream CA, api.test's certificate (signed by it), and rogue.test's self-signed one."""
+    d = tmp_path / "certs"
+    d.mkdir()
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+    openssl("req", "-x509", *ec, "-keyout", d / "ca.key", "-out", d / "ca.pem", "-days", "2",
+            "-subj", "/CN=agentsbx test upstream CA", "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign")
+    openssl("req", *ec, "-keyout", d / "api.key", "-out", d / "api.csr", "-subj", "/CN=api.test")
+    (d / "api.ext").write_text("subjectAltName=DNS:api.test\nextendedKeyUsage=serverAuth\n")
+    openssl("x509", "-req", "-in", d / "api.csr", "-CA", d / "ca.pem", "-CAkey", d / "ca.key", "-CAcreateserial",
+            "-out", d / "api.pem", "-days", "2", "-extfile", d / "api.ext")
+    openssl("req", "-x509", *ec, "-keyout", d / "rogue.key", "-out", d / "rogue.pem", "-days", "2",
+            "-subj", "/CN=rogue.test", "-addext", "subjectAltName=DNS:rogue.test")
+    return d
+
+
+@pytest.fixture
+def lab_env(certs):
+    # the first is the default: wrongname.test is answered with api.test's certificate
+    return {"UPSTREAM_TLS": f"api.test={certs}/api.pem:{certs}/api.key,rogue.test={certs}/rogue.pem:{certs}/rogue.key"}
+
+
+ZONE = {"api.test": {"A": [UP4]}, "rogue.test": {"A": [UP4]}, "wrongname.test": {"A": [UP4]}}
+POLICY = {"version": 1, "extends": "agent",
+          "network": {"mode": "filtered", "allowedDomains": ["api.test", "rogue.test", "wrongname.test"],
+                      "ports": [443]},
+          "approvals": {"network": "deny"}}
+CA = "/egress/egress-ca.pem"  # in the container
+
+
+def get(path, host="api.test", extra=""):
+    return f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer agent-fake\r\n{extra}\r\n"
+
+
+def https(name, request, alpn=None, chunks=None):
+    return ["https", name, CA, request, alpn, chunks]
+
+
+@pytest.fixture
+def intercepted(rt, ebundle, lab, tmp_path, certs):
+    """run(actions, on_first=fn) -> (results, audit records, the API's log, the audit text)."""
+    lab.zone(ZONE)
+    secrets = tmp_path / "secrets"
+    secrets.mkdir(mode=0o700)
+    (secrets / "tok").write_text(SECRET1 + "\n")
+    os.chmod(secrets / "tok", 0o600)
+    pol = tmp_path / "policy.json"
+    pol.write_text(json.dumps(POLICY))
+    icpt = tmp_path / "intercept.json"
+    icpt.write_text(json.dumps({
+        "credentials": [{"host": "api.test", "header": "Authorization", "value": "Bearer ${secret:tok}"}],
+        "http": [{"host": "api.test", "maxBodyBytes": 100,
+                  "allow": [{"methods": ["GET", "HEAD"]}, {"methods": ["POST"], "paths": ["/upload*"]}]},
+                 {"host": "rogue.test"}, {"host": "wrongname.test"}],
+        "secretsDir": str(secrets), "upstreamCaFile": str(certs / "ca.pem"),
+        "caCertOut": os.path.join(ebundle.rootfs, CA.lstrip("/"))}))
+    env = dict(os.environ, AGENTSBX_UPSTREAM_DNS=HOSTUP4, AGENTSBX_TEST_INTERCEPT=str(icpt))
+
+    def go(actions, on_first=None):
+        ebundle.args("/usr/bin/python3", "/egress/client.py", json.dumps(actions))
+        out = {}
+        t = threading.Thread(target=lambda: out.update(
+            r=rt.run(ebundle, global_args=audit_args(tmp_path, "--policy", str(pol)), env=env)))
+        t.start()
+        if on_first:
+            deadline = time.monotonic() + 60
+            while not lab.log("https.log") and t.is_alive() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            on_first(secrets)
+        t.join(120)
+        r, cid = out["r"]
+        assert r.ok, r
+        with open(tmp_path / "audit" / f"{cid}.jsonl") as f:
+            text = f.read()
+        recs = [json.loads(line) for line in text.splitlines()]
+        api = [json.loads(line) for line in lab.log("https.log")]
+        return json.loads(r.out.strip().splitlines()[-1]), recs, api, text
+    return go
+
+
+def header(entry, name):
+    return [v for k, v in entry["headers"] if k.lower() == name.lower()]
+
+
+def test_interception_end_to_end(intercepted, ebundle):
+    def rotate(secrets):
+        (secrets / "tok.new").write_text(SECRET2 + "\n")
+        os.rename(secrets / "tok.new", secrets / "tok")
+        open(os.path.join(ebundle.rootfs, "egress", "go"), "w").close()
+
+    body200, body50 = "x" * 200, "y" * 50
+    chunked = "POST /upload HTTP/1.1\r\nHost: api.test\r\nTransfer-Encoding: chunked\r\n\r\n"
+    res, recs, api, audit_text = intercepted([
+        https("api.test", get("/user?q=1")),                                                     # 0
+        ["wait_file", "/egress/go"],                                                             # 1
+        https("api.test", get("/again")),                                                        # 2
+        https("api.test", "DELETE /user HTTP/1.1\r\nHost: api.test\r\n\r\n"),                    # 3
+        https("api.test", "POST /other HTTP/1.1\r\nHost: api.test\r\nContent-Length: 2\r\n\r\nhi"),  # 4
+        https("api.test", get("/", host="other.test")),                                          # 5
+        https("api.test", f"POST /upload HTTP/1.1\r\nHost: api.test\r\nContent-Length: 200\r\n\r\n{body200}"),  # 6
+        https("api.test", chunked, chunks=[f"32\r\n{'c' * 50}\r\n"] * 3 + ["0\r\n\r\n"]),        # 7
+        https("api.test", f"POST /upload HTTP/1.1\r\nHost: api.test\r\nContent-Length: 50\r\n\r\n{body50}"),  # 8
+        https("rogue.test", get("/", host="rogue.test")),                                        # 9
+        https("wrongname.test", get("/", host="wrongname.test")),                               # 10
+        https("api.test", get("/h2"), alpn=["h2"]),                                              # 11
+        https("api.test", get("/alpn"), alpn=["h2", "http/1.1"]),                                # 12
+        https("api.test", "POST /upload HTTP/1.1\r\nHost: api.test\r\nContent-Length: 5\r\n"
+                          "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),                        # 13
+    ], on_first=rotate)
+    first, _, again, delete, other, fronting, big, chunk_big, small, rogue, wrongname, h2, alpn, smuggle = res
+
+    # allowed: the agent's own Authorization replaced by the secret's; Connection: close both ways
+    assert first["ok"] and first["status"] == "HTTP/1.1 200 OK" and first["body"] == "ok GET /user?q=1\n", first
+    assert "Connection: close" in first["headers"], first
+    by_path = {e["path"]: e for e in api}
+    assert header(by_path["/user?q=1"], "Authorization") == [f"Bearer {SECRET1}"], by_path["/user?q=1"]
+    assert header(by_path["/user?q=1"], "Connection") == ["close"]
+    # the rotated secret applies to the next request
+    assert again["ok"] and again["status"] == "HTTP/1.1 200 OK", again
+    assert header(by_path["/again"], "Authorization") == [f"Bearer {SECRET2}"], by_path["/again"]
+
+    # refused with a 403 the agent can read; none of them reached the API
+    for r, why in ((delete, "method not allowed: DELETE"), (other, "path not allowed"),
+                   (fronting, "domain fronting"), (big, "body too large")):
+        assert r["ok"] and r["status"] == "HTTP/1.1 403 Forbidden", r
+        assert why in r["body"], r
+    assert {e["method"] for e in api} <= {"GET", "POST"}
+    assert "/other" not in by_path and "/" not in by_path
+    # the body cap: the 200-byte body refused at once; the chunked one cut before its end, so the
+    # API never saw a complete request; the 50-byte body passed whole
+    uploads = [e["body"] for e in api if e["path"] == "/upload"]
+    assert uploads == [50], api
+    assert small["ok"] and small["status"] == "HTTP/1.1 200 OK", small
+    assert chunk_big["status"] in ("HTTP/1.1 403 Forbidden", "") if chunk_big["ok"] else True, chunk_big
+    # the upstream is verified: a self-signed certificate and another name's are a 502, never a downgrade
+    for r in (rogue, wrongname):
+        assert r["ok"] and r["status"] == "HTTP/1.1 502 Bad Gateway", r
+        assert "certificate verification failed" in r["body"], r
+    assert not any(e.get("sni") in ("rogue.test", "wrongname.test") and e["path"] == "/" for e in api)
+    # ALPN: http/1.1 only - an h2-only client fails the handshake, one offering both gets http/1.1
+    assert not h2["ok"], h2
+    assert alpn["ok"] and alpn["alpn"] == "http/1.1" and alpn["status"] == "HTTP/1.1 200 OK", alpn
+    # ambiguous framing: a 400
+    assert smuggle["ok"] and smuggle["status"] == "HTTP/1.1 400 Bad Request", smuggle
+
+    # one `http` record per request; the query string dropped; names of credentials, never values
+    http = [r for r in recs if r["event"] == "http"]
+    rec = next(r for r in http if r["path"] == "/user")
+    assert rec["method"] == "GET" and rec["host"] == "api.test" and rec["status"] == 200, rec
+    assert rec["rule"] == "allow[0]" and rec["credentials"] == ["Authorization"], rec
+    assert rec["bytesUp"] > 0 and rec["bytesDown"] > 0, rec
+    d = next(r for r in http if r["method"] == "DELETE")
+    assert d["status"] == 403 and d["rule"] == "method not allowed: DELETE", d
+    assert any(r["status"] == 403 and r["rule"].startswith("body too large") and r["path"] == "/upload"
+               and r["bytesUp"] == 0 for r in http), http
+    assert any(r["status"] == 502 and r["host"] == "rogue.test" for r in http), http
+    assert SECRET1 not in audit_text and SECRET2 not in audit_text
+    net = [r for r in recs if r["event"] == "network" and r.get("host") == "api.test"]
+    assert net and all(r["rule"] == "sni: intercepted" for r in net), net
