@@ -15,7 +15,7 @@
 #include "monitor/tls_leaf.h"
 
 #define LEAF_CACHE 64          /* hosts: the plan's intercepted hosts are fewer in practice */
-#define LEAF_LIFE (24 * 3600)  /* seconds */
+#define LEAF_LIFE (24L * 3600) /* seconds */
 #define LEAF_BACKDATE 300      /* seconds: a container clock slightly behind still accepts it */
 #define LEAF_RENEW 3600        /* seconds before the end a leaf is minted again */
 

@@ -42,10 +42,10 @@ arr_at (yajl_val o, const char *key)
 static char **
 strv_of (yajl_val a, size_t *n)
 {
-  *n = a ? YAJL_GET_ARRAY (a)->len : 0;
+  *n = a ? a->u.array.len : 0;
   char **v = xmalloc0 ((*n + 1) * sizeof *v);
   for (size_t i = 0; i < *n; i++)
-    v[i] = xstrdup (YAJL_GET_STRING (YAJL_GET_ARRAY (a)->values[i]));
+    v[i] = xstrdup (YAJL_GET_STRING (a->u.array.values[i]));
   return v;
 }
 
@@ -69,7 +69,7 @@ make_ca (const struct policy_plan *plan, asbx_err_t *err)
   X509_set_version (x, X509_VERSION_3);
   ASN1_INTEGER_set (X509_get_serialNumber (x), 1);
   X509_gmtime_adj (X509_getm_notBefore (x), -300);
-  X509_gmtime_adj (X509_getm_notAfter (x), 2 * 86400);
+  X509_gmtime_adj (X509_getm_notAfter (x), 2L * 86400);
   X509_NAME_add_entry_by_txt (X509_get_subject_name (x), "CN", MBSTRING_ASC,
                               (const unsigned char *) "agentsbx test egress CA", -1, -1, 0);
   X509_set_issuer_name (x, X509_get_subject_name (x));
@@ -122,18 +122,18 @@ intercept_test_apply (struct policy_plan *plan, asbx_err_t *err)
     return asbx_error (err, errno, "AGENTSBX_TEST_INTERCEPT %s", path);
   text = xmalloc0 (1 << 20);
   len = fread (text, 1, (1 << 20) - 1, f);
-  fclose (f);
+  (void) fclose (f);
   text[len] = '\0';
   char ebuf[256];
   yajl_val top = yajl_tree_parse (text, ebuf, sizeof ebuf);
   if (!top)
     return asbx_error (err, 0, "AGENTSBX_TEST_INTERCEPT %s: %s", path, ebuf);
   yajl_val cr = arr_at (top, "credentials"), ht = arr_at (top, "http");
-  size_t nc = cr ? YAJL_GET_ARRAY (cr)->len : 0, nh = ht ? YAJL_GET_ARRAY (ht)->len : 0;
+  size_t nc = cr ? cr->u.array.len : 0, nh = ht ? ht->u.array.len : 0;
   plan->credentials = xmalloc0 ((nc + 1) * sizeof *plan->credentials);
   for (size_t i = 0; i < nc; i++)
     {
-      yajl_val e = YAJL_GET_ARRAY (cr)->values[i];
+      yajl_val e = cr->u.array.values[i];
       plan->credentials[i] = (struct policy_credential){ .host = xstrdup (str_at (e, "host")),
                                                          .header = xstrdup (str_at (e, "header")),
                                                          .value = xstrdup (str_at (e, "value")) };
@@ -142,17 +142,17 @@ intercept_test_apply (struct policy_plan *plan, asbx_err_t *err)
   plan->http_hosts = xmalloc0 ((nh + 1) * sizeof *plan->http_hosts);
   for (size_t i = 0; i < nh; i++)
     {
-      yajl_val e = YAJL_GET_ARRAY (ht)->values[i], al = arr_at (e, "allow");
+      yajl_val e = ht->u.array.values[i], al = arr_at (e, "allow");
       const char *mb[] = { "maxBodyBytes", NULL };
       yajl_val m = yajl_tree_get (e, mb, yajl_t_number);
       struct policy_http_host *h = &plan->http_hosts[i];
       h->host = xstrdup (str_at (e, "host"));
       h->max_body_bytes = m ? (uint64_t) YAJL_GET_INTEGER (m) : 0;
-      h->allow_len = al ? YAJL_GET_ARRAY (al)->len : 0;
+      h->allow_len = al ? al->u.array.len : 0;
       h->allow = xmalloc0 ((h->allow_len + 1) * sizeof *h->allow);
       for (size_t j = 0; j < h->allow_len; j++)
         {
-          yajl_val a = YAJL_GET_ARRAY (al)->values[j];
+          yajl_val a = al->u.array.values[j];
           h->allow[j].methods = strv_of (arr_at (a, "methods"), &h->allow[j].methods_len);
           h->allow[j].paths = strv_of (arr_at (a, "paths"), &h->allow[j].paths_len);
         }

@@ -54,9 +54,11 @@ def lab_env(certs):
     return {"UPSTREAM_TLS": f"api.test={certs}/api.pem:{certs}/api.key,rogue.test={certs}/rogue.pem:{certs}/rogue.key"}
 
 
-ZONE = {"api.test": {"A": [UP4]}, "rogue.test": {"A": [UP4]}, "wrongname.test": {"A": [UP4]}}
+ZONE = {"api.test": {"A": [UP4]}, "rogue.test": {"A": [UP4]}, "wrongname.test": {"A": [UP4]},
+        "nosecret.test": {"A": [UP4]}}
 POLICY = {"version": 1, "extends": "agent",
-          "network": {"mode": "filtered", "allowedDomains": ["api.test", "rogue.test", "wrongname.test"],
+          "network": {"mode": "filtered", "allowedDomains": ["api.test", "rogue.test", "wrongname.test",
+                                                           "nosecret.test"],
                       "ports": [443]},
           "approvals": {"network": "deny"}}
 CA = "/egress/egress-ca.pem"  # in the container
@@ -82,7 +84,8 @@ def intercepted(rt, ebundle, lab, tmp_path, certs):
     pol.write_text(json.dumps(POLICY))
     icpt = tmp_path / "intercept.json"
     icpt.write_text(json.dumps({
-        "credentials": [{"host": "api.test", "header": "Authorization", "value": "Bearer ${secret:tok}"}],
+        "credentials": [{"host": "api.test", "header": "Authorization", "value": "Bearer ${secret:tok}"},
+                        {"host": "nosecret.test", "header": "X-Key", "value": "${secret:absent}"}],
         "http": [{"host": "api.test", "maxBodyBytes": 100,
                   "allow": [{"methods": ["GET", "HEAD"]}, {"methods": ["POST"], "paths": ["/upload*"]}]},
                  {"host": "rogue.test"}, {"host": "wrongname.test"}],
@@ -191,3 +194,31 @@ def test_interception_end_to_end(intercepted, ebundle):
     assert SECRET1 not in audit_text and SECRET2 not in audit_text
     net = [r for r in recs if r["event"] == "network" and r.get("host") == "api.test"]
     assert net and all(r["rule"] == "sni: intercepted" for r in net), net
+
+
+def test_interception_framing(intercepted):
+    """Responses larger than the relay's buffers, chunked ones, 100 Continue, HEAD; a missing
+    secret is a 502 naming it, and the request never leaves."""
+    res, recs, api, _ = intercepted([
+        https("api.test", get("/big/3000000")),
+        https("api.test", get("/chunked")),
+        https("api.test", "POST /upload HTTP/1.1\r\nHost: api.test\r\nExpect: 100-continue\r\n"
+                          "Content-Length: 5\r\n\r\nhello"),
+        https("api.test", "HEAD /head HTTP/1.1\r\nHost: api.test\r\n\r\n"),
+        https("nosecret.test", get("/", host="nosecret.test")),
+    ])
+    big, chunked, expect, head, nosecret = res
+    assert big["ok"] and big["status"] == "HTTP/1.1 200 OK" and big["body"] == "z" * 3000000, \
+        {k: v for k, v in big.items() if k != "body"}
+    assert chunked["ok"] and "Transfer-Encoding: chunked" in chunked["headers"], chunked
+    assert chunked["body"] == "6\r\nfirst \r\n7\r\nsecond \r\n6\r\nthird\n\r\n0\r\n\r\n", chunked
+    assert expect["ok"] and expect["status"] == "HTTP/1.1 100 Continue", expect
+    assert "HTTP/1.1 200 OK" in expect["body"] and expect["body"].endswith("ok POST /upload\n"), expect
+    assert head["ok"] and head["status"] == "HTTP/1.1 200 OK" and head["body"] == "", head
+    assert nosecret["ok"] and nosecret["status"] == "HTTP/1.1 502 Bad Gateway", nosecret
+    assert "secret absent" in nosecret["body"], nosecret
+    assert [e["body"] for e in api if e["path"] == "/upload"] == [5]
+    assert not any(e.get("sni") == "nosecret.test" for e in api)
+    http = {r["path"]: r for r in recs if r["event"] == "http"}
+    assert http["/big/3000000"]["status"] == 200 and http["/big/3000000"]["bytesDown"] > 3000000, http
+    assert http["/upload"]["status"] == 200, http  # the final status, not the 100

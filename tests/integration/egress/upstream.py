@@ -226,7 +226,7 @@ class TLS(socketserver.BaseRequestHandler):
 class HTTPSReq(http.server.BaseHTTPRequestHandler):
     """The fake HTTPS API ($UPSTREAM_TLS): logs every request as one JSON line to
     STATEDIR/https.log (method, path, headers, body length, the SNI) after reading its whole body,
-    and answers "ok METHOD PATH". A body cut short (the relay's cap) is not logged."""
+    and answers "ok METHOD PATH" (/big/N: N bytes; /chunked: a chunked answer). A body cut short (the relay's cap) is not logged."""
     protocol_version = "HTTP/1.1"
 
     def read_body(self):
@@ -256,7 +256,19 @@ class HTTPSReq(http.server.BaseHTTPRequestHandler):
         log("https.log", json.dumps({"method": self.command, "path": self.path, "body": n,
                                      "sni": getattr(self.request, "sni", None),
                                      "headers": [[k, v] for k, v in self.headers.items()]}))
+        if self.path == "/chunked":  # a chunked response, in pieces
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for piece in (b"first ", b"second ", b"third\n"):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                self.wfile.flush()
+                time.sleep(0.05)
+            self.wfile.write(b"0\r\n\r\n")
+            return
         body = f"ok {self.command} {self.path}\n".encode()
+        if self.path.startswith("/big/"):  # /big/N: N bytes, more than the relay buffers
+            body = b"z" * int(self.path[5:])
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
