@@ -74,7 +74,9 @@ struct tconn
   int cfd, ufd;
   SSL *cs, *us;
   BIO *crbio; /* the agent's bytes, read by the relay from cfd (owned by cs) */
-  bool c_eof, u_eof, u_del;
+  bool c_eof, u_eof;
+  bool keep;    /* the response is framed and the agent did not ask to close: another request may follow */
+  bool reparse; /* bytes after the last request's body wait in `in`: parse them before reading */
   unsigned cw, uw; /* epoll interests the blocked operations wait for */
   struct sockaddr_storage dst;
   socklen_t dlen;
@@ -174,7 +176,6 @@ upstream_close (struct tls_relay *r, struct tconn *c)
       close (c->ufd);
     }
   c->ufd = -1;
-  c->u_del = true;
 }
 
 static void
@@ -505,17 +506,21 @@ step_accept (struct tls_relay *r, struct tconn *c)
 static bool
 step_head (struct tls_relay *r, struct tconn *c)
 {
-  ERR_clear_error ();
-  int n = SSL_read (c->cs, c->in + c->in_len, (int) (IN_MAX - c->in_len));
-  int x = io (c, c->cs, n);
-  if (x == 0)
-    return false;
-  if (x < 0)
+  if (!c->reparse)
     {
-      c->st = T_FREE; /* closed before a whole head */
-      return true;
+      ERR_clear_error ();
+      int n = SSL_read (c->cs, c->in + c->in_len, (int) (IN_MAX - c->in_len));
+      int x = io (c, c->cs, n);
+      if (x == 0)
+        return false;
+      if (x < 0)
+        {
+          c->st = T_FREE; /* closed before a whole head (or between two requests) */
+          return true;
+        }
+      c->in_len += (size_t) n;
     }
-  c->in_len += (size_t) n;
+  c->reparse = false;
   const char *why;
   int p = http_head_parse (c->in, c->in_len, HTTP_REQUEST, &c->req, &why);
   if (p < 0)
@@ -698,7 +703,8 @@ resp_scan (struct tls_relay *r, struct tconn *c)
           c->rscan += used;
           if (d != 0)
             {
-              c->rs = R_COMPLETE; /* a framing error: the agent gets what was framed */
+              c->keep = c->keep && d > 0;
+              c->rs = R_COMPLETE; /* d < 0, a framing error: the agent gets what was framed, then the end */
               c->out_len = c->rscan;
             }
           return true;
@@ -725,8 +731,13 @@ resp_scan (struct tls_relay *r, struct tconn *c)
           moved = true;
           continue;
         }
+      bool nobody = strcmp (c->req.method, "HEAD") == 0 || h.status == 204 || h.status == 304;
+      /* keep-alive with the agent (a fresh upstream connection per request): only when the end of
+       * the response is known from its framing, and the agent speaks HTTP/1.1 and did not ask to
+       * close; the upstream's own `Connection: close` (we asked for it) is replaced */
+      c->keep = (nobody || h.chunked || h.has_length) && c->req.minor == 1 && !c->req.conn_close;
       size_t nl;
-      unsigned char *nh = http_head_set (c->out + c->rscan, h.len, "Connection", "close", &nl);
+      unsigned char *nh = http_head_set (c->out + c->rscan, h.len, "Connection", c->keep ? "keep-alive" : "close", &nl);
       if (!nh || c->out_len - h.len + nl > OUT_MAX)
         {
           free (nh);
@@ -738,7 +749,6 @@ resp_scan (struct tls_relay *r, struct tconn *c)
       free (nh);
       c->out_len = c->out_len - h.len + nl;
       c->rscan += nl;
-      bool nobody = strcmp (c->req.method, "HEAD") == 0 || h.status == 204 || h.status == 304;
       if (nobody)
         {
           c->rs = R_COMPLETE;
@@ -759,6 +769,30 @@ resp_scan (struct tls_relay *r, struct tconn *c)
       moved = true;
     }
   return moved;
+}
+
+/* the response is delivered, the request's body all sent: the agent's next request, on the same
+ * connection (what followed the body - a pipelined request - is kept) */
+static void
+next_request (struct tls_relay *r, struct tconn *c)
+{
+  record (r, c);
+  upstream_close (r, c);
+  size_t rest = c->in_len - c->fwd_off;
+  memmove (c->in, c->in + c->fwd_off, rest);
+  c->in_len = rest;
+  c->fwd_off = c->fwd_end = 0;
+  c->req = (struct http_head){ 0 };
+  c->body = c->rbody = (struct http_body){ 0 };
+  c->body_end = c->body_done = c->u_eof = c->keep = false;
+  c->max_body = c->up = c->down = 0;
+  c->out_off = c->out_len = c->rscan = 0;
+  c->rs = R_HEAD;
+  c->status = 0;
+  c->rule[0] = c->path[0] = '\0';
+  c->ncreds = 0;
+  c->reparse = rest > 0;
+  c->st = T_HEAD;
 }
 
 /* the response, down */
@@ -804,6 +838,11 @@ fwd_down (struct tls_relay *r, struct tconn *c)
         c->out_off += (size_t) n, c->down += (uint64_t) n, moved = true;
     }
   bool sent = c->out_off == c->rscan;
+  if (sent && c->rs == R_COMPLETE && c->keep && c->body_done)
+    {
+      next_request (r, c);
+      return true;
+    }
   if (sent && (c->rs == R_COMPLETE || (c->u_eof && c->rs == R_EOF)))
     {
       ERR_clear_error ();

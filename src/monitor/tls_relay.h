@@ -2,7 +2,7 @@
  * is a host of network.credentials or network.http (plan.h; exact, lower case), the splice
  * (monitor/splice.h) hands the connection here after its SNI check instead of relaying the bytes.
  *
- * Per connection, one request (HTTP/1.1 only):
+ * Per connection (HTTP/1.1 only):
  *   1. TLS with the agent, as the host: a leaf of the container's CA (monitor/tls_leaf.h); the
  *      ClientHello the splice already read is fed to OpenSSL first (a memory BIO in front of the
  *      socket's reads). ALPN: only http/1.1 (a client offering only h2 fails the handshake with
@@ -23,15 +23,20 @@
  *      plan->upstream_ca_file, SNI and SSL_set1_host set to the host: a failure is a 502 with
  *      the reason (the verification error), never a downgrade.
  *   5. The request goes up with `Connection: close` (one request per upstream connection); the
- *      response comes back with `Connection: close` set in its head, its body followed by its
- *      framing (Content-Length, chunked, else until the upstream closes), and the connection
- *      to the agent ends after it (the agent opens a new one for its next request).
+ *      response's head is parsed for its framing (Content-Length, chunked, none for HEAD/204/304,
+ *      else until the upstream closes) and passed on with `Connection: keep-alive` when its end
+ *      is known that way, the agent spoke HTTP/1.1 without asking to close and its whole body
+ *      went up - then the agent's next request (pipelined ones included) is read on the same
+ *      connection, with a fresh upstream connection - else with `Connection: close`, and the
+ *      connection to the agent ends after it. 1xx responses (100 Continue) are passed on.
  * Every request, allowed or refused, is one `http` audit record (when audit.events has
  * `network`): method, host, path (query string dropped), status, bytesUp (plaintext sent
  * upstream: head and body), bytesDown (plaintext sent to the agent), rule ("allow[N]", "any", or
  * the refusal), credentials (the header names set; never a value).
  * Non-blocking throughout, on its own epoll set (tls_relay_fd) inside the monitor's loop: a
- * stalled agent or upstream holds its own connection only. */
+ * stalled agent or upstream holds its own connection only (known limit, as in the splice: no idle
+ * timeout yet, so an agent can hold the 64 slots with idle connections - its own egress only).
+ * Not supported: HTTP/2 (ALPN refuses it), Upgrade (WebSocket: 403), CONNECT. */
 #ifndef ASBX_MONITOR_TLS_RELAY_H
 #define ASBX_MONITOR_TLS_RELAY_H
 

@@ -64,8 +64,9 @@ POLICY = {"version": 1, "extends": "agent",
 CA = "/egress/egress-ca.pem"  # in the container
 
 
-def get(path, host="api.test", extra=""):
-    return f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer agent-fake\r\n{extra}\r\n"
+def get(path, host="api.test", extra="", close=True):
+    c = "Connection: close\r\n" if close else ""
+    return f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer agent-fake\r\n{c}{extra}\r\n"
 
 
 def https(name, request, alpn=None, chunks=None):
@@ -136,7 +137,7 @@ def test_interception_end_to_end(intercepted, ebundle):
         https("api.test", get("/", host="other.test")),                                          # 5
         https("api.test", f"POST /upload HTTP/1.1\r\nHost: api.test\r\nContent-Length: 200\r\n\r\n{body200}"),  # 6
         https("api.test", chunked, chunks=[f"32\r\n{'c' * 50}\r\n"] * 3 + ["0\r\n\r\n"]),        # 7
-        https("api.test", f"POST /upload HTTP/1.1\r\nHost: api.test\r\nContent-Length: 50\r\n\r\n{body50}"),  # 8
+        https("api.test", f"POST /upload HTTP/1.1\r\nHost: api.test\r\nContent-Length: 50\r\nConnection: close\r\n\r\n{body50}"),  # 8
         https("rogue.test", get("/", host="rogue.test")),                                        # 9
         https("wrongname.test", get("/", host="wrongname.test")),                               # 10
         https("api.test", get("/h2"), alpn=["h2"]),                                              # 11
@@ -192,6 +193,7 @@ def test_interception_end_to_end(intercepted, ebundle):
                and r["bytesUp"] == 0 for r in http), http
     assert any(r["status"] == 502 and r["host"] == "rogue.test" for r in http), http
     assert SECRET1 not in audit_text and SECRET2 not in audit_text
+    assert max(r["secs"] for i, r in enumerate(res) if i != 1) < 5, [r["secs"] for r in res]
     net = [r for r in recs if r["event"] == "network" and r.get("host") == "api.test"]
     assert net and all(r["rule"] == "sni: intercepted" for r in net), net
 
@@ -202,12 +204,16 @@ def test_interception_framing(intercepted):
     res, recs, api, _ = intercepted([
         https("api.test", get("/big/3000000")),
         https("api.test", get("/chunked")),
-        https("api.test", "POST /upload HTTP/1.1\r\nHost: api.test\r\nExpect: 100-continue\r\n"
+        https("api.test", "POST /upload HTTP/1.1\r\nHost: api.test\r\nExpect: 100-continue\r\nConnection: close\r\n"
                           "Content-Length: 5\r\n\r\nhello"),
-        https("api.test", "HEAD /head HTTP/1.1\r\nHost: api.test\r\n\r\n"),
+        https("api.test", "HEAD /head HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n"),
         https("nosecret.test", get("/", host="nosecret.test")),
+        # keep-alive: two requests one after the other, two pipelined, one allowed then one refused
+        https("api.test", get("/ka1", close=False), chunks=[get("/ka2")]),
+        https("api.test", get("/pl1", close=False) + get("/pl2")),
+        https("api.test", get("/ok-then", close=False) + "DELETE /x HTTP/1.1\r\nHost: api.test\r\n\r\n"),
     ])
-    big, chunked, expect, head, nosecret = res
+    big, chunked, expect, head, nosecret, ka, pl, then_refused = res
     assert big["ok"] and big["status"] == "HTTP/1.1 200 OK" and big["body"] == "z" * 3000000, \
         {k: v for k, v in big.items() if k != "body"}
     assert chunked["ok"] and "Transfer-Encoding: chunked" in chunked["headers"], chunked
@@ -219,6 +225,17 @@ def test_interception_framing(intercepted):
     assert "secret absent" in nosecret["body"], nosecret
     assert [e["body"] for e in api if e["path"] == "/upload"] == [5]
     assert not any(e.get("sni") == "nosecret.test" for e in api)
+    for r, paths in ((ka, ("/ka1", "/ka2")), (pl, ("/pl1", "/pl2"))):
+        assert r["ok"] and r["status"] == "HTTP/1.1 200 OK" and "Connection: keep-alive" in r["headers"], r
+        assert r["body"].startswith(f"ok GET {paths[0]}\nHTTP/1.1 200 OK\r\n"), r
+        assert r["body"].endswith(f"Connection: close\r\n\r\nok GET {paths[1]}\n"), r
+    assert then_refused["ok"] and then_refused["body"].startswith("ok GET /ok-then\nHTTP/1.1 403 Forbidden"), then_refused
+    for p in ("/ka1", "/ka2", "/pl1", "/pl2"):  # each with the credential, each its own record
+        e = next(e for e in api if e["path"] == p)
+        assert header(e, "Authorization") == [f"Bearer {SECRET1}"], e
     http = {r["path"]: r for r in recs if r["event"] == "http"}
+    assert all(http[p]["status"] == 200 for p in ("/ka1", "/ka2", "/pl1", "/pl2")), http
+    assert http["/x"]["status"] == 403, http
+    assert max(r["secs"] for r in res) < 5, [r["secs"] for r in res]  # no answer waited for a timeout
     assert http["/big/3000000"]["status"] == 200 and http["/big/3000000"]["bytesDown"] > 3000000, http
     assert http["/upload"]["status"] == 200, http  # the final status, not the 100
