@@ -96,7 +96,8 @@ mint (struct tls_leaf *l, const char *host, time_t now, time_t *until)
   X509 *x = X509_new ();
   BIGNUM *serial = BN_new ();
   char san[300];
-  bool ok = x && serial && X509_set_version (x, X509_VERSION_3) == 1 && BN_rand (serial, 128, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY) == 1
+  bool ok = x && serial && X509_set_version (x, X509_VERSION_3) == 1
+            && BN_rand (serial, 128, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY) == 1
             && BN_to_ASN1_INTEGER (serial, X509_get_serialNumber (x)) != NULL;
   /* the validity: never past the CA's own end */
   time_t end = now + LEAF_LIFE;

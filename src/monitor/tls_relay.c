@@ -43,11 +43,11 @@
 #define IO_MAX 16384
 #define IN_MAX (HTTP_HEAD_MAX + IO_MAX)
 #define OUT_MAX (HTTP_HEAD_MAX + IO_MAX)
-#define OUT_SLACK 64     /* room kept in out for the `Connection: close` the response head gets */
-#define CRBIO_MAX 65536  /* agent bytes buffered ahead of OpenSSL */
-#define SECRET_MAX 4096  /* one secret file */
-#define VALUE_MAX 8192   /* one expanded header value */
-#define CREDS_MAX 16     /* credential headers recorded per request */
+#define OUT_SLACK 64    /* room kept in out for the `Connection: close` the response head gets */
+#define CRBIO_MAX 65536 /* agent bytes buffered ahead of OpenSSL */
+#define SECRET_MAX 4096 /* one secret file */
+#define VALUE_MAX 8192  /* one expanded header value */
+#define CREDS_MAX 16    /* credential headers recorded per request */
 
 enum
 {
@@ -75,8 +75,8 @@ struct tconn
   SSL *cs, *us;
   BIO *crbio; /* the agent's bytes, read by the relay from cfd (owned by cs) */
   bool c_eof, u_eof;
-  bool keep;    /* the response is framed and the agent did not ask to close: another request may follow */
-  bool reparse; /* bytes after the last request's body wait in `in`: parse them before reading */
+  bool keep;       /* the response is framed and the agent did not ask to close: another request may follow */
+  bool reparse;    /* bytes after the last request's body wait in `in`: parse them before reading */
   unsigned cw, uw; /* epoll interests the blocked operations wait for */
   struct sockaddr_storage dst;
   socklen_t dlen;
@@ -311,7 +311,8 @@ static int
 secret_append (struct tls_relay *r, const char *name, size_t n, char *v, size_t *o, char *why, size_t wl)
 {
   char file[256];
-  if (n == 0 || n >= sizeof file || strspn (name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") < n
+  if (n == 0 || n >= sizeof file
+      || strspn (name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") < n
       || (n <= 2 && strncmp (name, "..", n) == 0))
     {
       snprintf (why, wl, "credential: a bad secret name");

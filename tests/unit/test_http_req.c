@@ -66,30 +66,30 @@ test_request_refused (void **state)
 {
   (void) state;
   static const char *const bad[] = {
-    "GET / HTTP/1.1\nHost: x\r\n\r\n",                                        /* bare LF */
-    "GET / HTTP/1.1\r\nHost: x\n\r\n",                                        /* bare LF */
-    "GET / HTTP/1.1\r\nHost: x\rY: z\r\n\r\n",                                /* bare CR */
-    "GET / HTTP/1.1\r\nHost: x\r\nX: a\r\n b\r\n\r\n",                        /* obs-fold */
-    "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n",  /* duplicate CL */
+    "GET / HTTP/1.1\nHost: x\r\n\r\n",                                             /* bare LF */
+    "GET / HTTP/1.1\r\nHost: x\n\r\n",                                             /* bare LF */
+    "GET / HTTP/1.1\r\nHost: x\rY: z\r\n\r\n",                                     /* bare CR */
+    "GET / HTTP/1.1\r\nHost: x\r\nX: a\r\n b\r\n\r\n",                             /* obs-fold */
+    "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n", /* duplicate CL */
     "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
     "GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", /* other codings */
     "GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
     "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n",
     "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1 2\r\n\r\n",
     "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1234567890123456789\r\n\r\n",
-    "GET / HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n",   /* two Host */
-    "GET / HTTP/1.1\r\nUser-Agent: x\r\n\r\n",        /* no Host */
-    "GET / HTTP/1.1\r\nHost : x\r\n\r\n",             /* blank before the colon */
-    "GET / HTTP/1.1\r\n: x\r\nHost: x\r\n\r\n",       /* empty name */
-    "GET / HTTP/1.1\r\nHost: x\r\nX: a\x01\r\n\r\n",  /* control byte */
-    "GET http://other/ HTTP/1.1\r\nHost: x\r\n\r\n",  /* absolute-form */
-    "CONNECT x:443 HTTP/1.1\r\nHost: x\r\n\r\n",      /* authority-form */
-    "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n",          /* asterisk-form */
-    "GET / HTTP/2.0\r\nHost: x\r\n\r\n",              /* version */
-    "GET  / HTTP/1.1\r\nHost: x\r\n\r\n",             /* two spaces */
-    "GET / HTTP/1.1 \r\nHost: x\r\n\r\n",             /* trailing space */
-    "\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n",          /* leading empty line */
-    "G(T / HTTP/1.1\r\nHost: x\r\n\r\n",              /* method not a token */
+    "GET / HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n",     /* two Host */
+    "GET / HTTP/1.1\r\nUser-Agent: x\r\n\r\n",          /* no Host */
+    "GET / HTTP/1.1\r\nHost : x\r\n\r\n",               /* blank before the colon */
+    "GET / HTTP/1.1\r\n: x\r\nHost: x\r\n\r\n",         /* empty name */
+    "GET / HTTP/1.1\r\nHost: x\r\nX: a\x01\r\n\r\n",    /* control byte */
+    "GET http://other/ HTTP/1.1\r\nHost: x\r\n\r\n",    /* absolute-form */
+    "CONNECT x:443 HTTP/1.1\r\nHost: x\r\n\r\n",        /* authority-form */
+    "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n",            /* asterisk-form */
+    "GET / HTTP/2.0\r\nHost: x\r\n\r\n",                /* version */
+    "GET  / HTTP/1.1\r\nHost: x\r\n\r\n",               /* two spaces */
+    "GET / HTTP/1.1 \r\nHost: x\r\n\r\n",               /* trailing space */
+    "\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n",            /* leading empty line */
+    "G(T / HTTP/1.1\r\nHost: x\r\n\r\n",                /* method not a token */
     "VERYLONGMETHODNAME / HTTP/1.1\r\nHost: x\r\n\r\n", /* method longer than 15 */
   };
   struct http_head h;
@@ -134,9 +134,9 @@ test_response (void **state)
   assert_true (h.status == 404 && h.has_length && h.content_length == 3);
   assert_int_equal (parse ("HTTP/1.0 200\r\n\r\n", HTTP_RESPONSE, &h, &why), 1);
   assert_int_equal (parse ("HTTP/1.1 20x OK\r\n\r\n", HTTP_RESPONSE, &h, &why), -1);
-  assert_int_equal (parse ("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
-                           HTTP_RESPONSE, &h, &why),
-                    -1);
+  assert_int_equal (
+      parse ("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", HTTP_RESPONSE, &h, &why),
+      -1);
 }
 
 static int
@@ -175,8 +175,10 @@ test_body_chunked (void **state)
       assert_int_equal (used, strlen (s) - 4);
       assert_int_equal (d.total, 31);
     }
-  static const char *const bad[] = { "5;ext=1\r\nhello\r\n0\r\n\r\n", "5\r\nhelloX\r\n", "5\nhello\r\n",
-                                     "\r\n", "g\r\n", "1000000000000000\r\n", "0\r\nX: a\nb\r\n\r\n" };
+  static const char *const bad[] = {
+    "5;ext=1\r\nhello\r\n0\r\n\r\n", "5\r\nhelloX\r\n",     "5\nhello\r\n", "\r\n", "g\r\n",
+    "1000000000000000\r\n",          "0\r\nX: a\nb\r\n\r\n"
+  };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     {
       struct http_body d;
@@ -235,10 +237,10 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_request_ok),   cmocka_unit_test (test_request_incremental),
+    cmocka_unit_test (test_request_ok),      cmocka_unit_test (test_request_incremental),
     cmocka_unit_test (test_request_refused), cmocka_unit_test (test_limits),
-    cmocka_unit_test (test_response),     cmocka_unit_test (test_body_chunked),
-    cmocka_unit_test (test_body_length),  cmocka_unit_test (test_head_set),
+    cmocka_unit_test (test_response),        cmocka_unit_test (test_body_chunked),
+    cmocka_unit_test (test_body_length),     cmocka_unit_test (test_head_set),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -12,13 +12,16 @@
 #include "monitor/http_rules.h"
 
 static char *get_post[] = { "GET", "POST" }, *get[] = { "GET" };
-static char *repos[] = { "/repos/org/*" }, *any_path[] = { "/*" }, *upload[] = { "/*git-upload-pack*", "/*/info/refs?service=git-upload-pack" };
+static char *repos[] = { "/repos/org/*" }, *any_path[] = { "/*" },
+            *upload[] = { "/*git-upload-pack*", "/*/info/refs?service=git-upload-pack" };
 
 static struct policy_http_allow api_allow[] = {
   { .methods = get, .methods_len = 1 },
   { .methods = get_post, .methods_len = 2, .paths = repos, .paths_len = 1 },
 };
-static struct policy_http_allow gh_allow[] = { { .methods = get_post, .methods_len = 2, .paths = upload, .paths_len = 2 } };
+static struct policy_http_allow gh_allow[] = {
+  { .methods = get_post, .methods_len = 2, .paths = upload, .paths_len = 2 }
+};
 static struct policy_http_allow narrow_allow[] = { { .paths = any_path, .paths_len = 1 } };
 
 static struct policy_http_host hosts[] = {
@@ -28,7 +31,9 @@ static struct policy_http_host hosts[] = {
   { .host = "open.test" },
 };
 static struct policy_credential creds[] = { { .host = "cred.test", .header = "Authorization", .value = "x" } };
-static const struct policy_plan plan = { .http_hosts = hosts, .http_hosts_len = 4, .credentials = creds, .credentials_len = 1 };
+static const struct policy_plan plan = {
+  .http_hosts = hosts, .http_hosts_len = 4, .credentials = creds, .credentials_len = 1
+};
 
 static int
 check (const char *host, const char *method, const char *target, uint64_t body, char *rule, uint64_t *max)
@@ -72,7 +77,7 @@ test_refused (void **state)
   assert_string_equal (rule, "body too large: 101 > 100 bytes");
   assert_int_equal (check ("git.test", "POST", "/o/r.git/git-upload-pack", 11, rule, &max), -1);
   assert_int_equal (check ("git.test", "POST", "/o/r.git/git-receive-pack", 0, rule, &max), -1);
-  static const char *const traversal[] = { "/repos/org/../admin", "/repos/org/./x", "/repos/org/..",
+  static const char *const traversal[] = { "/repos/org/../admin",     "/repos/org/./x", "/repos/org/..",
                                            "/repos/org/%2e%2e/admin", "/repos/org%2Fx", "/repos/org/\\..\\x" };
   for (size_t i = 0; i < sizeof traversal / sizeof traversal[0]; i++)
     {

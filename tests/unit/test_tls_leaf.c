@@ -49,8 +49,8 @@ make_ca (EVP_PKEY **key)
   ASN1_INTEGER_set (X509_get_serialNumber (x), 1);
   X509_gmtime_adj (X509_getm_notBefore (x), -60);
   X509_gmtime_adj (X509_getm_notAfter (x), 7 * 86400);
-  X509_NAME_add_entry_by_txt (X509_get_subject_name (x), "CN", MBSTRING_ASC, (const unsigned char *) "test CA", -1,
-                              -1, 0);
+  X509_NAME_add_entry_by_txt (X509_get_subject_name (x), "CN", MBSTRING_ASC, (const unsigned char *) "test CA", -1, -1,
+                              0);
   X509_set_issuer_name (x, X509_get_subject_name (x));
   X509_set_pubkey (x, *key);
   X509V3_CTX ctx;
@@ -98,7 +98,7 @@ test_mint_verify_cache (void **state)
   assert_int_equal (tls_leaf_get (l, "api.test", &a, &ka, &err), 0);
   assert_int_equal (tls_leaf_get (l, "git.test", &b, &kb, &err), 0);
   assert_int_equal (tls_leaf_get (l, "api.test", &a2, &ka, &err), 0);
-  assert_ptr_equal (a, a2); /* cached */
+  assert_ptr_equal (a, a2);  /* cached */
   assert_ptr_equal (ka, kb); /* one key */
   assert_int_equal (X509_check_private_key (a, ka), 1);
   assert_int_equal (verify (ca, a, "api.test"), 1);
