@@ -62,12 +62,6 @@ class Lab:
 
 
 @pytest.fixture
-def lab_env():
-    """Extra environment of upstream.py (a module overrides it: test_egress_tls.py's UPSTREAM_TLS)."""
-    return {}
-
-
-@pytest.fixture
 def lab(tmp_path, lab_env):
     if not shutil.which("ip"):
         pytest.skip("iproute2 not installed")
