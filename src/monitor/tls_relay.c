@@ -496,8 +496,21 @@ step_accept (struct tls_relay *r, struct tconn *c)
     return false;
   if (x < 0)
     {
-      (void) r;
-      c->st = T_FREE; /* the agent does not trust the CA, offered only h2, or went away */
+      /* the agent does not trust the CA, offered only h2, or went away: one record saying which
+       * (the OpenSSL reason: "tlsv1 alert unknown ca", "no application protocol") */
+      unsigned long l = ERR_peek_error ();
+      if (l)
+        {
+          char e[160];
+          ERR_error_string_n (l, e, sizeof e);
+          const char *reason = strrchr (e, ':');
+          snprintf (c->rule, sizeof c->rule, "tls with the agent failed: %s", reason ? reason + 1 : e);
+          snprintf (c->req.method, sizeof c->req.method, "-");
+          c->requested = true;
+          (void) r;
+        }
+      ERR_clear_error ();
+      c->st = T_FREE;
       return true;
     }
   c->st = T_HEAD;

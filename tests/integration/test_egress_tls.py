@@ -177,6 +177,8 @@ def test_interception_end_to_end(intercepted, ebundle):
     assert not any(e.get("sni") in ("rogue.test", "wrongname.test") and e["path"] == "/" for e in api)
     # ALPN: http/1.1 only - an h2-only client fails the handshake, one offering both gets http/1.1
     assert not h2["ok"], h2
+    assert any(r["event"] == "http" and r["rule"] == "tls with the agent failed: no application protocol"
+               for r in recs), [r for r in recs if r["event"] == "http" and r["method"] == "-"]
     assert alpn["ok"] and alpn["alpn"] == "http/1.1" and alpn["status"] == "HTTP/1.1 200 OK", alpn
     # ambiguous framing: a 400
     assert smuggle["ok"] and smuggle["status"] == "HTTP/1.1 400 Bad Request", smuggle
@@ -239,3 +241,22 @@ def test_interception_framing(intercepted):
     assert max(r["secs"] for r in res) < 5, [r["secs"] for r in res]  # no answer waited for a timeout
     assert http["/big/3000000"]["status"] == 200 and http["/big/3000000"]["bytesDown"] > 3000000, http
     assert http["/upload"]["status"] == 200, http  # the final status, not the 100
+
+
+def test_interception_stalled_agent(intercepted):
+    """A stalled agent stalls only its own connections: with a half ClientHello, an idle TLS
+    connection and one whose 30 MB answer is never read held open, another request is answered
+    at once (the monitor never blocks on the agent)."""
+    res, recs, api, _ = intercepted([
+        ["hold", "hello", "api.test"],
+        ["hold", "tls", "api.test", CA],
+        ["hold", "noread", "api.test", CA, get("/big/30000000")],
+        ["hold", "noread", "api.test", CA, get("/big/30000000")],
+        https("api.test", get("/after")),
+        ["resolve", "api.test"],
+    ])
+    assert all(r["ok"] for r in res), res
+    after, resolved = res[4], res[5]
+    assert after["status"] == "HTTP/1.1 200 OK" and after["body"] == "ok GET /after\n", after
+    assert after["secs"] < 3 and resolved["secs"] < 3, (after["secs"], resolved["secs"])
+    assert [e["path"] for e in api].count("/big/30000000") == 2

@@ -18,7 +18,8 @@ Actions: ["connect", host, port] | ["udp", host, port] | ["resolve", name] |
          ["flood", addr, port, n] (n non-blocking TCP connects, each socket closed at once: one SYN
          each, as fast as Python goes; how many connect calls returned) |
          ["https", name, cafile, request, alpn, chunks] (one request over verified TLS: the answer) |
-         ["wait_file", path] (until path exists: the test acts on the host meanwhile)"""
+         ["wait_file", path] (until path exists: the test acts on the host meanwhile) |
+         ["hold", "hello"|"tls"|"noread", name, cafile, request] (a connection left stalled)"""
 import errno
 import json
 import os
@@ -326,6 +327,25 @@ def https(name, cafile, request, alpn=None, chunks=None):
             "alpn": proto}
 
 
+HELD = []
+
+
+def hold(kind, name, cafile=None, request=None):
+    """Open a connection to name:443 and leave it stalled for the rest of the run: "hello" (half a
+    ClientHello), "tls" (the handshake done, then nothing), "noread" (a request sent, the answer
+    never read)."""
+    addrs = resolve(name)["addrs"]
+    s = socket.create_connection((addrs[0], 443), timeout=10)
+    if kind == "hello":
+        s.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")
+    else:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s = ssl.create_default_context(cafile=cafile).wrap_socket(s, server_hostname=name)
+        if kind == "noread":
+            s.sendall(request.encode())
+    HELD.append(s)
+
+
 def wait_file(path, secs=30):
     deadline = time.monotonic() + secs
     while not os.path.exists(path):
@@ -343,5 +363,6 @@ ACTIONS = {"connect": connect, "udp": udp, "resolve": resolve, "http": http, "tl
            "loopback": loopback, "run": run, "rawdns": rawdns, "tcpdns": tcpdns,
            "http_as": http_as, "tls_as": tls_as, "http_reqs": http_reqs, "raw": raw, "dnsmsg": dnsmsg,
            "http_expect": http_expect, "http_expect_now": http_expect_now,
-           "flood": flood, "https": https, "wait_file": wait_file}
+           "flood": flood, "https": https, "wait_file": wait_file,
+           "hold": hold}
 print(json.dumps([timed(lambda a=a: ACTIONS[a[0]](*a[1:])) for a in json.loads(sys.argv[1])]))
