@@ -231,6 +231,12 @@ on_hello (struct splice *s, struct conn *c)
       refuse (s, c, name, tls ? "sni" : "host", !tls);
       return;
     }
+  if (!tls && s->tls && tls_relay_wants (s->tls, name))
+    {
+      /* its rules and credentials apply inside TLS only: plain HTTP would pass them by */
+      refuse (s, c, name, SPLICE_PLAIN_INTERCEPTED, true);
+      return;
+    }
   const char *bad = tls ? NULL
                         : splice_http_head (
                             c, c->c2u.b,

@@ -80,6 +80,9 @@ struct splice
   } resolved[256];
 };
 
+/* the refusal of plain HTTP to a host the TLS relay intercepts (monitor/tls_relay.h) */
+#define SPLICE_PLAIN_INTERCEPTED "http: plain HTTP to an intercepted host (HTTPS only)"
+
 /* splice.c: `host` (lowercase) was let through by the DNS stub and its answer still lives */
 bool splice_name_allowed (struct splice *s, const char *host);
 

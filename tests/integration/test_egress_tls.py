@@ -59,7 +59,7 @@ ZONE = {"api.test": {"A": [UP4]}, "rogue.test": {"A": [UP4]}, "wrongname.test": 
 POLICY = {"version": 1, "extends": "agent",
           "network": {"mode": "filtered", "allowedDomains": ["api.test", "rogue.test", "wrongname.test",
                                                            "nosecret.test"],
-                      "ports": [443]},
+                      "ports": [80, 443]},
           "approvals": {"network": "deny"}}
 CA = "/egress/egress-ca.pem"  # in the container
 
@@ -120,7 +120,7 @@ def header(entry, name):
     return [v for k, v in entry["headers"] if k.lower() == name.lower()]
 
 
-def test_interception_end_to_end(intercepted, ebundle):
+def test_interception_end_to_end(intercepted, ebundle, lab):
     def rotate(secrets):
         (secrets / "tok.new").write_text(SECRET2 + "\n")
         os.rename(secrets / "tok.new", secrets / "tok")
@@ -144,8 +144,11 @@ def test_interception_end_to_end(intercepted, ebundle):
         https("api.test", get("/alpn"), alpn=["h2", "http/1.1"]),                                # 12
         https("api.test", "POST /upload HTTP/1.1\r\nHost: api.test\r\nContent-Length: 5\r\n"
                           "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),                        # 13
+        ["http", "api.test", 80],                                                                # 14
+        ["http_as", UP4, 80, "other.test"],                                                      # 15
     ], on_first=rotate)
-    first, _, again, delete, other, fronting, big, chunk_big, small, rogue, wrongname, h2, alpn, smuggle = res
+    (first, _, again, delete, other, fronting, big, chunk_big, small, rogue, wrongname, h2, alpn, smuggle,
+     plain, plain_other) = res
 
     # allowed: the agent's own Authorization replaced by the secret's; Connection: close both ways
     assert first["ok"] and first["status"] == "HTTP/1.1 200 OK" and first["body"] == "ok GET /user?q=1\n", first
@@ -180,6 +183,11 @@ def test_interception_end_to_end(intercepted, ebundle):
     assert any(r["event"] == "http" and r["rule"] == "tls with the agent failed: no application protocol"
                for r in recs), [r for r in recs if r["event"] == "http" and r["method"] == "-"]
     assert alpn["ok"] and alpn["alpn"] == "http/1.1" and alpn["status"] == "HTTP/1.1 200 OK", alpn
+    # plain HTTP to an intercepted host is refused (its rules and credentials live inside TLS)
+    assert plain["ok"] and plain["response"].startswith("HTTP/1.1 403 Forbidden"), plain
+    assert "X-Agentsbx-Blocked: plain HTTP to an intercepted host (HTTPS only)" in plain["response"], plain
+    assert plain_other["ok"] and plain_other["response"].startswith("HTTP/1.1 403"), plain_other  # not resolved
+    assert "api.test" not in lab.log("http.log")
     # ambiguous framing: a 400
     assert smuggle["ok"] and smuggle["status"] == "HTTP/1.1 400 Bad Request", smuggle
 
@@ -196,8 +204,9 @@ def test_interception_end_to_end(intercepted, ebundle):
     assert any(r["status"] == 502 and r["host"] == "rogue.test" for r in http), http
     assert SECRET1 not in audit_text and SECRET2 not in audit_text
     assert max(r["secs"] for i, r in enumerate(res) if i != 1) < 5, [r["secs"] for r in res]
-    net = [r for r in recs if r["event"] == "network" and r.get("host") == "api.test"]
-    assert net and all(r["rule"] == "sni: intercepted" for r in net), net
+    net = [(r["port"], r["decision"], r["rule"]) for r in recs if r["event"] == "network" and r.get("host") == "api.test"]
+    assert net and all(n == (443, "allowed", "sni: intercepted") for n in net if n[0] == 443), net
+    assert (80, "refused", "http: plain HTTP to an intercepted host (HTTPS only)") in net, net
 
 
 def test_interception_framing(intercepted):
