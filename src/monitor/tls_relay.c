@@ -653,7 +653,7 @@ fwd_up (struct tls_relay *r, struct tconn *c)
         }
       if (c->body_end)
         {
-          c->body_done = true; /* bytes after the body (a pipelined request) are dropped */
+          c->body_done = true; /* what follows the body (a pipelined request) waits in `in` */
           return true;
         }
       size_t used;
@@ -697,7 +697,7 @@ fwd_up (struct tls_relay *r, struct tconn *c)
   return moved;
 }
 
-/* the response's head: Connection: close set, its framing followed */
+/* the response's head: Connection set (keep-alive or close), its framing followed */
 static bool
 resp_scan (struct tls_relay *r, struct tconn *c)
 {
