@@ -40,7 +40,7 @@ def certs(tmp_path):
             "-subj", "/CN=agentsbx test upstream CA", "-addext", "basicConstraints=critical,CA:TRUE",
             "-addext", "keyUsage=critical,keyCertSign")
     openssl("req", *ec, "-keyout", d / "api.key", "-out", d / "api.csr", "-subj", "/CN=api.test")
-    (d / "api.ext").write_text("subjectAltName=DNS:api.test\nextendedKeyUsage=serverAuth\n")
+    (d / "api.ext").write_text("subjectAltName=DNS:api.test,DNS:rules.test\nextendedKeyUsage=serverAuth\n")
     openssl("x509", "-req", "-in", d / "api.csr", "-CA", d / "ca.pem", "-CAkey", d / "ca.key", "-CAcreateserial",
             "-out", d / "api.pem", "-days", "2", "-extfile", d / "api.ext")
     openssl("req", "-x509", *ec, "-keyout", d / "rogue.key", "-out", d / "rogue.pem", "-days", "2",
@@ -55,10 +55,10 @@ def lab_env(certs):
 
 
 ZONE = {"api.test": {"A": [UP4]}, "rogue.test": {"A": [UP4]}, "wrongname.test": {"A": [UP4]},
-        "nosecret.test": {"A": [UP4]}}
+        "nosecret.test": {"A": [UP4]}, "rules.test": {"A": [UP4]}}
 POLICY = {"version": 1, "extends": "agent",
           "network": {"mode": "filtered", "allowedDomains": ["api.test", "rogue.test", "wrongname.test",
-                                                           "nosecret.test"],
+                                                           "nosecret.test", "rules.test"],
                       "ports": [80, 443]},
           "approvals": {"network": "deny"}}
 CA = "/egress/egress-ca.pem"  # in the container
@@ -89,7 +89,7 @@ def intercepted(rt, ebundle, lab, tmp_path, certs):
                         {"host": "nosecret.test", "header": "X-Key", "value": "${secret:absent}"}],
         "http": [{"host": "api.test", "maxBodyBytes": 100,
                   "allow": [{"methods": ["GET", "HEAD"]}, {"methods": ["POST"], "paths": ["/upload*"]}]},
-                 {"host": "rogue.test"}, {"host": "wrongname.test"}],
+                 {"host": "rogue.test"}, {"host": "wrongname.test"}, {"host": "rules.test"}],
         "secretsDir": str(secrets), "upstreamCaFile": str(certs / "ca.pem"),
         "caCertOut": os.path.join(ebundle.rootfs, CA.lstrip("/"))}))
     env = dict(os.environ, AGENTSBX_UPSTREAM_DNS=HOSTUP4, AGENTSBX_TEST_INTERCEPT=str(icpt))
@@ -223,8 +223,14 @@ def test_interception_framing(intercepted):
         https("api.test", get("/ka1", close=False), chunks=[get("/ka2")]),
         https("api.test", get("/pl1", close=False) + get("/pl2")),
         https("api.test", get("/ok-then", close=False) + "DELETE /x HTTP/1.1\r\nHost: api.test\r\n\r\n"),
+        https("rules.test", get("/rules-only", host="rules.test")),
     ])
-    big, chunked, expect, head, nosecret, ka, pl, then_refused = res
+    big, chunked, expect, head, nosecret, ka, pl, then_refused, rules_only = res
+    # a host with rules and no credential: intercepted, checked, nothing added (api.test's secret
+    # never goes to another host, the agent's own header passes as sent)
+    assert rules_only["ok"] and rules_only["status"] == "HTTP/1.1 200 OK", rules_only
+    e = next(e for e in api if e["path"] == "/rules-only")
+    assert e["sni"] == "rules.test" and header(e, "Authorization") == ["Bearer agent-fake"], e
     assert big["ok"] and big["status"] == "HTTP/1.1 200 OK" and big["body"] == "z" * 3000000, \
         {k: v for k, v in big.items() if k != "body"}
     assert chunked["ok"] and "Transfer-Encoding: chunked" in chunked["headers"], chunked
