@@ -1,4 +1,5 @@
-/* tls_relay.c - the TLS interception's per-connection state machine (see tls_relay.h).
+/* tls_relay.c - the TLS interception's connections and state machine (see tls_relay.h); the
+ * HTTP side of each state is tls_relay_http.c.
  *
  * States: T_ACCEPT (TLS with the agent), T_HEAD (the request head), T_CONNECT (TCP to the
  * original destination), T_UHS (TLS with it), T_FWD (head and body up, response down at the
@@ -14,7 +15,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +22,6 @@
 #include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <openssl/err.h>
@@ -36,85 +35,9 @@
 #include "monitor/audit.h"
 #include "monitor/http_req.h"
 #include "monitor/http_rules.h"
-#include "monitor/secret_tpl.h"
 #include "monitor/tls_leaf.h"
 #include "monitor/tls_relay.h"
-
-#define TCONNS_MAX 64
-#define IO_MAX 16384
-#define IN_MAX (HTTP_HEAD_MAX + IO_MAX)
-#define OUT_MAX (HTTP_HEAD_MAX + IO_MAX)
-#define OUT_SLACK 64    /* room kept in out for the `Connection: close` the response head gets */
-#define CRBIO_MAX 65536 /* agent bytes buffered ahead of OpenSSL */
-#define CREDS_MAX 16    /* credential headers recorded per request */
-
-enum
-{
-  T_FREE = 0,
-  T_ACCEPT,
-  T_HEAD,
-  T_CONNECT,
-  T_UHS,
-  T_FWD,
-  T_ERR,
-};
-
-enum
-{
-  R_HEAD = 0, /* the response head (and 1xx heads, passed on) */
-  R_BODY,     /* a framed body */
-  R_EOF,      /* no framing: until the upstream closes */
-  R_COMPLETE, /* the response is complete */
-};
-
-struct tconn
-{
-  int st;
-  int cfd, ufd;
-  SSL *cs, *us;
-  BIO *crbio; /* the agent's bytes, read by the relay from cfd (owned by cs) */
-  bool c_eof, u_eof;
-  bool keep;       /* the response is framed and the agent did not ask to close: another request may follow */
-  bool reparse;    /* bytes after the last request's body wait in `in`: parse them before reading */
-  unsigned cw, uw; /* epoll interests the blocked operations wait for */
-  struct sockaddr_storage dst;
-  socklen_t dlen;
-  char host[256];
-  /* the agent's plaintext: the request head, then body bytes in passing */
-  unsigned char in[IN_MAX];
-  size_t in_len, fwd_off, fwd_end; /* in[fwd_off..fwd_end): body bytes checked, to send up */
-  struct http_head req;
-  struct http_body body;
-  bool body_end, body_done; /* the decoder saw the body's end; all of it went up */
-  uint64_t max_body;
-  unsigned char *uhead; /* the head sent upstream (credentials set: wiped once sent) */
-  size_t uhead_len, uhead_off;
-  /* the upstream's plaintext: out[out_off..rscan) checked and to send to the agent */
-  unsigned char out[OUT_MAX];
-  size_t out_off, out_len, rscan;
-  int rs;
-  struct http_body rbody;
-  char *err_resp; /* T_ERR: our response */
-  size_t err_len, err_off;
-  /* the audit record */
-  char path[512];
-  int status;
-  uint64_t up, down;
-  char rule[200];
-  const char *creds[CREDS_MAX];
-  size_t ncreds;
-  bool requested; /* a request head was read: the record is written at the end */
-};
-
-struct tls_relay
-{
-  const char *id;
-  const struct policy_plan *plan;
-  int netns, audit_fd, ep, secrets_dirfd;
-  struct tls_leaf *leaf;
-  SSL_CTX *sctx, *uctx;
-  struct tconn *c[TCONNS_MAX];
-};
+#include "monitor/tls_relay_internal.h"
 
 static int
 ssl_fail (asbx_err_t *err, const char *what)
@@ -141,8 +64,8 @@ tls_relay_fd (const struct tls_relay *r)
 
 /* ---- the audit record ---- */
 
-static void
-record (struct tls_relay *r, struct tconn *c)
+void
+tls_relay_record (struct tls_relay *r, struct tconn *c)
 {
   if (!c->requested || !(r->plan->audit_events & POLICY_AUDIT_NETWORK))
     return;
@@ -163,8 +86,8 @@ record (struct tls_relay *r, struct tconn *c)
 
 /* ---- connections ---- */
 
-static void
-upstream_close (struct tls_relay *r, struct tconn *c)
+void
+tls_relay_upstream_close (struct tls_relay *r, struct tconn *c)
 {
   if (c->us)
     SSL_free (c->us);
@@ -183,8 +106,8 @@ conn_free (struct tls_relay *r, size_t k)
   struct tconn *c = r->c[k];
   if (!c)
     return;
-  record (r, c);
-  upstream_close (r, c);
+  tls_relay_record (r, c);
+  tls_relay_upstream_close (r, c);
   if (c->cs)
     SSL_free (c->cs);
   if (c->cfd >= 0)
@@ -205,8 +128,8 @@ conn_free (struct tls_relay *r, size_t k)
 
 /* our own answer to the agent (a refusal or an upstream failure), then the end: status code,
  * its reason phrase and why, which goes into X-Agentsbx-Blocked and the plain-text body */
-static void
-answer (struct tls_relay *r, struct tconn *c, int code, const char *why)
+void
+tls_relay_answer (struct tls_relay *r, struct tconn *c, int code, const char *why)
 {
   const char *phrase = code == 400 ? "Bad Request" : code == 403 ? "Forbidden" : "Bad Gateway";
   char body[600];
@@ -219,7 +142,7 @@ answer (struct tls_relay *r, struct tconn *c, int code, const char *why)
                     "HTTP/1.1 %d %s\r\nX-Agentsbx-Blocked: %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
                     "Content-Length: %d\r\nConnection: close\r\n\r\n%.*s",
                     code, phrase, why, bn, bn, body);
-  upstream_close (r, c);
+  tls_relay_upstream_close (r, c);
   if (n < 0)
     {
       c->st = T_FREE; /* drive ends it */
@@ -257,8 +180,8 @@ pump (struct tconn *c)
 
 /* the result r of an SSL operation on s: 1 = done, 0 = blocked (the interest recorded), -1 = the
  * end or an error */
-static int
-io (struct tconn *c, SSL *s, int ret)
+int
+tls_relay_io (struct tconn *c, SSL *s, int ret)
 {
   if (ret > 0)
     return 1;
@@ -278,8 +201,8 @@ io (struct tconn *c, SSL *s, int ret)
 }
 
 /* a socket in the container's namespace, marked so the redirect skips it (as the splice does) */
-static int
-upstream_socket (struct tls_relay *r, int family)
+int
+tls_relay_upstream_socket (struct tls_relay *r, int family)
 {
   uint32_t mark = POLICY_NFT_SPLICE_MARK;
   asbx_err_t e = NULL;
@@ -293,121 +216,13 @@ upstream_socket (struct tls_relay *r, int family)
   return fd;
 }
 
-/* ---- the request ---- */
-
-/* a Host value that names the TLS server name (optionally with the default port) */
-static bool
-host_is_sni (const unsigned char *v, size_t n, const char *sni)
-{
-  if (n > 4 && memcmp (v + n - 4, ":443", 4) == 0)
-    n -= 4;
-  return n == strlen (sni) && strncasecmp ((const char *) v, sni, n) == 0;
-}
-
-/* the upstream head: the agent's, each credential header of the host set, Connection: close */
-static int
-build_uhead (struct tls_relay *r, struct tconn *c, char *why, size_t wl)
-{
-  size_t n = c->req.len;
-  unsigned char *h = xmalloc0 (n + 1);
-  memcpy (h, c->in, n);
-  for (size_t i = 0; i < r->plan->credentials_len; i++)
-    {
-      const struct policy_credential *cr = &r->plan->credentials[i];
-      if (strcmp (cr->host, c->host) != 0)
-        continue;
-      char *v = secret_expand (r->secrets_dirfd, cr->value, why, wl);
-      unsigned char *nh = v ? http_head_set (h, n, cr->header, v, &n) : NULL;
-      if (v)
-        {
-          OPENSSL_cleanse (v, strlen (v));
-          free (v);
-        }
-      OPENSSL_cleanse (h, strlen ((char *) h));
-      free (h);
-      if (!nh)
-        {
-          if (!*why)
-            snprintf (why, wl, "credential: header %s: bad name or value", cr->header);
-          return -1;
-        }
-      h = nh;
-      if (c->ncreds < CREDS_MAX)
-        c->creds[c->ncreds++] = cr->header;
-    }
-  unsigned char *nh = http_head_set (h, n, "Connection", "close", &n);
-  OPENSSL_cleanse (h, strlen ((char *) h));
-  free (h);
-  if (!nh)
-    {
-      snprintf (why, wl, "out of memory");
-      return -1;
-    }
-  c->uhead = nh;
-  c->uhead_len = n;
-  c->uhead_off = 0;
-  return 0;
-}
-
-/* a complete request head in c->in: check it, and start the upstream connection */
-static void
-request (struct tls_relay *r, struct tconn *c)
-{
-  const unsigned char *t = c->in + c->req.target_off;
-  size_t pl = strcspn ((const char *) t, "?");
-  if (pl > c->req.target_len)
-    pl = c->req.target_len;
-  snprintf (c->path, sizeof c->path, "%.*s", (int) (pl < sizeof c->path ? pl : sizeof c->path - 1), t);
-  c->requested = true;
-  if (!host_is_sni (c->in + c->req.host_off, c->req.host_len, c->host))
-    {
-      answer (r, c, 403, "Host header does not name the TLS server name (domain fronting)");
-      return;
-    }
-  if (c->req.upgrade)
-    {
-      answer (r, c, 403, "Upgrade (WebSocket, h2c) is not supported on an intercepted host");
-      return;
-    }
-  char rule[sizeof c->rule];
-  if (http_rules_check (r->plan, c->host, c->req.method, (const char *) t, c->req.target_len,
-                        c->req.has_length ? c->req.content_length : 0, &c->max_body, rule, sizeof rule)
-      < 0)
-    {
-      answer (r, c, 403, rule);
-      return;
-    }
-  snprintf (c->rule, sizeof c->rule, "%s", rule);
-  char why[300] = "";
-  if (build_uhead (r, c, why, sizeof why) < 0)
-    {
-      answer (r, c, 502, why);
-      return;
-    }
-  http_body_init (&c->body, &c->req);
-  c->fwd_off = c->fwd_end = c->req.len;
-  c->ufd = upstream_socket (r, c->dst.ss_family);
-  size_t k = 0;
-  while (k < TCONNS_MAX && r->c[k] != c)
-    k++;
-  struct epoll_event ev = { .events = EPOLLOUT, .data.u64 = k * 2 + 1 };
-  if (c->ufd < 0 || epoll_ctl (r->ep, EPOLL_CTL_ADD, c->ufd, &ev) < 0
-      || (connect (c->ufd, (struct sockaddr *) &c->dst, c->dlen) < 0 && errno != EINPROGRESS))
-    {
-      snprintf (why, sizeof why, "upstream connect: %s", strerror (errno));
-      answer (r, c, 502, why);
-      return;
-    }
-  c->st = T_CONNECT;
-}
-
 /* ---- each state's progress: true when something moved ---- */
 
 static bool
 step_accept (struct tls_relay *r, struct tconn *c)
 {
   ERR_clear_error ();
-  int x = io (c, c->cs, SSL_do_handshake (c->cs));
+  int x = tls_relay_io (c, c->cs, SSL_do_handshake (c->cs));
   if (x == 0)
     return false;
   if (x < 0)
@@ -440,7 +255,7 @@ step_head (struct tls_relay *r, struct tconn *c)
     {
       ERR_clear_error ();
       int n = SSL_read (c->cs, c->in + c->in_len, (int) (IN_MAX - c->in_len));
-      int x = io (c, c->cs, n);
+      int x = tls_relay_io (c, c->cs, n);
       if (x == 0)
         return false;
       if (x < 0)
@@ -457,10 +272,10 @@ step_head (struct tls_relay *r, struct tconn *c)
     {
       c->requested = true;
       snprintf (c->req.method, sizeof c->req.method, "-");
-      answer (r, c, 400, why);
+      tls_relay_answer (r, c, 400, why);
     }
   else if (p > 0)
-    request (r, c);
+    tls_relay_request (r, c);
   return true;
 }
 
@@ -488,7 +303,7 @@ step_connect (struct tls_relay *r, struct tconn *c)
     {
       char why[200];
       snprintf (why, sizeof why, "upstream connect: %s", strerror (e));
-      answer (r, c, 502, why);
+      tls_relay_answer (r, c, 502, why);
       return true;
     }
   c->us = SSL_new (r->uctx);
@@ -496,7 +311,7 @@ step_connect (struct tls_relay *r, struct tconn *c)
       || SSL_set1_host (c->us, c->host) != 1)
     {
       ERR_clear_error ();
-      answer (r, c, 502, "upstream TLS setup failed");
+      tls_relay_answer (r, c, 502, "upstream TLS setup failed");
       return true;
     }
   SSL_set_connect_state (c->us);
@@ -508,7 +323,7 @@ static bool
 step_uhs (struct tls_relay *r, struct tconn *c)
 {
   ERR_clear_error ();
-  int x = io (c, c->us, SSL_do_handshake (c->us));
+  int x = tls_relay_io (c, c->us, SSL_do_handshake (c->us));
   if (x == 0)
     return false;
   if (x < 0)
@@ -526,269 +341,11 @@ step_uhs (struct tls_relay *r, struct tconn *c)
           snprintf (why, sizeof why, "upstream TLS handshake failed: %s", e);
         }
       ERR_clear_error ();
-      answer (r, c, 502, why);
+      tls_relay_answer (r, c, 502, why);
       return true;
     }
   c->st = T_FWD;
   return true;
-}
-
-/* the request's head and body, up */
-static bool
-fwd_up (struct tls_relay *r, struct tconn *c)
-{
-  bool moved = false;
-  if (c->uhead)
-    {
-      ERR_clear_error ();
-      int n = SSL_write (c->us, c->uhead + c->uhead_off, (int) (c->uhead_len - c->uhead_off));
-      int x = io (c, c->us, n);
-      if (x <= 0)
-        return false; /* an upstream error shows on its read side */
-      c->uhead_off += (size_t) n;
-      c->up += (uint64_t) n;
-      if (c->uhead_off < c->uhead_len)
-        return true;
-      OPENSSL_cleanse (c->uhead, c->uhead_len);
-      free (c->uhead);
-      c->uhead = NULL;
-      moved = true;
-    }
-  while (!c->body_done)
-    {
-      if (c->fwd_end > c->fwd_off)
-        {
-          ERR_clear_error ();
-          int n = SSL_write (c->us, c->in + c->fwd_off, (int) (c->fwd_end - c->fwd_off));
-          if (io (c, c->us, n) <= 0)
-            return moved;
-          c->fwd_off += (size_t) n;
-          c->up += (uint64_t) n;
-          moved = true;
-          continue;
-        }
-      if (c->body_end)
-        {
-          c->body_done = true; /* what follows the body (a pipelined request) waits in `in` */
-          return true;
-        }
-      size_t used;
-      const char *why;
-      int d = http_body_feed (&c->body, c->in + c->fwd_off, c->in_len - c->fwd_off, &used, &why);
-      if (d < 0)
-        {
-          answer (r, c, 400, why);
-          return true;
-        }
-      if (c->max_body && c->body.total > c->max_body)
-        {
-          /* a chunked body past the cap: the upstream is cut before the body's end */
-          char w[120];
-          snprintf (w, sizeof w, "body too large: more than %" PRIu64 " bytes", c->max_body);
-          if (c->out_len == 0 && c->rs == R_HEAD)
-            answer (r, c, 403, w);
-          else
-            c->st = T_FREE;
-          return true;
-        }
-      c->fwd_end = c->fwd_off + used;
-      c->body_end = d == 1;
-      if (used || d == 1)
-        continue;
-      /* more of the body from the agent */
-      c->in_len = c->fwd_off = c->fwd_end = 0;
-      ERR_clear_error ();
-      int n = SSL_read (c->cs, c->in, IN_MAX);
-      int x = io (c, c->cs, n);
-      if (x == 0)
-        return moved;
-      if (x < 0)
-        {
-          c->st = T_FREE; /* the agent went away mid-body */
-          return true;
-        }
-      c->in_len = (size_t) n;
-      moved = true;
-    }
-  return moved;
-}
-
-/* the response's head: Connection set (keep-alive or close), its framing followed */
-static bool
-resp_scan (struct tls_relay *r, struct tconn *c)
-{
-  bool moved = false;
-  while (c->rscan < c->out_len && c->rs != R_COMPLETE)
-    {
-      if (c->rs == R_EOF)
-        {
-          c->rscan = c->out_len;
-          return true;
-        }
-      if (c->rs == R_BODY)
-        {
-          size_t used;
-          const char *why;
-          int d = http_body_feed (&c->rbody, c->out + c->rscan, c->out_len - c->rscan, &used, &why);
-          c->rscan += used;
-          if (d != 0)
-            {
-              c->keep = c->keep && d > 0;
-              c->rs = R_COMPLETE; /* d < 0, a framing error: the agent gets what was framed, then the end */
-              c->out_len = c->rscan;
-            }
-          return true;
-        }
-      struct http_head h;
-      const char *why;
-      int p = http_head_parse (c->out + c->rscan, c->out_len - c->rscan, HTTP_RESPONSE, &h, &why);
-      if (p == 0)
-        return moved;
-      if (p < 0)
-        {
-          char w[200];
-          snprintf (w, sizeof w, "bad response from the upstream: %s", why);
-          if (c->out_off == 0 && c->down == 0)
-            answer (r, c, 502, w);
-          else
-            c->st = T_FREE;
-          return true;
-        }
-      c->status = h.status;
-      if (h.status < 200)
-        {
-          c->rscan += h.len; /* 100 Continue and the like: passed on as they are */
-          moved = true;
-          continue;
-        }
-      bool nobody = strcmp (c->req.method, "HEAD") == 0 || h.status == 204 || h.status == 304;
-      /* keep-alive with the agent (a fresh upstream connection per request): only when the end of
-       * the response is known from its framing, and the agent speaks HTTP/1.1 and did not ask to
-       * close; the upstream's own `Connection: close` (we asked for it) is replaced */
-      c->keep = (nobody || h.chunked || h.has_length) && c->req.minor == 1 && !c->req.conn_close;
-      size_t nl;
-      unsigned char *nh = http_head_set (c->out + c->rscan, h.len, "Connection", c->keep ? "keep-alive" : "close", &nl);
-      if (!nh || c->out_len - h.len + nl > OUT_MAX)
-        {
-          free (nh);
-          answer (r, c, 502, "response head too large");
-          return true;
-        }
-      memmove (c->out + c->rscan + nl, c->out + c->rscan + h.len, c->out_len - c->rscan - h.len);
-      memcpy (c->out + c->rscan, nh, nl);
-      free (nh);
-      c->out_len = c->out_len - h.len + nl;
-      c->rscan += nl;
-      if (nobody)
-        {
-          c->rs = R_COMPLETE;
-          c->out_len = c->rscan;
-        }
-      else if (h.chunked || h.has_length)
-        {
-          http_body_init (&c->rbody, &h);
-          c->rs = R_BODY;
-          if (!h.chunked && h.content_length == 0)
-            {
-              c->rs = R_COMPLETE;
-              c->out_len = c->rscan;
-            }
-        }
-      else
-        c->rs = R_EOF;
-      moved = true;
-    }
-  return moved;
-}
-
-/* the response is delivered, the request's body all sent: the agent's next request, on the same
- * connection (what followed the body - a pipelined request - is kept) */
-static void
-next_request (struct tls_relay *r, struct tconn *c)
-{
-  record (r, c);
-  upstream_close (r, c);
-  size_t rest = c->in_len - c->fwd_off;
-  memmove (c->in, c->in + c->fwd_off, rest);
-  c->in_len = rest;
-  c->fwd_off = c->fwd_end = 0;
-  c->req = (struct http_head){ 0 };
-  c->body = c->rbody = (struct http_body){ 0 };
-  c->body_end = c->body_done = c->u_eof = c->keep = false;
-  c->max_body = c->up = c->down = 0;
-  c->out_off = c->out_len = c->rscan = 0;
-  c->rs = R_HEAD;
-  c->status = 0;
-  c->rule[0] = c->path[0] = '\0';
-  c->ncreds = 0;
-  c->reparse = rest > 0;
-  c->st = T_HEAD;
-}
-
-/* the response, down */
-static bool
-fwd_down (struct tls_relay *r, struct tconn *c)
-{
-  bool moved = false;
-  if (c->out_off && c->out_off == c->out_len)
-    c->out_off = c->out_len = c->rscan = 0;
-  if (c->out_off && OUT_MAX - OUT_SLACK - c->out_len < IO_MAX / 2)
-    {
-      memmove (c->out, c->out + c->out_off, c->out_len - c->out_off);
-      c->out_len -= c->out_off, c->rscan -= c->out_off, c->out_off = 0;
-    }
-  if (c->us && !c->u_eof && c->rs != R_COMPLETE && c->out_len < OUT_MAX - OUT_SLACK)
-    {
-      ERR_clear_error ();
-      int n = SSL_read (c->us, c->out + c->out_len, (int) (OUT_MAX - OUT_SLACK - c->out_len));
-      int x = io (c, c->us, n);
-      if (x > 0)
-        c->out_len += (size_t) n, moved = true;
-      else if (x < 0)
-        {
-          c->u_eof = moved = true;
-          upstream_close (r, c); /* nothing more goes up: its HUP must not wake us again */
-        }
-    }
-  if (resp_scan (r, c))
-    moved = true;
-  if (c->st != T_FWD)
-    return true;
-  if (c->rscan > c->out_off)
-    {
-      ERR_clear_error ();
-      int n = SSL_write (c->cs, c->out + c->out_off, (int) (c->rscan - c->out_off));
-      int x = io (c, c->cs, n);
-      if (x < 0)
-        {
-          c->st = T_FREE;
-          return true;
-        }
-      if (x > 0)
-        c->out_off += (size_t) n, c->down += (uint64_t) n, moved = true;
-    }
-  bool sent = c->out_off == c->rscan;
-  if (sent && c->rs == R_COMPLETE && c->keep && c->body_done)
-    {
-      next_request (r, c);
-      return true;
-    }
-  if (sent && (c->rs == R_COMPLETE || (c->u_eof && c->rs == R_EOF)))
-    {
-      ERR_clear_error ();
-      SSL_shutdown (c->cs); /* close_notify, once; the agent has its whole response */
-      c->st = T_FREE;
-      return true;
-    }
-  if (c->u_eof && c->rs != R_COMPLETE && c->rs != R_EOF && sent)
-    {
-      if (c->down == 0 && c->rs == R_HEAD)
-        answer (r, c, 502, "the upstream closed without a response");
-      else
-        c->st = T_FREE; /* a truncated response: the agent sees the connection end */
-      return true;
-    }
-  return moved;
 }
 
 static bool
@@ -796,7 +353,7 @@ step_err (struct tconn *c)
 {
   ERR_clear_error ();
   int n = SSL_write (c->cs, c->err_resp + c->err_off, (int) (c->err_len - c->err_off));
-  int x = io (c, c->cs, n);
+  int x = tls_relay_io (c, c->cs, n);
   if (x == 0)
     return false;
   if (x > 0)
@@ -842,8 +399,8 @@ drive (struct tls_relay *r, size_t k)
         case T_CONNECT: moved = step_connect (r, c); break;
         case T_UHS: moved = step_uhs (r, c); break;
         case T_FWD:
-          moved = fwd_up (r, c);
-          if (c->st == T_FWD && fwd_down (r, c))
+          moved = tls_relay_fwd_up (r, c);
+          if (c->st == T_FWD && tls_relay_fwd_down (r, c))
             moved = true;
           break;
         case T_ERR: moved = step_err (c); break;
