@@ -393,9 +393,12 @@ mon_setup (struct mon *m, asbx_err_t *err)
         return asbx_error (err, errno, "limits.cpuSeconds: timerfd_create");
       mon_timer_arm_ns (m->cpu_tfd, 50000000ull);
     }
+  if ((pl->credentials_len || pl->http_hosts_len) && pl->net_mode != POLICY_NET_FILTERED)
+    return asbx_error (err, 0, "network.credentials/network.http: need network.mode filtered (the egress relay)");
   if (pl->net_mode == POLICY_NET_FILTERED)
     {
-      m->dns = dnsstub_new (m->o->id, m->o->init_pid, pl, m->audit_fd, m->dirfd, err);
+      m->dns = dnsstub_new (m->o->id, m->o->init_pid, pl, m->audit_fd, m->dirfd, m->o->egress_ca_cert_pem,
+                            m->o->egress_ca_key_pem, err);
       if (!m->dns)
         return -1;
       dnsstub_set_members (m->dns, mon_members, m);

@@ -36,6 +36,7 @@
 #include "monitor/audit.h"
 #include "monitor/splice.h"
 #include "monitor/splice_internal.h"
+#include "monitor/tls_relay.h"
 
 #ifndef IP6T_SO_ORIGINAL_DST
 #define IP6T_SO_ORIGINAL_DST 80
@@ -230,6 +231,12 @@ on_hello (struct splice *s, struct conn *c)
       refuse (s, c, name, tls ? "sni" : "host", !tls);
       return;
     }
+  if (!tls && s->tls && tls_relay_wants (s->tls, name))
+    {
+      /* its rules and credentials apply inside TLS only: plain HTTP would pass them by */
+      refuse (s, c, name, SPLICE_PLAIN_INTERCEPTED, true);
+      return;
+    }
   const char *bad = tls ? NULL
                         : splice_http_head (
                             c, c->c2u.b,
@@ -238,6 +245,16 @@ on_hello (struct splice *s, struct conn *c)
   if (bad)
     {
       refuse (s, c, name, bad, true);
+      return;
+    }
+  if (tls && s->tls && tls_relay_wants (s->tls, name))
+    {
+      /* an intercepted host: the relay terminates TLS and checks every request */
+      splice_audit_conn (s, c, name, "allowed", "sni: intercepted");
+      epoll_ctl (s->ep, EPOLL_CTL_DEL, c->cfd, NULL);
+      tls_relay_adopt (s->tls, c->cfd, &c->dst, c->dlen, name, c->c2u.b, c->c2u.len);
+      c->cfd = -1;
+      c->state = ST_FREE;
       return;
     }
   /* TLS: one name per connection (the SNI); HTTP: http_scan checks this request again and
@@ -434,7 +451,9 @@ splice_dispatch (struct splice *s)
   for (int i = 0; i < n; i++)
     {
       uint64_t k = ev[i].data.u64;
-      if (k == UINT64_MAX - 1 || k == UINT64_MAX)
+      if (k == UINT64_MAX - 2)
+        tls_relay_dispatch (s->tls);
+      else if (k == UINT64_MAX - 1 || k == UINT64_MAX)
         on_accept (s, k == UINT64_MAX - 1 ? s->l4 : s->l6);
       else if (s->c[k / 2].state != ST_FREE)
         on_event (s, &s->c[k / 2], k % 2, ev[i].events);
@@ -488,7 +507,8 @@ listeners (void *arg, int *fds, size_t nfds, char **out, asbx_err_t *err)
 }
 
 struct splice *
-splice_new (const char *id, int netns_fd, const struct policy_plan *plan, int audit_fd, asbx_err_t *err)
+splice_new (const char *id, int netns_fd, const struct policy_plan *plan, int audit_fd, const char *ca_cert_pem,
+            const char *ca_key_pem, asbx_err_t *err)
 {
   struct splice *s = xmalloc0 (sizeof *s);
   /* field by field: a compound literal of this 2 MiB struct would be built on the stack */
@@ -517,6 +537,15 @@ splice_new (const char *id, int netns_fd, const struct policy_plan *plan, int au
   ev.data.u64 = UINT64_MAX;
   if (s->l6 >= 0 && epoll_ctl (s->ep, EPOLL_CTL_ADD, s->l6, &ev) < 0)
     goto fail_epoll;
+  if (plan->credentials_len || plan->http_hosts_len)
+    {
+      s->tls = tls_relay_new (id, plan, netns_fd, audit_fd, ca_cert_pem, ca_key_pem, err);
+      if (!s->tls)
+        goto fail;
+      ev.data.u64 = UINT64_MAX - 2;
+      if (epoll_ctl (s->ep, EPOLL_CTL_ADD, tls_relay_fd (s->tls), &ev) < 0)
+        goto fail_epoll;
+    }
   return s;
 fail_epoll:
   asbx_error (err, errno, "network: SNI/Host check: epoll_ctl");
@@ -533,6 +562,7 @@ splice_free (struct splice *s)
   for (size_t i = 0; i < CONNS_MAX; i++)
     if (s->c[i].state != ST_FREE)
       conn_close (s, &s->c[i], false);
+  tls_relay_free (s->tls);
   int fds[] = { s->ep, s->l4, s->l6 };
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (fds); i++)
     if (fds[i] >= 0)

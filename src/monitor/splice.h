@@ -5,7 +5,8 @@
  * an HTTP request's Host header - and only when that name is one the stub resolved and allowed
  * (splice_name_resolved) connects to the original destination and splices both ways; otherwise HTTP gets
  * `403` with `X-Agentsbx-Blocked: <reason>`, anything else a reset. Two sites sharing one CDN
- * address are told apart this way. No TLS interception: the bytes pass unchanged.
+ * address are told apart this way. No TLS interception (the bytes pass unchanged), except for
+ * the hosts of network.credentials and network.http (monitor/tls_relay.h).
  * The monitor's own upstream sockets carry POLICY_NFT_SPLICE_MARK, which the redirect skips.
  * Every decision is one `network` audit record {addr, port, proto, host, decision, rule}. */
 #ifndef ASBX_MONITOR_SPLICE_H
@@ -21,8 +22,12 @@ struct splice;
 
 /* Listen on 127.0.0.1 and [::1] port POLICY_NFT_SPLICE_PORT inside the network namespace
  * netns_fd (kept by the caller for the splice's lifetime: upstream sockets are made there).
+ * When the plan has network.credentials or network.http hosts, TLS connections to those hosts
+ * are intercepted (monitor/tls_relay.h) with leaves of the container's CA, ca_cert_pem and
+ * ca_key_pem (PEM text; required then, else ignored and may be NULL).
  * NULL with *err. */
-struct splice *splice_new (const char *id, int netns_fd, const struct policy_plan *plan, int audit_fd, asbx_err_t *err);
+struct splice *splice_new (const char *id, int netns_fd, const struct policy_plan *plan, int audit_fd,
+                           const char *ca_cert_pem, const char *ca_key_pem, asbx_err_t *err);
 
 /* The DNS stub let an answer for `name` (lowercase, no trailing dot) through with TTL ttl
  * seconds: a TLS SNI / HTTP Host of that name is allowed as long as the answer's set elements

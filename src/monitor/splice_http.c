@@ -14,7 +14,9 @@
  * seen; chunk extensions are refused; Host must be exactly host[:port] (sni_parse.c); header
  * names must be tokens directly followed by ':'; control bytes are refused. After an Upgrade
  * request the stream is opaque only if the server's next bytes are a 101. A refusal
- * mid-connection lets the earlier responses finish (upstream half-closed), then sends the 403. */
+ * mid-connection lets the earlier responses finish (upstream half-closed), then sends the 403.
+ * A Host the TLS relay intercepts (network.credentials/network.http) is refused in plain HTTP:
+ * its rules and credentials apply inside TLS only. */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +24,7 @@
 
 #include "monitor/sni_parse.h"
 #include "monitor/splice_internal.h"
+#include "monitor/tls_relay.h"
 
 static bool
 header_is (const unsigned char *line, size_t n, const char *name)
@@ -238,6 +241,11 @@ splice_http_scan (struct splice *s, struct conn *c)
             }
           /* the name the connection was opened for stays good after its TTL, like the
            * established flow in the table; any other name must be resolvable now */
+          if (s->tls && tls_relay_wants (s->tls, name))
+            {
+              refuse_request (s, c, name, SPLICE_PLAIN_INTERCEPTED); /* a later request's Host too */
+              return;
+            }
           if ((bad = splice_http_head (c, p, t)) != NULL
               || (strcmp (name, c->host) != 0 && !splice_name_allowed (s, name)))
             {

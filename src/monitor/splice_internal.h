@@ -70,6 +70,7 @@ struct splice
   const char *id;
   const struct policy_plan *plan;
   int audit_fd, netns, ep, l4, l6;
+  struct tls_relay *tls; /* the interception (monitor/tls_relay.h); NULL when nothing is intercepted */
   struct conn c[CONNS_MAX];
   /* names whose answers the DNS stub let through, until their TTL ends: what may be named */
   struct
@@ -78,6 +79,9 @@ struct splice
     uint64_t until_ns;
   } resolved[256];
 };
+
+/* the refusal of plain HTTP to a host the TLS relay intercepts (monitor/tls_relay.h) */
+#define SPLICE_PLAIN_INTERCEPTED "http: plain HTTP to an intercepted host (HTTPS only)"
 
 /* splice.c: `host` (lowercase) was let through by the DNS stub and its answer still lives */
 bool splice_name_allowed (struct splice *s, const char *host);

@@ -453,7 +453,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   if (plan->active && plan->audit_dir && audit_dir_check_path (plan->audit_dir, err) < 0)
     goto out;
   /* every secret a credential names exists in a private secrets dir (its value is not read) */
-  if (egress_relay_check (plan, err) < 0 || egress_secrets_check (plan, err) < 0)
+  if (egress_secrets_check (plan, err) < 0)
     goto out;
   struct spec_model_host mh = { .listen_fds = listen_fds_count (&preserve) };
   mh.userns_isolating = plan->active && policy_userns_isolating (parsed->linux_);

@@ -33,26 +33,6 @@ egress_intercepts (const struct policy_plan *p)
   return p && p->active && (p->credentials_len > 0 || p->http_hosts_len > 0);
 }
 
-int
-egress_relay_check (const struct policy_plan *p, asbx_err_t *err)
-{
-  if (!egress_intercepts (p))
-    return 0;
-#ifndef MONITOR_TLS_RELAY
-  /* test-only, and only in a build without the relay: lets the trust-store tests run before it */
-  const char *t = getenv ("AGENTSBX_TEST_EGRESS_WITHOUT_RELAY");
-  if (t && strcmp (t, "1") == 0)
-    return 0;
-  return asbx_error (err, ENOTSUP,
-                     "network.credentials/network.http: this agentsbx has no TLS relay in its egress "
-                     "(`agentsbx features`: io.agentsbx.egress.tls is \"sni-only\"), so the credentials would not "
-                     "be added and the HTTP rules not checked - refused");
-#else
-  (void) err;
-  return 0;
-#endif
-}
-
 /* the first OpenSSL error of the queue (the queue is emptied) */
 static int
 ssl_fail (asbx_err_t *err, const char *what)

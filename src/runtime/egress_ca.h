@@ -32,13 +32,6 @@ struct egress_ca
 /* Whether the plan intercepts any host (credentials or http rules). */
 bool egress_intercepts (const struct policy_plan *p);
 
-/* Whether this build can enforce an intercepting plan: the monitor's TLS relay is compiled in
- * (MONITOR_TLS_RELAY, monitor/monitor.h; `agentsbx features` io.agentsbx.egress.tls). Without
- * it a plan that intercepts is refused (ENOTSUP), except when the environment has
- * AGENTSBX_TEST_EGRESS_WITHOUT_RELAY=1 (the test suite's trust-store tests; dead once the relay
- * is built). 0 / -1 with *err. */
-int egress_relay_check (const struct policy_plan *p, asbx_err_t *err);
-
 /* Make the CA of container `id` for plan `p` (which must intercept) into *ca (zeroed by the
  * caller). Validity: from one hour before now (clock skew between host and container) to one day
  * past limits.wallClockSeconds when the policy sets it, else EGRESS_CA_DEFAULT_VALIDITY. Subject

@@ -26,14 +26,9 @@ runtime_features_json (asbx_err_t *err)
   const struct scmp_version *sv = seccomp_version ();
   snprintf (llabi, sizeof llabi, "%d", linux_landlock_abi ());
   snprintf (scmpver, sizeof scmpver, "%u.%u.%u", sv->major, sv->minor, sv->micro);
-  /* io.agentsbx.egress.tls: whether the monitor's egress terminates TLS for network.credentials
-   * and network.http ("intercept") or the build has only the SNI check ("sni-only"): the TLS
-   * relay (src/monitor/tls_relay.c) defines MONITOR_TLS_RELAY in monitor/monitor.h */
-#ifdef MONITOR_TLS_RELAY
+  /* io.agentsbx.egress.tls: the monitor's egress terminates TLS for network.credentials and
+   * network.http hosts (src/monitor/tls_relay.c) */
   char egress_tls[] = "intercept";
-#else
-  char egress_tls[] = "sni-only";
-#endif
   char *ann_keys[] = { "io.agentsbx.landlock.abi", "io.github.seccomp.libseccomp.version", "io.agentsbx.egress.tls" };
   char *ann_values[] = { llabi, scmpver, egress_tls };
   struct oci_map annotations = { .keys = ann_keys, .values = ann_values, .len = 3 };

@@ -34,6 +34,7 @@ run_one() {
       srcs=$(ls "$top"/src/policy/*.c | grep -v '/profiles_data\.c$' | tr '\n' ' ')" $d/profiles_data.c $top/tests/fuzz/fuzz_policy.c $top/libocispec/*.c" ;;
     dns) srcs="$top/tests/fuzz/fuzz_dns.c $top/src/monitor/dns_parse.c $top/src/monitor/dns_build.c" ;;
     sni) srcs="$top/tests/fuzz/fuzz_sni.c $top/src/monitor/sni_parse.c" ;;
+    http) srcs="$top/tests/fuzz/fuzz_http.c $top/src/monitor/http_req.c" ;;
     *) echo "fuzz $t: no such target" >&2; return 0 ;;
   esac
   # shellcheck disable=SC2086
@@ -50,7 +51,7 @@ run_one() {
   fi
 }
 
-targets=${FUZZ_TARGETS:-ocispec sync policy dns sni}
+targets=${FUZZ_TARGETS:-ocispec sync policy dns sni http}
 n=0
 for t in $targets; do
   run_one "$t" &

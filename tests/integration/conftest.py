@@ -636,3 +636,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if getattr(config, "_asbx_none_passed", False):
         terminalreporter.write_line("FAILED: no integration test passed in this run (all "
                                     "skipped or deselected)", red=True)
+
+
+@pytest.fixture
+def lab_env():
+    """Extra environment of the egress lab's upstream.py (test_egress.py `lab`); a test module
+    overrides it (test_egress_tls.py: UPSTREAM_TLS). Here, not in test_egress.py, so that every
+    module importing `lab` resolves it."""
+    return {}

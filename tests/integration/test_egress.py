@@ -62,7 +62,7 @@ class Lab:
 
 
 @pytest.fixture
-def lab(tmp_path):
+def lab(tmp_path, lab_env):
     if not shutil.which("ip"):
         pytest.skip("iproute2 not installed")
     with open("/proc/sys/net/ipv4/ip_forward") as f:
@@ -100,7 +100,8 @@ def lab(tmp_path):
         # never send to an address outside the lab: the host must reach the upstream over our veth
         route = sh("ip", "-o", "route", "get", HOSTUP4).stdout
         assert f"dev {lab.vh} " in route, f"the host would not reach {HOSTUP4} through the lab: {route}"
-        lab.proc = subprocess.Popen(["ip", "netns", "exec", lab.up, "env", f"UPSTREAM_NAIVE={UP4N},{UP6N}", "python3",
+        lab.proc = subprocess.Popen(["ip", "netns", "exec", lab.up, "env", f"UPSTREAM_NAIVE={UP4N},{UP6N}",
+                                     *[f"{k}={v}" for k, v in lab_env.items()], "python3",
                                      os.path.join(HERE, "egress", "upstream.py"), state, lab.zone_path])
         deadline = time.monotonic() + 30
         while not os.path.exists(os.path.join(state, "ready")):

@@ -7,16 +7,12 @@ docs/security.md "Secrets at the egress").
 (b) inside the container: the container's CA is in the trust bundle at the distro paths, the env
     vars name it, the secret's value is nowhere the agent can read (the env of its processes,
     every readable file, the memory of its processes) and the secrets directory is masked.
-(c) through the interception (needs the monitor's TLS relay, eg-tls): a fake HTTPS API in the
+(c) through the interception (the monitor's TLS relay): a fake HTTPS API in the
     egress lab (tests/integration/egress/upstream.py, $UPSTREAM_TLS and $UPSTREAM_WWW) with its OWN
     CA, which the host config's upstreamCaFile names: the injected header seen server-side, a rotated secret
     used by the next request, 403 + an audit record for a wrong method, path, fronting or an
     oversized body, curl and `git clone https://` unchanged.
-
-Whether the relay is built: `agentsbx features` annotation io.agentsbx.egress.tls ("intercept"
-or "sni-only", src/runtime/features.c). Without it create refuses an intercepting plan; (b)
-then runs with AGENTSBX_TEST_EGRESS_WITHOUT_RELAY=1 (honoured only by a build without the
-relay: runtime/egress_ca.h) and (c) is skipped with the reason."""
+"""
 import hashlib
 import json
 import os
@@ -44,20 +40,8 @@ def distro_bundle():
     return DISTRO_MARK + "\n" + first
 TRUST_VARS = ["SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "PIP_CERT",
               "NODE_EXTRA_CA_CERTS"]
-RELAY_SKIP = "needs the TLS relay (eg-tls)"
-
-
-def relay_built(rt):
-    r = rt.cmd("features", root=False)
-    assert r.ok, r
-    return json.loads(r.out)["annotations"].get("io.agentsbx.egress.tls") == "intercept"
-
-
 def run_env(rt, **extra):
-    env = dict(os.environ, AGENTSBX_UPSTREAM_DNS=HOSTUP4, **extra)
-    if not relay_built(rt):
-        env["AGENTSBX_TEST_EGRESS_WITHOUT_RELAY"] = "1"
-    return env
+    return dict(os.environ, AGENTSBX_UPSTREAM_DNS=HOSTUP4, **extra)
 
 
 class Secrets:
@@ -170,19 +154,6 @@ def test_request_alone_cannot_name_a_secret(rt, bundle, tmp_path):
     bundle.config.setdefault("annotations", {})["io.agentsbx.policy"] = json.dumps(policy())
     r, cid = rt.run(bundle, global_args=["--config", str(s.config)], env=run_env(rt))
     assert_refused(rt, r, "annotation io.agentsbx.policy: network.credentials[0].host", "a request cannot add")
-    assert_nothing_left(rt, cid)
-
-
-def test_no_relay_refused(rt, bundle, tmp_path):
-    """Fail closed: a build without the TLS relay refuses an intercepting plan (it could neither
-    add the header nor check the rules)."""
-    if relay_built(rt):
-        pytest.skip("this build has the TLS relay: nothing to refuse")
-    s = Secrets(tmp_path)
-    env = dict(os.environ)
-    env.pop("AGENTSBX_TEST_EGRESS_WITHOUT_RELAY", None)
-    r, cid = rt.run(bundle, global_args=gargs(tmp_path, s, policy()), env=env)
-    assert_refused(rt, r, "network.credentials/network.http", "no TLS relay", "sni-only")
     assert_nothing_left(rt, cid)
 
 
@@ -362,21 +333,8 @@ HTTP_RULES = [
 ]
 
 
-def lab_supports(feature):
-    with open(os.path.join(HERE, "egress", "upstream.py")) as f:
-        return feature in f.read()
-
-
 @pytest.fixture
-def relay(rt):
-    if not relay_built(rt):
-        pytest.skip(RELAY_SKIP)
-    if not lab_supports("UPSTREAM_TLS"):
-        pytest.skip(RELAY_SKIP + ": the lab's HTTPS API (upstream.py $UPSTREAM_TLS)")
-
-
-@pytest.fixture
-def intercept(rt, relay, cbundle, lab, tmp_path, upstream_certs):
+def intercept(rt, cbundle, lab, tmp_path, upstream_certs):
     """run(script) -> (result, https.log entries, http audit records): /bin/sh -c script in the
     container under the intercepting policy, upstreamCaFile = the lab's own CA."""
     lab.zone(ZONE)
@@ -460,8 +418,6 @@ def test_refused_request_is_403_with_record(intercept, what, cmd, path):
 
 
 def test_git_clone_through_interception(intercept):
-    if not lab_supports("UPSTREAM_WWW"):
-        pytest.skip(RELAY_SKIP + ": the lab's UPSTREAM_WWW (upstream.py, added at the merge)")
     r, api, recs = intercept(f"cd /tmp && {GIT} clone -q https://git.test/git/repo.git && cat repo/README")
     assert r.ok and "cloned through the egress" in r.out, r
     assert api and all(e["method"] == "GET" and e["path"].startswith("/git/repo.git/") for e in api), api

@@ -16,9 +16,13 @@ Actions: ["connect", host, port] | ["udp", host, port] | ["resolve", name] |
          message of the test's making, byte for byte; the answer's rcode, counts, id, question) |
          ["http_expect", addr, port, head, body] (the body sent after the server's 100 Continue) |
          ["flood", addr, port, n] (n non-blocking TCP connects, each socket closed at once: one SYN
-         each, as fast as Python goes; how many connect calls returned)"""
+         each, as fast as Python goes; how many connect calls returned) |
+         ["https", name, cafile, request, alpn, chunks] (one request over verified TLS: the answer) |
+         ["wait_file", path] (until path exists: the test acts on the host meanwhile) |
+         ["hold", "hello"|"tls"|"noread", name, cafile, request] (a connection left stalled)"""
 import errno
 import json
+import os
 import socket
 import ssl
 import subprocess
@@ -290,6 +294,66 @@ def flood(host, port, n):
     return {"sent": done}
 
 
+def https(name, cafile, request, alpn=None, chunks=None):
+    """One request over TLS to name:443, verified against cafile (the container's egress CA):
+    `request` (a str, sent as is; with `chunks`, each chunk is sent after it, 0.1 s apart) ->
+    the status line, the header lines and the body of the answer, read until the end."""
+    addrs = resolve(name)["addrs"]
+    ctx = ssl.create_default_context(cafile=cafile)
+    if alpn:
+        ctx.set_alpn_protocols(alpn)
+    s = ctx.wrap_socket(socket.create_connection((addrs[0], 443), timeout=10), server_hostname=name)
+    proto = s.selected_alpn_protocol()
+    s.sendall(request.encode())
+    for c in chunks or []:
+        time.sleep(0.1)
+        try:
+            s.sendall(c.encode())
+        except OSError:
+            break
+    data = b""
+    while True:
+        try:
+            b = s.recv(65536)
+        except (ssl.SSLError, OSError):
+            break
+        if not b:
+            break
+        data += b
+    s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    return {"status": lines[0], "headers": lines[1:], "body": body.decode("latin-1"),
+            "alpn": proto}
+
+
+HELD = []
+
+
+def hold(kind, name, cafile=None, request=None):
+    """Open a connection to name:443 and leave it stalled for the rest of the run: "hello" (half a
+    ClientHello), "tls" (the handshake done, then nothing), "noread" (a request sent, the answer
+    never read)."""
+    addrs = resolve(name)["addrs"]
+    s = socket.create_connection((addrs[0], 443), timeout=10)
+    if kind == "hello":
+        s.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")
+    else:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s = ssl.create_default_context(cafile=cafile).wrap_socket(s, server_hostname=name)
+        if kind == "noread":
+            s.sendall(request.encode())
+    HELD.append(s)
+
+
+def wait_file(path, secs=30):
+    deadline = time.monotonic() + secs
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise TimeoutError(path)
+        time.sleep(0.05)
+
+
 def run(*argv):
     p = subprocess.run(list(argv), capture_output=True, text=True, timeout=30)
     return {"rc": p.returncode, "out": p.stdout[-2000:], "err": p.stderr[-2000:]}
@@ -299,5 +363,6 @@ ACTIONS = {"connect": connect, "udp": udp, "resolve": resolve, "http": http, "tl
            "loopback": loopback, "run": run, "rawdns": rawdns, "tcpdns": tcpdns,
            "http_as": http_as, "tls_as": tls_as, "http_reqs": http_reqs, "raw": raw, "dnsmsg": dnsmsg,
            "http_expect": http_expect, "http_expect_now": http_expect_now,
-           "flood": flood}
+           "flood": flood, "https": https, "wait_file": wait_file,
+           "hold": hold}
 print(json.dumps([timed(lambda a=a: ACTIONS[a[0]](*a[1:])) for a in json.loads(sys.argv[1])]))

@@ -17,6 +17,10 @@ network namespace (no default route: it can only answer the host side of its vet
   most handlers it never reads a request body) and logs "request-line Host" to
   STATEDIR/naive.log; TCP 443: reads the TLS
   ClientHello, records its SNI in STATEDIR/sni.log and closes.
+- $UPSTREAM_TLS ("name=cert:key,...") set: TCP 443 is a fake HTTPS API instead (HTTPSReq: every
+  request logged as JSON to STATEDIR/https.log), with the certificate of the SNI's name; with
+  $UPSTREAM_WWW=DIR, GET/HEAD below /git/ answer the files of DIR/git/ (test_egress_credentials.py:
+  a git repository in dumb-HTTP form).
 - UDP 9999: counts datagrams in STATEDIR/udp.log.
 Writes STATEDIR/ready when all sockets are bound."""
 import http.server
@@ -221,6 +225,110 @@ class TLS(socketserver.BaseRequestHandler):
         log("sni.log", sni_of(self.request.recv(16384)))
 
 
+class HTTPSReq(http.server.BaseHTTPRequestHandler):
+    """The fake HTTPS API ($UPSTREAM_TLS): logs every request as one JSON line to
+    STATEDIR/https.log (method, path, headers, body length, the SNI) after reading its whole body,
+    and answers "ok METHOD PATH" (/big/N: N bytes; /chunked: a chunked answer). A body cut short (the relay's cap) is not logged."""
+    protocol_version = "HTTP/1.1"
+
+    def read_body(self):
+        if self.headers.get("Transfer-Encoding", "").lower() != "chunked":
+            want = int(self.headers.get("Content-Length", "0"))
+            got = len(self.rfile.read(want))
+            if got != want:
+                raise ValueError("short body")
+            return got
+        n = 0
+        while True:
+            size = int(self.rfile.readline().split(b";")[0], 16)
+            if size == 0:
+                while self.rfile.readline() not in (b"\r\n", b""):
+                    pass
+                return n
+            n += len(self.rfile.read(size))
+            if self.rfile.readline() != b"\r\n":
+                raise ValueError("bad chunk")
+
+    def answer(self):
+        try:
+            n = self.read_body()
+        except ValueError:
+            self.close_connection = True
+            return
+        log("https.log", json.dumps({"method": self.command, "path": self.path, "body": n,
+                                     "sni": getattr(self.request, "sni", None),
+                                     "headers": [[k, v] for k, v in self.headers.items()]}))
+        if WWW and self.command in ("GET", "HEAD") and self.path.startswith("/git/"):
+            return self.www()
+        if self.path == "/chunked":  # a chunked response, in pieces
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for piece in (b"first ", b"second ", b"third\n"):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                self.wfile.flush()
+                time.sleep(0.05)
+            self.wfile.write(b"0\r\n\r\n")
+            return
+        body = f"ok {self.command} {self.path}\n".encode()
+        if self.path.startswith("/big/"):  # /big/N: N bytes, more than the relay buffers
+            body = b"z" * int(self.path[5:])
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def www(self):
+        """$UPSTREAM_WWW: the files under DIR/git/ (a git repository in dumb-HTTP form)"""
+        local = os.path.realpath(os.path.join(WWW, self.path.split("?")[0].lstrip("/")))
+        data = open(local, "rb").read() if local.startswith(WWW + "/") and os.path.isfile(local) else None
+        self.send_response(200 if data is not None else 404)
+        self.send_header("Content-Length", str(len(data or b"")))
+        self.end_headers()
+        if data and self.command != "HEAD":
+            self.wfile.write(data)
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = answer
+
+    def log_message(self, *args):
+        pass
+
+
+WWW = os.path.realpath(os.environ["UPSTREAM_WWW"]) if os.environ.get("UPSTREAM_WWW") else None
+
+
+def tls_contexts():
+    """$UPSTREAM_TLS: "name=cert:key,..." (the first is the default): one server context per name"""
+    import ssl
+    ctxs = {}
+    for item in os.environ.get("UPSTREAM_TLS", "").split(","):
+        if item:
+            name, files = item.split("=", 1)
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*files.split(":"))
+            ctxs.setdefault("", ctx)
+            ctxs[name] = ctx
+    if ctxs:
+        def pick(sock, name, _ctx):
+            sock.sni = name
+            sock.context = ctxs.get(name or "", ctxs[""])
+        ctxs[""].sni_callback = pick
+    return ctxs
+
+
+CTXS = tls_contexts()
+
+
+class HTTPS(socketserver.BaseRequestHandler):
+    def handle(self):
+        try:
+            s = CTXS[""].wrap_socket(self.request, server_side=True)
+        except OSError:
+            return
+        HTTPSReq(s, self.client_address, self.server)
+
+
 class UDPCount(socketserver.BaseRequestHandler):
     def handle(self):
         log("udp.log", self.client_address[0])
@@ -247,7 +355,7 @@ for fam in (socket.AF_INET, socket.AF_INET6):
     serve("tcp", TCPDNS, fam, 53)
     serve("tcp", HTTPOrNaive, fam, 80)
     serve("tcp", HTTP, fam, 8080)
-    serve("tcp", TLS, fam, 443)
+    serve("tcp", HTTPS if CTXS else TLS, fam, 443)
     serve("udp", UDPCount, fam, 9999)
 open(os.path.join(STATE, "ready"), "w").close()
 threading.Event().wait()
