@@ -358,6 +358,41 @@ connect_pathname (struct job *j, int sock, const char *path)
  * 0 when finish() is to decide and connect, else the errno to answer at once. *quick: finish()
  * neither resolves a path (which needs a thread of its own) nor can block (a non-blocking
  * socket), so it may run right here. */
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL /* Linux 6.9, include/uapi/linux/pidfd.h */
+#endif
+
+/* A pidfd for the thread that made the notified call: seccomp_notif.pid is a thread id, and
+ * pidfd_open(2) refuses a thread that does not lead its group (ENOENT on 6.18, EINVAL on older
+ * kernels) unless PIDFD_THREAD (Linux 6.9) is given - without it, connect(2) from any thread but a process's first
+ * failed with ESRCH under none/filtered (curl's and git's threaded resolvers, Python threads). Before 6.9: the group's
+ * leader (Tgid of /proc/TID/status), whose fd table the thread shares unless it was cloned without CLONE_FILES (then
+ * pidfd_getfd takes another table's fd: the connect then fails or acts on what the leader holds at that number, which
+ * the process could pass itself; the id_valid check after the open keeps the thread id from being a reused one). */
+static int
+thread_pidfd (pid_t tid)
+{
+  int fd = (int) syscall (SYS_pidfd_open, tid, 0);
+  if (fd >= 0 || (errno != EINVAL && errno != ENOENT))
+    return fd;
+  fd = (int) syscall (SYS_pidfd_open, tid, PIDFD_THREAD);
+  if (fd >= 0 || errno != EINVAL)
+    return fd;
+  char path[64], line[128];
+  pid_t tgid = 0;
+  snprintf (path, sizeof path, "/proc/%d/status", (int) tid);
+  cleanup_fclose FILE *f = fopen (path, "re");
+  while (f && fgets (line, sizeof line, f))
+    if (sscanf (line, "Tgid: %d", &tgid) == 1)
+      break;
+  if (tgid <= 0)
+    {
+      errno = ESRCH;
+      return -1;
+    }
+  return (int) syscall (SYS_pidfd_open, tgid, 0);
+}
+
 static int
 prepare (struct job *j, bool *quick)
 {
@@ -370,7 +405,7 @@ prepare (struct job *j, bool *quick)
   *quick = false;
   if (d->arch != seccomp_arch_native () || d->nr != SYS_connect)
     return EACCES;
-  cleanup_close int pidfd = (int) syscall (SYS_pidfd_open, pid, 0);
+  cleanup_close int pidfd = thread_pidfd (pid);
   if (pidfd < 0 || !id_valid (j))
     return ESRCH;
   /* flags must be 0; the kernel makes the new fd close-on-exec itself (receive_fd(O_CLOEXEC)),

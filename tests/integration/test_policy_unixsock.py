@@ -321,6 +321,42 @@ stream("/tmp/own.sock", greeting=False)
         shutil.rmtree(d, ignore_errors=True)
 
 
+@pytest.mark.parametrize("profile,policy", POLICIES, ids=POLICY_IDS)
+def test_connect_from_a_second_thread(rt, ws, profile, policy):
+    """connect(2) from a thread that does not lead its process is supervised like the first
+    thread's (seccomp_notif.pid is a thread id: the monitor's pidfd_open once refused it, and
+    every connect of curl's or git's resolver thread, or of a Python thread, failed with ESRCH):
+    the container's own /tmp listener is reached from a second thread, a TCP connect to a closed
+    loopback port gets the kernel's ECONNREFUSED, not ESRCH."""
+    script = r"""
+import errno, socket, threading
+own = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+own.bind("/tmp/own.sock"); own.listen(4)
+out = {}
+def unix():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect("/tmp/own.sock"); out["unix"] = "ok"
+    except OSError as e:
+        out["unix"] = errno.errorcode.get(e.errno, str(e.errno))
+def tcp():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.connect(("127.0.0.1", 9)); out["tcp"] = "ok"
+    except OSError as e:
+        out["tcp"] = errno.errorcode.get(e.errno, str(e.errno))
+for f in (unix, tcp):
+    t = threading.Thread(target=f); t.start(); t.join()
+print("unix", out["unix"], "tcp", out["tcp"])
+"""
+    client = os.path.join(ws, "thread.py")
+    with open(client, "w") as f:
+        f.write(script)
+    r = sandbox(rt, "--workspace", ws, "--", "/usr/bin/python3", "/workspace/thread.py", profile=profile, policy=policy)
+    assert r.rc == 0, r
+    assert "unix ok tcp ECONNREFUSED" in r.out.splitlines(), r
+
+
 def test_oci_init_and_exec_cannot_reach_daemon(rt, make_bundle):
     """OCI mode (create/start/exec) under `locked`: the init's process tree and every `exec`'d
     process are supervised (exec hands its filter's notify fd to the monitor over the state
