@@ -8,6 +8,7 @@
  * and --policy belong to the host admin, but are still strictly validated (unknown keys are
  * errors): a typo in a ceiling must not silently open a hole. */
 #include <errno.h>
+#include <pwd.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,7 @@ struct host_config
   char *default_profile;
   bool clamp;
   char *audit_dir;
+  char *workspaces_dir; /* workspacesDir (issue 18) */
   bool audit_syslog;
   bool enable_kernel_audit;
   /* "rootless": {"cgroupParent": ...} */
@@ -93,6 +95,7 @@ host_config_clear (struct host_config *h)
 {
   free (h->default_profile);
   free (h->audit_dir);
+  free (h->workspaces_dir);
   free (h->rootless_cgroup_parent);
   free (h->path);
 }
@@ -123,8 +126,8 @@ host_config_rootless (struct oci_ctx *c, yajl_val t, struct host_config *h)
 static int
 host_config_parse (struct host_config *h, const char *text, size_t len, const char *path, asbx_err_t *err)
 {
-  static const char *const keys[] = { "defaultProfile",    "onWiden",  "auditDir", "auditSyslog",
-                                      "enableKernelAudit", "rootless", NULL };
+  static const char *const keys[] = { "defaultProfile", "onWiden",           "auditDir", "auditSyslog",
+                                      "workspacesDir",  "enableKernelAudit", "rootless", NULL };
   cleanup_free char *on_widen = NULL;
   struct oci_ctx c;
   yajl_val t;
@@ -142,12 +145,13 @@ host_config_parse (struct host_config *h, const char *text, size_t len, const ch
       if (!ok)
         r = oci_fail_key (&c, t->u.object.keys[i],
                           "unknown key (expected defaultProfile, onWiden, auditDir, auditSyslog, "
-                          "enableKernelAudit, rootless)");
+                          "workspacesDir, enableKernelAudit, rootless)");
     }
   if (r == 0)
     r = oci_get_string (&c, t, "defaultProfile", &h->default_profile) < 0
                 || oci_get_string (&c, t, "onWiden", &on_widen) < 0
                 || oci_get_string (&c, t, "auditDir", &h->audit_dir) < 0
+                || oci_get_string (&c, t, "workspacesDir", &h->workspaces_dir) < 0
                 || oci_get_bool (&c, t, "auditSyslog", &h->audit_syslog) < 0
                 || oci_get_bool (&c, t, "enableKernelAudit", &h->enable_kernel_audit) < 0
                 || host_config_rootless (&c, t, h) < 0
@@ -159,6 +163,8 @@ host_config_parse (struct host_config *h, const char *text, size_t len, const ch
     r = oci_fail_key (&c, "onWiden", "expected \"refuse\" or \"clamp\"");
   if (r == 0 && h->audit_dir && h->audit_dir[0] != '/')
     r = oci_fail_key (&c, "auditDir", "expected an absolute path");
+  if (r == 0 && h->workspaces_dir && h->workspaces_dir[0] != '/')
+    r = oci_fail_key (&c, "workspacesDir", "expected an absolute path");
   h->clamp = on_widen && strcmp (on_widen, "clamp") == 0;
   if (t)
     yajl_tree_free (t);
@@ -419,9 +425,14 @@ policy_resolve (const struct policy_inputs *in, asbx_err_t *err)
                           : h.audit_dir      ? h.audit_dir
                                              : POLICY_DEFAULT_AUDIT_DIR);
   p->audit_syslog = h.audit_syslog;
+  p->workspaces_dir = geteuid () != 0 ? policy_user_workspaces_dir ()
+                      : h.workspaces_dir ? xstrdup (h.workspaces_dir)
+                                         : xstrdup (POLICY_DEFAULT_WORKSPACES_DIR);
   if (p->active)
     {
-      const char *hide[] = { p->audit_dir, POLICY_DEFAULT_AUDIT_DIR, in->state_root, POLICY_DEFAULT_STATE_ROOT };
+      /* the review upper layers of every container (issue 18): no container sees another's */
+      const char *hide[] = { p->audit_dir,   POLICY_DEFAULT_AUDIT_DIR,  in->state_root,
+                             POLICY_DEFAULT_STATE_ROOT, p->workspaces_dir, POLICY_DEFAULT_WORKSPACES_DIR };
       for (size_t i = 0; i < ASBX_ARRAY_SIZE (hide); i++)
         add_hidden (p, hide[i]);
       for (size_t i = 0; in->audit_dirs_used && in->audit_dirs_used[i]; i++)
@@ -435,6 +446,42 @@ out:
   host_config_clear (&h);
   userconf_clear (&u);
   return p;
+}
+
+char *
+policy_user_workspaces_dir (void)
+{
+  const char *xdg = getenv ("XDG_DATA_HOME"), *home = getenv ("HOME");
+  struct passwd *pw;
+
+  if (xdg && xdg[0] == '/')
+    return xasprintf ("%s/agentsbx/workspaces", xdg);
+  if (!home || home[0] != '/')
+    {
+      pw = getpwuid (geteuid ());
+      home = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
+    }
+  return home ? xasprintf ("%s/.local/share/agentsbx/workspaces", home) : NULL;
+}
+
+char *
+policy_workspaces_dir (const char *config_path, asbx_err_t *err)
+{
+  struct host_config h = { 0 };
+  char *dir = NULL;
+
+  if (geteuid () != 0)
+    {
+      dir = policy_user_workspaces_dir ();
+      if (dir == NULL)
+        asbx_error (err, 0, "workspaces directory: neither XDG_DATA_HOME nor HOME is set, and uid %u has no home",
+                    (unsigned) geteuid ());
+      return dir;
+    }
+  if (host_config_load (&h, config_path, err) == 0)
+    dir = xstrdup (h.workspaces_dir ? h.workspaces_dir : POLICY_DEFAULT_WORKSPACES_DIR);
+  host_config_clear (&h);
+  return dir;
 }
 
 struct policy_plan *
