@@ -32,6 +32,8 @@ struct policy_inputs
   const struct oci_map *annotations;   /* io.agentsbx.policy (inline JSON), io.agentsbx.profile (name) = the request */
   const char *sandbox_default_profile; /* `agentsbx sandbox`: ceiling when neither ceiling nor request is given */
   const char *const *audit_dirs_used;  /* NULL-terminated or NULL: other sandboxes' audit dirs, hidden too */
+  bool workspace_review;               /* `sandbox --review`: filesystem.workspace.mode review added to the
+                                          effective policy (a narrowing, always allowed) */
   const char *user_config;             /* user config file (must exist; "" = none); NULL = the caller's own
                                           ($XDG_CONFIG_HOME or ~/.config/agentsbx/config.json, absent = none)
                                           when euid != 0, none for root */

@@ -1,0 +1,94 @@
+/* overlay.c - the overlay of the review workspace from cloned layer mounts; see the header. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "linux/mount.h"
+#include "linux/overlay.h"
+
+/* one layer: by fd, or (an older kernel) by the fd's magic link */
+static int
+set_layer (int fsfd, const char *key, int fd, asbx_err_t *err)
+{
+  char link[32];
+
+  if (fsconfig (fsfd, FSCONFIG_SET_FD, key, NULL, fd) == 0)
+    return 0;
+  if (errno != EINVAL)
+    return mnt_fs_error (fsfd, errno, "overlay", key, err);
+  snprintf (link, sizeof link, "/proc/self/fd/%d", fd);
+  if (fsconfig (fsfd, FSCONFIG_SET_STRING, key, link, 0) == 0)
+    return 0;
+  /* "lowerdir+" itself is 6.7; before it only "lowerdir" (one string for every layer) */
+  if (errno == EINVAL && strcmp (key, "lowerdir+") == 0
+      && fsconfig (fsfd, FSCONFIG_SET_STRING, "lowerdir", link, 0) == 0)
+    return 0;
+  return mnt_fs_error (fsfd, errno, "overlay", key, err);
+}
+
+static int
+make_overlay (const struct linux_overlay *o, int upper, int work, uint64_t attrs, asbx_err_t *err)
+{
+  static const char *const off[] = { "index", "redirect_dir", "metacopy", "xino" };
+  cleanup_close int fsfd = fsopen ("overlay", FSOPEN_CLOEXEC);
+  int mfd;
+
+  if (fsfd < 0)
+    return asbx_error (err, errno, "mount overlay: fsopen (is overlayfs available?)");
+  if (fsconfig (fsfd, FSCONFIG_SET_STRING, "source", "agentsbx-workspace", 0) < 0)
+    return mnt_fs_error (fsfd, errno, "overlay", "source", err);
+  for (size_t i = 0; i < sizeof off / sizeof off[0]; i++)
+    if (fsconfig (fsfd, FSCONFIG_SET_STRING, off[i], "off", 0) < 0)
+      return mnt_fs_error (fsfd, errno, "overlay", off[i], err);
+  if (o->userxattr && fsconfig (fsfd, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0)
+    return mnt_fs_error (fsfd, errno, "overlay", "userxattr", err);
+  if (set_layer (fsfd, "lowerdir+", o->lower_mnt, err) < 0 || set_layer (fsfd, "upperdir", upper, err) < 0
+      || set_layer (fsfd, "workdir", work, err) < 0)
+    return -1;
+  if (fsconfig (fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+    return mnt_fs_error (fsfd, errno, "overlay", "create", err);
+  mfd = fsmount (fsfd, FSMOUNT_CLOEXEC, (unsigned) attrs);
+  if (mfd < 0)
+    return mnt_fs_error (fsfd, errno, "overlay", "fsmount", err);
+  return mfd;
+}
+
+int
+linux_overlay_mount (const struct linux_overlay *o, int dest_fd, uint64_t attrs, asbx_err_t *err)
+{
+  cleanup_close int upper = -1, work = -1;
+  char link[32];
+  int mfd;
+
+  /* the layout clone on the mount point, the lower's on top of it: both in our namespace now */
+  if (move_mount (o->layout_mnt, "", dest_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+    return asbx_error (err, errno, "overlay: attach the upper layer's directory");
+  upper = openat (o->layout_mnt, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  work = openat (o->layout_mnt, "work", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (upper < 0 || work < 0)
+    mfd = asbx_error (err, errno, "overlay: open upper/ and work/");
+  else if (move_mount (o->lower_mnt, "", o->layout_mnt, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+    mfd = asbx_error (err, errno, "overlay: attach the lower layer");
+  else
+    mfd = make_overlay (o, upper, work, attrs, err);
+  /* the overlay holds private clones of its layers: the helpers go, the top one first (the
+   * magic link of a mount point resolves to what is mounted on it); one left behind would lie
+   * under the overlay with the workspaces directory in it, so that is an error */
+  const int helpers[] = { o->lower_mnt, o->layout_mnt };
+  for (size_t i = 0; i < 2; i++)
+    {
+      snprintf (link, sizeof link, "/proc/self/fd/%d", helpers[i]);
+      if (umount2 (link, MNT_DETACH) < 0 && !(i == 0 && errno == EINVAL && mfd < 0))
+        {
+          int e = errno;
+          if (mfd >= 0)
+            close (mfd);
+          return asbx_error (err, e, "overlay: detach the layers' helper mounts");
+        }
+    }
+  return mfd;
+}
