@@ -33,7 +33,11 @@ set_layer (int fsfd, const char *key, int fd, asbx_err_t *err)
 static int
 make_overlay (const struct linux_overlay *o, int upper, int work, uint64_t attrs, asbx_err_t *err)
 {
-  static const char *const off[] = { "index", "redirect_dir", "metacopy", "xino" };
+  /* redirect_dir=nofollow: no redirect is created (as with "off") and none is followed; "off"
+   * follows existing ones when the module's redirect_always_follow is set, which userxattr
+   * refuses ("conflicting options: userxattr,redirect_dir=follow") */
+  static const char *const keys[] = { "index", "redirect_dir", "metacopy", "xino" };
+  static const char *const vals[] = { "off", "nofollow", "off", "off" };
   cleanup_close int fsfd = fsopen ("overlay", FSOPEN_CLOEXEC);
   int mfd;
 
@@ -41,9 +45,9 @@ make_overlay (const struct linux_overlay *o, int upper, int work, uint64_t attrs
     return asbx_error (err, errno, "mount overlay: fsopen (is overlayfs available?)");
   if (fsconfig (fsfd, FSCONFIG_SET_STRING, "source", "agentsbx-workspace", 0) < 0)
     return mnt_fs_error (fsfd, errno, "overlay", "source", err);
-  for (size_t i = 0; i < sizeof off / sizeof off[0]; i++)
-    if (fsconfig (fsfd, FSCONFIG_SET_STRING, off[i], "off", 0) < 0)
-      return mnt_fs_error (fsfd, errno, "overlay", off[i], err);
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+    if (fsconfig (fsfd, FSCONFIG_SET_STRING, keys[i], vals[i], 0) < 0)
+      return mnt_fs_error (fsfd, errno, "overlay", keys[i], err);
   if (o->userxattr && fsconfig (fsfd, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0)
     return mnt_fs_error (fsfd, errno, "overlay", "userxattr", err);
   if (set_layer (fsfd, "lowerdir+", o->lower_mnt, err) < 0 || set_layer (fsfd, "upperdir", upper, err) < 0
@@ -60,21 +64,16 @@ make_overlay (const struct linux_overlay *o, int upper, int work, uint64_t attrs
 int
 linux_overlay_mount (const struct linux_overlay *o, int dest_fd, uint64_t attrs, asbx_err_t *err)
 {
-  cleanup_close int upper = -1, work = -1;
   char link[32];
   int mfd;
 
   /* the layout clone on the mount point, the lower's on top of it: both in our namespace now */
   if (move_mount (o->layout_mnt, "", dest_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
     return asbx_error (err, errno, "overlay: attach the upper layer's directory");
-  upper = openat (o->layout_mnt, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  work = openat (o->layout_mnt, "work", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (upper < 0 || work < 0)
-    mfd = asbx_error (err, errno, "overlay: open upper/ and work/");
-  else if (move_mount (o->lower_mnt, "", o->layout_mnt, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+  if (move_mount (o->lower_mnt, "", o->layout_mnt, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
     mfd = asbx_error (err, errno, "overlay: attach the lower layer");
   else
-    mfd = make_overlay (o, upper, work, attrs, err);
+    mfd = make_overlay (o, o->upper_fd, o->work_fd, attrs, err);
   /* the overlay holds private clones of its layers: the helpers go, the top one first (the
    * magic link of a mount point resolves to what is mounted on it); one left behind would lie
    * under the overlay with the workspaces directory in it, so that is an error */

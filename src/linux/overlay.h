@@ -30,12 +30,16 @@ struct linux_overlay
   int lower_mnt;  /* detached clone of the lower directory */
   int layout_mnt; /* detached clone of the directory holding upper/ and work/ (same mount, as
                      overlayfs requires) */
+  int upper_fd;   /* upper/ and work/ opened (O_RDONLY|O_DIRECTORY) beneath layout_mnt by the
+                     runtime: once the clone is attached they lie in the container's namespace,
+                     and the container's root need not be able to search the 0700 directory */
+  int work_fd;
   bool userxattr; /* mounted in a user namespace: whiteouts and opaque marks in user.overlay.* */
 };
 
 /* In the container's mount namespace: make the overlay over dest_fd (the mount point, an
  * O_PATH directory fd; the clones are attached there while the overlay is made, then detached)
- * with index=off, redirect_dir=off, metacopy=off, xino=off (full copies of changed files,
+ * with index=off, redirect_dir=nofollow (no redirect made or followed), metacopy=off, xino=off (full copies of changed files,
  * renamed directories copied up whole, so that the upper alone says what changed), plus
  * userxattr when asked, and the mount attributes `attrs` (MOUNT_ATTR_*). The mounter's
  * credentials (the caller's) are the ones overlayfs uses for every later copy-up: upper/ and

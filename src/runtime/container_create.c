@@ -420,7 +420,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
                           .dirfd = -1,
                           .id = o->id,
                           .unixsock_fd = -1,
-                          .ws = { .dirfd = -1, .lockfd = -1, .ovl = { .lower_mnt = -1, .layout_mnt = -1 } } };
+                          .ws = { .dirfd = -1, .lockfd = -1, .ovl = { .lower_mnt = -1, .layout_mnt = -1, .upper_fd = -1, .work_fd = -1 } } };
   struct linux_seccomp sc_filter = { 0 }; /* linux.seccomp compiled here, for the init (init_args) */
   int r_spawn;
   size_t raw_len;

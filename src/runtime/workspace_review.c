@@ -174,6 +174,10 @@ clone_layers (struct ws_review *r, int lower_fd, const char *id, asbx_err_t *err
   r->ovl.layout_mnt = (int) open_tree (r->dirfd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
   if (r->ovl.layout_mnt < 0)
     return asbx_error (err, errno, "review workspace `%s/%s`: clone its mount", r->dir, id);
+  r->ovl.upper_fd = openat (r->ovl.layout_mnt, WS_UPPER, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  r->ovl.work_fd = openat (r->ovl.layout_mnt, WS_WORK, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (r->ovl.upper_fd < 0 || r->ovl.work_fd < 0)
+    return asbx_error (err, errno, "review workspace `%s/%s`: open upper/ and work/", r->dir, id);
   return 0;
 }
 
@@ -189,7 +193,7 @@ ws_review_prepare (const struct policy_plan *plan, const struct oci_spec *spec, 
   size_t nprotect = 0;
   bool userns = ((ns->new_flags | ns->join_flags) & CLONE_NEWUSER) != 0;
 
-  *r = (struct ws_review){ .dirfd = -1, .lockfd = -1, .ovl = { .lower_mnt = -1, .layout_mnt = -1 } };
+  *r = (struct ws_review){ .dirfd = -1, .lockfd = -1, .ovl = { .lower_mnt = -1, .layout_mnt = -1, .upper_fd = -1, .work_fd = -1 } };
   if (!plan->active || plan->ws_mode != POLICY_WS_REVIEW)
     return 0;
   ssize_t idx = find_ws_mount (spec, plan->ws_path);
@@ -244,7 +248,7 @@ ws_review_prepare (const struct policy_plan *plan, const struct oci_spec *spec, 
 void
 ws_review_spawned (struct ws_review *r)
 {
-  int *fds[] = { &r->ovl.lower_mnt, &r->ovl.layout_mnt, &r->dirfd, &r->lockfd };
+  int *fds[] = { &r->ovl.lower_mnt, &r->ovl.layout_mnt, &r->ovl.upper_fd, &r->ovl.work_fd, &r->dirfd, &r->lockfd };
 
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (fds); i++)
     if (*fds[i] >= 0)
