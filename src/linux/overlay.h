@@ -39,13 +39,12 @@ struct linux_overlay
 
 /* In the container's mount namespace: make the overlay over dest_fd (the mount point, an
  * O_PATH directory fd; the clones are attached there while the overlay is made, then detached)
- * with index=off, redirect_dir=nofollow (no redirect made or followed), metacopy=off, xino=off (full copies of changed files,
- * renamed directories copied up whole, so that the upper alone says what changed), plus
- * userxattr when asked, and the mount attributes `attrs` (MOUNT_ATTR_*). The mounter's
- * credentials (the caller's) are the ones overlayfs uses for every later copy-up: upper/ and
- * work/ must be writable by them. Needs /proc/self/fd (before pivot_root). Returns the detached
- * overlay mount fd (caller owns; attach it at dest_fd), or -1 with *err naming the step and the
- * kernel's own message. */
+ * with index=off, redirect_dir=nofollow (no redirect made or followed), metacopy=off, xino=off (full copies of changed
+ * files, renamed directories copied up whole, so that the upper alone says what changed), plus userxattr when asked,
+ * and the mount attributes `attrs` (MOUNT_ATTR_*). The mounter's credentials (the caller's) are the ones overlayfs uses
+ * for every later copy-up: upper/ and work/ must be writable by them. Needs /proc/self/fd (before pivot_root). Returns
+ * the detached overlay mount fd (caller owns; attach it at dest_fd), or -1 with *err naming the step and the kernel's
+ * own message. */
 int linux_overlay_mount (const struct linux_overlay *o, int dest_fd, uint64_t attrs, asbx_err_t *err);
 
 #endif

@@ -345,8 +345,8 @@ add_source (struct policy_plan *p, char *line)
 }
 
 static struct policy_plan *
-merge_sides (struct side *ceil, struct side *req, const struct host_config *h, const struct user_config *u,
-             bool review, asbx_err_t *err)
+merge_sides (struct side *ceil, struct side *req, const struct host_config *h, const struct user_config *u, bool review,
+             asbx_err_t *err)
 {
   struct pdoc *eff = NULL;
   char **clamps = NULL;
@@ -427,14 +427,14 @@ policy_resolve (const struct policy_inputs *in, asbx_err_t *err)
                           : h.audit_dir      ? h.audit_dir
                                              : POLICY_DEFAULT_AUDIT_DIR);
   p->audit_syslog = h.audit_syslog;
-  p->workspaces_dir = geteuid () != 0 ? policy_user_workspaces_dir ()
+  p->workspaces_dir = geteuid () != 0    ? policy_user_workspaces_dir ()
                       : h.workspaces_dir ? xstrdup (h.workspaces_dir)
                                          : xstrdup (POLICY_DEFAULT_WORKSPACES_DIR);
   if (p->active)
     {
       /* the review upper layers of every container (issue 18): no container sees another's */
-      const char *hide[] = { p->audit_dir,   POLICY_DEFAULT_AUDIT_DIR,  in->state_root,
-                             POLICY_DEFAULT_STATE_ROOT, p->workspaces_dir, POLICY_DEFAULT_WORKSPACES_DIR };
+      const char *hide[] = { p->audit_dir,      POLICY_DEFAULT_AUDIT_DIR,     in->state_root, POLICY_DEFAULT_STATE_ROOT,
+                             p->workspaces_dir, POLICY_DEFAULT_WORKSPACES_DIR };
       for (size_t i = 0; i < ASBX_ARRAY_SIZE (hide); i++)
         add_hidden (p, hide[i]);
       for (size_t i = 0; in->audit_dirs_used && in->audit_dirs_used[i]; i++)

@@ -134,8 +134,8 @@ intersect_workspace (struct widen *w, const struct pdoc *c, const struct pdoc *r
       if (w->clamp)
         widen_report (w, "filesystem.workspace.path", q, 1, cq);
       else
-        widen_add (w, xasprintf ("filesystem.workspace.path: %s is not allowed by %s (its review workspace is at %s)", q,
-                                 w->ceiling, cq));
+        widen_add (w, xasprintf ("filesystem.workspace.path: %s is not allowed by %s (its review workspace is at %s)",
+                                 q, w->ceiling, cq));
       free (e->ws_path);
       e->ws_path = xstrdup (c->ws_path);
     }

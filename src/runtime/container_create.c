@@ -131,7 +131,7 @@ struct create_ctx
                                     in ours, detached on undo (state file `host-mounts`) */
   /* per spec mount: the sources prepared here (idmapped clones; bind clones around the spawn) */
   struct linux_mount_src *mount_srcs;
-  int unixsock_fd; /* the monitor's end of the unix-socket confinement channel, or -1 */
+  int unixsock_fd;     /* the monitor's end of the unix-socket confinement channel, or -1 */
   struct ws_review ws; /* the review workspace's layout and layer fds (runtime/workspace_review.h) */
 };
 
@@ -416,11 +416,13 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   struct ns_plan ns = { 0 };
   struct policy_plan *plan = NULL;
   char **audit_used = NULL; /* other containers' audit dirs (runtime/audit_dirs.h) */
-  struct create_ctx c = { .rootfd = -1,
-                          .dirfd = -1,
-                          .id = o->id,
-                          .unixsock_fd = -1,
-                          .ws = { .dirfd = -1, .lockfd = -1, .ovl = { .lower_mnt = -1, .layout_mnt = -1, .upper_fd = -1, .work_fd = -1 } } };
+  struct create_ctx c = {
+    .rootfd = -1,
+    .dirfd = -1,
+    .id = o->id,
+    .unixsock_fd = -1,
+    .ws = { .dirfd = -1, .lockfd = -1, .ovl = { .lower_mnt = -1, .layout_mnt = -1, .upper_fd = -1, .work_fd = -1 } }
+  };
   struct linux_seccomp sc_filter = { 0 }; /* linux.seccomp compiled here, for the init (init_args) */
   int r_spawn;
   size_t raw_len;

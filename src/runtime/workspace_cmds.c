@@ -115,7 +115,7 @@ count_changed (int dfd, unsigned depth)
 static const char *
 shown_state (const struct asbx_global *g, const struct ws_meta *m)
 {
-  if (strcmp (m->state, "running") == 0 && container_status (g, m->id) == ASBX_STATUS_STOPPED)
+  if (m->state && strcmp (m->state, "running") == 0 && container_status (g, m->id) == ASBX_STATUS_STOPPED)
     return "stopped";
   return m->state;
 }
@@ -349,8 +349,7 @@ asbx_workspace_rollback (const struct asbx_global *g, const char *id, const char
   asbx_err_t e = NULL;
   int r = -1;
 
-  if (ws_open_id (g, id, &w, err) < 0 || refuse_running (g, id, "rollback", err) < 0
-      || ws_name_check (name, err) < 0)
+  if (ws_open_id (g, id, &w, err) < 0 || refuse_running (g, id, "rollback", err) < 0 || ws_name_check (name, err) < 0)
     goto out;
   if (!has_snapshot (&w.meta, name))
     {
@@ -366,7 +365,8 @@ asbx_workspace_rollback (const struct asbx_global *g, const char *id, const char
     }
   /* the copy beside upper/, then swapped in: a failure leaves the old upper as it was */
   what = xasprintf ("%s/" WS_SNAPSHOTS "/%s/" WS_UPPER, w.where, name);
-  if (ws_remove_tree (w.dirfd, "upper.new", "upper.new", err) < 0 || ws_remove_tree (w.dirfd, "upper.old", "upper.old", err) < 0
+  if (ws_remove_tree (w.dirfd, "upper.new", "upper.new", err) < 0
+      || ws_remove_tree (w.dirfd, "upper.old", "upper.old", err) < 0
       || ws_copy_tree (ndir, WS_UPPER, w.dirfd, "upper.new", what, NULL, NULL, err) < 0)
     {
       ws_remove_tree (w.dirfd, "upper.new", "upper.new", &e);

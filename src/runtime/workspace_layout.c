@@ -218,8 +218,7 @@ ws_name_check (const char *name, asbx_err_t *err)
 {
   size_t n = strlen (name);
   if (n == 0 || n > 64 || name[0] == '.')
-    return asbx_error (err, EINVAL, "snapshot name `%s`: expected 1-64 of [A-Za-z0-9._-], not starting with '.'",
-                       name);
+    return asbx_error (err, EINVAL, "snapshot name `%s`: expected 1-64 of [A-Za-z0-9._-], not starting with '.'", name);
   for (const char *p = name; *p; p++)
     if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.' || *p == '_'
           || *p == '-'))
@@ -231,8 +230,8 @@ ws_name_check (const char *name, asbx_err_t *err)
 static int
 lock_at (int dirfd, bool create, bool nonblock, const char *id, asbx_err_t *err)
 {
-  cleanup_close int fd
-      = openat (dirfd, WS_LOCK, O_RDWR | O_NOFOLLOW | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0), 0600);
+  cleanup_close int fd = openat (dirfd, WS_LOCK, O_RDWR | O_NOFOLLOW | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0),
+                                 0600);
   if (fd < 0)
     return asbx_error (err, errno, "workspace `%s`: open its lock", id);
   if (flock (fd, LOCK_EX | (nonblock ? LOCK_NB : 0)) < 0)
@@ -258,8 +257,9 @@ ws_open (int rootfd, const char *id, bool nonblock, int *lockfd, asbx_err_t *err
   if (fstat (fd, &st) < 0)
     return asbx_error (err, errno, "workspace `%s`: stat", id);
   if (st.st_uid != geteuid () || (st.st_mode & 077))
-    return asbx_error (err, EPERM, "workspace `%s`: expected a directory of uid %u, mode 0700 (found uid %u, mode %04o)",
-                       id, (unsigned) geteuid (), (unsigned) st.st_uid, (unsigned) (st.st_mode & 07777));
+    return asbx_error (err, EPERM,
+                       "workspace `%s`: expected a directory of uid %u, mode 0700 (found uid %u, mode %04o)", id,
+                       (unsigned) geteuid (), (unsigned) st.st_uid, (unsigned) (st.st_mode & 07777));
   *lockfd = lock_at (fd, false, nonblock, id, err);
   if (*lockfd < 0)
     return -1;

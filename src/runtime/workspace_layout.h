@@ -37,8 +37,8 @@
 struct ws_meta
 {
   char *id;
-  char *workspace;     /* the lower: the host workspace's realpath */
-  uint64_t lower_dev;  /* st_dev / st_ino of the lower as pinned (the fd given to overlayfs) */
+  char *workspace;    /* the lower: the host workspace's realpath */
+  uint64_t lower_dev; /* st_dev / st_ino of the lower as pinned (the fd given to overlayfs) */
   uint64_t lower_ino;
   char *created;       /* RFC 3339 UTC */
   uint64_t started_ns; /* CLOCK_REALTIME ns taken just before the first overlay mount */
@@ -46,8 +46,8 @@ struct ws_meta
   char *state;         /* "running" or "stopped" */
   char **snapshots;    /* oldest first, NULL-terminated */
   size_t snapshots_len;
-  char *image;         /* NULL or "sha256:..." (rv-image) */
-  char *seed_repo;     /* seed: NULL, or {repo, rev} (rv-image) */
+  char *image;     /* NULL or "sha256:..." (rv-image) */
+  char *seed_repo; /* seed: NULL, or {repo, rev} (rv-image) */
   char *seed_rev;
   /* workspace-relative paths the policy's denyWrite rules name inside the workspace (".git/hooks"):
    * `workspace apply` refuses writes at or below them */

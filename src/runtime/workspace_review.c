@@ -187,13 +187,15 @@ ws_review_prepare (const struct policy_plan *plan, const struct oci_spec *spec, 
                    struct ws_review *r, asbx_err_t *err)
 {
   char real[PATH_MAX];
-  struct stat st;
+  struct stat st = { 0 };
   uid_t uid;
   gid_t gid;
   size_t nprotect = 0;
   bool userns = ((ns->new_flags | ns->join_flags) & CLONE_NEWUSER) != 0;
 
-  *r = (struct ws_review){ .dirfd = -1, .lockfd = -1, .ovl = { .lower_mnt = -1, .layout_mnt = -1, .upper_fd = -1, .work_fd = -1 } };
+  *r = (struct ws_review){ .dirfd = -1,
+                           .lockfd = -1,
+                           .ovl = { .lower_mnt = -1, .layout_mnt = -1, .upper_fd = -1, .work_fd = -1 } };
   if (!plan->active || plan->ws_mode != POLICY_WS_REVIEW)
     return 0;
   ssize_t idx = find_ws_mount (spec, plan->ws_path);
@@ -234,8 +236,8 @@ ws_review_prepare (const struct policy_plan *plan, const struct oci_spec *spec, 
   if (clone_layers (r, lower_fd, id, err) < 0)
     return -1;
   cleanup_free char *mark = xasprintf ("%s\n", r->dir);
-  cleanup_close int mfd
-      = openat (state_dirfd, WS_REVIEW_MARK, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  cleanup_close int mfd = openat (state_dirfd, WS_REVIEW_MARK, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                                  0600);
   if (mfd < 0 || write_all (mfd, mark, strlen (mark)) < 0)
     return asbx_error (err, errno, "state directory: record the review workspace");
   if (*srcs == NULL)

@@ -38,9 +38,9 @@ struct ws_review
   bool active;
   bool created;      /* this create made <id>/ (undo removes it); false: resumed (undo marks it stopped) */
   bool meta_written; /* meta.json says running */
-  char *dir;    /* the workspaces directory */
-  int dirfd;    /* <dir>/<id>, -1 */
-  int lockfd;   /* its lock, held until ws_review_done */
+  char *dir;         /* the workspaces directory */
+  int dirfd;         /* <dir>/<id>, -1 */
+  int lockfd;        /* its lock, held until ws_review_done */
   struct linux_overlay ovl;
 };
 
