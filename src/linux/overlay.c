@@ -4,11 +4,13 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/cleanup.h"
 #include "linux/mount.h"
 #include "linux/overlay.h"
+#include "linux/pathsafe.h"
 
 /* one layer: by fd, or (an older kernel) by the fd's magic link */
 static int
@@ -61,9 +63,50 @@ make_overlay (const struct linux_overlay *o, int upper, int work, uint64_t attrs
   return mfd;
 }
 
+/* path opened beneath "/" with no symlink in it, and the pinned directory's identity */
+static int
+open_pinned (const char *path, uint64_t dev, uint64_t ino, const char *what, asbx_err_t *err)
+{
+  cleanup_close int root = open ("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  cleanup_close int fd = -1;
+  struct stat st;
+
+  fd = root < 0 ? -1
+                : ps_openat2 (root, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS);
+  if (fd < 0 || fstat (fd, &st) < 0)
+    return asbx_error (err, errno, "overlay: open the %s `%s`", what, path);
+  if ((uint64_t) st.st_dev != dev || (uint64_t) st.st_ino != ino)
+    return asbx_error (err, 0, "overlay: the %s `%s` was replaced since it was checked: refused", what, path);
+  return steal_fd (&fd);
+}
+
+/* the non-root runtime's case: the layers resolved here, in our own namespaces */
+static int
+overlay_in_ns (const struct linux_overlay *o, uint64_t attrs, asbx_err_t *err)
+{
+  cleanup_close int lower = open_pinned (o->lower_path, o->lower_dev, o->lower_ino, "lower", err);
+  cleanup_close int layout = -1, upper = -1, work = -1;
+
+  if (lower < 0)
+    return -1;
+  layout = open_pinned (o->layout_path, o->layout_dev, o->layout_ino, "workspace directory", err);
+  if (layout < 0)
+    return -1;
+  upper = openat (layout, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  work = openat (layout, "work", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (upper < 0 || work < 0)
+    return asbx_error (err, errno, "overlay: open upper/ and work/ of `%s`", o->layout_path);
+  struct linux_overlay in = *o;
+  in.lower_mnt = lower;
+  return make_overlay (&in, upper, work, attrs, err);
+}
+
 int
 linux_overlay_mount (const struct linux_overlay *o, int dest_fd, uint64_t attrs, asbx_err_t *err)
 {
+  if (o->lower_mnt < 0)
+    return overlay_in_ns (o, attrs, err);
+
   char link[32];
   int mfd;
 

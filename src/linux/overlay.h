@@ -34,6 +34,13 @@ struct linux_overlay
                      runtime: once the clone is attached they lie in the container's namespace,
                      and the container's root need not be able to search the 0700 directory */
   int work_fd;
+  /* A non-root runtime cannot clone mounts (open_tree OPEN_TREE_CLONE needs CAP_SYS_ADMIN in the
+   * host's user namespace): lower_mnt is -1, and the init, whose user namespace maps the caller,
+   * opens these realpaths in its own mount namespace (beneath "/", no symlink in the path) and
+   * refuses a directory other than the one the runtime pinned (device and inode). */
+  const char *lower_path;
+  const char *layout_path;
+  uint64_t lower_dev, lower_ino, layout_dev, layout_ino;
   bool userxattr; /* mounted in a user namespace: whiteouts and opaque marks in user.overlay.* */
 };
 

@@ -326,6 +326,9 @@ remove_children (int dfd, const char *where, unsigned depth, asbx_err_t *err)
           break;
         }
       int sub = openat (dirfd (d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      /* overlayfs makes work/work mode 0000: a non-root owner must open it up to empty it */
+      if (sub < 0 && errno == EACCES && fchmodat (dirfd (d), de->d_name, 0700, 0) == 0)
+        sub = openat (dirfd (d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (sub < 0)
         {
           r = asbx_error (err, errno, "remove `%s/%s`", where, de->d_name);

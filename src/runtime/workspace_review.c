@@ -166,8 +166,23 @@ layout_for (struct ws_review *r, int rootfd, const char *id, const char *real, c
 /* detached clones of the pinned lower and of <id>/ (linux/overlay.h says why clones), made here
  * as the caller: in a user namespace the container's root may not reach either */
 static int
-clone_layers (struct ws_review *r, int lower_fd, const char *id, asbx_err_t *err)
+clone_layers (struct ws_review *r, int lower_fd, const char *real, const char *id, asbx_err_t *err)
 {
+  struct stat lst, dst;
+
+  if (geteuid () != 0)
+    {
+      /* no clone without CAP_SYS_ADMIN here: the init resolves both, checked (linux/overlay.h) */
+      if (fstat (lower_fd, &lst) < 0 || fstat (r->dirfd, &dst) < 0)
+        return asbx_error (err, errno, "review workspace `%s/%s`: stat", r->dir, id);
+      r->lower_path = xstrdup (real);
+      r->layout_path = xasprintf ("%s/%s", r->dir, id);
+      r->ovl.lower_path = r->lower_path;
+      r->ovl.layout_path = r->layout_path;
+      r->ovl.lower_dev = lst.st_dev, r->ovl.lower_ino = lst.st_ino;
+      r->ovl.layout_dev = dst.st_dev, r->ovl.layout_ino = dst.st_ino;
+      return 0;
+    }
   r->ovl.lower_mnt = (int) open_tree (lower_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
   if (r->ovl.lower_mnt < 0)
     return asbx_error (err, errno, "review workspace: clone the lower's mount");
@@ -233,7 +248,7 @@ ws_review_prepare (const struct policy_plan *plan, const struct oci_spec *spec, 
       return -1;
     }
   asbx_strv_free (protect);
-  if (clone_layers (r, lower_fd, id, err) < 0)
+  if (clone_layers (r, lower_fd, real, id, err) < 0)
     return -1;
   cleanup_free char *mark = xasprintf ("%s\n", r->dir);
   cleanup_close int mfd = openat (state_dirfd, WS_REVIEW_MARK, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
@@ -280,7 +295,9 @@ ws_review_done (struct ws_review *r, const char *id, bool failed)
     }
   r->active = false;
   free (r->dir);
-  r->dir = NULL;
+  free (r->lower_path);
+  free (r->layout_path);
+  r->dir = r->lower_path = r->layout_path = NULL;
 }
 
 void

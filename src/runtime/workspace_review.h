@@ -41,6 +41,8 @@ struct ws_review
   char *dir;         /* the workspaces directory */
   int dirfd;         /* <dir>/<id>, -1 */
   int lockfd;        /* its lock, held until ws_review_done */
+  char *lower_path;  /* a non-root caller's: the paths the init resolves (linux/overlay.h) */
+  char *layout_path;
   struct linux_overlay ovl;
 };
 
