@@ -15,7 +15,10 @@
 #include "core/util.h"
 #include "policy/policy.h"
 #include "runtime/container_cgroup.h"
+#include "monitor/audit.h"
 #include "runtime/state.h"
+#include "runtime/userdirs.h"
+#include "runtime/workspace_review.h"
 #include "runtime/workspace_cmds.h"
 #include "runtime/workspace_layout.h"
 #include "runtime/workspace_snap.h"
@@ -76,40 +79,6 @@ ws_open_id (const struct asbx_global *g, const char *id, struct ws_open *w, asbx
       return -1;
     }
   return ws_meta_read (w->dirfd, w->where, &w->meta, err);
-}
-
-/* entries below dirfd (not counting directories that only hold others) */
-static uint64_t
-count_changed (int dfd, unsigned depth)
-{
-  int fd = openat (dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  DIR *d = fd < 0 ? NULL : fdopendir (fd);
-  struct dirent *de;
-  uint64_t n = 0;
-
-  if (d == NULL)
-    {
-      if (fd >= 0)
-        close (fd);
-      return 0;
-    }
-  while ((de = readdir (d)) != NULL)
-    {
-      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
-        continue;
-      if (de->d_type == DT_DIR && depth < 4096)
-        {
-          int sub = openat (dirfd (d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-          uint64_t k = sub < 0 ? 0 : count_changed (sub, depth + 1);
-          if (sub >= 0)
-            close (sub);
-          n += k ? k : 1; /* an empty (new or opaque) directory is a change by itself */
-        }
-      else
-        n++;
-    }
-  closedir (d);
-  return n;
 }
 
 static const char *
@@ -178,10 +147,7 @@ asbx_workspace_list (const struct asbx_global *g, bool json, asbx_err_t *err)
           ws_open_close (&w);
           continue;
         }
-      int up = openat (w.dirfd, WS_UPPER, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      uint64_t changed = up < 0 ? 0 : count_changed (up, 0);
-      if (up >= 0)
-        close (up);
+      uint64_t changed = ws_upper_changed (w.dirfd);
       const char *state = shown_state (g, &w.meta);
       if (gen)
         {
@@ -331,6 +297,17 @@ asbx_workspace_snapshot (const struct asbx_global *g, const char *id, const char
       w.meta.snapshots[w.meta.snapshots_len++] = xstrdup (chosen);
       w.meta.snapshots[w.meta.snapshots_len] = NULL;
       r = ws_meta_write (w.dirfd, w.where, &w.meta, err);
+    }
+  if (r == 0)
+    {
+      /* the audit log of the container's id: the snapshot is part of its session's record */
+      asbx_err_t e = NULL;
+      char *adir = asbx_uses_user_dirs () ? asbx_user_audit_dir (&e)
+                                          : audit_dir_resolve (g->audit_dir, g->config_path, &e);
+      if (adir)
+        ws_audit_record (adir, &w.meta, "snapshot", chosen, ws_upper_changed (w.dirfd));
+      asbx_error_free (&e);
+      free (adir);
     }
   if (r == 0 && name_out)
     *name_out = steal_ptr (&chosen);

@@ -390,6 +390,50 @@ ws_set_state (const char *workspaces_dir, const char *id, const char *state, asb
   return r;
 }
 
+/* entries below dirfd (not counting directories that only hold others) */
+static uint64_t
+count_changed (int dfd, unsigned depth)
+{
+  int fd = openat (dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = fd < 0 ? NULL : fdopendir (fd);
+  struct dirent *de;
+  uint64_t n = 0;
+
+  if (d == NULL)
+    {
+      if (fd >= 0)
+        close (fd);
+      return 0;
+    }
+  while ((de = readdir (d)) != NULL)
+    {
+      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
+        continue;
+      if (de->d_type == DT_DIR && depth < 4096)
+        {
+          int sub = openat (dirfd (d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+          uint64_t k = sub < 0 ? 0 : count_changed (sub, depth + 1);
+          if (sub >= 0)
+            close (sub);
+          n += k ? k : 1; /* an empty (new or opaque) directory is a change by itself */
+        }
+      else
+        n++;
+    }
+  closedir (d);
+  return n;
+}
+
+uint64_t
+ws_upper_changed (int dirfd)
+{
+  int up = openat (dirfd, WS_UPPER, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  uint64_t n = up < 0 ? 0 : count_changed (up, 0);
+  if (up >= 0)
+    close (up);
+  return n;
+}
+
 char *
 ws_rfc3339_now (void)
 {

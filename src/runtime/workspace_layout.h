@@ -96,6 +96,10 @@ int ws_remove_tree (int dirfd, const char *name, const char *where, asbx_err_t *
  * A missing directory is 0 (discarded meanwhile). 0, or -1 with *err. */
 int ws_set_state (const char *workspaces_dir, const char *id, const char *state, asbx_err_t *err);
 
+/* The number of entries in <dirfd>/upper (dirfd: the id directory): files, links, whiteouts, and
+ * directories that hold nothing else (a new or opaque empty one); 0 without an upper. */
+uint64_t ws_upper_changed (int dirfd);
+
 /* The current CLOCK_REALTIME time as RFC 3339 UTC with nanoseconds (heap). */
 char *ws_rfc3339_now (void);
 

@@ -16,6 +16,7 @@
 #include "core/util.h"
 #include "linux/mountopts.h"
 #include "linux/pathsafe.h"
+#include "monitor/audit.h"
 #include "runtime/workspace_layout.h"
 #include "runtime/workspace_review.h"
 
@@ -250,7 +251,7 @@ ws_review_prepare (const struct policy_plan *plan, const struct oci_spec *spec, 
   asbx_strv_free (protect);
   if (clone_layers (r, lower_fd, real, id, err) < 0)
     return -1;
-  cleanup_free char *mark = xasprintf ("%s\n", r->dir);
+  cleanup_free char *mark = xasprintf ("%s\n%s\n", r->dir, plan->audit_dir ? plan->audit_dir : "");
   cleanup_close int mfd = openat (state_dirfd, WS_REVIEW_MARK, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
                                   0600);
   if (mfd < 0 || write_all (mfd, mark, strlen (mark)) < 0)
@@ -301,23 +302,68 @@ ws_review_done (struct ws_review *r, const char *id, bool failed)
 }
 
 void
+ws_audit_record (const char *audit_dir, const struct ws_meta *m, const char *action, const char *snapshot,
+                 uint64_t changed)
+{
+  asbx_err_t e = NULL;
+  cleanup_close int fd = audit_open (audit_dir, m->id, &e);
+  struct audit_rec *r;
+
+  if (fd < 0)
+    {
+      log_warning ("workspace %s: audit record: %s", m->id, e->msg);
+      asbx_error_free (&e);
+      return;
+    }
+  r = audit_rec_new (m->id, "workspace");
+  audit_rec_str (r, "action", action);
+  if (snapshot)
+    audit_rec_str (r, "snapshot", snapshot);
+  audit_rec_str (r, "workspace", m->workspace);
+  audit_rec_int (r, "changed", (int64_t) changed);
+  audit_rec_strv (r, "snapshots", m->snapshots, m->snapshots_len);
+  if (audit_rec_write (r, fd, &e) < 0)
+    {
+      log_warning ("workspace %s: audit record: %s", m->id, e->msg);
+      asbx_error_free (&e);
+    }
+}
+
+void
 ws_review_stopped (int state_dirfd, const char *id)
 {
-  cleanup_free char *dir = NULL;
+  cleanup_free char *mark = NULL;
   asbx_err_t e = NULL;
   size_t len = 0;
 
-  if (read_file_at (state_dirfd, WS_REVIEW_MARK, PATH_MAX + 1, &dir, &len, &e) < 0)
+  if (read_file_at (state_dirfd, WS_REVIEW_MARK, 2 * PATH_MAX + 2, &mark, &len, &e) < 0)
     {
       if (e->errnum != ENOENT)
         log_warning ("container %s: review workspace record: %s", id, e->msg);
       asbx_error_free (&e);
       return;
     }
-  dir[strcspn (dir, "\n")] = '\0';
-  if (ws_set_state (dir, id, "stopped", &e) < 0)
+  char *adir = strchr (mark, '\n');
+  if (adir)
+    {
+      *adir++ = '\0';
+      adir[strcspn (adir, "\n")] = '\0';
+    }
+  if (ws_set_state (mark, id, "stopped", &e) < 0)
     {
       log_warning ("container %s: review workspace: %s", id, e->msg);
       asbx_error_free (&e);
+      return;
     }
+  /* the session's last word on its workspace, in its audit log */
+  cleanup_close int rootfd = adir && *adir ? ws_root_open (mark, false, &e) : -1;
+  cleanup_close int dfd = -1, lk = -1;
+  struct ws_meta m;
+  cleanup_free char *where = xasprintf ("%s/%s", mark, id);
+  if (rootfd >= 0 && (dfd = ws_open (rootfd, id, false, &lk, &e)) >= 0 && ws_meta_read (dfd, where, &m, &e) == 0)
+    {
+      ws_audit_record (adir, &m, "stopped", NULL, ws_upper_changed (dfd));
+      ws_meta_clear (&m);
+    }
+  asbx_error_free (&e);
 }

@@ -22,6 +22,7 @@
 #define ASBX_RUNTIME_WORKSPACE_REVIEW_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "core/error.h"
 #include "libocispec/oci_spec.h"
@@ -30,7 +31,8 @@
 #include "linux/rootfs.h"
 #include "policy/plan.h"
 
-/* the state dir's record of a review workspace: one line, the workspaces directory */
+/* the state dir's record of a review workspace: two lines, the workspaces directory and the
+ * audit directory of the container */
 #define WS_REVIEW_MARK "workspace"
 
 struct ws_review
@@ -70,5 +72,13 @@ void ws_review_done (struct ws_review *r, const char *id, bool failed);
 /* At delete (state dir dirfd of container id): when the container had a review workspace,
  * its meta.json state becomes "stopped". Best effort: problems are logged. */
 void ws_review_stopped (int state_dirfd, const char *id);
+
+struct ws_meta;
+
+/* Append a `workspace` record to <audit_dir>/<id>.jsonl: action ("stopped", "snapshot"), the
+ * snapshot's name (or NULL), the workspace, the number of changed entries, the snapshots.
+ * Best effort: a failure is logged. */
+void ws_audit_record (const char *audit_dir, const struct ws_meta *m, const char *action, const char *snapshot,
+                      uint64_t changed);
 
 #endif

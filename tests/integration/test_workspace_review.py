@@ -52,7 +52,12 @@ def review_run(rt, config, sid, ws, script, *extra, **kw):
 
 
 def wcmd(rt, config, *args):
-    return rt.cmd("workspace", *args, global_args=["--config", config])
+    return rt.cmd("workspace", *args, global_args=["--config", config, "--audit-dir", audit_dir(rt)])
+
+
+def workspace_records(rt, sid):
+    with open(os.path.join(audit_dir(rt), f"{sid}.jsonl")) as f:
+        return [r for r in map(json.loads, f) if r["event"] == "workspace"]
 
 
 def meta(wsdir, sid):
@@ -159,6 +164,11 @@ def test_snapshot_rollback_round_trip(rt, config, wsdir, ws):
     assert wcmd(rt, config, "rollback", sid, "snap-2").rc == 0
     r = review_run(rt, config, sid, ws, "cat state; ls")
     assert r.rc == 0 and r.out.split() == ["v2", "del.txt", "state"], r
+    # the audit log: a `workspace` record at each stop and each snapshot
+    recs = [(r["action"], r.get("snapshot")) for r in workspace_records(rt, sid)]
+    assert recs == [("stopped", None), ("snapshot", "first"), ("stopped", None), ("snapshot", "snap-2"),
+                    ("stopped", None), ("stopped", None)], recs
+    assert workspace_records(rt, sid)[0]["changed"] == 1
     r = wcmd(rt, config, "rollback", sid, "nosuch")
     assert r.rc != 0 and "no snapshot" in r.err, r
     r = wcmd(rt, config, "snapshot", sid, ".bad")
