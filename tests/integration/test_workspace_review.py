@@ -264,3 +264,21 @@ def test_resume_refused_over_another_workspace(rt, config, wsdir, ws):
     assert r.rc != 0 and "already exists" in r.err, r
     assert sorted(os.listdir(os.path.join(wsdir, sid, "upper"))) == ["f"]
     assert meta(wsdir, sid)["state"] == "stopped"
+
+
+def test_deny_write_holds_inside_review_workspace(rt, config, wsdir, ws):
+    """the agent profile's denyWrite of .git/config and .git/hooks lies on the overlay: refused
+    inside, nothing reaches the upper or the host (and no host pin is needed for it)"""
+    os.makedirs(os.path.join(ws, ".git", "hooks"))
+    with open(os.path.join(ws, ".git", "config"), "w") as f:
+        f.write("cfg\n")
+    sid = rt.new_id()
+    r = review_run(rt, config, sid, ws,
+                   "echo evil > .git/config || echo refused; echo x > .git/hooks/post-checkout || echo refused; "
+                   "cat .git/config")
+    assert r.rc == 0, r
+    assert r.out.split() == ["refused", "refused", "cfg"], r
+    with open(os.path.join(ws, ".git", "config")) as f:
+        assert f.read() == "cfg\n"
+    assert not os.path.exists(os.path.join(wsdir, sid, "upper", ".git", "config"))
+    assert not os.path.exists(os.path.join(wsdir, sid, "upper", ".git", "hooks", "post-checkout"))
