@@ -76,7 +76,9 @@ static const struct
   const char *usage;
 } subs[] = {
   { "list", ws_list, "list [--json]            the review workspaces: id, state, snapshots, changed entries" },
-  /* rv-diff: diff and apply (workspace_diff.c) go here */
+  /* rv-diff (workspace_diff.c, declared in cli.h): the `diff` and `apply` entries go here, e.g.
+   * { "diff", cli_workspace_diff, "diff ID [--json] [PATH...]  what changed" },
+   * { "apply", cli_workspace_apply, "apply ID [PATH...]       the changes onto the host workspace" }, */
   { "discard", ws_discard, "discard ID               remove the workspace's changes and snapshots (nothing is left)" },
   { "snapshot", ws_snapshot, "snapshot ID [NAME]       copy the changes so far (the container frozen while it runs)" },
   { "rollback", ws_rollback, "rollback ID NAME         replace the changes by snapshot NAME (container stopped)" },
