@@ -20,6 +20,7 @@ cli_sandbox (struct asbx_global *g, int argc, char **argv)
     { "workspace", required_argument, 0, 'w' },
     { "rootfs", required_argument, 0, 'r' },
     { "id", required_argument, 0, 'i' },
+    { "review", no_argument, 0, 'R' },
     { "stop-timeout", required_argument, 0, 't' },
     { "help", no_argument, 0, 'h' },
     { 0, 0, 0, 0 },
@@ -38,6 +39,7 @@ cli_sandbox (struct asbx_global *g, int argc, char **argv)
       case 'w': o.workspace = optarg; break;
       case 'r': o.rootfs = optarg; break;
       case 'i': o.id = optarg; break;
+      case 'R': o.review = true; break;
       case 't':
         errno = 0;
         n = strtol (optarg, &end, 10);
@@ -47,11 +49,13 @@ cli_sandbox (struct asbx_global *g, int argc, char **argv)
         break;
       case 'h':
         printf ("usage: agentsbx sandbox [--profile NAME] [--policy FILE] [--workspace DIR] [--rootfs DIR]\n"
-                "                        [--id ID] [--stop-timeout SECONDS] -- CMD [ARG...]\n\n"
+                "                        [--id ID] [--review] [--stop-timeout SECONDS] -- CMD [ARG...]\n\n"
                 "Run one command under an agent policy (default profile: agent), in the foreground.\n"
                 "The workspace (default: the current directory) is mounted at /workspace and is the\n"
                 "working directory; the host's system directories are the read-only root unless --rootfs.\n"
                 "A workspace that is /, a system directory, /proc, /sys, /dev or a home directory is refused.\n"
+                "--review: /workspace is an overlay over the workspace; the host directory is not written,\n"
+                "the changes are kept under the id (see agentsbx workspace list|diff|apply|discard).\n"
                 "SIGTERM/SIGINT/SIGHUP/SIGQUIT are forwarded; a container still running --stop-timeout\n"
                 "seconds later (default 10, or $AGENTSBX_STOP_TIMEOUT) is killed, exit status 128+signal.\n");
         return 0;

@@ -38,8 +38,8 @@ mnt_clone (int dirfd, const char *path, bool recursive, asbx_err_t *err)
 }
 
 /* fail with the fs-context log lines ("e tmpfs: Bad value for 'mode'") appended */
-static int
-fs_error (int fsfd, int errnum, const char *type, const char *what, asbx_err_t *err)
+int
+mnt_fs_error (int fsfd, int errnum, const char *type, const char *what, asbx_err_t *err)
 {
   char line[512], logs[1024] = "";
   ssize_t n;
@@ -84,11 +84,11 @@ config_items (int fsfd, const char *type, const char *data, unsigned sb_flags, a
       else
         r = fsconfig (fsfd, FSCONFIG_SET_FLAG, item, NULL, 0);
       if (r < 0)
-        return fs_error (fsfd, errno, type, item, err);
+        return mnt_fs_error (fsfd, errno, type, item, err);
     }
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (sb); i++)
     if ((sb_flags & sb[i].bit) && fsconfig (fsfd, FSCONFIG_SET_FLAG, sb[i].key, NULL, 0) < 0)
-      return fs_error (fsfd, errno, type, sb[i].key, err);
+      return mnt_fs_error (fsfd, errno, type, sb[i].key, err);
   return 0;
 }
 
@@ -102,14 +102,14 @@ mnt_new_fs (const char *type, const char *source, const char *data, unsigned sb_
   if (fsfd < 0)
     return asbx_error (err, errno, "mount %s: fsopen", type);
   if (source && *source && fsconfig (fsfd, FSCONFIG_SET_STRING, "source", source, 0) < 0)
-    return fs_error (fsfd, errno, type, "source", err);
+    return mnt_fs_error (fsfd, errno, type, "source", err);
   if (config_items (fsfd, type, data, sb_flags, err) < 0)
     return -1;
   if (fsconfig (fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-    return fs_error (fsfd, errno, type, "create", err);
+    return mnt_fs_error (fsfd, errno, type, "create", err);
   mfd = fsmount (fsfd, FSMOUNT_CLOEXEC, (unsigned) attrs);
   if (mfd < 0)
-    return fs_error (fsfd, errno, type, "fsmount", err);
+    return mnt_fs_error (fsfd, errno, type, "fsmount", err);
   return mfd;
 }
 
@@ -123,7 +123,7 @@ mnt_reconfigure (int fd, const char *data, unsigned sb_flags, asbx_err_t *err)
   if (config_items (fsfd, "(remount)", data, sb_flags, err) < 0)
     return -1;
   if (fsconfig (fsfd, FSCONFIG_CMD_RECONFIGURE, NULL, NULL, 0) < 0)
-    return fs_error (fsfd, errno, "(remount)", "reconfigure", err);
+    return mnt_fs_error (fsfd, errno, "(remount)", "reconfigure", err);
   return 0;
 }
 

@@ -31,6 +31,10 @@ int mnt_new_fs (const char *type, const char *source, const char *data, unsigned
 
 /* Reconfigure the superblock of the mount at fd (fspick + fsconfig items + RECONFIGURE), for
  * the `remount` option with data. Returns 0 / -1 with *err. */
+/* The error of a failed fsconfig/fsmount step `what` on filesystem `type`, with the
+ * filesystem's own messages read from fsfd (the fs context's log). Returns -1. */
+int mnt_fs_error (int fsfd, int errnum, const char *type, const char *what, asbx_err_t *err);
+
 int mnt_reconfigure (int fd, const char *data, unsigned sb_flags, asbx_err_t *err);
 
 /* Attach the detached mount mfd on top of the object dest_fd refers to (move_mount with

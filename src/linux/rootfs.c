@@ -29,6 +29,7 @@
 #include "linux/devices.h"
 #include "linux/mount.h"
 #include "linux/mountopts.h"
+#include "linux/overlay.h"
 #include "linux/pathsafe.h"
 #include "linux/rootfs.h"
 #include "linux/rootfs_cgroup.h"
@@ -210,6 +211,10 @@ mount_one (const struct linux_rootfs_opts *opts, int rootfd, const struct oci_mo
     log_warning ("mounts: destination `%s` is not absolute: taken as `/%s` (as runc)", m->destination, m->destination);
   dest = ps_clean (m->destination);
   bind = o.bind || streq (m->type, "bind");
+  /* the review workspace: the bind of the workspace becomes a new overlay filesystem, its
+   * attributes (nosuid, nodev, ro...) set by fsmount like any new filesystem's */
+  if (prepared_src (opts, m).kind == LINUX_MOUNT_SRC_OVERLAY)
+    bind = false;
   if (!bind && streq (m->type, "tmpfs"))
     tmpfs_keep_mode (rootfd, dest, &o);
   if (!bind && streq (m->type, "sysfs") && opts->userns && !has_new_ns (opts->spec, "network"))
@@ -239,6 +244,14 @@ mount_one (const struct linux_rootfs_opts *opts, int rootfd, const struct oci_mo
       dfd = ps_mkdir_p (rootfd, dest, 0755, err);
       r = dfd < 0 ? -1
                   : rootfs_mount_cgroup (dfd, o.attr_set | o.rattr_set, opts->new_cgroupns, opts->cgroup_path, err);
+    }
+  else if (prepared_src (opts, m).kind == LINUX_MOUNT_SRC_OVERLAY)
+    {
+      /* the review workspace: a new overlay filesystem over the mount point (linux/overlay.h) */
+      if ((dfd = ps_mkdir_p (rootfd, dest, 0755, err)) >= 0
+          && (mfd = linux_overlay_mount (prepared_src (opts, m).ovl, dfd, top_set, err)) >= 0
+          && mnt_attach (mfd, dfd, err) == 0)
+        r = mnt_setattr (mfd, o.propagation_recursive, 0, 0, o.propagation, err);
     }
   else if ((mfd = make_mount (opts, m, &o, bind, source, top_set, &is_dir, err)) >= 0
            && (dfd = dest_fd_for (rootfd, dest, m->type, is_dir, err)) >= 0 && mnt_attach (mfd, dfd, err) == 0)

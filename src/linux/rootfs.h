@@ -25,16 +25,22 @@
  * namespaces exist; the init attaches it instead of opening the source itself. */
 enum linux_mount_src_kind
 {
-  LINUX_MOUNT_SRC_NONE,  /* fd -1: the init opens the source */
-  LINUX_MOUNT_SRC_BIND,  /* a detached clone of the bind source, opened as the host's root
-                            (linux_rootfs_open_bind_sources) */
-  LINUX_MOUNT_SRC_IDMAP, /* the detached idmapped clone (linux/idmap.h) */
+  LINUX_MOUNT_SRC_NONE,    /* fd -1: the init opens the source */
+  LINUX_MOUNT_SRC_BIND,    /* a detached clone of the bind source, opened as the host's root
+                              (linux_rootfs_open_bind_sources) */
+  LINUX_MOUNT_SRC_IDMAP,   /* the detached idmapped clone (linux/idmap.h) */
+  LINUX_MOUNT_SRC_OVERLAY, /* fd -1, `ovl` set: the bind becomes an overlay of these layer fds
+                              (the review workspace, issue 18), made by the init in its own user
+                              and mount namespace (linux/overlay.h) */
 };
+
+struct linux_overlay;
 
 struct linux_mount_src
 {
   int fd;
   enum linux_mount_src_kind kind;
+  struct linux_overlay *ovl; /* LINUX_MOUNT_SRC_OVERLAY only; owned by whoever filled the entry */
 };
 
 /* A heap array of n entries, all LINUX_MOUNT_SRC_NONE. */

@@ -278,6 +278,8 @@ policy_compile (const struct pdoc *e)
       compile_mounts (p, e);
       compile_landlock (p, e);
     }
+  p->ws_mode = e->ws_mode == POLICY_WS_REVIEW ? POLICY_WS_REVIEW : POLICY_WS_DIRECT;
+  p->ws_path = xstrdup (e->ws_path ? e->ws_path : POLICY_DEFAULT_WS_PATH);
   p->deny_groups = e->deny_groups;
   p->deny_write_exec_memory = e->deny_wx_memory == 1;
   compile_caps (p, e);

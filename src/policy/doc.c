@@ -79,6 +79,7 @@ pdoc_new (const char *source)
   d->approvals_network = -1;
   d->on_timeout_allow = -1;
   d->audit_on_full = -1;
+  d->ws_mode = -1;
   return d;
 }
 
@@ -164,6 +165,7 @@ pdoc_free (struct pdoc *d)
     return;
   free (d->source);
   free (d->extends);
+  free (d->ws_path);
   for (int i = 0; i < PDOC_FS_LISTS; i++)
     pdoc_paths_clear (&d->fs[i]);
   pdoc_strs_clear (&d->allowed_domains);
@@ -204,6 +206,10 @@ pdoc_inherit (struct pdoc *d, const struct pdoc *b)
   d->has_fs = d->has_fs || b->has_fs;
   for (int i = 0; i < PDOC_FS_LISTS; i++)
     inherit_paths (&d->fs[i], &b->fs[i], i == PDOC_DENY_READ || i == PDOC_DENY_WRITE);
+  if (d->ws_mode < 0)
+    d->ws_mode = b->ws_mode;
+  if (d->ws_path == NULL && b->ws_path)
+    d->ws_path = xstrdup (b->ws_path);
 
   d->has_net = d->has_net || b->has_net;
   if (d->net_mode < 0)

@@ -110,8 +110,12 @@ struct pdoc
   char *source;  /* "profile agent", "/etc/x.json", "annotation io.agentsbx.policy" */
   char *extends; /* as written (already applied after pdoc_load) */
 
-  bool has_fs;
+  bool has_fs; /* a filesystem section with rules (filesystem.workspace alone does not set it) */
   struct pdoc_paths fs[PDOC_FS_LISTS];
+  /* filesystem.workspace (issue 18): the container path of the workspace mount (NULL unset,
+   * else absolute and normalised) and its mode (-1 unset, else enum policy_ws_mode) */
+  char *ws_path;
+  int ws_mode;
 
   bool has_net;
   int net_mode;            /* -1 unset, else enum policy_net_mode */

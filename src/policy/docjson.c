@@ -237,12 +237,28 @@ pdoc_gen (void *gen, const struct pdoc *d)
   yajl_gen_map_open (g);
   S (g, "version");
   yajl_gen_integer (g, 1);
-  if (d->has_fs)
+  if (d->has_fs || d->ws_mode >= 0 || d->ws_path)
     {
       S (g, "filesystem");
       yajl_gen_map_open (g);
-      for (int i = 0; i < PDOC_FS_LISTS; i++)
+      for (int i = 0; d->has_fs && i < PDOC_FS_LISTS; i++)
         gen_paths (g, pdoc_fs_names[i], &d->fs[i]);
+      if (d->ws_mode >= 0 || d->ws_path)
+        {
+          S (g, "workspace");
+          yajl_gen_map_open (g);
+          if (d->ws_path)
+            {
+              S (g, "path");
+              S (g, d->ws_path);
+            }
+          if (d->ws_mode >= 0)
+            {
+              S (g, "mode");
+              S (g, policy_ws_mode_names[d->ws_mode]);
+            }
+          yajl_gen_map_close (g);
+        }
       yajl_gen_map_close (g);
     }
   if (d->has_net)

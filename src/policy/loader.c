@@ -8,6 +8,7 @@
  * and --policy belong to the host admin, but are still strictly validated (unknown keys are
  * errors): a typo in a ceiling must not silently open a hole. */
 #include <errno.h>
+#include <pwd.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,7 @@ struct host_config
   char *default_profile;
   bool clamp;
   char *audit_dir;
+  char *workspaces_dir; /* workspacesDir (issue 18) */
   bool audit_syslog;
   bool enable_kernel_audit;
   /* "rootless": {"cgroupParent": ...} */
@@ -95,6 +97,7 @@ host_config_clear (struct host_config *h)
 {
   free (h->default_profile);
   free (h->audit_dir);
+  free (h->workspaces_dir);
   free (h->rootless_cgroup_parent);
   free (h->secrets_dir);
   free (h->upstream_ca_file);
@@ -127,9 +130,9 @@ host_config_rootless (struct oci_ctx *c, yajl_val t, struct host_config *h)
 static int
 host_config_parse (struct host_config *h, const char *text, size_t len, const char *path, asbx_err_t *err)
 {
-  static const char *const keys[] = { "defaultProfile", "onWiden",           "auditDir",
-                                      "auditSyslog",    "enableKernelAudit", "rootless",
-                                      "secretsDir",     "upstreamCaFile",    NULL };
+  static const char *const keys[] = { "defaultProfile", "onWiden",        "auditDir",      "auditSyslog",
+                                      "workspacesDir",  "enableKernelAudit", "rootless",   "secretsDir",
+                                      "upstreamCaFile", NULL };
   cleanup_free char *on_widen = NULL;
   struct oci_ctx c;
   yajl_val t;
@@ -147,12 +150,13 @@ host_config_parse (struct host_config *h, const char *text, size_t len, const ch
       if (!ok)
         r = oci_fail_key (&c, t->u.object.keys[i],
                           "unknown key (expected defaultProfile, onWiden, auditDir, auditSyslog, "
-                          "enableKernelAudit, rootless, secretsDir, upstreamCaFile)");
+                          "workspacesDir, enableKernelAudit, rootless, secretsDir, upstreamCaFile)");
     }
   if (r == 0)
     r = oci_get_string (&c, t, "defaultProfile", &h->default_profile) < 0
                 || oci_get_string (&c, t, "onWiden", &on_widen) < 0
                 || oci_get_string (&c, t, "auditDir", &h->audit_dir) < 0
+                || oci_get_string (&c, t, "workspacesDir", &h->workspaces_dir) < 0
                 || oci_get_bool (&c, t, "auditSyslog", &h->audit_syslog) < 0
                 || oci_get_bool (&c, t, "enableKernelAudit", &h->enable_kernel_audit) < 0
                 || host_config_rootless (&c, t, h) < 0 || oci_get_string (&c, t, "secretsDir", &h->secrets_dir) < 0
@@ -169,6 +173,8 @@ host_config_parse (struct host_config *h, const char *text, size_t len, const ch
     r = oci_fail_key (&c, "secretsDir", "expected an absolute path (a root-only directory, one file per secret)");
   if (r == 0 && h->upstream_ca_file && h->upstream_ca_file[0] != '/')
     r = oci_fail_key (&c, "upstreamCaFile", "expected an absolute path (a PEM file of CA certificates)");
+  if (r == 0 && h->workspaces_dir && h->workspaces_dir[0] != '/')
+    r = oci_fail_key (&c, "workspacesDir", "expected an absolute path");
   h->clamp = on_widen && strcmp (on_widen, "clamp") == 0;
   if (t)
     yajl_tree_free (t);
@@ -349,7 +355,7 @@ add_source (struct policy_plan *p, char *line)
 }
 
 static struct policy_plan *
-merge_sides (struct side *ceil, struct side *req, const struct host_config *h, const struct user_config *u,
+merge_sides (struct side *ceil, struct side *req, const struct host_config *h, const struct user_config *u, bool review,
              asbx_err_t *err)
 {
   struct pdoc *eff = NULL;
@@ -432,7 +438,7 @@ policy_resolve (const struct policy_inputs *in, asbx_err_t *err)
     goto out;
   if (ceil.doc == NULL && req.doc == NULL)
     p = xmalloc0 (sizeof *p); /* plain OCI: nothing added (a user config's restrict neither) */
-  else if ((p = merge_sides (&ceil, &req, &h, &u, err)) == NULL)
+  else if ((p = merge_sides (&ceil, &req, &h, &u, in->workspace_review, err)) == NULL)
     goto out;
   if (ceil.source)
     add_source (p, xasprintf ("ceiling: %s", ceil.source));
@@ -447,6 +453,9 @@ policy_resolve (const struct policy_inputs *in, asbx_err_t *err)
                           : h.audit_dir      ? h.audit_dir
                                              : POLICY_DEFAULT_AUDIT_DIR);
   p->audit_syslog = h.audit_syslog;
+  p->workspaces_dir = geteuid () != 0    ? policy_user_workspaces_dir ()
+                      : h.workspaces_dir ? xstrdup (h.workspaces_dir)
+                                         : xstrdup (POLICY_DEFAULT_WORKSPACES_DIR);
   /* the secrets a credential names: the host config's directory for root; a non-root caller's
    * own (its user config's secretsDir, else ~/.config/agentsbx/secrets), since the host's is
    * root-only */
@@ -457,8 +466,11 @@ policy_resolve (const struct policy_inputs *in, asbx_err_t *err)
   p->upstream_ca_file = steal_ptr (&h.upstream_ca_file);
   if (p->active)
     {
+      /* the secrets dirs and the review upper layers of every container (issue 18) too: no
+       * container sees a secret or another's workspace layers */
       const char *hide[] = { p->audit_dir,   POLICY_DEFAULT_AUDIT_DIR,   in->state_root, POLICY_DEFAULT_STATE_ROOT,
-                             p->secrets_dir, POLICY_DEFAULT_SECRETS_DIR, h.secrets_dir,  p->workspaces_dir };
+                             p->secrets_dir, POLICY_DEFAULT_SECRETS_DIR, h.secrets_dir,  p->workspaces_dir,
+                             POLICY_DEFAULT_WORKSPACES_DIR };
       for (size_t i = 0; i < ASBX_ARRAY_SIZE (hide); i++)
         add_hidden (p, hide[i]);
       for (size_t i = 0; in->audit_dirs_used && in->audit_dirs_used[i]; i++)
@@ -472,6 +484,42 @@ out:
   host_config_clear (&h);
   userconf_clear (&u);
   return p;
+}
+
+char *
+policy_user_workspaces_dir (void)
+{
+  const char *xdg = getenv ("XDG_DATA_HOME"), *home = getenv ("HOME");
+  struct passwd *pw;
+
+  if (xdg && xdg[0] == '/')
+    return xasprintf ("%s/agentsbx/workspaces", xdg);
+  if (!home || home[0] != '/')
+    {
+      pw = getpwuid (geteuid ());
+      home = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
+    }
+  return home ? xasprintf ("%s/.local/share/agentsbx/workspaces", home) : NULL;
+}
+
+char *
+policy_workspaces_dir (const char *config_path, asbx_err_t *err)
+{
+  struct host_config h = { 0 };
+  char *dir = NULL;
+
+  if (geteuid () != 0)
+    {
+      dir = policy_user_workspaces_dir ();
+      if (dir == NULL)
+        asbx_error (err, 0, "workspaces directory: neither XDG_DATA_HOME nor HOME is set, and uid %u has no home",
+                    (unsigned) geteuid ());
+      return dir;
+    }
+  if (host_config_load (&h, config_path, err) == 0)
+    dir = xstrdup (h.workspaces_dir ? h.workspaces_dir : POLICY_DEFAULT_WORKSPACES_DIR);
+  host_config_clear (&h);
+  return dir;
 }
 
 struct policy_plan *

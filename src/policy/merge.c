@@ -114,6 +114,34 @@ union_paths (const struct pdoc_paths *a, const struct pdoc_paths *b, struct pdoc
   out->set = a->set || b->set;
 }
 
+/* filesystem.workspace: review is the narrower mode (the host directory is not written during
+ * the run), so a request may turn direct into review, never review into direct. Under a review
+ * ceiling the request may not move the workspace either: the overlay lies at the ceiling's path,
+ * and the mount at that path would otherwise stay a plain read-write bind. */
+static void
+intersect_workspace (struct widen *w, const struct pdoc *c, const struct pdoc *r, struct pdoc *e)
+{
+  e->ws_mode = r->ws_mode >= 0 ? r->ws_mode : c->ws_mode;
+  if (c->ws_mode == POLICY_WS_REVIEW && r->ws_mode == POLICY_WS_DIRECT)
+    {
+      widen_report (w, "filesystem.workspace.mode", "\"direct\"", 1, "\"review\"");
+      e->ws_mode = POLICY_WS_REVIEW;
+    }
+  e->ws_path = xstrdup (r->ws_path ? r->ws_path : c->ws_path);
+  if (c->ws_mode == POLICY_WS_REVIEW && r->ws_path && strcmp (r->ws_path, c->ws_path ? c->ws_path : "/workspace") != 0)
+    {
+      cleanup_free char *q = oci_quote (r->ws_path);
+      cleanup_free char *cq = oci_quote (c->ws_path ? c->ws_path : "/workspace");
+      if (w->clamp)
+        widen_report (w, "filesystem.workspace.path", q, 1, cq);
+      else
+        widen_add (w, xasprintf ("filesystem.workspace.path: %s is not allowed by %s (its review workspace is at %s)",
+                                 q, w->ceiling, cq));
+      free (e->ws_path);
+      e->ws_path = xstrdup (c->ws_path);
+    }
+}
+
 static void
 intersect_fs (struct widen *w, const struct pdoc *c, const struct pdoc *r, struct pdoc *e)
 {
@@ -129,6 +157,7 @@ intersect_fs (struct widen *w, const struct pdoc *c, const struct pdoc *r, struc
                    &e->fs[PDOC_ALLOW_EXEC]);
   union_paths (&c->fs[PDOC_DENY_READ], &r->fs[PDOC_DENY_READ], &e->fs[PDOC_DENY_READ]);
   union_paths (&c->fs[PDOC_DENY_WRITE], &r->fs[PDOC_DENY_WRITE], &e->fs[PDOC_DENY_WRITE]);
+  intersect_workspace (w, c, r, e);
 }
 
 typedef bool (*covers_fn) (const char *outer, const char *inner);

@@ -120,12 +120,58 @@ elem_path (struct oci_ctx *c, yajl_val v, void *ud_)
   return 0;
 }
 
+static int get_enum (struct oci_ctx *c, yajl_val obj, const char *key, const char *const *names, int *out);
+
+/* filesystem.workspace {path, mode}: path absolute, normalised, not `/` (the workspace is a mount
+ * of its own), no `?` or `~/` form (it names one mount exactly) */
+static int
+parse_workspace (struct oci_ctx *c, yajl_val fs, struct pdoc *d)
+{
+  static const char *const keys[] = { "path", "mode", NULL };
+  cleanup_free char *path = NULL;
+  yajl_val ws = NULL;
+  int r = oci_get_object (c, fs, "workspace", &ws);
+  if (r <= 0)
+    return r;
+  size_t mark = oci_ctx_push_key (c, "workspace");
+  r = pparse_keys (c, ws, keys) < 0 ? -1 : get_enum (c, ws, "mode", policy_ws_mode_names, &d->ws_mode);
+  if (r >= 0)
+    r = oci_get_string (c, ws, "path", &path);
+  if (r > 0)
+    {
+      struct pdoc_path p = { 0 };
+      char *why = NULL;
+      size_t m2 = oci_ctx_push_key (c, "path");
+      if (path[0] == '?' || path[0] == '~')
+        r = pparse_fail_value (c, path,
+                        xstrdup ("expected the absolute container path of the workspace mount (no `?` or "
+                                 "`~/` form)"));
+      else if (pval_path (path, &p, false, &why) < 0)
+        r = pparse_fail_value (c, path, why);
+      else if (strcmp (p.path, "/") == 0)
+        r = pparse_fail_value (c, path, xstrdup ("the workspace is a mount of its own, not `/`"));
+      else
+        {
+          free (d->ws_path);
+          d->ws_path = steal_ptr (&p.path);
+        }
+      free (p.path);
+      oci_ctx_pop (c, m2);
+    }
+  oci_ctx_pop (c, mark);
+  return r < 0 ? -1 : 0;
+}
+
 static int
 parse_fs (struct oci_ctx *c, yajl_val fs, struct pdoc *d)
 {
-  static const char *const keys[] = { "allowRead", "denyRead", "allowWrite", "denyWrite", "allowExec", "tmpfs", NULL };
+  static const char *const keys[] = { "allowRead", "denyRead", "allowWrite", "denyWrite",
+                                      "allowExec", "tmpfs",    "workspace",  NULL };
   OCI_TRY (pparse_keys (c, fs, keys));
-  d->has_fs = true;
+  /* a section holding only `workspace` restricts no path: the lists stay unset (a review
+   * workspace from an engine's profile must not make the whole filesystem read-only) */
+  d->has_fs = d->has_fs || fs->u.object.len != 1 || oci_get (fs, "workspace") == NULL;
+  OCI_TRY (parse_workspace (c, fs, d));
   for (int i = 0; i < PDOC_FS_LISTS; i++)
     {
       struct path_ud ud = { &d->fs[i], i == PDOC_DENY_READ || i == PDOC_DENY_WRITE };

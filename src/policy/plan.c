@@ -18,6 +18,7 @@ const char *const policy_net_mode_names[] = { "open", "none", "filtered", NULL }
 const char *const policy_approval_names[] = { "deny", "ask", NULL };
 const char *const policy_on_timeout_names[] = { "deny", "allow", NULL };
 const char *const policy_on_full_names[] = { "kill", "continue", NULL };
+const char *const policy_ws_mode_names[] = { "direct", "review", NULL };
 
 static void
 strv_free_n (char **v, size_t n)
@@ -286,6 +287,13 @@ gen_rest (yajl_gen g, const struct policy_plan *p)
   if (p->audit_on_full_continue)
     kv_str (g, "auditOnFull", "continue"); /* only when not the default: the golden plans stay */
   kv_str (g, "auditDir", p->audit_dir);
+  if (p->ws_mode == POLICY_WS_REVIEW)
+    {
+      /* only when not the default: the golden plans stay */
+      kv_str (g, "workspaceMode", policy_ws_mode_names[p->ws_mode]);
+      kv_str (g, "workspacePath", p->ws_path);
+      kv_str (g, "workspacesDir", p->workspaces_dir);
+    }
   kv_strv (g, "hiddenPaths", p->hidden_paths, p->hidden_paths_len);
   kv_strv (g, "degrade", p->degrade, p->degrade_len);
   kv_strv (g, "clamps", p->clamps, p->clamps_len);

@@ -71,6 +71,7 @@ extern const char *const policy_net_mode_names[];   /* network.mode, index = enu
 extern const char *const policy_approval_names[];   /* approvals.network, index = enum policy_approval */
 extern const char *const policy_on_timeout_names[]; /* approvals.onTimeout: 0 deny, 1 allow */
 extern const char *const policy_on_full_names[];    /* audit.onFull: 0 kill, 1 continue */
+extern const char *const policy_ws_mode_names[];    /* filesystem.workspace.mode, index = enum policy_ws_mode */
 
 /* audit event kinds (POLICY.md §6); lifecycle, policy, denial and limit are always on */
 #define POLICY_AUDIT_LIFECYCLE 0x01u
@@ -109,6 +110,8 @@ struct policy_http_host
   size_t allow_len;
   uint64_t max_body_bytes; /* request body cap; 0 = none */
 };
+
+#define POLICY_DEFAULT_WS_PATH "/workspace"
 
 /* filesystem.workspace.mode (issue 18) */
 enum policy_ws_mode

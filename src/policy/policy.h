@@ -18,6 +18,7 @@
 #define POLICY_DEFAULT_AUDIT_DIR "/var/log/agentsbx"
 #define POLICY_DEFAULT_STATE_ROOT "/run/agentsbx"
 #define POLICY_DEFAULT_SECRETS_DIR "/etc/agentsbx/secrets" /* host config secretsDir */
+#define POLICY_DEFAULT_WORKSPACES_DIR "/var/lib/agentsbx/workspaces"
 #define POLICY_ANNOTATION_POLICY "io.agentsbx.policy"
 #define POLICY_ANNOTATION_PROFILE "io.agentsbx.profile"
 
@@ -32,6 +33,8 @@ struct policy_inputs
   const struct oci_map *annotations;   /* io.agentsbx.policy (inline JSON), io.agentsbx.profile (name) = the request */
   const char *sandbox_default_profile; /* `agentsbx sandbox`: ceiling when neither ceiling nor request is given */
   const char *const *audit_dirs_used;  /* NULL-terminated or NULL: other sandboxes' audit dirs, hidden too */
+  bool workspace_review;               /* `sandbox --review`: filesystem.workspace.mode review added to the
+                                          effective policy (a narrowing, always allowed) */
   const char *user_config;             /* user config file (must exist; "" = none); NULL = the caller's own
                                           ($XDG_CONFIG_HOME or ~/.config/agentsbx/config.json, absent = none)
                                           when euid != 0, none for root */
@@ -58,6 +61,14 @@ struct policy_plan *policy_resolve (const struct policy_inputs *in, asbx_err_t *
  * NULL with *err (EINVAL: the saved document does not parse). plan->audit_dir is the default
  * directory: callers that write audit records resolve the directory themselves. */
 struct policy_plan *policy_resolve_saved (const char *json, const char *source, asbx_err_t *err);
+
+/* Where review workspaces are kept (issue 18; docs/policy.md "Review workspace"): for root the
+ * host config's workspacesDir (config_path, NULL = the default file; absent = none) or
+ * /var/lib/agentsbx/workspaces; for a non-root caller $XDG_DATA_HOME/agentsbx/workspaces or
+ * ~/.local/share/agentsbx/workspaces (policy_user_workspaces_dir; NULL without a home).
+ * Returns a heap path, or NULL with *err (a host config that does not parse). */
+char *policy_workspaces_dir (const char *config_path, asbx_err_t *err);
+char *policy_user_workspaces_dir (void);
 
 /* The plan as JSON (stable key order; for golden tests and `policy explain`). Heap string. */
 char *policy_plan_to_json (const struct policy_plan *p, bool pretty);

@@ -30,6 +30,7 @@
 #include "runtime/rootless.h"
 #include "runtime/rootless_oci.h"
 #include "runtime/state.h"
+#include "runtime/workspace_review.h"
 
 /* Crash-safety test hook (tests/escape/test_robustness.py): AGENTSBX_TEST_STOP_AT=<step>
  * makes the runtime die by SIGKILL at the named step (`<step>:stop` raises SIGSTOP instead), so
@@ -317,6 +318,8 @@ asbx_container_delete (const struct asbx_global *g, const char *id, bool force, 
   /* the monitor writes exit_reason and its last audit record after the init is gone: let it
    * finish before the directory goes */
   monitor_wait_exit (o.dirfd, 5000);
+  /* its review workspace outlives it, stopped: ready for `workspace diff/apply/discard` */
+  ws_review_stopped (o.dirfd, id);
   ret = asbx_state_dir_remove (o.rootfd, id, err);
 out:
   asbx_container_close (&o);

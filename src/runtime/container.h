@@ -38,6 +38,8 @@ struct asbx_create_opts
   /* agent policy: the profile used when neither a ceiling nor a request names one (`sandbox`
    * passes "agent"; create/run pass NULL = plain OCI) */
   const char *default_profile;
+  /* `sandbox --review`: the policy's filesystem.workspace.mode becomes review (issue 18) */
+  bool workspace_review;
 };
 
 /* create: everything up to `created`. *init_pid receives the container init's pid. On failure

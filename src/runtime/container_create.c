@@ -51,6 +51,7 @@
 #include "runtime/state.h"
 #include "runtime/sync.h"
 #include "runtime/tty.h"
+#include "runtime/workspace_review.h"
 #include "monitor/unixsock.h"
 #include "runtime/policy_hostfiles.h"
 #include "spec/model.h"
@@ -133,6 +134,7 @@ struct create_ctx
   struct linux_mount_src *mount_srcs;
   int unixsock_fd;            /* the monitor's end of the unix-socket confinement channel, or -1 */
   struct egress_ca egress_ca; /* the plan intercepts: the container's CA (runtime/egress_ca.h) */
+  struct ws_review ws;        /* the review workspace's layout and layer fds (runtime/workspace_review.h) */
 };
 
 /* An allowWrite grant whose path is missing creates nothing: the path stays read-only (or
@@ -165,7 +167,7 @@ report_missing_grants (const char *lines)
  * the idmapped binds, made here in the host's user and mount namespace (linux/idmap.h). */
 static int
 create_mount_prep (struct create_ctx *c, const struct ns_plan *ns, const struct oci_spec *spec, const char *bundle,
-                   const char *rootfs, const char *config_path, asbx_err_t *err)
+                   const char *rootfs, const char *config_path, const struct policy_plan *plan, asbx_err_t *err)
 {
   if (!((ns->new_flags | ns->join_flags) & CLONE_NEWNS))
     {
@@ -174,7 +176,10 @@ create_mount_prep (struct create_ctx *c, const struct ns_plan *ns, const struct 
         return asbx_error (err, errno, "state directory: create %s", HOST_MOUNTS_MARK);
       c->host_mntns_rootfs = rootfs;
     }
-  return linux_idmap_prepare (spec, bundle, config_path, &c->mount_srcs, err);
+  if (linux_idmap_prepare (spec, bundle, config_path, &c->mount_srcs, err) < 0)
+    return -1;
+  /* filesystem.workspace.mode review: the workspace's bind becomes an overlay */
+  return ws_review_prepare (plan, spec, ns, c->id, config_path, c->dirfd, &c->mount_srcs, &c->ws, err);
 }
 
 static void
@@ -280,6 +285,7 @@ create_spawned (const struct asbx_global *g, const struct asbx_create_opts *o, c
   a->mount_srcs = c->mount_srcs;
   int r = spawn_init (a, psync, &c->init_pid, &c->cgroup_mask, err);
   linux_rootfs_close_bind_sources (c->mount_srcs, spec->mounts_len);
+  ws_review_spawned (&c->ws);
   if (a->sync_fd >= 0) /* spawn_init closes it once S is forked */
     close (a->sync_fd);
   if (r < 0)
@@ -416,7 +422,13 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   struct ns_plan ns = { 0 };
   struct policy_plan *plan = NULL;
   char **audit_used = NULL; /* other containers' audit dirs (runtime/audit_dirs.h) */
-  struct create_ctx c = { .rootfd = -1, .dirfd = -1, .id = o->id, .unixsock_fd = -1 };
+  struct create_ctx c = {
+    .rootfd = -1,
+    .dirfd = -1,
+    .id = o->id,
+    .unixsock_fd = -1,
+    .ws = { .dirfd = -1, .lockfd = -1, .ovl = { .lower_mnt = -1, .layout_mnt = -1, .upper_fd = -1, .work_fd = -1 } }
+  };
   struct linux_seccomp sc_filter = { 0 }; /* linux.seccomp compiled here, for the init (init_args) */
   int r_spawn;
   size_t raw_len;
@@ -446,6 +458,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
     .annotations = &parsed->annotations,
     .sandbox_default_profile = o->default_profile,
     .audit_dirs_used = (const char *const *) audit_used,
+    .workspace_review = o->workspace_review,
   };
   plan = policy_resolve (&pin, err);
   if (!plan)
@@ -523,7 +536,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   if (spec->linux_ && spec->linux_->seccomp
       && linux_seccomp_cache_compile (rootfd, spec->linux_->seccomp, &sc_filter, NULL, err) < 0)
     goto undo;
-  if (create_mount_prep (&c, &ns, spec, bundle, rootfs, config_path, err) < 0)
+  if (create_mount_prep (&c, &ns, spec, bundle, rootfs, config_path, plan, err) < 0)
     goto undo;
   /* the container's own CA for the intercepted hosts, before the init that trusts it */
   if (egress_intercepts (plan) && egress_ca_make (plan, o->id, &c.egress_ca, err) < 0)
@@ -543,7 +556,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
     .no_pivot = o->no_pivot,
     .no_new_keyring = o->no_new_keyring,
     .seccomp_filter = sc_filter.insns ? &sc_filter : NULL,
-    .close_fds = { rootfd, dirfd, -1, -1 },
+    .close_fds = { rootfd, dirfd, -1, c.ws.lockfd },
     .plan = plan,
     .unixsock_fd = -1,
     .rootless = rootless_caller (),
@@ -580,7 +593,9 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
 
 undo:
   create_undo (&c);
+  ws_review_done (&c.ws, o->id, true);
 out:
+  ws_review_done (&c.ws, o->id, false);
   linux_seccomp_release (&sc_filter);
   ns_plan_close (&ns);
   free (c.cgroup_path);

@@ -53,6 +53,9 @@ explain_fs (FILE *out, const struct policy_plan *p)
                m->each_child ? m->each_child : "", m->noexec ? " noexec" : "", m->optional ? " optional" : "",
                m->writable_parent && !m->optional ? " (missing = create fails)" : "", m->origin);
     }
+  if (p->ws_mode == POLICY_WS_REVIEW)
+    fprintf (out, "  overlay  %s (review workspace: upper layer in %s/<id>)\n", p->ws_path,
+             p->workspaces_dir ? p->workspaces_dir : "(none)");
   fprintf (out, "filesystem (Landlock%s):\n", p->landlock ? "" : ": off");
   for (size_t i = 0; i < p->fs_rules_len; i++)
     {

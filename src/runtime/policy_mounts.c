@@ -444,8 +444,15 @@ apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy
   /* the same file or directory shown elsewhere by a bind mount is masked there too */
   if (r == 0 && m->kind == POLICY_MOUNT_MASK)
     r = mask_aliases (rootfd, fd, &res->homes, err);
-  /* a deny inside a writable bind grant: P pins the file in the host's namespace (policy_pin.h) */
-  if (r == 0 && (m->kind == POLICY_MOUNT_BIND_RO || m->kind == POLICY_MOUNT_MASK))
+  /* a deny inside a writable bind grant: P pins the file in the host's namespace (policy_pin.h).
+   * Not inside a review workspace: the mask lies on an overlay dentry of the container's own
+   * namespace, which no host-side rename or unlink of the lower file reaches (the detach that
+   * pins prevent happens only to mounts on the host filesystem's dentries), and the host file
+   * is not the file masked (another device), so there is nothing to pin */
+  bool in_review = plan->ws_mode == POLICY_WS_REVIEW && plan->ws_path
+                   && strncmp (m->path, plan->ws_path, strlen (plan->ws_path)) == 0
+                   && (m->path[strlen (plan->ws_path)] == '/' || m->path[strlen (plan->ws_path)] == '\0');
+  if (r == 0 && !in_review && (m->kind == POLICY_MOUNT_BIND_RO || m->kind == POLICY_MOUNT_MASK))
     r = policy_pin_note (&res->pin_notes, covering_grant (plan, m->path), m->path, fd, err);
   if (r == 1)
     r = remember_pinned (res, m, fd, id, err);

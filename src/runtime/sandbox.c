@@ -700,10 +700,12 @@ asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o
     return -1;
   if (sandbox_bundle (g, o, id, &bundle, &ws_st, ws, err) < 0)
     goto out;
-  struct asbx_create_opts co = { .id = id, .bundle = bundle, .default_profile = "agent" };
+  struct asbx_create_opts co = {
+    .id = id, .bundle = bundle, .default_profile = "agent", .workspace_review = o->review
+  };
   if (asbx_container_create (g, &co, &pid, err) < 0)
     goto out;
-  if (sandbox_workspace_mounted_is (pid, ws, &ws_st, err) < 0)
+  if (sandbox_workspace_mounted_is (g, id, o->review, pid, ws, &ws_st, err) < 0)
     {
       asbx_container_delete (g, id, true, &e2);
       asbx_error_free (&e2);

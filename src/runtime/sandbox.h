@@ -2,6 +2,7 @@
 #ifndef ASBX_RUNTIME_SANDBOX_H
 #define ASBX_RUNTIME_SANDBOX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core/error.h"
@@ -12,6 +13,8 @@ struct asbx_sandbox_opts
   const char *workspace; /* host dir bound at /workspace (default: the current directory) */
   const char *rootfs;    /* host dir used as the rootfs; NULL = the host's system dirs, read-only */
   const char *id;        /* container id; NULL = sandbox-<pid> */
+  bool review;           /* --review: /workspace is an overlay, its changes kept in the
+                            workspaces directory under the id (runtime/workspace_review.h) */
   char **argv;           /* the command */
   size_t argc;
 };

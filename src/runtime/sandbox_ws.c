@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
 #include <unistd.h>
 
 #include "core/cleanup.h"
@@ -25,6 +27,7 @@
 #include "runtime/audit_dirs.h"
 #include "runtime/policy_homes.h"
 #include "runtime/sandbox_ws.h"
+#include "runtime/workspace_layout.h"
 #include "runtime/sandbox_wsalias.h"
 
 /* exact paths that are refused as a workspace (with why); homes are checked apart */
@@ -310,12 +313,49 @@ sandbox_workspace_still (const char *ws, const struct stat *want, asbx_err_t *er
 }
 
 /* the container's /workspace (seen through /proc/PID/root of its init) is the checked directory */
+/* review: the container's /workspace is an overlay whose pinned lower (meta.json, written by
+ * create from the fd it gave overlayfs) is the checked directory */
+static int
+review_mounted_is (const struct asbx_global *g, const char *id, const char *path, const char *ws,
+                   const struct stat *want, asbx_err_t *err)
+{
+  cleanup_free char *dir = policy_workspaces_dir (g->config_path, err);
+  cleanup_close int rootfd = -1, dfd = -1, lk = -1;
+  struct statfs sf;
+  struct ws_meta m;
+  bool same;
+
+  if (!dir)
+    return -1;
+  if (statfs (path, &sf) < 0)
+    return asbx_error (err, errno, "sandbox: check the container's /workspace");
+  if (sf.f_type != OVERLAYFS_SUPER_MAGIC)
+    return asbx_error (err, 0, "sandbox --review: the container's /workspace is not an overlay: refused");
+  rootfd = ws_root_open (dir, false, err);
+  if (rootfd < 0 || (dfd = ws_open (rootfd, id, false, &lk, err)) < 0)
+    return -1;
+  cleanup_free char *where = xasprintf ("%s/%s", dir, id);
+  if (ws_meta_read (dfd, where, &m, err) < 0)
+    return -1;
+  same = m.lower_dev == (uint64_t) want->st_dev && m.lower_ino == (uint64_t) want->st_ino;
+  ws_meta_clear (&m);
+  if (!same)
+    return asbx_error (err, 0,
+                       "sandbox --review: the overlay's lower is not the checked `%s` (it was replaced between the "
+                       "check and the mount): refused, the command did not run",
+                       ws);
+  return 0;
+}
+
 int
-sandbox_workspace_mounted_is (pid_t pid, const char *ws, const struct stat *want, asbx_err_t *err)
+sandbox_workspace_mounted_is (const struct asbx_global *g, const char *id, bool review, pid_t pid, const char *ws,
+                              const struct stat *want, asbx_err_t *err)
 {
   char path[64];
   struct stat st;
   snprintf (path, sizeof path, "/proc/%d/root/workspace", (int) pid);
+  if (review)
+    return review_mounted_is (g, id, path, ws, want, err);
   if (stat (path, &st) < 0)
     return asbx_error (err, errno, "sandbox: check the container's /workspace");
   if (st.st_dev != want->st_dev || st.st_ino != want->st_ino)

@@ -30,10 +30,13 @@ int sandbox_check_workspace (const struct asbx_global *g, const char *arg, const
  * from openat2, or errnum 0 when it is not a directory. sandbox_workspace_still: ws still names
  * that directory after the checks. sandbox_workspace_mounted_is: the container's /workspace
  * (/proc/PID/root/workspace of its init) is that directory, before the command starts. Each
- * returns 0, or -1 with *err naming the workspace. */
+ * returns 0, or -1 with *err naming the workspace. With review (sandbox --review), the
+ * container's /workspace must be an overlay and the lower that create pinned (meta.json's
+ * lowerDev/lowerIno) that directory. */
 int sandbox_workspace_pin (const char *ws, struct stat *st, asbx_err_t *err);
 int sandbox_workspace_still (const char *ws, const struct stat *want, asbx_err_t *err);
-int sandbox_workspace_mounted_is (pid_t pid, const char *ws, const struct stat *want, asbx_err_t *err);
+int sandbox_workspace_mounted_is (const struct asbx_global *g, const char *id, bool review, pid_t pid, const char *ws,
+                                  const struct stat *want, asbx_err_t *err);
 
 /* true when path is dir or below it ("/procfoo" is not below "/proc"; everything is below "/") */
 bool sandbox_path_under (const char *path, const char *dir);

@@ -467,3 +467,34 @@ def test_cpu_seconds_without_a_cgroup_needs_the_degradation(user, binary, ws):
     r = sandbox(user, binary, ws, "/bin/sh", "-c", f"touch {marker}", policy=pol)
     assert r.rc != 0 and "limits.cpuSeconds" in r.err and "degrade" in r.err, r
     assert not os.path.exists(marker)
+
+
+def test_review_workspace_as_user(user, binary, ws):
+    """`sandbox --review` as a non-root caller (issue 18): the overlay is made in the sandbox's
+    user namespace (userxattr) over the user's own workspace; the upper lies in the user's XDG
+    data dir, owned by the user; the workspace itself is not written; `workspace discard` as the
+    user leaves nothing (overlayfs's mode-0000 work dir included)."""
+    with open(os.path.join(ws, "a"), "w") as f:
+        f.write("hi\n")
+    os.chown(os.path.join(ws, "a"), user.pw_uid, user.pw_gid)
+    sid = f"rlrev-{uuid.uuid4().hex[:6]}"
+    pol = {"version": 1, "extends": "rootless", "network": {"mode": "none"}}
+    a = [binary, "sandbox", "--review", "--id", sid, "--workspace", ws, "--policy", policy_file(user, pol),
+         "--", "/bin/sh", "-c", "cat a; echo x > b; rm a; ls"]
+    r = as_user(user, a, cwd=ws)
+    assert r.rc == 0, r
+    assert r.out.split() == ["hi", "b"], r
+    assert sorted(os.listdir(ws)) == ["a"]
+    top = os.path.join(user.pw_dir, ".local", "share", "agentsbx", "workspaces", sid)
+    with open(os.path.join(top, "meta.json")) as f:
+        m = json.load(f)
+    assert m["xattr"] == "user" and m["state"] == "stopped", m
+    up = os.path.join(top, "upper")
+    assert os.lstat(os.path.join(up, "b")).st_uid == user.pw_uid
+    wh = os.lstat(os.path.join(up, "a"))
+    assert stat.S_ISCHR(wh.st_mode) and wh.st_rdev == 0
+    r = as_user(user, [binary, "workspace", "list"])
+    assert r.rc == 0 and any(line.split()[:2] == [sid, "stopped"] for line in r.out.splitlines()), r
+    r = as_user(user, [binary, "workspace", "discard", sid])
+    assert r.rc == 0, r
+    assert not os.path.exists(top)

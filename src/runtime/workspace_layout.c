@@ -1,0 +1,446 @@
+/* workspace_layout.c - the review workspace's directory and meta.json; see the header. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <yajl/yajl_gen.h>
+
+#include "core/cleanup.h"
+#include "core/json.h"
+#include "core/util.h"
+#include "libocispec/oci_json.h"
+#include "runtime/state.h"
+#include "runtime/workspace_layout.h"
+
+#define META_MAX (1 << 20)
+#define META_TMP "meta.json.tmp"
+
+void
+ws_meta_clear (struct ws_meta *m)
+{
+  free (m->id);
+  free (m->workspace);
+  free (m->created);
+  free (m->xattr);
+  free (m->state);
+  asbx_strv_free (m->snapshots);
+  free (m->image);
+  free (m->seed_repo);
+  free (m->seed_rev);
+  asbx_strv_free (m->protect);
+  memset (m, 0, sizeof *m);
+}
+
+static int
+meta_parse (struct oci_ctx *c, yajl_val t, struct ws_meta *m)
+{
+  yajl_val seed = NULL;
+  int r;
+
+  OCI_TRY (oci_required (c, "id", oci_get_string (c, t, "id", &m->id)));
+  OCI_TRY (oci_required (c, "workspace", oci_get_string (c, t, "workspace", &m->workspace)));
+  OCI_TRY (oci_required (c, "lowerDev", oci_get_u64 (c, t, "lowerDev", &m->lower_dev)));
+  OCI_TRY (oci_required (c, "lowerIno", oci_get_u64 (c, t, "lowerIno", &m->lower_ino)));
+  OCI_TRY (oci_required (c, "created", oci_get_string (c, t, "created", &m->created)));
+  OCI_TRY (oci_required (c, "startedNs", oci_get_u64 (c, t, "startedNs", &m->started_ns)));
+  OCI_TRY (oci_required (c, "xattr", oci_get_string (c, t, "xattr", &m->xattr)));
+  OCI_TRY (oci_required (c, "state", oci_get_string (c, t, "state", &m->state)));
+  OCI_TRY (oci_get_strv (c, t, "snapshots", &m->snapshots, &m->snapshots_len));
+  OCI_TRY (oci_get_string (c, t, "image", &m->image));
+  OCI_TRY (oci_get_strv (c, t, "protect", &m->protect, &m->protect_len));
+  OCI_TRY (r = oci_get_object (c, t, "seed", &seed));
+  if (r > 0)
+    {
+      size_t mark = oci_ctx_push_key (c, "seed");
+      r = oci_required (c, "repo", oci_get_string (c, seed, "repo", &m->seed_repo));
+      if (r >= 0)
+        r = oci_required (c, "rev", oci_get_string (c, seed, "rev", &m->seed_rev));
+      oci_ctx_pop (c, mark);
+      OCI_TRY (r);
+    }
+  if (strcmp (m->xattr, "trusted") != 0 && strcmp (m->xattr, "user") != 0)
+    return oci_fail_key (c, "xattr", "expected \"trusted\" or \"user\"");
+  if (strcmp (m->state, "running") != 0 && strcmp (m->state, "stopped") != 0)
+    return oci_fail_key (c, "state", "expected \"running\" or \"stopped\"");
+  if (m->snapshots == NULL)
+    m->snapshots = xmalloc0 (sizeof (char *));
+  if (m->protect == NULL)
+    m->protect = xmalloc0 (sizeof (char *));
+  return 0;
+}
+
+int
+ws_meta_read (int dirfd, const char *where, struct ws_meta *m, asbx_err_t *err)
+{
+  cleanup_free char *text = NULL, *name = xasprintf ("%s/" WS_META, where);
+  size_t len = 0;
+  struct oci_ctx c;
+  yajl_val t;
+  int r = -1;
+
+  memset (m, 0, sizeof *m);
+  if (read_file_at (dirfd, WS_META, META_MAX, &text, &len, err) < 0)
+    return asbx_error_wrap (err, "workspace `%s`", where);
+  oci_ctx_init (&c, name, err);
+  t = oci_json_load (&c, text, len);
+  if (t)
+    {
+      r = meta_parse (&c, t, m);
+      yajl_tree_free (t);
+    }
+  oci_ctx_release (&c);
+  if (r < 0)
+    {
+      ws_meta_clear (m);
+      if (*err)
+        (*err)->errnum = EINVAL;
+    }
+  return r;
+}
+
+static void
+gen_strv (yajl_gen g, const char *key, char *const *v, size_t n)
+{
+  json_gen_str (g, key);
+  yajl_gen_array_open (g);
+  for (size_t i = 0; i < n; i++)
+    json_gen_str (g, v[i]);
+  yajl_gen_array_close (g);
+}
+
+static void
+gen_u64 (yajl_gen g, const char *key, uint64_t v)
+{
+  char num[24];
+  json_gen_str (g, key);
+  snprintf (num, sizeof num, "%llu", (unsigned long long) v);
+  yajl_gen_number (g, num, strlen (num)); /* a uint64 may exceed long long */
+}
+
+static char *
+meta_json (const struct ws_meta *m)
+{
+  yajl_gen g = json_gen_new (JSON_GEN_PRETTY);
+  yajl_gen_map_open (g);
+  json_gen_kv (g, "id", m->id);
+  json_gen_kv (g, "workspace", m->workspace);
+  gen_u64 (g, "lowerDev", m->lower_dev);
+  gen_u64 (g, "lowerIno", m->lower_ino);
+  json_gen_kv (g, "created", m->created);
+  gen_u64 (g, "startedNs", m->started_ns);
+  json_gen_kv (g, "xattr", m->xattr);
+  json_gen_kv (g, "state", m->state);
+  gen_strv (g, "snapshots", m->snapshots, m->snapshots_len);
+  json_gen_str (g, "image");
+  if (m->image)
+    json_gen_str (g, m->image);
+  else
+    yajl_gen_null (g);
+  json_gen_str (g, "seed");
+  if (m->seed_repo)
+    {
+      yajl_gen_map_open (g);
+      json_gen_kv (g, "repo", m->seed_repo);
+      json_gen_kv (g, "rev", m->seed_rev);
+      yajl_gen_map_close (g);
+    }
+  else
+    yajl_gen_null (g);
+  gen_strv (g, "protect", m->protect, m->protect_len);
+  yajl_gen_map_close (g);
+  return json_gen_finish (g, true, NULL);
+}
+
+int
+ws_meta_write (int dirfd, const char *where, const struct ws_meta *m, asbx_err_t *err)
+{
+  cleanup_free char *text = meta_json (m);
+  cleanup_close int fd = -1;
+
+  if (unlinkat (dirfd, META_TMP, 0) < 0 && errno != ENOENT)
+    return asbx_error (err, errno, "workspace `%s`: remove a stale %s", where, META_TMP);
+  fd = openat (dirfd, META_TMP, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0 || write_all (fd, text, strlen (text)) < 0 || fsync (fd) < 0)
+    {
+      int e = errno;
+      unlinkat (dirfd, META_TMP, 0);
+      return asbx_error (err, e, "workspace `%s`: write %s", where, META_TMP);
+    }
+  if (renameat (dirfd, META_TMP, dirfd, WS_META) < 0)
+    {
+      int e = errno;
+      unlinkat (dirfd, META_TMP, 0);
+      return asbx_error (err, e, "workspace `%s`: rename %s to %s", where, META_TMP, WS_META);
+    }
+  return 0;
+}
+
+int
+ws_root_open (const char *dir, bool create, asbx_err_t *err)
+{
+  if (dir == NULL || dir[0] != '/')
+    return asbx_error (err, EINVAL, "workspaces directory `%s`: expected an absolute path", dir ? dir : "");
+  if (create)
+    {
+      /* parents as the admin would make them (0755), the directory itself private */
+      cleanup_free char *p = xstrdup (dir);
+      for (char *s = strchr (p + 1, '/'); s; s = strchr (s + 1, '/'))
+        {
+          *s = '\0';
+          if (mkdir (p, 0755) < 0 && errno != EEXIST)
+            return asbx_error (err, errno, "workspaces directory: create `%s`", p);
+          *s = '/';
+        }
+      if (mkdir (dir, 0700) < 0 && errno != EEXIST)
+        return asbx_error (err, errno, "workspaces directory: create `%s`", dir);
+    }
+  int fd = open (dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return asbx_error (err, errno, "workspaces directory `%s`", dir);
+  return fd;
+}
+
+int
+ws_id_check (const char *id, asbx_err_t *err)
+{
+  return asbx_id_validate (id, err);
+}
+
+int
+ws_name_check (const char *name, asbx_err_t *err)
+{
+  size_t n = strlen (name);
+  if (n == 0 || n > 64 || name[0] == '.')
+    return asbx_error (err, EINVAL, "snapshot name `%s`: expected 1-64 of [A-Za-z0-9._-], not starting with '.'", name);
+  for (const char *p = name; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.' || *p == '_'
+          || *p == '-'))
+      return asbx_error (err, EINVAL, "snapshot name `%s`: expected 1-64 of [A-Za-z0-9._-], not starting with '.'",
+                         name);
+  return 0;
+}
+
+static int
+lock_at (int dirfd, bool create, bool nonblock, const char *id, asbx_err_t *err)
+{
+  cleanup_close int fd = openat (dirfd, WS_LOCK, O_RDWR | O_NOFOLLOW | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0),
+                                 0600);
+  if (fd < 0)
+    return asbx_error (err, errno, "workspace `%s`: open its lock", id);
+  if (flock (fd, LOCK_EX | (nonblock ? LOCK_NB : 0)) < 0)
+    {
+      if (errno == EWOULDBLOCK)
+        return asbx_error (err, EWOULDBLOCK, "workspace `%s` is in use (locked by another agentsbx)", id);
+      return asbx_error (err, errno, "workspace `%s`: lock", id);
+    }
+  return steal_fd (&fd);
+}
+
+int
+ws_open (int rootfd, const char *id, bool nonblock, int *lockfd, asbx_err_t *err)
+{
+  cleanup_close int fd = -1;
+  struct stat st;
+
+  if (ws_id_check (id, err) < 0)
+    return -1;
+  fd = openat (rootfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return asbx_error (err, errno, "workspace `%s`", id);
+  if (fstat (fd, &st) < 0)
+    return asbx_error (err, errno, "workspace `%s`: stat", id);
+  if (st.st_uid != geteuid () || (st.st_mode & 077))
+    return asbx_error (err, EPERM,
+                       "workspace `%s`: expected a directory of uid %u, mode 0700 (found uid %u, mode %04o)", id,
+                       (unsigned) geteuid (), (unsigned) st.st_uid, (unsigned) (st.st_mode & 07777));
+  *lockfd = lock_at (fd, false, nonblock, id, err);
+  if (*lockfd < 0)
+    return -1;
+  return steal_fd (&fd);
+}
+
+int
+ws_create (int rootfd, const char *id, uid_t uid, gid_t gid, int *lockfd, asbx_err_t *err)
+{
+  static const char *const sub[] = { WS_UPPER, WS_WORK };
+  cleanup_close int fd = -1, lk = -1;
+
+  if (ws_id_check (id, err) < 0)
+    return -1;
+  if (mkdirat (rootfd, id, 0700) < 0)
+    return asbx_error (err, errno, "workspace `%s`: create", id);
+  fd = openat (rootfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 || (lk = lock_at (fd, true, true, id, err)) < 0)
+    goto fail;
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (sub); i++)
+    if (mkdirat (fd, sub[i], 0755) < 0 || fchownat (fd, sub[i], uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+      {
+        asbx_error (err, errno, "workspace `%s`: create %s/", id, sub[i]);
+        goto fail;
+      }
+  *lockfd = steal_fd (&lk);
+  return steal_fd (&fd);
+fail:
+  if (fd < 0 && !*err)
+    asbx_error (err, errno, "workspace `%s`: open", id);
+  {
+    asbx_err_t e = NULL;
+    ws_remove_tree (rootfd, id, id, &e);
+    asbx_error_free (&e);
+  }
+  return -1;
+}
+
+/* the entries of dfd, then nothing: a directory's children removed before it */
+static int
+remove_children (int dfd, const char *where, unsigned depth, asbx_err_t *err)
+{
+  DIR *d;
+  struct dirent *de;
+  int r = 0;
+
+  if (depth > 4096)
+    return asbx_error (err, ELOOP, "remove `%s`: deeper than 4096 directories", where);
+  d = fdopendir (dfd);
+  if (d == NULL)
+    {
+      close (dfd);
+      return asbx_error (err, errno, "remove `%s`: read directory", where);
+    }
+  while (r == 0 && (errno = 0, de = readdir (d)) != NULL)
+    {
+      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
+        continue;
+      if (unlinkat (dirfd (d), de->d_name, 0) == 0 || errno == ENOENT)
+        continue;
+      if (errno != EISDIR && errno != EPERM)
+        {
+          r = asbx_error (err, errno, "remove `%s/%s`", where, de->d_name);
+          break;
+        }
+      int sub = openat (dirfd (d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      /* overlayfs makes work/work mode 0000: a non-root owner must open it up to empty it */
+      if (sub < 0 && errno == EACCES && fchmodat (dirfd (d), de->d_name, 0700, 0) == 0)
+        sub = openat (dirfd (d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sub < 0)
+        {
+          r = asbx_error (err, errno, "remove `%s/%s`", where, de->d_name);
+          break;
+        }
+      cleanup_free char *w = xasprintf ("%s/%s", where, de->d_name);
+      r = remove_children (sub, w, depth + 1, err);
+      if (r == 0 && unlinkat (dirfd (d), de->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        r = asbx_error (err, errno, "remove `%s`", w);
+    }
+  closedir (d);
+  return r;
+}
+
+int
+ws_remove_tree (int dirfd, const char *name, const char *where, asbx_err_t *err)
+{
+  if (unlinkat (dirfd, name, 0) == 0 || errno == ENOENT)
+    return 0;
+  int fd = openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENOENT ? 0 : asbx_error (err, errno, "remove `%s`", where);
+  if (remove_children (fd, where, 0, err) < 0)
+    return -1;
+  if (unlinkat (dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+    return asbx_error (err, errno, "remove `%s`", where);
+  return 0;
+}
+
+int
+ws_set_state (const char *workspaces_dir, const char *id, const char *state, asbx_err_t *err)
+{
+  cleanup_close int rootfd = -1, dfd = -1, lk = -1;
+  struct ws_meta m;
+  asbx_err_t e = NULL;
+  int r;
+
+  rootfd = ws_root_open (workspaces_dir, false, &e);
+  if (rootfd >= 0)
+    dfd = ws_open (rootfd, id, false, &lk, &e);
+  if (dfd < 0)
+    {
+      bool gone = e && e->errnum == ENOENT;
+      if (gone)
+        {
+          asbx_error_free (&e);
+          return 0;
+        }
+      asbx_error_move (err, &e);
+      return -1;
+    }
+  cleanup_free char *where = xasprintf ("%s/%s", workspaces_dir, id);
+  if (ws_meta_read (dfd, where, &m, err) < 0)
+    return -1;
+  free (m.state);
+  m.state = xstrdup (state);
+  r = ws_meta_write (dfd, where, &m, err);
+  ws_meta_clear (&m);
+  return r;
+}
+
+/* entries below dirfd (not counting directories that only hold others) */
+static uint64_t
+count_changed (int dfd, unsigned depth)
+{
+  int fd = openat (dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = fd < 0 ? NULL : fdopendir (fd);
+  struct dirent *de;
+  uint64_t n = 0;
+
+  if (d == NULL)
+    {
+      if (fd >= 0)
+        close (fd);
+      return 0;
+    }
+  while ((de = readdir (d)) != NULL)
+    {
+      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
+        continue;
+      if (de->d_type == DT_DIR && depth < 4096)
+        {
+          int sub = openat (dirfd (d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+          uint64_t k = sub < 0 ? 0 : count_changed (sub, depth + 1);
+          if (sub >= 0)
+            close (sub);
+          n += k ? k : 1; /* an empty (new or opaque) directory is a change by itself */
+        }
+      else
+        n++;
+    }
+  closedir (d);
+  return n;
+}
+
+uint64_t
+ws_upper_changed (int dirfd)
+{
+  int up = openat (dirfd, WS_UPPER, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  uint64_t n = up < 0 ? 0 : count_changed (up, 0);
+  if (up >= 0)
+    close (up);
+  return n;
+}
+
+char *
+ws_rfc3339_now (void)
+{
+  struct timespec ts;
+  struct tm tm;
+  clock_gettime (CLOCK_REALTIME, &ts);
+  gmtime_r (&ts.tv_sec, &tm);
+  return xasprintf ("%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                    tm.tm_min, tm.tm_sec, ts.tv_nsec);
+}
