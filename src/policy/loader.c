@@ -404,6 +404,8 @@ merge_sides (struct side *ceil, struct side *req, const struct host_config *h, c
       asbx_strv_free (clamps);
       return NULL;
     }
+  if (review)
+    eff->ws_mode = POLICY_WS_REVIEW; /* review narrows direct: nothing to check against the ceiling */
   struct policy_plan *p = policy_compile (eff);
   pdoc_free (eff);
   p->clamps = clamps;
