@@ -1,0 +1,654 @@
+/* workspace_apply.c - `agentsbx workspace apply` (workspace_apply.h).
+ *
+ * The changes are those of ws_walk (lower = the host workspace, new = lower + upper), applied in
+ * the walker's order (parents before children, deletions children first), each one atomically:
+ * a regular file is written to an unnamed O_TMPFILE in the target's own directory (a named
+ * ".agentsbx-apply.*" temporary where O_TMPFILE is not supported), fsync'ed, then linked or
+ * renamed over the target, so the host path holds the old or the new content at every moment,
+ * whatever kills us (rename(2): "atomically"). Every host directory is reached from the
+ * workspace's fd with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS (ps_openat2, which
+ * falls back to a walk with O_NOFOLLOW per component when openat2 is off), every final component
+ * is acted on with *at() calls that do not follow it.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "core/util.h"
+#include "linux/pathsafe.h"
+#include "runtime/workspace_apply.h"
+#include "runtime/workspace_audit.h"
+#include "runtime/workspace_diff.h"
+
+#define RESOLVE_HOST (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+
+struct apply
+{
+  const struct ws_apply_opts *o;
+  struct ws_handle *h;
+  int lowerfd;
+  uid_t uid; /* the host workspace's owner: every file written gets it */
+  gid_t gid;
+  FILE *out;
+  unsigned tmp_seq;
+};
+
+/* ".git/hooks" or ".git/config" as consecutive components anywhere in path (a nested
+ * repository's are as dangerous as the top one's) */
+static bool
+git_protected (const char *path)
+{
+  for (const char *p = path; p; p = strchr (p, '/'), p = p ? p + 1 : NULL)
+    if (strncmp (p, ".git/", 5) == 0)
+      {
+        const char *r = p + 5;
+        if ((strncmp (r, "hooks", 5) == 0 && (r[5] == '\0' || r[5] == '/'))
+            || (strncmp (r, "config", 6) == 0 && (r[6] == '\0' || r[6] == '/')))
+          return true;
+      }
+  return false;
+}
+
+/* Does symlink `target`, placed at `path` (relative), resolve lexically inside the root? */
+static bool
+link_inside (const char *path, const char *target)
+{
+  if (*target == '/' || *target == '\0')
+    return false;
+  int depth = 0;
+  for (const char *p = path; *p; p++)
+    if (*p == '/')
+      depth++; /* the link's directory is `depth` levels below the root */
+  const char *p = target;
+  while (*p)
+    {
+      const char *e = strchrnul (p, '/');
+      size_t l = (size_t) (e - p);
+      if (l == 2 && p[0] == '.' && p[1] == '.')
+        {
+          if (--depth < 0)
+            return false;
+        }
+      else if (l > 0 && !(l == 1 && p[0] == '.'))
+        depth++;
+      p = *e ? e + 1 : e;
+    }
+  return true;
+}
+
+/* Open the host directory holding `rel` (O_RDONLY|O_DIRECTORY, beneath, no symlinks); *base
+ * points into rel. -1 with errno. */
+static int
+host_parent (int lowerfd, const char *rel, const char **base)
+{
+  const char *slash = strrchr (rel, '/');
+  cleanup_free char *dir = slash ? strndup (rel, (size_t) (slash - rel)) : xstrdup (".");
+  *base = slash ? slash + 1 : rel;
+  return ps_openat2 (lowerfd, dir, O_RDONLY | O_DIRECTORY, 0, RESOLVE_HOST);
+}
+
+/* The host's entry at rel now: 1 present (st filled), 0 absent, -1 with errno (ELOOP: a symlink
+ * on the way) */
+static int
+host_stat (int lowerfd, const char *rel, struct stat *st)
+{
+  const char *base;
+  cleanup_close int p = host_parent (lowerfd, rel, &base);
+  if (p < 0)
+    return errno == ENOENT ? 0 : -1;
+  if (fstatat (p, base, st, AT_SYMLINK_NOFOLLOW) < 0)
+    return errno == ENOENT ? 0 : -1;
+  return 1;
+}
+
+static int64_t
+ctime_ns (const struct stat *st)
+{
+  return (int64_t) st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+}
+
+/* The conflict reason for the host side of `rel`, which the walk saw as `c`'s old side when
+ * had_old; NULL when there is none */
+static char *
+host_conflict (const struct ws_meta *m, int lowerfd, const char *rel, const struct ws_change *c, bool had_old)
+{
+  struct stat st;
+  int r = host_stat (lowerfd, rel, &st);
+  if (r < 0)
+    return errno == ELOOP || errno == EXDEV ? xstrdup ("a directory on the host path is a symlink")
+                                            : xasprintf ("cannot look at the host path: %s", strerror (errno));
+  if (!had_old)
+    {
+      if (r)
+        return xstrdup ("conflict: the path appeared on the host since the run started");
+      /* copied up from a host file, absent on the host now: moved inside the container (the
+       * host directory is as it was), or removed on the host (its directory changed) */
+      if (c->origin)
+        {
+          const char *base;
+          struct stat pst;
+          cleanup_close int p = host_parent (lowerfd, rel, &base);
+          if (p >= 0 && fstat (p, &pst) == 0 && ctime_ns (&pst) > m->started_ns)
+            return xstrdup ("conflict: copied up from a host file that vanished on the host since the run started");
+        }
+      return NULL;
+    }
+  if (!r)
+    return xstrdup ("conflict: the path vanished on the host since the run started");
+  if (st.st_dev != c->old_dev || st.st_ino != c->old_ino)
+    return xstrdup ("conflict: the host path was replaced since the diff was taken");
+  if (ctime_ns (&st) > m->started_ns)
+    return xstrdup ("conflict: changed on the host since the run started");
+  return NULL;
+}
+
+char *
+ws_refusal (const struct ws_change *c, const struct ws_meta *m, int lowerfd, bool *conflict)
+{
+  const char *paths[2] = { c->path, c->op == WS_RENAMED ? c->old_path : NULL };
+  mode_t md = c->mode;
+  *conflict = false;
+
+  for (size_t k = 0; k < 2 && paths[k]; k++)
+    {
+      if (git_protected (paths[k]))
+        return xasprintf ("`%s` is protected (.git/hooks and .git/config are never written)", paths[k]);
+      for (size_t i = 0; i < m->protect_len; i++)
+        if (ws_path_under (paths[k], m->protect[i]))
+          return xasprintf ("`%s` is under the protected path `%s` (meta.json \"protect\")", paths[k], m->protect[i]);
+    }
+  if (c->op != WS_DELETED)
+    {
+      if (S_ISLNK (md) && !link_inside (c->path, c->target ? c->target : ""))
+        return xasprintf ("a symlink whose target `%s` leaves the workspace", c->target ? c->target : "");
+      if (S_ISREG (md) && c->nlink > 1)
+        return xasprintf ("a hard link (%lu links in the upper layer)", (unsigned long) c->nlink);
+      if (S_ISCHR (md) || S_ISBLK (md))
+        return xstrdup ("a device node");
+      if (S_ISFIFO (md))
+        return xstrdup ("a fifo");
+      if (S_ISSOCK (md))
+        return xstrdup ("a socket");
+      if (!S_ISLNK (md) && (md & (S_ISUID | S_ISGID | S_ISVTX)))
+        return xasprintf ("mode %04o has setuid, setgid or sticky bits", md & 07777);
+      if (!S_ISLNK (md) && (md & S_IWOTH))
+        return xasprintf ("mode %04o is world-writable", md & 07777);
+    }
+  char *why = host_conflict (m, lowerfd, c->op == WS_RENAMED ? c->path : c->path, c,
+                             c->has_old && c->op != WS_RENAMED);
+  if (!why && c->op == WS_RENAMED)
+    {
+      /* the source's host side is checked by its own deletion entry */
+    }
+  if (why)
+    *conflict = strncmp (why, "conflict", 8) == 0;
+  return why;
+}
+
+/* Show a conflict as a merge conflict: both sides' sha256 and a unified diff host vs agent */
+static void
+show_conflict (struct apply *a, const struct ws_change *c)
+{
+  cleanup_close int hfd = ws_open_rel (a->lowerfd, c->path);
+  cleanup_close int ufd = c->op == WS_DELETED ? -1 : ws_open_rel (a->h->upperfd, c->path);
+  char hsha[65] = "";
+  cleanup_free char *p = ws_escape (c->path);
+  if (hfd >= 0 && ws_sha256_fd (hfd, hsha) < 0)
+    hsha[0] = '\0';
+  fprintf (a->out, "<<<<<<< host   %s sha256:%s\n", p, *hsha ? hsha : "(absent or not a regular file)");
+  fprintf (a->out, ">>>>>>> agent  %s sha256:%s\n", p,
+           c->op == WS_DELETED ? "(deleted)" : (*c->sha256 ? c->sha256 : "-"));
+  if ((hfd >= 0 || ufd >= 0) && ws_is_text (hfd) && ws_is_text (ufd))
+    {
+      asbx_err_t e = NULL;
+      cleanup_free char *l1 = xasprintf ("host/%s", p);
+      cleanup_free char *l2 = xasprintf ("agent/%s", p);
+      if (ws_unified_diff (a->out, hfd, ufd, l1, l2, &e) < 0)
+        asbx_error_free (&e);
+    }
+}
+
+/* Copy everything of src into dst (both regular files, dst at offset 0) */
+static int
+copy_data (int src, int dst)
+{
+  off_t off = 0;
+  for (;;)
+    {
+      ssize_t n = copy_file_range (src, &off, dst, NULL, 1 << 30, 0);
+      if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP))
+        n = sendfile (dst, src, &off, 1 << 30);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        return -1;
+      if (n == 0)
+        return 0;
+    }
+}
+
+/* A fresh named temporary in the parent (O_EXCL, never followed) */
+static int
+named_tmp (struct apply *a, int parent, char *name, size_t len)
+{
+  for (int i = 0; i < 100; i++)
+    {
+      snprintf (name, len, ".agentsbx-apply.%d.%u", (int) getpid (), a->tmp_seq++);
+      int fd = openat (parent, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+      if (fd >= 0 || errno != EEXIST)
+        return fd;
+    }
+  errno = EEXIST;
+  return -1;
+}
+
+/* Put the temporary `tmp` (a name in parent) at `base`: NOREPLACE when the path must be absent */
+static int
+put_in_place (int parent, const char *tmp, const char *base, bool must_be_absent)
+{
+  int r = must_be_absent ? renameat2 (parent, tmp, parent, base, RENAME_NOREPLACE) : renameat (parent, tmp, parent, base);
+  if (r < 0)
+    {
+      int e = errno;
+      unlinkat (parent, tmp, 0);
+      errno = e;
+    }
+  return r;
+}
+
+/* Re-check, just before replacing or removing it, that the host entry is the one checked */
+static int
+still_same (int parent, const char *base, const struct ws_change *c, const struct ws_meta *m)
+{
+  struct stat st;
+  if (fstatat (parent, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return -1;
+  if (st.st_dev != c->old_dev || st.st_ino != c->old_ino || (!S_ISDIR (st.st_mode) && ctime_ns (&st) > m->started_ns))
+    {
+      errno = ESTALE;
+      return -1;
+    }
+  return 0;
+}
+
+static int
+write_file (struct apply *a, int parent, const char *base, const struct ws_change *c, bool must_be_absent)
+{
+  cleanup_close int src = ws_open_rel (a->h->upperfd, c->path);
+  char tmp[64] = "";
+  if (src < 0)
+    return -1;
+  /* unnamed until linked: a kill before the link leaves nothing in the host directory */
+  cleanup_close int fd = openat (parent, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+  if (fd < 0 && (fd = named_tmp (a, parent, tmp, sizeof tmp)) < 0)
+    return -1;
+  if (copy_data (src, fd) < 0 || fchown (fd, a->uid, a->gid) < 0 || fchmod (fd, c->mode & 0777) < 0 || fsync (fd) < 0)
+    goto fail;
+  if (!*tmp)
+    {
+      char proc[64];
+      snprintf (proc, sizeof proc, "/proc/self/fd/%d", fd);
+      if (must_be_absent)
+        return linkat (AT_FDCWD, proc, parent, base, AT_SYMLINK_FOLLOW);
+      snprintf (tmp, sizeof tmp, ".agentsbx-apply.%d.%u", (int) getpid (), a->tmp_seq++);
+      if (linkat (AT_FDCWD, proc, parent, tmp, AT_SYMLINK_FOLLOW) < 0)
+        {
+          *tmp = '\0';
+          goto fail;
+        }
+    }
+  if (!must_be_absent && still_same (parent, base, c, &a->h->meta) < 0)
+    goto fail;
+  return put_in_place (parent, tmp, base, must_be_absent);
+fail:
+  {
+    int e = errno;
+    if (*tmp)
+      unlinkat (parent, tmp, 0);
+    errno = e;
+  }
+  return -1;
+}
+
+static int
+write_symlink (struct apply *a, int parent, const char *base, const struct ws_change *c, bool must_be_absent)
+{
+  char tmp[64];
+  snprintf (tmp, sizeof tmp, ".agentsbx-apply.%d.%u", (int) getpid (), a->tmp_seq++);
+  if (symlinkat (c->target, parent, tmp) < 0)
+    return -1;
+  if (fchownat (parent, tmp, a->uid, a->gid, AT_SYMLINK_NOFOLLOW) < 0
+      || (!must_be_absent && still_same (parent, base, c, &a->h->meta) < 0))
+    {
+      int e = errno;
+      unlinkat (parent, tmp, 0);
+      errno = e;
+      return -1;
+    }
+  return put_in_place (parent, tmp, base, must_be_absent);
+}
+
+static int
+set_mode (struct apply *a, int parent, const char *base, const struct ws_change *c)
+{
+  int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | (S_ISDIR (c->mode) ? O_DIRECTORY : 0);
+  struct stat st;
+  cleanup_close int fd = openat (parent, base, flags);
+  if (fd < 0 || fstat (fd, &st) < 0)
+    return -1;
+  if (st.st_dev != c->old_dev || st.st_ino != c->old_ino)
+    {
+      errno = ESTALE;
+      return -1;
+    }
+  return fchmod (fd, c->mode & 0777);
+}
+
+/* Apply one change to the host. 0 / -1 with errno. */
+static int
+apply_one (struct apply *a, const struct ws_change *c)
+{
+  const char *base;
+  cleanup_close int parent = host_parent (a->lowerfd, c->path, &base);
+  int r;
+  if (parent < 0)
+    return -1;
+  switch (c->op)
+    {
+    case WS_DELETED:
+      if (still_same (parent, base, c, &a->h->meta) < 0)
+        return -1;
+      r = unlinkat (parent, base, S_ISDIR (c->mode) ? AT_REMOVEDIR : 0);
+      break;
+    case WS_MODE: r = set_mode (a, parent, base, c); break;
+    case WS_ADDED:
+    case WS_RENAMED:
+    case WS_MODIFIED:
+      {
+        bool absent = c->op != WS_MODIFIED;
+        if (S_ISDIR (c->mode))
+          {
+            if (mkdirat (parent, base, 0700) < 0)
+              return -1;
+            cleanup_close int d = openat (parent, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            r = d < 0 || fchown (d, a->uid, a->gid) < 0 || fchmod (d, c->mode & 0777) < 0 ? -1 : 0;
+          }
+        else if (S_ISLNK (c->mode))
+          r = write_symlink (a, parent, base, c, absent);
+        else
+          r = write_file (a, parent, base, c, absent);
+        break;
+      }
+    default: errno = EINVAL; return -1;
+    }
+  if (r == 0)
+    fsync (parent);
+  return r;
+}
+
+/* Remove what apply wrote from upper/ (PATH mode), in reverse order. An entry below an opaque
+ * directory stays (removing it would let the opaque directory hide the host's new copy); an
+ * entry that equals the host shows no change anyway. */
+static void
+drop_from_upper (struct apply *a, const struct ws_changes *ch, const bool *done)
+{
+  for (size_t i = ch->n; i-- > 0;)
+    {
+      const struct ws_change *c = &ch->v[i];
+      const char *slash = strrchr (c->path, '/'), *base = slash ? slash + 1 : c->path;
+      cleanup_free char *dir = slash ? strndup (c->path, (size_t) (slash - c->path)) : xstrdup (".");
+      struct stat st;
+      if (!done[i] || c->in_opaque)
+        continue;
+      cleanup_close int p = ps_openat2 (a->h->upperfd, dir, O_RDONLY | O_DIRECTORY, 0, RESOLVE_HOST);
+      if (p < 0 || fstatat (p, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        continue;
+      if (S_ISDIR (st.st_mode))
+        unlinkat (p, base, AT_REMOVEDIR); /* ENOTEMPTY: something below was not applied */
+      else
+        unlinkat (p, base, 0);
+    }
+}
+
+/* rm -rf of name in dfd, through fds, never following a symlink */
+static int
+remove_tree (int dfd, const char *name)
+{
+  struct stat st;
+  if (fstatat (dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return errno == ENOENT ? 0 : -1;
+  if (S_ISDIR (st.st_mode))
+    {
+      int fd = openat (dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (fd < 0)
+        return -1;
+      cleanup_closedir DIR *d = fdopendir (fd);
+      struct dirent *de;
+      if (!d)
+        {
+          close (fd);
+          return -1;
+        }
+      while ((de = readdir (d)))
+        if (strcmp (de->d_name, ".") != 0 && strcmp (de->d_name, "..") != 0 && remove_tree (dirfd (d), de->d_name) < 0)
+          return -1;
+      return unlinkat (dfd, name, AT_REMOVEDIR);
+    }
+  return unlinkat (dfd, name, 0);
+}
+
+static bool
+selected (const struct ws_change *c, char **paths, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (ws_path_under (c->path, paths[i]) || (c->old_path && ws_path_under (c->old_path, paths[i])))
+      return true;
+  return n == 0;
+}
+
+/* The selection: the PATHs, the added directories above a selected entry, the deletion behind a
+ * selected rename */
+static void
+select_changes (const struct ws_changes *ch, const struct ws_apply_opts *o, bool *sel)
+{
+  for (size_t i = 0; i < ch->n; i++)
+    sel[i] = selected (&ch->v[i], o->paths, o->paths_len);
+  if (o->paths_len == 0)
+    return;
+  for (size_t i = 0; i < ch->n; i++)
+    {
+      const struct ws_change *c = &ch->v[i];
+      if (!sel[i])
+        continue;
+      for (size_t j = 0; j < ch->n; j++)
+        {
+          const struct ws_change *d = &ch->v[j];
+          if (sel[j])
+            continue;
+          if (d->op == WS_ADDED && S_ISDIR (d->mode) && ws_path_under (c->path, d->path))
+            sel[j] = true;
+          if (c->op == WS_RENAMED && d->op == WS_DELETED && d->renamed && strcmp (d->path, c->old_path) == 0)
+            sel[j] = true;
+        }
+    }
+}
+
+static int
+take_lock (struct ws_handle *h, asbx_err_t *err)
+{
+  int fd = openat (h->dirfd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return asbx_error (err, errno, "workspace `%s`: open %s/lock", h->meta.id, h->dir);
+  if (flock (fd, LOCK_EX | LOCK_NB) < 0)
+    {
+      int e = errno;
+      close (fd);
+      return asbx_error (err, e, "workspace `%s`: %s/lock is held (another workspace command, or the run)",
+                         h->meta.id, h->dir);
+    }
+  return fd;
+}
+
+int
+ws_apply (const struct ws_apply_opts *o, FILE *out, asbx_err_t *err)
+{
+  struct ws_handle h;
+  struct ws_changes ch = { 0 };
+  cleanup_close int lockfd = -1;
+  cleanup_close int lowerfd = -1;
+  cleanup_close int auditfd = -1;
+  cleanup_free bool *sel = NULL;
+  cleanup_free bool *refused = NULL;
+  cleanup_free bool *done = NULL;
+  size_t nref = 0, nsel = 0, napplied = 0;
+  struct stat st;
+  int ret = -1;
+
+  if (ws_handle_open (o->id, &h, err) < 0)
+    return -1;
+  struct apply a = { .o = o, .h = &h, .out = out };
+  if ((lockfd = take_lock (&h, err)) < 0)
+    goto out;
+  if (h.meta.running && !o->running)
+    {
+      asbx_error (err, EBUSY,
+                  "workspace `%s`: its container is still running (meta.json \"state\"); stop it first, or pass "
+                  "--running to apply what its upper layer holds now",
+                  o->id);
+      goto out;
+    }
+  if ((lowerfd = ws_open_lower (&h, err)) < 0)
+    goto out;
+  if (fstat (lowerfd, &st) < 0)
+    {
+      asbx_error (err, errno, "fstat %s", h.meta.workspace);
+      goto out;
+    }
+  a.lowerfd = lowerfd;
+  a.uid = st.st_uid;
+  a.gid = st.st_gid;
+  if (!o->dry_run && (auditfd = workspace_audit_open (o->audit_dir, o->config_path, o->id, err)) < 0)
+    goto out;
+  {
+    struct ws_view ov = { -1, lowerfd }, nv = { h.upperfd, lowerfd };
+    if (ws_walk (&ov, &nv, h.meta.xattr, &ch, err) < 0)
+      goto out;
+  }
+  ws_find_renames (&ch);
+  sel = xmalloc0 ((ch.n + 1) * sizeof *sel);
+  refused = xmalloc0 ((ch.n + 1) * sizeof *refused);
+  done = xmalloc0 ((ch.n + 1) * sizeof *done);
+  select_changes (&ch, o, sel);
+
+  /* every refusal first: by default nothing is applied when anything is refused */
+  for (size_t i = 0; i < ch.n; i++)
+    {
+      const struct ws_change *c = &ch.v[i];
+      bool conflict;
+      if (!sel[i])
+        continue;
+      nsel++;
+      cleanup_free char *why = ws_refusal (c, &h.meta, lowerfd, &conflict);
+      if (!why)
+        continue;
+      refused[i] = true;
+      nref++;
+      cleanup_free char *p = ws_escape (c->path);
+      fprintf (out, "refused  %-8s %s: %s\n", ws_op_name (c->op), p, why);
+      if (conflict)
+        show_conflict (&a, c);
+    }
+  /* what depends on a refused entry: the contents of a refused directory, the directories whose
+   * deletion needs a refused deletion below them */
+  for (size_t i = 0; i < ch.n; i++)
+    {
+      if (!refused[i])
+        continue;
+      const struct ws_change *r = &ch.v[i];
+      for (size_t j = 0; j < ch.n; j++)
+        {
+          const struct ws_change *c = &ch.v[j];
+          if (!sel[j] || refused[j] || j == i)
+            continue;
+          bool below = r->op != WS_DELETED && S_ISDIR (r->mode) && ws_path_under (c->path, r->path);
+          bool above = r->op == WS_DELETED && c->op == WS_DELETED && S_ISDIR (c->mode) && ws_path_under (r->path, c->path);
+          if (!below && !above)
+            continue;
+          refused[j] = true;
+          nref++;
+          cleanup_free char *p = ws_escape (c->path);
+          cleanup_free char *rp = ws_escape (r->path);
+          fprintf (out, "refused  %-8s %s: depends on the refused `%s`\n", ws_op_name (c->op), p, rp);
+        }
+    }
+  if (nref && !o->skip_refused)
+    {
+      fprintf (out, "nothing applied: %zu of %zu changes refused (--skip-refused applies the rest)\n", nref, nsel);
+      ret = WS_APPLY_REFUSED;
+      goto audit;
+    }
+  for (size_t i = 0; i < ch.n; i++)
+    {
+      const struct ws_change *c = &ch.v[i];
+      if (!sel[i] || refused[i])
+        continue;
+      cleanup_free char *p = ws_escape (c->path);
+      if (!c->renamed)
+        fprintf (out, "%s %-8s %s%s%s\n", o->dry_run ? "would   " : "applied ", ws_op_name (c->op), p,
+                 c->op == WS_RENAMED ? " <- " : "", c->op == WS_RENAMED ? c->old_path : "");
+      if (o->dry_run)
+        continue;
+      if (apply_one (&a, c) < 0)
+        {
+          asbx_error (err, errno, "workspace `%s`: apply %s `%s` to %s (the %zu changes listed above it are applied)",
+                      o->id, ws_op_name (c->op), p, h.meta.workspace, napplied);
+          goto audit;
+        }
+      done[i] = true;
+      napplied++;
+    }
+  ret = nref ? WS_APPLY_PARTIAL : WS_APPLY_OK;
+  if (nref)
+    fprintf (out, "%zu applied, %zu refused and skipped\n", napplied, nref);
+audit:
+  if (!o->dry_run)
+    {
+      asbx_err_t e = NULL;
+      if (audit_rec_write (workspace_audit_record (o->id, "apply", &ch, done), auditfd, &e) < 0)
+        {
+          if (ret >= 0)
+            {
+              asbx_error_move (err, &e);
+              ret = -1;
+            }
+          asbx_error_free (&e);
+        }
+    }
+  if (o->dry_run || ret < 0)
+    goto out;
+  if (o->paths_len)
+    drop_from_upper (&a, &ch, done);
+  else if (ret == WS_APPLY_OK)
+    {
+      /* nothing is left: the whole <id>/ goes (the lock fd stays valid while we unlink it) */
+      cleanup_free char *base = ws_workspaces_dir (err);
+      cleanup_close int wd = base ? open (base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+      if (wd < 0 || remove_tree (wd, o->id) < 0)
+        {
+          asbx_error (err, errno, "workspace `%s`: applied, but removing %s failed", o->id, h.dir);
+          ret = -1;
+        }
+    }
+out:
+  ws_changes_free (&ch);
+  ws_handle_free (&h);
+  return ret;
+}
