@@ -50,7 +50,7 @@ cli_workspace_diff (struct asbx_global *g, int argc, char **argv)
   (void) g;
 
   optind = 0;
-  while ((c = getopt_long (argc, argv, "+jf:t:h", opts, NULL)) != -1)
+  while ((c = getopt_long (argc, argv, "jf:t:h", opts, NULL)) != -1)
     switch (c)
       {
       case 'j': o.json = true; break;
@@ -91,7 +91,7 @@ cli_workspace_apply (struct asbx_global *g, int argc, char **argv)
   int c;
 
   optind = 0;
-  while ((c = getopt_long (argc, argv, "+snrh", opts, NULL)) != -1)
+  while ((c = getopt_long (argc, argv, "snrh", opts, NULL)) != -1)
     switch (c)
       {
       case 's': o.skip_refused = true; break;
