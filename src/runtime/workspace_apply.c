@@ -182,8 +182,7 @@ ws_refusal (const struct ws_change *c, const struct ws_meta *m, int lowerfd, boo
       if (!S_ISLNK (md) && (md & S_IWOTH))
         return xasprintf ("mode %04o is world-writable", md & 07777);
     }
-  char *why = host_conflict (m, lowerfd, c->op == WS_RENAMED ? c->path : c->path, c,
-                             c->has_old && c->op != WS_RENAMED);
+  char *why = host_conflict (m, lowerfd, c->op == WS_RENAMED ? c->path : c->path, c, c->has_old && c->op != WS_RENAMED);
   if (!why && c->op == WS_RENAMED)
     {
       /* the source's host side is checked by its own deletion entry */
@@ -254,7 +253,8 @@ named_tmp (struct apply *a, int parent, char *name, size_t len)
 static int
 put_in_place (int parent, const char *tmp, const char *base, bool must_be_absent)
 {
-  int r = must_be_absent ? renameat2 (parent, tmp, parent, base, RENAME_NOREPLACE) : renameat (parent, tmp, parent, base);
+  int r = must_be_absent ? renameat2 (parent, tmp, parent, base, RENAME_NOREPLACE)
+                         : renameat (parent, tmp, parent, base);
   if (r < 0)
     {
       int e = errno;
@@ -491,8 +491,8 @@ take_lock (struct ws_handle *h, asbx_err_t *err)
     {
       int e = errno;
       close (fd);
-      return asbx_error (err, e, "workspace `%s`: %s/lock is held (another workspace command, or the run)",
-                         h->meta.id, h->dir);
+      return asbx_error (err, e, "workspace `%s`: %s/lock is held (another workspace command, or the run)", h->meta.id,
+                         h->dir);
     }
   return fd;
 }
@@ -579,7 +579,8 @@ ws_apply (const struct ws_apply_opts *o, FILE *out, asbx_err_t *err)
           if (!sel[j] || refused[j] || j == i)
             continue;
           bool below = r->op != WS_DELETED && S_ISDIR (r->mode) && ws_path_under (c->path, r->path);
-          bool above = r->op == WS_DELETED && c->op == WS_DELETED && S_ISDIR (c->mode) && ws_path_under (r->path, c->path);
+          bool above = r->op == WS_DELETED && c->op == WS_DELETED && S_ISDIR (c->mode)
+                       && ws_path_under (r->path, c->path);
           if (!below && !above)
             continue;
           refused[j] = true;

@@ -34,8 +34,7 @@ bool ws_is_text (int fd);
 /* Write a unified diff of the contents of old_fd and new_fd (either may be -1: /dev/null) to
  * `out`, by GNU diff -u run on the fds (/dev/fd/N: no path is resolved again), labelled
  * old_label and new_label. 0 / -1 with *err (fork/exec failure, diff's trouble status 2). */
-int ws_unified_diff (FILE *out, int old_fd, int new_fd, const char *old_label, const char *new_label,
-                     asbx_err_t *err);
+int ws_unified_diff (FILE *out, int old_fd, int new_fd, const char *old_label, const char *new_label, asbx_err_t *err);
 
 /* `s` with bytes < 0x20, 0x7f and '\\' written as \xNN escapes, so an agent's file name cannot
  * drive the terminal. Heap string. */

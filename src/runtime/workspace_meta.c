@@ -196,14 +196,13 @@ int
 ws_open_snapshot (const struct ws_handle *h, const char *name, asbx_err_t *err)
 {
   if (!snapshot_name_ok (name))
-    return asbx_error (err, EINVAL, "snapshot name `%s`: expected [A-Za-z0-9._-]{1,64}, not starting with '.'",
-                       name);
+    return asbx_error (err, EINVAL, "snapshot name `%s`: expected [A-Za-z0-9._-]{1,64}, not starting with '.'", name);
   cleanup_close int s = openat (h->dirfd, "snapshots", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   cleanup_close int d = s < 0 ? -1 : openat (s, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   int fd = d < 0 ? -1 : openat (d, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
-    return asbx_error (err, errno, "workspace `%s`: snapshot `%s` (%s/snapshots/%s/upper)", h->meta.id, name,
-                       h->dir, name);
+    return asbx_error (err, errno, "workspace `%s`: snapshot `%s` (%s/snapshots/%s/upper)", h->meta.id, name, h->dir,
+                       name);
   return fd;
 }
 

@@ -14,8 +14,8 @@
 struct ws_meta
 {
   char *id;
-  char *workspace;  /* the host workspace (the lower), absolute */
-  dev_t lower_dev;  /* its st_dev and st_ino when the run started */
+  char *workspace; /* the host workspace (the lower), absolute */
+  dev_t lower_dev; /* its st_dev and st_ino when the run started */
   ino_t lower_ino;
   int64_t started_ns; /* CLOCK_REALTIME ns taken before the overlay was mounted */
   char xattr[8];      /* "trusted" or "user" */

@@ -30,8 +30,8 @@
 /* one side of one directory level */
 struct level
 {
-  int up;       /* upper dir fd or -1 */
-  bool lo_vis;  /* does this side see the lower dir at this level */
+  int up;         /* upper dir fd or -1 */
+  bool lo_vis;    /* does this side see the lower dir at this level */
   bool in_opaque; /* an ancestor directory of this side's upper is opaque */
 };
 
@@ -256,7 +256,8 @@ resolve (struct walk *w, const struct level *l, int lofd, const char *name, cons
 
 /* Content digest of a regular file or symlink; "" for other types. */
 static int
-digest (struct walk *w, int dirfd, const char *name, const struct stat *st, const char *rel, char sha[65], char **target)
+digest (struct walk *w, int dirfd, const char *name, const struct stat *st, const char *rel, char sha[65],
+        char **target)
 {
   sha[0] = '\0';
   if (S_ISREG (st->st_mode))
@@ -303,8 +304,7 @@ ent_dirfd (const struct level *l, int lofd, const struct ent *e)
 
 /* Fill the new-side fields of ch from entry e (read from dirfd) */
 static int
-fill_new (struct walk *w, struct ws_change *ch, const struct level *l, int dirfd, const char *name,
-          const struct ent *e)
+fill_new (struct walk *w, struct ws_change *ch, const struct level *l, int dirfd, const char *name, const struct ent *e)
 {
   ch->opaque = e->opaque;
   ch->in_opaque = l->in_opaque;
@@ -402,8 +402,8 @@ emit_added (struct walk *w, const struct level *n, int lofd, int lofd_child, con
 
 /* Both sides have the name and neither is a directory, or both are */
 static int
-emit_compare (struct walk *w, const struct level *o, const struct level *n, int lofd, int lofd_child,
-              const char *name, const char *rel, const struct ent *eo, const struct ent *en)
+emit_compare (struct walk *w, const struct level *o, const struct level *n, int lofd, int lofd_child, const char *name,
+              const char *rel, const struct ent *eo, const struct ent *en)
 {
   bool dir = S_ISDIR (eo->st.st_mode);
   struct ws_change tmp = { .path = (char *) rel };

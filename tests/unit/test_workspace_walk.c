@@ -102,13 +102,13 @@ xattrs_ok (void)
 }
 
 /* skip with the reason printed (cmocka's skip() takes none) */
-#define skip_msg(...)                                                                                                \
-  do                                                                                                                 \
-    {                                                                                                                \
-      print_message ("SKIP: " __VA_ARGS__);                                                                          \
-      print_message ("\n");                                                                                          \
-      skip ();                                                                                                       \
-    }                                                                                                                \
+#define skip_msg(...)                                                                                                  \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      print_message ("SKIP: " __VA_ARGS__);                                                                            \
+      print_message ("\n");                                                                                            \
+      skip ();                                                                                                         \
+    }                                                                                                                  \
   while (0)
 
 static const struct ws_change *
@@ -338,22 +338,22 @@ test_refusals (void **state)
   (void) state;
   m.protect = protect;
   m.protect_len = 1;
-#define REFUSED(p, t, md, needle)                                                                                    \
-  do                                                                                                                 \
-    {                                                                                                                \
-      c.path = (char *) (p);                                                                                         \
-      c.target = (char *) (t);                                                                                       \
-      c.mode = (md);                                                                                                 \
-      why = ws_refusal (&c, &m, lofd, &conflict);                                                                    \
-      if ((needle) != NULL)                                                                                          \
-        {                                                                                                            \
-          assert_non_null (why);                                                                                     \
-          assert_non_null (strstr (why, (const char *) (needle) ? (needle) : ""));                                                                    \
-        }                                                                                                            \
-      else if (why)                                                                                                  \
-        fail_msg ("%s refused: %s", (const char *) (p), why);                                                        \
-      free (why);                                                                                                    \
-    }                                                                                                                \
+#define REFUSED(p, t, md, needle)                                                                                      \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      c.path = (char *) (p);                                                                                           \
+      c.target = (char *) (t);                                                                                         \
+      c.mode = (md);                                                                                                   \
+      why = ws_refusal (&c, &m, lofd, &conflict);                                                                      \
+      if ((needle) != NULL)                                                                                            \
+        {                                                                                                              \
+          assert_non_null (why);                                                                                       \
+          assert_non_null (strstr (why, (const char *) (needle) ? (needle) : ""));                                     \
+        }                                                                                                              \
+      else if (why)                                                                                                    \
+        fail_msg ("%s refused: %s", (const char *) (p), why);                                                          \
+      free (why);                                                                                                      \
+    }                                                                                                                  \
   while (0)
   REFUSED ("l1", "/etc/passwd", S_IFLNK | 0777, "leaves the workspace");
   REFUSED ("sub/l2", "../../x", S_IFLNK | 0777, "leaves the workspace");
