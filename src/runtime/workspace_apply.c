@@ -46,22 +46,28 @@ struct apply
 static bool
 git_protected (const char *path)
 {
-  for (const char *p = path; p; p = strchr (p, '/'), p = p ? p + 1 : NULL)
-    if (strncmp (p, ".git/", 5) == 0)
-      {
-        const char *r = p + 5;
-        if ((strncmp (r, "hooks", 5) == 0 && (r[5] == '\0' || r[5] == '/'))
-            || (strncmp (r, "config", 6) == 0 && (r[6] == '\0' || r[6] == '/')))
-          return true;
-      }
-  return false;
+  const char *p = path;
+  for (;;)
+    {
+      if (strncmp (p, ".git/", 5) == 0)
+        {
+          const char *r = p + 5;
+          if ((strncmp (r, "hooks", 5) == 0 && (r[5] == '\0' || r[5] == '/'))
+              || (strncmp (r, "config", 6) == 0 && (r[6] == '\0' || r[6] == '/')))
+            return true;
+        }
+      const char *slash = strchr (p, '/');
+      if (!slash)
+        return false;
+      p = slash + 1;
+    }
 }
 
 /* Does symlink `target`, placed at `path` (relative), resolve lexically inside the root? */
 static bool
 link_inside (const char *path, const char *target)
 {
-  if (*target == '/' || *target == '\0')
+  if (!path || !target || *target == '/' || *target == '\0')
     return false;
   int depth = 0;
   for (const char *p = path; *p; p++)
@@ -89,8 +95,13 @@ link_inside (const char *path, const char *target)
 static int
 host_parent (int lowerfd, const char *rel, const char **base)
 {
+  if (!rel)
+    {
+      errno = EINVAL;
+      return -1;
+    }
   const char *slash = strrchr (rel, '/');
-  cleanup_free char *dir = slash ? strndup (rel, (size_t) (slash - rel)) : xstrdup (".");
+  cleanup_free char *dir = slash ? xasprintf ("%.*s", (int) (slash - rel), rel) : xstrdup (".");
   *base = slash ? slash + 1 : rel;
   return ps_openat2 (lowerfd, dir, O_RDONLY | O_DIRECTORY, 0, RESOLVE_HOST);
 }
@@ -182,11 +193,9 @@ ws_refusal (const struct ws_change *c, const struct ws_meta *m, int lowerfd, boo
       if (!S_ISLNK (md) && (md & S_IWOTH))
         return xasprintf ("mode %04o is world-writable", md & 07777);
     }
-  char *why = host_conflict (m, lowerfd, c->op == WS_RENAMED ? c->path : c->path, c, c->has_old && c->op != WS_RENAMED);
-  if (!why && c->op == WS_RENAMED)
-    {
-      /* the source's host side is checked by its own deletion entry */
-    }
+  /* a rename's new path must be absent on the host; its source is checked by its own deletion
+   * entry, which stays in the list */
+  char *why = host_conflict (m, lowerfd, c->path, c, c->has_old && c->op != WS_RENAMED);
   if (why)
     *conflict = strncmp (why, "conflict", 8) == 0;
   return why;
@@ -404,7 +413,7 @@ drop_from_upper (struct apply *a, const struct ws_changes *ch, const bool *done)
     {
       const struct ws_change *c = &ch->v[i];
       const char *slash = strrchr (c->path, '/'), *base = slash ? slash + 1 : c->path;
-      cleanup_free char *dir = slash ? strndup (c->path, (size_t) (slash - c->path)) : xstrdup (".");
+      cleanup_free char *dir = slash ? xasprintf ("%.*s", (int) (slash - c->path), c->path) : xstrdup (".");
       struct stat st;
       if (!done[i] || c->in_opaque)
         continue;

@@ -66,7 +66,7 @@ ws_meta_parse (const char *text, const char *file, struct ws_meta *m, asbx_err_t
   char ebuf[256] = "";
   yajl_val root = yajl_tree_parse (text, ebuf, sizeof ebuf);
   const char *s;
-  uint64_t u;
+  uint64_t u = 0;
   int ret = -1;
 
   memset (m, 0, sizeof *m);

@@ -150,7 +150,7 @@ ws_sha256_fd (int fd, char out[65])
     }
   EVP_DigestFinal_ex (ctx, md, &mdlen);
   EVP_MD_CTX_free (ctx);
-  for (unsigned int i = 0; i < mdlen && i < 32; i++)
+  for (size_t i = 0; i < mdlen && i < 32; i++)
     {
       out[2 * i] = hex[md[i] >> 4];
       out[2 * i + 1] = hex[md[i] & 15];
