@@ -63,31 +63,65 @@ git_protected (const char *path)
     }
 }
 
-/* Does symlink `target`, placed at `path` (relative), resolve lexically inside the root? */
-static bool
-link_inside (const char *path, const char *target)
+/* Where symlink `target`, placed at `path` (relative), points, lexically: a heap relative path
+ * ("" = the root), or NULL when it is absolute, empty or ".." climbs above the root. */
+static char *
+link_resolve (const char *path, const char *target)
 {
   if (!path || !target || *target == '/' || *target == '\0')
-    return false;
-  int depth = 0;
-  for (const char *p = path; *p; p++)
-    if (*p == '/')
-      depth++; /* the link's directory is `depth` levels below the root */
-  const char *p = target;
+    return NULL;
+  const char *slash = strrchr (path, '/');
+  cleanup_free char *joined = slash ? xasprintf ("%.*s/%s", (int) (slash - path), path, target) : xstrdup (target);
+  char *out = xmalloc (strlen (joined) + 1);
+  size_t o = 0;
+  const char *p = joined;
   while (*p)
     {
       const char *e = strchrnul (p, '/');
       size_t l = (size_t) (e - p);
       if (l == 2 && p[0] == '.' && p[1] == '.')
         {
-          if (--depth < 0)
-            return false;
+          if (o == 0)
+            {
+              free (out);
+              return NULL;
+            }
+          while (o > 0 && out[o - 1] != '/')
+            o--;
+          if (o > 0)
+            o--; /* the '/' before the dropped component */
         }
       else if (l > 0 && !(l == 1 && p[0] == '.'))
-        depth++;
+        {
+          if (o)
+            out[o++] = '/';
+          memcpy (out + o, p, l);
+          o += l;
+        }
       p = *e ? e + 1 : e;
     }
-  return true;
+  out[o] = '\0';
+  return out;
+}
+
+/* Is `path` or something above it a protected path (git's, meta.json "protect")? */
+static const char *
+protected_by (const char *path, const struct ws_meta *m)
+{
+  if (git_protected (path))
+    return ".git/hooks and .git/config are never written";
+  for (size_t i = 0; i < m->protect_len; i++)
+    if (ws_path_under (path, m->protect[i]))
+      return "a meta.json \"protect\" path";
+  return NULL;
+}
+
+/* the last component */
+static const char *
+base_name (const char *path)
+{
+  const char *s = strrchr (path, '/');
+  return s ? s + 1 : path;
 }
 
 /* Open the host directory holding `rel` (O_RDONLY|O_DIRECTORY, beneath, no symlinks); *base
@@ -178,8 +212,20 @@ ws_refusal (const struct ws_change *c, const struct ws_meta *m, int lowerfd, boo
     }
   if (c->op != WS_DELETED)
     {
-      if (S_ISLNK (md) && !link_inside (c->path, c->target ? c->target : ""))
-        return xasprintf ("a symlink whose target `%s` leaves the workspace", c->target ? c->target : "");
+      /* a .git file ("gitdir: DIR") or symlink would point git at a directory the agent wrote,
+       * hooks and config included */
+      if (strcmp (base_name (c->path), ".git") == 0 && !S_ISDIR (md))
+        return xasprintf ("a `.git` that is not a directory (%s): git would follow it to agent-written hooks",
+                          ws_type_name (md));
+      if (S_ISLNK (md))
+        {
+          cleanup_free char *to = link_resolve (c->path, c->target);
+          const char *why;
+          if (!to)
+            return xasprintf ("a symlink whose target `%s` leaves the workspace", c->target ? c->target : "");
+          if ((why = protected_by (to, m)))
+            return xasprintf ("a symlink to the protected `%s` (%s)", to, why);
+        }
       if (S_ISREG (md) && c->nlink > 1)
         return xasprintf ("a hard link (%lu links in the upper layer)", (unsigned long) c->nlink);
       if (S_ISCHR (md) || S_ISBLK (md))
@@ -437,6 +483,17 @@ remove_tree (int dfd, const char *name)
   if (S_ISDIR (st.st_mode))
     {
       int fd = openat (dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (fd < 0 && errno == EACCES)
+        {
+          /* overlayfs leaves work/work at mode 0: a caller without CAP_DAC_OVERRIDE makes it its
+           * own first, through an O_PATH fd of that very directory */
+          cleanup_close int pfd = openat (dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+          char proc[64];
+          snprintf (proc, sizeof proc, "/proc/self/fd/%d", pfd);
+          if (pfd < 0 || chmod (proc, 0700) < 0)
+            return -1;
+          fd = openat (dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        }
       if (fd < 0)
         return -1;
       cleanup_closedir DIR *d = fdopendir (fd);

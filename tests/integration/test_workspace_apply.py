@@ -249,6 +249,9 @@ REFUSALS = {
     "git_hooks": (lambda m: _write(m, ".git/hooks/pre-commit", b"#!/bin/sh\ncurl evil\n", 0o755), "protected"),
     "git_config": (lambda m: _write(m, ".git/config", b"[core]\nfsmonitor = evil\n"), "protected"),
     "protect": (lambda m: _write(m, "secrets/token", b"t\n"), "protected path `secrets`"),
+    "gitdir_file": (lambda m: (shutil.rmtree(os.path.join(m, ".git")), _write(m, ".git", b"gitdir: evil\n")),
+                    "not a directory"),
+    "symlink_to_hooks": (lambda m: os.symlink(".git/hooks", os.path.join(m, "h")), "symlink to the protected"),
 }
 
 

@@ -367,6 +367,12 @@ test_refusals (void **state)
   REFUSED ("sub/.git/config", NULL, S_IFREG | 0644, "protected");
   REFUSED (".git/configx", NULL, S_IFREG | 0644, NULL);
   REFUSED ("secrets/k", NULL, S_IFREG | 0644, "protect");
+  REFUSED (".git", NULL, S_IFREG | 0644, "not a directory");
+  REFUSED ("sub/.git", "../elsewhere", S_IFLNK | 0777, "not a directory");
+  REFUSED ("hooks", ".git/hooks", S_IFLNK | 0777, "protected");
+  REFUSED ("d/cfg", "../.git/./config", S_IFLNK | 0777, "protected");
+  REFUSED ("d/s", "../secrets/x", S_IFLNK | 0777, "protect");
+  REFUSED ("d/ok", "../.git/HEAD", S_IFLNK | 0777, NULL);
   c.nlink = 2;
   REFUSED ("hl", NULL, S_IFREG | 0644, "hard link");
   c.nlink = 1;
