@@ -49,15 +49,41 @@ ws_is_text (int fd)
   return n >= 0 && memchr (buf, '\0', (size_t) n) == NULL;
 }
 
+/* Length of the valid UTF-8 sequence at s (RFC 3629: no overlongs, no surrogates, <= U+10FFFF), 0 if none */
+static size_t
+utf8_len (const unsigned char *s)
+{
+  if (s[0] < 0x80)
+    return 1;
+  size_t n = s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : s[0] >= 0xe0 && s[0] <= 0xef ? 3 : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
+  for (size_t i = 1; i < n; i++)
+    if ((s[i] & 0xc0) != 0x80)
+      return 0;
+  if ((n == 3 && s[0] == 0xe0 && s[1] < 0xa0) || (n == 3 && s[0] == 0xed && s[1] >= 0xa0)
+      || (n == 4 && s[0] == 0xf0 && s[1] < 0x90) || (n == 4 && s[0] == 0xf4 && s[1] >= 0x90))
+    return 0;
+  return n;
+}
+
 char *
 ws_escape (const char *s)
 {
   char *out = xmalloc (4 * strlen (s) + 1), *o = out;
-  for (const unsigned char *p = (const unsigned char *) s; *p; p++)
-    if (*p < 0x20 || *p == 0x7f || *p == '\\')
-      o += sprintf (o, "\\x%02x", *p);
-    else
-      *o++ = (char) *p;
+  const unsigned char *p = (const unsigned char *) s;
+  while (*p)
+    {
+      size_t l = utf8_len (p);
+      /* C0 and C1 controls, DEL, the escape character itself and bytes that are not UTF-8 */
+      if (l == 0 || *p < 0x20 || *p == 0x7f || *p == '\\' || (l == 2 && p[0] == 0xc2 && p[1] < 0xa0))
+        {
+          o += sprintf (o, "\\x%02x", *p);
+          p++;
+          continue;
+        }
+      memcpy (o, p, l);
+      o += l;
+      p += l;
+    }
   *o = '\0';
   return out;
 }
@@ -121,6 +147,42 @@ gen_int (yajl_gen g, const char *k, long long v)
   yajl_gen_integer (g, v);
 }
 
+/* A file name as key k: as it is when it is UTF-8; else with U+FFFD for each invalid byte, and
+ * the exact bytes in hex as k + "Hex" (a file name is bytes, JSON strings are Unicode) */
+static void
+gen_name (yajl_gen g, const char *k, const char *name)
+{
+  const unsigned char *p = (const unsigned char *) name;
+  size_t n = strlen (name), o = 0;
+  cleanup_free char *out = xmalloc (3 * n + 1);
+  bool bad = false;
+  for (size_t i = 0; i < n;)
+    {
+      size_t l = utf8_len (p + i);
+      if (l == 0)
+        {
+          memcpy (out + o, "\xEF\xBF\xBD", 3);
+          o += 3;
+          i++;
+          bad = true;
+          continue;
+        }
+      memcpy (out + o, p + i, l);
+      o += l;
+      i += l;
+    }
+  out[o] = '\0';
+  json_gen_kv (g, k, out);
+  if (bad)
+    {
+      cleanup_free char *hex = xmalloc (2 * n + 1);
+      cleanup_free char *hk = xasprintf ("%sHex", k);
+      for (size_t i = 0; i < n; i++)
+        sprintf (hex + 2 * i, "%02x", p[i]);
+      json_gen_kv (g, hk, hex);
+    }
+}
+
 static void
 gen_sha (yajl_gen g, const char *k, const char *sha)
 {
@@ -134,16 +196,16 @@ ws_change_json (const struct ws_change *c)
   yajl_gen g = json_gen_new (0);
   yajl_gen_map_open (g);
   json_gen_kv (g, "op", ws_op_name (c->op));
-  json_gen_kv (g, "path", c->path);
+  gen_name (g, "path", c->path);
   json_gen_kv (g, "type", ws_type_name (c->mode));
   snprintf (mode, sizeof mode, "%04o", c->mode & 07777);
   json_gen_kv (g, "mode", mode);
   gen_int (g, "size", (long long) c->size);
   gen_sha (g, "sha256", c->sha256);
   if (c->target)
-    json_gen_kv (g, "target", c->target);
+    gen_name (g, "target", c->target);
   if (c->op == WS_RENAMED)
-    json_gen_kv (g, "oldPath", c->old_path);
+    gen_name (g, "oldPath", c->old_path);
   if (c->has_old && c->op != WS_DELETED)
     {
       json_gen_kv (g, "oldType", ws_type_name (c->old_mode));

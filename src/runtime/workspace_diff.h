@@ -36,8 +36,8 @@ bool ws_is_text (int fd);
  * old_label and new_label. 0 / -1 with *err (fork/exec failure, diff's trouble status 2). */
 int ws_unified_diff (FILE *out, int old_fd, int new_fd, const char *old_label, const char *new_label, asbx_err_t *err);
 
-/* `s` with bytes < 0x20, 0x7f and '\\' written as \xNN escapes, so an agent's file name cannot
- * drive the terminal. Heap string. */
+/* `s` with C0/C1 control characters, DEL, the backslash and bytes that are not UTF-8 written as \xNN
+ * escapes, so an agent's file name cannot drive the terminal. Heap string. */
 char *ws_escape (const char *s);
 
 /* Print one change as the human summary line ("added    file 0644 12 sha256:... path"). */

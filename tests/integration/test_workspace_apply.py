@@ -476,3 +476,22 @@ def test_apply_sigkill_mid_file_is_old_or_new(ws):
         assert h == old_sha
     assert killed_mid_copy >= 1, "never caught the apply in the middle of the copy"
     assert not [n for n in os.listdir(ws.lower) if n.startswith(".agentsbx-apply")]
+
+
+def test_diff_hostile_names(ws):
+    """File names are bytes: invalid UTF-8 stays valid JSON (U+FFFD, exact bytes in pathHex) and a
+    terminal escape in a name is printed escaped, never raw."""
+    raw = b"bad\xff\x1b[31mname"
+
+    def agent(m):
+        with open(os.path.join(m.encode(), raw), "wb") as f:
+            f.write(b"x\n")
+    ws.run(agent)
+    r = ws.cmd("diff", "--json", ws.id)
+    assert r.returncode == 0, r.stderr
+    (d,) = [json.loads(line) for line in r.stdout.splitlines()]
+    assert d["path"] == "bad\ufffd\x1b[31mname"
+    assert bytes.fromhex(d["pathHex"]) == raw
+    h = subprocess.run([_binary(), "--audit-dir", ws.audit, "workspace", "diff", ws.id], capture_output=True)
+    assert h.returncode == 0
+    assert b"\x1b" not in h.stdout and b"bad\\xff\\x1b[31mname" in h.stdout, h.stdout
