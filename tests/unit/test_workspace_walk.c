@@ -285,6 +285,50 @@ test_rename_and_type_change (void **state)
   ws_changes_free (&c);
 }
 
+/* --from SNAP: two uppers of one lower compared with each other */
+static void
+test_two_uppers (void **state)
+{
+  struct ws_changes c = { 0 };
+  asbx_err_t err = NULL;
+  char p[128], sha[65];
+  (void) state;
+  if (!xattrs_ok ())
+    skip_msg ("the temp dir's file system has no user xattrs: whiteouts cannot be made");
+  snprintf (p, sizeof p, "%s/snap", top);
+  assert_int_equal (mkdir (p, 0755), 0);
+  int snapfd = open (p, O_RDONLY | O_DIRECTORY);
+  assert_true (snapfd >= 0);
+  mkpath ("lower", "f", "v0\n", 0644);
+  mkpath ("snap", "f", "v1\n", 0644);
+  mkpath ("upper", "f", "v2\n", 0644);
+  mkpath ("lower", "g", "g0\n", 0644);
+  mkpath ("snap", "g", "", 0644);
+  setx ("snap", "g", "user.overlay.whiteout", ""); /* deleted at the snapshot, */
+  mkpath ("upper", "g", "g2\n", 0644);             /* made again since */
+  mkpath ("snap", "s", "only in the snapshot\n", 0644);
+  mkpath ("lower", "lo", "untouched\n", 0644);
+  /* an opaque dir in the snapshot, the lower's dir again now */
+  mkpath ("lower", "d", NULL, 0755);
+  mkpath ("lower", "d/y", "y\n", 0644);
+  mkpath ("snap", "d", NULL, 0755);
+  setx ("snap", "d", "user.overlay.opaque", "y");
+  mkpath ("snap", "d/x", "x\n", 0644);
+  struct ws_view o = { snapfd, lofd }, n = { upfd, lofd };
+  assert_int_equal (ws_walk (&o, &n, "user", &c, &err), 0);
+  const struct ws_change *f = find (&c, "f", WS_MODIFIED);
+  assert_non_null (f);
+  sha256_hex ("v1\n", 3, sha);
+  assert_string_equal (f->old_sha256, sha);
+  assert_non_null (find (&c, "g", WS_ADDED));
+  assert_non_null (find (&c, "s", WS_DELETED));
+  assert_non_null (find (&c, "d/x", WS_DELETED));
+  assert_non_null (find (&c, "d/y", WS_ADDED));
+  assert_int_equal (c.n, 5);
+  ws_changes_free (&c);
+  close (snapfd);
+}
+
 static void
 test_paths (void **state)
 {
@@ -392,6 +436,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_chardev_whiteout, setup, teardown),
     cmocka_unit_test_setup_teardown (test_opaque_dir, setup, teardown),
     cmocka_unit_test_setup_teardown (test_rename_and_type_change, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_two_uppers, setup, teardown),
     cmocka_unit_test (test_paths),
     cmocka_unit_test (test_meta_parse),
     cmocka_unit_test_setup_teardown (test_refusals, setup, teardown),
