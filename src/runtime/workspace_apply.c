@@ -3,9 +3,11 @@
  * The changes are those of ws_walk (lower = the host workspace, new = lower + upper), applied in
  * the walker's order (parents before children, deletions children first), each one atomically:
  * a regular file is written to an unnamed O_TMPFILE in the target's own directory (a named
- * ".agentsbx-apply.*" temporary where O_TMPFILE is not supported), fsync'ed, then linked or
- * renamed over the target, so the host path holds the old or the new content at every moment,
- * whatever kills us (rename(2): "atomically"). Every host directory is reached from the
+ * ".agentsbx-apply.*" temporary where O_TMPFILE is not supported), made durable (one syncfs per
+ * BATCH files, before any of them is linked: one fsync per file cost 2.6 ms each on a loaded disk,
+ * 26 s for 10,000 files), then linked or renamed over the target, so the host path holds the old
+ * or the new content at every moment, whatever kills us (rename(2): "atomically"), power cuts
+ * included. The host directories are fsync'ed once per run of changes in them. Every host directory is reached from the
  * workspace's fd with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS (ps_openat2, which
  * falls back to a walk with O_NOFOLLOW per component when openat2 is off), every final component
  * is acted on with *at() calls that do not follow it.
@@ -29,6 +31,17 @@
 #include "runtime/workspace_diff.h"
 
 #define RESOLVE_HOST (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+#define BATCH 128 /* regular files written before one syncfs and their links/renames */
+
+/* a regular file written to its temporary, not yet in place */
+struct staged
+{
+  size_t idx;   /* in the change list */
+  int fd;       /* the temporary (O_TMPFILE, or the named one) */
+  int parent;   /* the host directory */
+  char tmp[64]; /* the named temporary's name, "" for O_TMPFILE */
+  dev_t dev;    /* the temporary's file system, for syncfs */
+};
 
 struct apply
 {
@@ -39,7 +52,46 @@ struct apply
   gid_t gid;
   FILE *out;
   unsigned tmp_seq;
+  int dirty_dir; /* the host directory changed last, fsync'ed when the next change is in another
+                    one and at the end (one fsync per directory run, not per file) */
+  dev_t dirty_dev;
+  ino_t dirty_ino;
+  struct staged batch[BATCH];
+  size_t nbatch;
 };
+
+/* Remember parent as changed; fsync the directory changed before it when it is another one */
+static void
+dir_changed (struct apply *a, int parent)
+{
+  struct stat st;
+  if (fstat (parent, &st) < 0)
+    {
+      fsync (parent);
+      return;
+    }
+  if (a->dirty_dir >= 0 && a->dirty_dev == st.st_dev && a->dirty_ino == st.st_ino)
+    return;
+  if (a->dirty_dir >= 0)
+    {
+      fsync (a->dirty_dir);
+      close (a->dirty_dir);
+    }
+  a->dirty_dir = fcntl (parent, F_DUPFD_CLOEXEC, 3);
+  a->dirty_dev = st.st_dev;
+  a->dirty_ino = st.st_ino;
+}
+
+static void
+dir_flush (struct apply *a)
+{
+  if (a->dirty_dir >= 0)
+    {
+      fsync (a->dirty_dir);
+      close (a->dirty_dir);
+      a->dirty_dir = -1;
+    }
+}
 
 /* ".git/hooks" or ".git/config" as consecutive components anywhere in path (a nested
  * repository's are as dangerous as the top one's) */
@@ -334,43 +386,78 @@ still_same (int parent, const char *base, const struct ws_change *c, const struc
   return 0;
 }
 
+/* Write change c's content to a temporary in its host directory (unnamed until linked: a kill
+ * before the link leaves nothing there), owner and mode set, and queue it in a->batch.
+ * 0 / -1 with errno (nothing queued). */
 static int
-write_file (struct apply *a, int parent, const char *base, const struct ws_change *c, bool must_be_absent)
+stage_file (struct apply *a, size_t idx, const struct ws_change *c)
 {
-  cleanup_close int src = ws_open_rel (a->h->upperfd, c->path);
-  char tmp[64] = "";
-  if (src < 0)
+  const char *base;
+  struct staged *b = &a->batch[a->nbatch];
+  struct stat st;
+  cleanup_close int parent = host_parent (a->lowerfd, c->path, &base);
+  cleanup_close int src = parent < 0 ? -1 : ws_open_rel (a->h->upperfd, c->path);
+  if (parent < 0 || src < 0)
     return -1;
-  /* unnamed until linked: a kill before the link leaves nothing in the host directory */
-  cleanup_close int fd = openat (parent, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
-  if (fd < 0 && (fd = named_tmp (a, parent, tmp, sizeof tmp)) < 0)
+  b->tmp[0] = '\0';
+  int fd = openat (parent, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+  if (fd < 0 && (fd = named_tmp (a, parent, b->tmp, sizeof b->tmp)) < 0)
     return -1;
-  if (copy_data (src, fd) < 0 || fchown (fd, a->uid, a->gid) < 0 || fchmod (fd, c->mode & 0777) < 0 || fsync (fd) < 0)
-    goto fail;
-  if (!*tmp)
+  if (copy_data (src, fd) < 0 || fchown (fd, a->uid, a->gid) < 0 || fchmod (fd, c->mode & 0777) < 0
+      || fstat (fd, &st) < 0)
+    {
+      int e = errno;
+      if (b->tmp[0])
+        unlinkat (parent, b->tmp, 0);
+      close (fd);
+      errno = e;
+      return -1;
+    }
+  b->idx = idx;
+  b->fd = fd;
+  b->dev = st.st_dev;
+  b->parent = parent;
+  parent = -1; /* owned by the batch now */
+  a->nbatch++;
+  return 0;
+}
+
+/* Put one staged file in place: linked at its name when the path must be absent (EEXIST if one
+ * appeared), else linked to a temporary name and renamed over the host file, after checking
+ * that the host file is still the one the refusal checks saw. 0 / -1 with errno. */
+static int
+commit_staged (struct apply *a, struct staged *b, const struct ws_change *c)
+{
+  const char *base = strrchr (c->path, '/') ? strrchr (c->path, '/') + 1 : c->path;
+  bool must_be_absent = c->op != WS_MODIFIED;
+  if (!b->tmp[0])
     {
       char proc[64];
-      snprintf (proc, sizeof proc, "/proc/self/fd/%d", fd);
+      snprintf (proc, sizeof proc, "/proc/self/fd/%d", b->fd);
       if (must_be_absent)
-        return linkat (AT_FDCWD, proc, parent, base, AT_SYMLINK_FOLLOW);
-      snprintf (tmp, sizeof tmp, ".agentsbx-apply.%d.%u", (int) getpid (), a->tmp_seq++);
-      if (linkat (AT_FDCWD, proc, parent, tmp, AT_SYMLINK_FOLLOW) < 0)
+        return linkat (AT_FDCWD, proc, b->parent, base, AT_SYMLINK_FOLLOW);
+      snprintf (b->tmp, sizeof b->tmp, ".agentsbx-apply.%d.%u", (int) getpid (), a->tmp_seq++);
+      if (linkat (AT_FDCWD, proc, b->parent, b->tmp, AT_SYMLINK_FOLLOW) < 0)
         {
-          *tmp = '\0';
-          goto fail;
+          b->tmp[0] = '\0';
+          return -1;
         }
     }
-  if (!must_be_absent && still_same (parent, base, c, &a->h->meta) < 0)
-    goto fail;
-  return put_in_place (parent, tmp, base, must_be_absent);
-fail:
-  {
-    int e = errno;
-    if (*tmp)
-      unlinkat (parent, tmp, 0);
-    errno = e;
-  }
-  return -1;
+  if (!must_be_absent && still_same (b->parent, base, c, &a->h->meta) < 0)
+    return -1; /* the temporary is removed by drop_staged */
+  int r = put_in_place (b->parent, b->tmp, base, must_be_absent);
+  b->tmp[0] = '\0'; /* renamed, or removed by put_in_place */
+  return r;
+}
+
+static void
+drop_staged (struct staged *b)
+{
+  if (b->tmp[0])
+    unlinkat (b->parent, b->tmp, 0);
+  close (b->fd);
+  close (b->parent);
+  b->tmp[0] = '\0';
 }
 
 static int
@@ -439,13 +526,16 @@ apply_one (struct apply *a, const struct ws_change *c)
         else if (S_ISLNK (c->mode))
           r = write_symlink (a, parent, base, c, absent);
         else
-          r = write_file (a, parent, base, c, absent);
+          {
+            errno = EINVAL; /* regular files go through stage_file */
+            return -1;
+          }
         break;
       }
     default: errno = EINVAL; return -1;
     }
   if (r == 0)
-    fsync (parent);
+    dir_changed (a, parent);
   return r;
 }
 
@@ -547,6 +637,63 @@ select_changes (const struct ws_changes *ch, const struct ws_apply_opts *o, bool
     }
 }
 
+static void
+print_applied (FILE *out, const struct ws_change *c, const char *verb)
+{
+  cleanup_free char *p = ws_escape (c->path);
+  cleanup_free char *op = c->old_path ? ws_escape (c->old_path) : NULL;
+  if (!c->renamed)
+    fprintf (out, "%s %-8s %s%s%s\n", verb, ws_op_name (c->op), p, op ? " <- " : "", op ? op : "");
+}
+
+/* Make the queued files durable (one syncfs per file system: their data is on disk before any
+ * of them is linked, so even a power cut leaves each host file old or new), then put them in
+ * place in order. 0, or -1 with errno and *failed = the change that failed (the queue is
+ * emptied either way; what was put in place is marked in done[]). */
+static int
+flush_batch (struct apply *a, const struct ws_changes *ch, bool *done, size_t *napplied, size_t *failed)
+{
+  size_t n = a->nbatch, k = 0;
+  int ret = 0;
+  if (n == 0)
+    return 0;
+  for (size_t i = 0; i < n && ret == 0; i++)
+    {
+      bool seen = false;
+      for (size_t j = 0; j < i; j++)
+        seen = seen || a->batch[j].dev == a->batch[i].dev;
+      if (!seen && syncfs (a->batch[i].fd) < 0)
+        {
+          *failed = a->batch[i].idx;
+          ret = -1;
+        }
+    }
+  for (; k < n && ret == 0; k++)
+    {
+      struct staged *b = &a->batch[k];
+      const struct ws_change *c = &ch->v[b->idx];
+      if (commit_staged (a, b, c) < 0)
+        {
+          *failed = b->idx;
+          ret = -1;
+          break;
+        }
+      dir_changed (a, b->parent);
+      print_applied (a->out, c, "applied ");
+      done[b->idx] = true;
+      (*napplied)++;
+      drop_staged (b);
+    }
+  {
+    int e = errno;
+    for (; k < n; k++)
+      drop_staged (&a->batch[k]);
+    errno = e;
+  }
+  a->nbatch = 0;
+  return ret;
+}
+
 static int
 take_lock (struct ws_handle *h, asbx_err_t *err)
 {
@@ -580,7 +727,7 @@ ws_apply (const struct ws_apply_opts *o, FILE *out, asbx_err_t *err)
 
   if (ws_handle_open (o->id, &h, err) < 0)
     return -1;
-  struct apply a = { .o = o, .h = &h, .out = out };
+  struct apply a = { .o = o, .h = &h, .out = out, .dirty_dir = -1 };
   if ((lockfd = take_lock (&h, err)) < 0)
     goto out;
   if (h.meta.running && !o->running)
@@ -665,27 +812,55 @@ ws_apply (const struct ws_apply_opts *o, FILE *out, asbx_err_t *err)
   for (size_t i = 0; i < ch.n; i++)
     {
       const struct ws_change *c = &ch.v[i];
+      size_t failed = i;
+      bool file = c->op != WS_DELETED && c->op != WS_MODE && S_ISREG (c->mode);
       if (!sel[i] || refused[i])
         continue;
-      cleanup_free char *p = ws_escape (c->path);
-      if (!c->renamed)
-        fprintf (out, "%s %-8s %s%s%s\n", o->dry_run ? "would   " : "applied ", ws_op_name (c->op), p,
-                 c->op == WS_RENAMED ? " <- " : "", c->op == WS_RENAMED ? c->old_path : "");
       if (o->dry_run)
-        continue;
-      if (apply_one (&a, c) < 0)
         {
-          asbx_error (err, errno, "workspace `%s`: apply %s `%s` to %s (the %zu changes listed above it are applied)",
-                      o->id, ws_op_name (c->op), p, h.meta.workspace, napplied);
-          goto audit;
+          print_applied (out, c, "would   ");
+          continue;
         }
-      done[i] = true;
-      napplied++;
+      /* the order of the list is kept: queued files go in place before any other kind of change */
+      if ((!file || a.nbatch == BATCH) && flush_batch (&a, &ch, done, &napplied, &failed) < 0)
+        goto write_failed;
+      if (file ? stage_file (&a, i, c) < 0 : apply_one (&a, c) < 0)
+        goto write_failed;
+      if (!file)
+        {
+          print_applied (out, c, "applied ");
+          done[i] = true;
+          napplied++;
+        }
+      continue;
+    write_failed:
+      {
+        int e = errno;
+        cleanup_free char *fp = ws_escape (ch.v[failed].path);
+        for (size_t k = 0; k < a.nbatch; k++)
+          drop_staged (&a.batch[k]);
+        a.nbatch = 0;
+        asbx_error (err, e, "workspace `%s`: apply %s `%s` to %s (the %zu changes printed as applied are applied)",
+                    o->id, ws_op_name (ch.v[failed].op), fp, h.meta.workspace, napplied);
+        goto audit;
+      }
     }
+  {
+    size_t failed = 0;
+    if (!o->dry_run && flush_batch (&a, &ch, done, &napplied, &failed) < 0)
+      {
+        int e = errno;
+        cleanup_free char *fp = ws_escape (ch.v[failed].path);
+        asbx_error (err, e, "workspace `%s`: apply %s `%s` to %s (the %zu changes printed as applied are applied)",
+                    o->id, ws_op_name (ch.v[failed].op), fp, h.meta.workspace, napplied);
+        goto audit;
+      }
+  }
   ret = nref ? WS_APPLY_PARTIAL : WS_APPLY_OK;
   if (nref)
     fprintf (out, "%zu applied, %zu refused and skipped\n", napplied, nref);
 audit:
+  dir_flush (&a);
   if (!o->dry_run)
     {
       asbx_err_t e = NULL;
