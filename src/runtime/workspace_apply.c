@@ -172,8 +172,8 @@ protected_by (const char *path, const struct ws_meta *m)
 static const char *
 base_name (const char *path)
 {
-  const char *s = strrchr (path, '/');
-  return s ? s + 1 : path;
+  const char *s = path ? strrchr (path, '/') : NULL;
+  return s ? s + 1 : path ? path : "";
 }
 
 /* Open the host directory holding `rel` (O_RDONLY|O_DIRECTORY, beneath, no symlinks); *base

@@ -177,8 +177,13 @@ gen_name (yajl_gen g, const char *k, const char *name)
     {
       cleanup_free char *hex = xmalloc (2 * n + 1);
       cleanup_free char *hk = xasprintf ("%sHex", k);
+      static const char digits[] = "0123456789abcdef";
       for (size_t i = 0; i < n; i++)
-        sprintf (hex + 2 * i, "%02x", p[i]);
+        {
+          hex[2 * i] = digits[p[i] >> 4];
+          hex[2 * i + 1] = digits[p[i] & 15];
+        }
+      hex[2 * n] = '\0';
       json_gen_kv (g, hk, hex);
     }
 }
