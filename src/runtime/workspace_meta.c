@@ -171,6 +171,14 @@ ws_handle_open (const char *id, struct ws_handle *h, asbx_err_t *err)
   if (read_file_at (h->dirfd, "meta.json", META_MAX, &text, &len, err) < 0
       || ws_meta_parse (text, file, &h->meta, err) < 0)
     goto fail;
+  /* trusted.* xattrs are invisible without CAP_SYS_ADMIN (xattr(7)): the whiteouts and opaque
+   * marks would read as plain empty files and directories, a wrong diff - fail instead */
+  if (strcmp (h->meta.xattr, "trusted") == 0 && geteuid () != 0)
+    {
+      asbx_error (err, EPERM, "workspace `%s`: %s: its overlay keeps trusted.* xattrs, which only root can read", id,
+                  file);
+      goto fail;
+    }
   h->upperfd = openat (h->dirfd, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (h->upperfd < 0)
     {
