@@ -9,6 +9,7 @@ the host file system holds afterwards, on the JSON lines, or on the exit status.
 import hashlib
 import json
 import os
+import pathlib
 import shutil
 import signal
 import stat
@@ -495,3 +496,62 @@ def test_diff_hostile_names(ws):
     h = subprocess.run([_binary(), "--audit-dir", ws.audit, "workspace", "diff", ws.id], capture_output=True)
     assert h.returncode == 0
     assert b"\x1b" not in h.stdout and b"bad\\xff\\x1b[31mname" in h.stdout, h.stdout
+
+
+@pytest.fixture
+def user_tmp():
+    """A temp dir a non-root user can reach (pytest's tmp_path lies under a 0700 root dir)."""
+    t = tempfile.mkdtemp(prefix="asbx-wsuser.")
+    os.chmod(t, 0o755)
+    try:
+        yield pathlib.Path(t)
+    finally:
+        shutil.rmtree(t, ignore_errors=True)
+
+
+def test_rootless_user_xattr_layout(user_tmp):
+    """A non-root caller: the overlay mounted in its own user namespace (`userxattr`, whiteouts
+    made there), its workspaces under $XDG_DATA_HOME, diff and apply run as that user."""
+    uid = 65534
+    if subprocess.run(["setpriv", "--reuid", str(uid), "--regid", str(uid), "--clear-groups", "unshare", "-Urm",
+                       "true"], capture_output=True).returncode != 0:
+        pytest.skip("no unprivileged user namespaces here: the rootless layout cannot be made")
+    top = user_tmp / "u"
+    top.mkdir()
+    os.chown(top, uid, uid)
+    lower, data, audit = top / "host", top / "data", top / "audit"
+    cid = "rvd-" + uuid.uuid4().hex[:12]
+    d = data / "agentsbx" / "workspaces" / cid
+    env = dict(os.environ, XDG_DATA_HOME=str(data), HOME=str(top), XDG_RUNTIME_DIR="")
+    script = f"""set -e
+mkdir -p {lower}/sub {d}/upper {d}/work {top}/m {audit}
+chmod 700 {d}
+echo keep > {lower}/keep; echo old > {lower}/mod; echo bye > {lower}/sub/gone
+"""
+    as_user = ["setpriv", "--reuid", str(uid), "--regid", str(uid), "--clear-groups"]
+    subprocess.run(as_user + ["sh", "-c", script], check=True)
+    started = time.time_ns()
+    time.sleep(0.02)
+    # the documented option set, with redirect_dir=nofollow: this kernel refuses userxattr with
+    # redirect_dir=off ("conflicting options: userxattr,redirect_dir=follow")
+    mnt = (f"mount -t overlay overlay -o lowerdir={lower},upperdir={d}/upper,workdir={d}/work,userxattr,"
+           f"index=off,redirect_dir=nofollow,metacopy=off,xino=off {top}/m && "
+           f"echo new > {top}/m/mod && echo add > {top}/m/add && rm {top}/m/sub/gone && umount {top}/m")
+    subprocess.run(as_user + ["unshare", "-Urm", "sh", "-c", mnt], check=True)
+    st = os.stat(lower)
+    with open(d / "meta.json", "w") as f:
+        json.dump({"id": cid, "workspace": str(lower), "lowerDev": st.st_dev, "lowerIno": st.st_ino,
+                   "created": "2026-01-01T00:00:00Z", "startedNs": started, "xattr": "user",
+                   "state": "stopped", "snapshots": [], "image": None, "seed": None}, f)
+    os.chown(d / "meta.json", uid, uid)
+    base = as_user + [_binary(), "--audit-dir", str(audit), "workspace"]
+    r = subprocess.run(base + ["diff", "--json", cid], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    got = sorted((x["op"], x["path"]) for x in map(json.loads, r.stdout.splitlines()))
+    assert got == [("added", "add"), ("deleted", "sub/gone"), ("modified", "mod")], got
+    r = subprocess.run(base + ["apply", cid], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (lower / "mod").read_bytes() == b"new\n" and (lower / "add").read_bytes() == b"add\n"
+    assert not (lower / "sub" / "gone").exists()
+    assert os.stat(lower / "add").st_uid == uid
+    assert not d.exists(), "a full apply must leave nothing (work/work is mode 0 and not root's)"
