@@ -125,7 +125,12 @@ ws_meta_parse (const char *text, const char *file, struct ws_meta *m, asbx_err_t
         for (size_t i = 0; i < YAJL_GET_ARRAY (p)->len; i++)
           {
             yajl_val e = YAJL_GET_ARRAY (p)->values[i];
-            char *c = YAJL_IS_STRING (e) ? ws_clean_rel (YAJL_GET_STRING (e)) : NULL;
+            const char *v = YAJL_IS_STRING (e) ? YAJL_GET_STRING (e) : NULL;
+            size_t wl = strlen (m->workspace);
+            /* relative to the workspace root; a host path inside the workspace is taken as well */
+            if (v && strncmp (v, m->workspace, wl) == 0 && (v[wl] == '/' || v[wl] == '\0'))
+              v += wl;
+            char *c = v ? ws_clean_rel (v) : NULL;
             if (!c)
               {
                 asbx_error (err, EINVAL, "%s: `protect[%zu]`: expected a path inside the workspace", file, i);

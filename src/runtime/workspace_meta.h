@@ -20,7 +20,8 @@ struct ws_meta
   int64_t started_ns; /* CLOCK_REALTIME ns taken before the overlay was mounted */
   char xattr[8];      /* "trusted" or "user" */
   bool running;       /* "state": "running" */
-  char **protect;     /* "protect": workspace-relative paths apply never writes (cleaned) */
+  char **protect;     /* "protect": paths apply never writes, relative to the workspace root (a
+                         host path inside meta.workspace is accepted too), cleaned (ws_clean_rel) */
   size_t protect_len;
 };
 

@@ -353,13 +353,14 @@ test_meta_parse (void **state)
   asbx_err_t err = NULL;
   (void) state;
   const char *good = "{\"id\":\"c1\",\"workspace\":\"/w\",\"lowerDev\":1,\"lowerIno\":2,\"startedNs\":3,"
-                     "\"xattr\":\"user\",\"state\":\"stopped\",\"protect\":[\"/secrets/\",\"a/b\"]}";
+                     "\"xattr\":\"user\",\"state\":\"stopped\",\"protect\":[\"/secrets/\",\"a/b\",\"/w/c/d\"]}";
   assert_int_equal (ws_meta_parse (good, "meta.json", &m, &err), 0);
   assert_string_equal (m.workspace, "/w");
   assert_int_equal (m.started_ns, 3);
   assert_false (m.running);
-  assert_int_equal (m.protect_len, 2);
+  assert_int_equal (m.protect_len, 3);
   assert_string_equal (m.protect[0], "secrets");
+  assert_string_equal (m.protect[2], "c/d"); /* a host path inside the workspace */
   ws_meta_free (&m);
   const char *bad = "{\"id\":\"c1\",\"workspace\":\"/w\",\"lowerDev\":1,\"lowerIno\":2,\"startedNs\":3,"
                     "\"xattr\":\"other\",\"state\":\"stopped\"}";
