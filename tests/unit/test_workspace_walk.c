@@ -22,8 +22,11 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <yajl/yajl_tree.h>
+
 #include "core/sha256.h"
 #include "runtime/workspace_apply.h"
+#include "runtime/workspace_audit.h"
 #include "runtime/workspace_meta.h"
 #include "runtime/workspace_walk.h"
 
@@ -428,6 +431,49 @@ test_refusals (void **state)
 #undef REFUSED
 }
 
+/* the `workspace` audit record: one JSON line, a rename's source folded into it */
+static void
+test_audit_record (void **state)
+{
+  struct ws_changes c = { 0 };
+  char err[128];
+  size_t len;
+  (void) state;
+  c.v = calloc (3, sizeof *c.v);
+  c.n = c.cap = 3;
+  c.v[0] = (struct ws_change){ .op = WS_ADDED, .path = strdup ("a\nb"), .mode = S_IFREG | 0644, .size = 3 };
+  memset (c.v[0].sha256, 'a', 64);
+  c.v[1] = (struct ws_change){ .op = WS_DELETED, .path = strdup ("old"), .mode = S_IFREG | 0644, .renamed = true };
+  c.v[2] = (struct ws_change){ .op = WS_RENAMED, .path = strdup ("new"), .old_path = strdup ("old"), .mode = S_IFDIR };
+  bool applied[3] = { true, true, false };
+  struct audit_rec *r = workspace_audit_record ("c1", "apply", &c, applied);
+  const char *line = audit_rec_line (r, &len);
+  assert_int_equal (line[len - 1], '\n');
+  assert_null (memchr (line, '\n', len - 1));
+  yajl_val v = yajl_tree_parse (line, err, sizeof err);
+  assert_non_null (v);
+  const char *ev[] = { "event", NULL }, *op[] = { "op", NULL }, *paths[] = { "paths", NULL }, *n[] = { "count", NULL };
+  assert_string_equal (YAJL_GET_STRING (yajl_tree_get (v, ev, yajl_t_string)), "workspace");
+  assert_string_equal (YAJL_GET_STRING (yajl_tree_get (v, op, yajl_t_string)), "apply");
+  assert_int_equal (YAJL_GET_INTEGER (yajl_tree_get (v, n, yajl_t_number)), 2);
+  yajl_val a = yajl_tree_get (v, paths, yajl_t_array);
+  assert_int_equal (YAJL_GET_ARRAY (a)->len, 2);
+  const char *pp[] = { "path", NULL }, *ap[] = { "applied", NULL }, *sp[] = { "sha256", NULL },
+             *opp[] = { "oldPath", NULL };
+  yajl_val p0 = YAJL_GET_ARRAY (a)->values[0], p1 = YAJL_GET_ARRAY (a)->values[1];
+  assert_string_equal (YAJL_GET_STRING (yajl_tree_get (p0, pp, yajl_t_string)), "a\nb");
+  assert_true (YAJL_IS_TRUE (yajl_tree_get (p0, ap, yajl_t_any)));
+  const char *sha0 = YAJL_GET_STRING (yajl_tree_get (p0, sp, yajl_t_string));
+  assert_non_null (sha0);
+  assert_int_equal (strlen (sha0 ? sha0 : ""), 64);
+  assert_string_equal (YAJL_GET_STRING (yajl_tree_get (p1, opp, yajl_t_string)), "old");
+  assert_true (YAJL_IS_FALSE (yajl_tree_get (p1, ap, yajl_t_any)));
+  assert_true (YAJL_IS_NULL (yajl_tree_get (p1, sp, yajl_t_any)));
+  yajl_tree_free (v);
+  audit_rec_free (r);
+  ws_changes_free (&c);
+}
+
 int
 main (void)
 {
@@ -440,6 +486,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_two_uppers, setup, teardown),
     cmocka_unit_test (test_paths),
     cmocka_unit_test (test_meta_parse),
+    cmocka_unit_test (test_audit_record),
     cmocka_unit_test_setup_teardown (test_refusals, setup, teardown),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
