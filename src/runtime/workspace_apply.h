@@ -28,11 +28,6 @@ struct ws_apply_opts
   const char *config_path;
 };
 
-/* Why change c may not be applied to the host (NULL: it may). `lowerfd` is the host workspace,
- * `m` its meta. A conflict (the host path changed after m->started_ns) is reported in *conflict
- * (true) with the reason. The reason is a heap string (caller frees). Exposed for unit tests. */
-char *ws_refusal (const struct ws_change *c, const struct ws_meta *m, int lowerfd, bool *conflict);
-
 /* Apply. Takes flock(LOCK_EX|LOCK_NB) on <id>/lock (EWOULDBLOCK: another verb holds it).
  * Prints each refusal (and, for a conflict, both sides' sha256 and a unified diff host vs agent)
  * and each applied change to `out`. Without paths and with nothing refused, <id>/ is removed

@@ -28,6 +28,7 @@
 #include "runtime/workspace_apply.h"
 #include "runtime/workspace_audit.h"
 #include "runtime/workspace_meta.h"
+#include "runtime/workspace_refuse.h"
 #include "runtime/workspace_walk.h"
 
 static char top[64];
