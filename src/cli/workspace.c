@@ -1,5 +1,5 @@
 /* workspace.c - `agentsbx workspace SUBCOMMAND ...`: the review workspaces (issue 18; man page
- * docs/man/agentsbx-workspace.1). One table of subcommands; each parses its own arguments and
+ * docs/man/agentsbx-workspace.8.md). One table of subcommands; each parses its own arguments and
  * calls one runtime/ function (runtime/workspace_cmds.h). `diff` and `apply` live in
  * workspace_diff.c and are registered in the same table. */
 #include <getopt.h>
@@ -76,9 +76,9 @@ static const struct
   const char *usage;
 } subs[] = {
   { "list", ws_list, "list [--json]            the review workspaces: id, state, snapshots, changed entries" },
-  /* rv-diff (workspace_diff.c, declared in cli.h): the `diff` and `apply` entries go here, e.g.
-   * { "diff", cli_workspace_diff, "diff ID [--json] [PATH...]  what changed" },
-   * { "apply", cli_workspace_apply, "apply ID [PATH...]       the changes onto the host workspace" }, */
+  { "diff", cli_workspace_diff, "diff ID [--json] [--from SNAP] [--to SNAP] [PATH...]  what the agent changed" },
+  { "apply", cli_workspace_apply,
+    "apply ID [--skip-refused] [--dry-run] [--running] [PATH...]  write the changes to the host workspace" },
   { "discard", ws_discard, "discard ID               remove the workspace's changes and snapshots (nothing is left)" },
   { "snapshot", ws_snapshot, "snapshot ID [NAME]       copy the changes so far (the container frozen while it runs)" },
   { "rollback", ws_rollback, "rollback ID NAME         replace the changes by snapshot NAME (container stopped)" },

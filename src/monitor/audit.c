@@ -207,6 +207,36 @@ audit_rec_strv (struct audit_rec *r, const char *key, char *const *v, size_t n)
   yajl_gen_array_close (r->gen);
 }
 
+void
+audit_rec_list_open (struct audit_rec *r, const char *key)
+{
+  if (r->closed)
+    return;
+  gen_key (r->gen, key);
+  yajl_gen_array_open (r->gen);
+}
+
+void
+audit_rec_item_open (struct audit_rec *r)
+{
+  if (!r->closed)
+    yajl_gen_map_open (r->gen);
+}
+
+void
+audit_rec_item_close (struct audit_rec *r)
+{
+  if (!r->closed)
+    yajl_gen_map_close (r->gen);
+}
+
+void
+audit_rec_list_close (struct audit_rec *r)
+{
+  if (!r->closed)
+    yajl_gen_array_close (r->gen);
+}
+
 const char *
 audit_rec_line (struct audit_rec *r, size_t *len)
 {

@@ -103,6 +103,14 @@ void audit_rec_int (struct audit_rec *r, const char *key, int64_t val);
 void audit_rec_bool (struct audit_rec *r, const char *key, int val);
 void audit_rec_strv (struct audit_rec *r, const char *key, char *const *v, size_t n);
 
+/* A list of objects under `key`: audit_rec_list_open (r, key), then per object
+ * audit_rec_item_open (r), audit_rec_str/int/bool ... (fields of the object), audit_rec_item_close (r),
+ * and audit_rec_list_close (r) (the `workspace` record's paths). */
+void audit_rec_list_open (struct audit_rec *r, const char *key);
+void audit_rec_item_open (struct audit_rec *r);
+void audit_rec_item_close (struct audit_rec *r);
+void audit_rec_list_close (struct audit_rec *r);
+
 /* The finished line (with its '\n') for tests and for writers other than audit_rec_write.
  * Closes the object; further audit_rec_* calls on r are ignored. Pointer valid until r is freed. */
 const char *audit_rec_line (struct audit_rec *r, size_t *len);

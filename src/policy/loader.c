@@ -130,9 +130,8 @@ host_config_rootless (struct oci_ctx *c, yajl_val t, struct host_config *h)
 static int
 host_config_parse (struct host_config *h, const char *text, size_t len, const char *path, asbx_err_t *err)
 {
-  static const char *const keys[] = { "defaultProfile", "onWiden",        "auditDir",      "auditSyslog",
-                                      "workspacesDir",  "enableKernelAudit", "rootless",   "secretsDir",
-                                      "upstreamCaFile", NULL };
+  static const char *const keys[] = { "defaultProfile",    "onWiden",  "auditDir",   "auditSyslog",    "workspacesDir",
+                                      "enableKernelAudit", "rootless", "secretsDir", "upstreamCaFile", NULL };
   cleanup_free char *on_widen = NULL;
   struct oci_ctx c;
   yajl_val t;
@@ -470,8 +469,14 @@ policy_resolve (const struct policy_inputs *in, asbx_err_t *err)
     {
       /* the secrets dirs and the review upper layers of every container (issue 18) too: no
        * container sees a secret or another's workspace layers */
-      const char *hide[] = { p->audit_dir,   POLICY_DEFAULT_AUDIT_DIR,   in->state_root, POLICY_DEFAULT_STATE_ROOT,
-                             p->secrets_dir, POLICY_DEFAULT_SECRETS_DIR, h.secrets_dir,  p->workspaces_dir,
+      const char *hide[] = { p->audit_dir,
+                             POLICY_DEFAULT_AUDIT_DIR,
+                             in->state_root,
+                             POLICY_DEFAULT_STATE_ROOT,
+                             p->secrets_dir,
+                             POLICY_DEFAULT_SECRETS_DIR,
+                             h.secrets_dir,
+                             p->workspaces_dir,
                              POLICY_DEFAULT_WORKSPACES_DIR };
       for (size_t i = 0; i < ASBX_ARRAY_SIZE (hide); i++)
         add_hidden (p, hide[i]);

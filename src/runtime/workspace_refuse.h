@@ -1,0 +1,30 @@
+/* workspace_refuse.h - the refusal rules of `workspace apply` (docs/policy.md "Review workspace"):
+ * unsafe types and modes, protected paths, conflicts with the host. */
+#ifndef ASBX_RUNTIME_WORKSPACE_REFUSE_H
+#define ASBX_RUNTIME_WORKSPACE_REFUSE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "runtime/workspace_meta.h"
+#include "runtime/workspace_walk.h"
+
+/* Why change c may not be applied to the host (NULL: it may): symlinks whose target is absolute
+ * or climbs out with "..", or lies in a protected path; hard links (nlink > 1); device nodes,
+ * fifos, sockets; setuid/setgid/sticky and world-writable modes; .git/hooks and .git/config at
+ * any depth, a .git that is not a directory, meta.json "protect" paths; conflicts: the host
+ * path's ctime later than m->started_ns, a path that appeared or vanished since, a symlink on
+ * the host path. `lowerfd` is the host workspace. *conflict is set for the conflicts (shown
+ * like a merge conflict by the caller). Returns the reason, a heap string (caller frees). */
+char *ws_refusal (const struct ws_change *c, const struct ws_meta *m, int lowerfd, bool *conflict);
+
+/* Open the host directory holding `rel` (a walker path) from the host workspace's fd, as
+ * O_RDONLY|O_DIRECTORY, beneath it and through no symlink; *base points into rel at its last
+ * component. Returns the fd (caller owns) or -1 with errno (ELOOP/EXDEV: a symlink on the way). */
+int ws_host_parent (int lowerfd, const char *rel, const char **base);
+
+/* st_ctim in nanoseconds (CLOCK_REALTIME, comparable with meta.json startedNs) */
+int64_t ws_ctime_ns (const struct stat *st);
+
+#endif

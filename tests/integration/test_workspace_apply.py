@@ -1,0 +1,557 @@
+"""`agentsbx workspace diff` and `workspace apply` (issue 18): the change engine over the review
+layout, against a layout made here as `sandbox --review` makes it: a real overlay mount
+(lowerdir = a temp host workspace, upperdir/workdir in <workspacesDir>/<id>/, the documented
+options) written through, unmounted, and meta.json written by hand. Every assertion is on what
+the host file system holds afterwards, on the JSON lines, or on the exit status. Needs root
+(overlay mounts, mknod, chown).
+"""
+
+import hashlib
+import json
+import os
+import pathlib
+import shutil
+import signal
+import stat
+import subprocess
+import tempfile
+import time
+import uuid
+
+import pytest
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+WSDIR = "/var/lib/agentsbx/workspaces"
+OWNER = 4242  # the host workspace's owner: applied files must get it, not root's
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="overlay mounts, mknod and chown need root")
+
+
+def _binary():
+    b = os.environ.get("AGENTSBX_RUNTIME") or os.path.join(TOP, "agentsbx")
+    return os.path.abspath(shutil.which(b) or b) if os.sep not in b else os.path.abspath(b)
+
+
+def sha(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def fsha(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for b in iter(lambda: f.read(1 << 20), b""):
+            h.update(b)
+    return h.hexdigest()
+
+
+class Workspace:
+    """A host workspace (lower) and its review layout <WSDIR>/<id>/."""
+
+    def __init__(self, tmp):
+        self.id = "rvd-" + uuid.uuid4().hex[:12]
+        self.lower = os.path.join(tmp, "host")
+        self.merged = os.path.join(tmp, "merged")
+        self.audit = os.path.join(tmp, "audit")
+        self.dir = os.path.join(WSDIR, self.id)
+        self.upper = os.path.join(self.dir, "upper")
+        os.makedirs(self.lower)
+        os.chown(self.lower, OWNER, OWNER)
+        os.makedirs(self.merged)
+        os.makedirs(os.path.join(self.dir, "upper"))
+        os.makedirs(os.path.join(self.dir, "work"))
+        os.chmod(self.dir, 0o700)
+        self.started = None
+        self.protect = []
+        self.state = "stopped"
+
+    def host(self, rel, data=b"", mode=0o644):
+        p = os.path.join(self.lower, rel)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "wb") as f:
+            f.write(data)
+        os.chmod(p, mode)
+        return p
+
+    def run(self, fn):
+        """Mount the overlay as the review run does, call fn(merged), unmount, write meta.json."""
+        self.started = time.time_ns()
+        time.sleep(0.02)  # ctime granularity: the host's own files stay older than startedNs
+        subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
+                        f"lowerdir={self.lower},upperdir={self.upper},"
+                        f"workdir={os.path.join(self.dir, 'work')},index=off,redirect_dir=off,"
+                        "metacopy=off,xino=off", self.merged], check=True)
+        try:
+            fn(self.merged)
+        finally:
+            subprocess.run(["umount", self.merged], check=True)
+        self.write_meta()
+
+    def write_meta(self):
+        st = os.stat(self.lower)
+        meta = {"id": self.id, "workspace": self.lower, "lowerDev": st.st_dev, "lowerIno": st.st_ino,
+                "created": "2026-01-01T00:00:00Z", "startedNs": self.started, "xattr": "trusted",
+                "state": self.state, "snapshots": [], "image": None, "seed": None,
+                "protect": self.protect}
+        with open(os.path.join(self.dir, "meta.json"), "w") as f:
+            json.dump(meta, f)
+
+    def cmd(self, *args, wrapper=None, timeout=120):
+        argv = ([wrapper] if wrapper else []) + [_binary(), "--audit-dir", self.audit, "workspace", *args]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+
+    def diff_json(self, *extra):
+        r = self.cmd("diff", "--json", self.id, *extra)
+        assert r.returncode == 0, r.stderr
+        return [json.loads(line) for line in r.stdout.splitlines()]
+
+    def audit_records(self):
+        p = os.path.join(self.audit, self.id + ".jsonl")
+        if not os.path.exists(p):
+            return []
+        with open(p) as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    def cleanup(self):
+        subprocess.run(["umount", self.merged], capture_output=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture
+def ws():
+    tmp = tempfile.mkdtemp(prefix="asbx-wsapply.")
+    w = Workspace(tmp)
+    try:
+        yield w
+    finally:
+        w.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def host_tree(root):
+    """{relative path: (type, mode, sha256 or link target)} of a host tree, never following links."""
+    out = {}
+    for dp, dns, fns in os.walk(root):
+        for n in dns + fns:
+            p = os.path.join(dp, n)
+            st = os.lstat(p)
+            rel = os.path.relpath(p, root)
+            if stat.S_ISLNK(st.st_mode):
+                out[rel] = ("l", 0, os.readlink(p))
+            elif stat.S_ISDIR(st.st_mode):
+                out[rel] = ("d", stat.S_IMODE(st.st_mode), None)
+            else:
+                out[rel] = ("f", stat.S_IMODE(st.st_mode), fsha(p))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# diff
+
+def test_diff_json_fields_and_rename(ws):
+    ws.host("a.txt", b"hello\n")
+    ws.host("move.txt", b"moving content\n")
+    ws.host("run.sh", b"#!/bin/sh\n")
+    ws.host("gone/y", b"y\n")
+
+    def agent(m):
+        with open(os.path.join(m, "a.txt"), "ab") as f:
+            f.write(b"world\n")
+        with open(os.path.join(m, "bin.dat"), "wb") as f:
+            f.write(b"\0\1\2binary")
+        os.rename(os.path.join(m, "move.txt"), os.path.join(m, "moved.txt"))
+        os.chmod(os.path.join(m, "run.sh"), 0o755)
+        shutil.rmtree(os.path.join(m, "gone"))
+        os.symlink("a.txt", os.path.join(m, "link"))
+    ws.run(agent)
+
+    lines = {(d["op"], d["path"]): d for d in ws.diff_json()}
+    assert set(lines) == {("modified", "a.txt"), ("added", "bin.dat"), ("renamed", "moved.txt"),
+                          ("mode", "run.sh"), ("deleted", "gone/y"), ("deleted", "gone"),
+                          ("added", "link")}, lines
+    m = lines[("modified", "a.txt")]
+    assert (m["type"], m["mode"], m["size"], m["sha256"]) == ("file", "0644", 12, sha(b"hello\nworld\n"))
+    assert (m["oldType"], m["oldMode"], m["oldSize"], m["oldSha256"]) == ("file", "0644", 6, sha(b"hello\n"))
+    b = lines[("added", "bin.dat")]
+    assert (b["type"], b["size"], b["sha256"]) == ("file", 9, sha(b"\0\1\2binary"))
+    assert "oldSha256" not in b
+    r = lines[("renamed", "moved.txt")]
+    assert r["oldPath"] == "move.txt" and r["sha256"] == r["oldSha256"] == sha(b"moving content\n")
+    md = lines[("mode", "run.sh")]
+    assert (md["mode"], md["oldMode"], md["sha256"]) == ("0755", "0644", md["oldSha256"])
+    assert lines[("deleted", "gone")]["type"] == "dir"
+    assert lines[("deleted", "gone/y")]["sha256"] == sha(b"y\n")
+    ln = lines[("added", "link")]
+    assert (ln["type"], ln["target"], ln["sha256"], ln["size"]) == ("symlink", "a.txt", sha(b"a.txt"), 5)
+    # the deletion of a directory's contents comes before the directory's
+    order = [(d["op"], d["path"]) for d in ws.diff_json()]
+    assert order.index(("deleted", "gone/y")) < order.index(("deleted", "gone"))
+
+    # PATH restricts; the human form has the unified diff and the binary summary
+    assert [(d["op"], d["path"]) for d in ws.diff_json("a.txt")] == [("modified", "a.txt")]
+    h = ws.cmd("diff", ws.id)
+    assert h.returncode == 0, h.stderr
+    assert "--- a/a.txt\n+++ b/a.txt\n" in h.stdout and "+world\n" in h.stdout
+    bin_sha = sha(b"\0\1\2binary")
+    assert f"binary: now 9 bytes sha256:{bin_sha}" in h.stdout
+    assert "move.txt -> moved.txt" in h.stdout
+    # diff changes nothing
+    assert open(os.path.join(ws.lower, "a.txt"), "rb").read() == b"hello\n"
+
+
+def test_diff_snapshots(ws):
+    ws.host("f", b"v0\n")
+
+    def agent(m):
+        with open(os.path.join(m, "f"), "wb") as f:
+            f.write(b"v1\n")
+    ws.run(agent)
+    snap = os.path.join(ws.dir, "snapshots", "s1", "upper")
+    os.makedirs(os.path.dirname(snap))
+    subprocess.run(["cp", "-a", ws.upper, snap], check=True)
+
+    def agent2(m):
+        with open(os.path.join(m, "f"), "wb") as f:
+            f.write(b"v2\n")
+        with open(os.path.join(m, "g"), "wb") as f:
+            f.write(b"g\n")
+    ws.run(agent2)
+    d = ws.diff_json("--from", "s1")
+    assert [(x["op"], x["path"], x["oldSha256"] if "oldSha256" in x else None, x["sha256"]) for x in d] == [
+        ("modified", "f", sha(b"v1\n"), sha(b"v2\n")), ("added", "g", None, sha(b"g\n"))]
+    d = ws.diff_json("--to", "s1")
+    assert [(x["op"], x["path"], x["sha256"]) for x in d] == [("modified", "f", sha(b"v1\n"))]
+    bad = ws.cmd("diff", "--from", "../x", ws.id)
+    assert bad.returncode != 0 and "snapshot name" in bad.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# apply: each refusal leaves the host exactly as it was
+
+def _write(m, rel, data=b"x\n", mode=None):
+    p = os.path.join(m, rel)
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    with open(p, "wb") as f:
+        f.write(data)
+    if mode is not None:
+        os.chmod(p, mode)
+
+
+REFUSALS = {
+    "symlink_abs": (lambda m: os.symlink("/etc/shadow", os.path.join(m, "evil")), "leaves the workspace"),
+    "symlink_dotdot": (lambda m: (os.makedirs(os.path.join(m, "d")),
+                                  os.symlink("../../etc", os.path.join(m, "d", "up"))), "leaves the workspace"),
+    "hardlink": (lambda m: (_write(m, "h1"), os.link(os.path.join(m, "h1"), os.path.join(m, "h2"))), "hard link"),
+    "device": (lambda m: os.mknod(os.path.join(m, "null2"), 0o600 | stat.S_IFCHR, os.makedev(1, 3)), "device node"),
+    "fifo": (lambda m: os.mkfifo(os.path.join(m, "pipe")), "a fifo"),
+    "setuid": (lambda m: _write(m, "suid", b"#!/bin/sh\n", 0o4755), "setuid"),
+    "setgid_dir": (lambda m: (os.makedirs(os.path.join(m, "sg")), os.chmod(os.path.join(m, "sg"), 0o2755)),
+                   "setuid, setgid or sticky"),
+    "world_writable": (lambda m: _write(m, "ww", b"w\n", 0o666), "world-writable"),
+    "git_hooks": (lambda m: _write(m, ".git/hooks/pre-commit", b"#!/bin/sh\ncurl evil\n", 0o755), "protected"),
+    "git_config": (lambda m: _write(m, ".git/config", b"[core]\nfsmonitor = evil\n"), "protected"),
+    "protect": (lambda m: _write(m, "secrets/token", b"t\n"), "protected path `secrets`"),
+    "gitdir_file": (lambda m: (shutil.rmtree(os.path.join(m, ".git")), _write(m, ".git", b"gitdir: evil\n")),
+                    "not a directory"),
+    "symlink_to_hooks": (lambda m: os.symlink(".git/hooks", os.path.join(m, "h")), "symlink to the protected"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSALS))
+def test_apply_refuses(ws, name):
+    make, reason = REFUSALS[name]
+    ws.host("ok.txt", b"old\n")
+    ws.host(".git/HEAD", b"ref: refs/heads/main\n")
+    ws.protect = ["secrets"]
+
+    def agent(m):
+        _write(m, "ok.txt", b"new\n")
+        make(m)
+    ws.run(agent)
+    before = host_tree(ws.lower)
+    r = ws.cmd("apply", ws.id)
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert reason in r.stdout, r.stdout
+    assert "nothing applied" in r.stdout
+    assert host_tree(ws.lower) == before, "a refused apply changed the host"
+    assert os.path.isdir(ws.dir), "a refused apply removed the review workspace"
+    rec = [x for x in ws.audit_records() if x["event"] == "workspace"]
+    assert rec and rec[-1]["op"] == "apply" and not any(p["applied"] for p in rec[-1]["paths"])
+
+
+def test_apply_conflict_host_edit(ws):
+    ws.host("shared.txt", b"base\n")
+    ws.host("other.txt", b"o\n")
+
+    def agent(m):
+        _write(m, "shared.txt", b"agent version\n")
+        _write(m, "other.txt", b"o2\n")
+    ws.run(agent)
+    # the host edits the file after the run started
+    with open(os.path.join(ws.lower, "shared.txt"), "wb") as f:
+        f.write(b"host version\n")
+    before = host_tree(ws.lower)
+    r = ws.cmd("apply", ws.id)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "shared.txt: conflict: changed on the host since the run started" in r.stdout
+    hsha, asha = sha(b"host version\n"), sha(b"agent version\n")
+    assert f"<<<<<<< host   shared.txt sha256:{hsha}" in r.stdout
+    assert f">>>>>>> agent  shared.txt sha256:{asha}" in r.stdout
+    assert "-host version\n+agent version\n" in r.stdout
+    assert host_tree(ws.lower) == before
+    # --skip-refused applies the rest and says so with exit 3
+    r = ws.cmd("apply", "--skip-refused", ws.id)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert open(os.path.join(ws.lower, "other.txt"), "rb").read() == b"o2\n"
+    assert open(os.path.join(ws.lower, "shared.txt"), "rb").read() == b"host version\n"
+    assert os.path.isdir(ws.dir), "something was skipped: the review workspace must stay"
+
+
+def test_apply_conflict_vanished(ws):
+    ws.host("v.txt", b"v\n")
+    ws.run(lambda m: _write(m, "v.txt", b"agent\n"))
+    os.unlink(os.path.join(ws.lower, "v.txt"))
+    r = ws.cmd("apply", ws.id)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "vanished on the host" in r.stdout
+    assert not os.path.exists(os.path.join(ws.lower, "v.txt"))
+
+
+def test_apply_skip_refused_partial(ws):
+    ws.host("keep.txt", b"k\n")
+
+    def agent(m):
+        _write(m, "good.txt", b"good\n")
+        os.symlink("/etc/passwd", os.path.join(m, "bad"))
+        os.mkfifo(os.path.join(m, "f"))
+    ws.run(agent)
+    d = ws.cmd("apply", "--dry-run", "--skip-refused", ws.id)
+    assert d.returncode == 3 and not os.path.exists(os.path.join(ws.lower, "good.txt")), d.stdout
+    r = ws.cmd("apply", "--skip-refused", ws.id)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert open(os.path.join(ws.lower, "good.txt"), "rb").read() == b"good\n"
+    assert not os.path.lexists(os.path.join(ws.lower, "bad"))
+    assert not os.path.lexists(os.path.join(ws.lower, "f"))
+    rec = [x for x in ws.audit_records() if x["event"] == "workspace"][-1]
+    applied = {p["path"]: p["applied"] for p in rec["paths"]}
+    assert applied == {"good.txt": True, "bad": False, "f": False}, applied
+
+
+def test_apply_full_leaves_nothing_and_owner(ws):
+    ws.host("a.txt", b"a\n")
+    ws.host("old/x", b"x\n")
+    ws.host("mv", b"rename me\n")
+
+    def agent(m):
+        _write(m, "a.txt", b"a2\n")
+        _write(m, "new/deep/file", b"deep\n", 0o640)
+        shutil.rmtree(os.path.join(m, "old"))
+        os.rename(os.path.join(m, "mv"), os.path.join(m, "mv2"))
+        os.symlink("new/deep/file", os.path.join(m, "lnk"))
+        os.chmod(os.path.join(m, "a.txt"), 0o600)
+    ws.run(agent)
+    expect = {p["path"] for p in ws.diff_json()}
+    r = ws.cmd("apply", ws.id)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not os.path.exists(ws.dir), "a full apply must leave nothing"
+    t = host_tree(ws.lower)
+    assert t["a.txt"] == ("f", 0o600, sha(b"a2\n"))
+    assert t["new/deep/file"] == ("f", 0o640, sha(b"deep\n"))
+    assert t["lnk"] == ("l", 0, "new/deep/file")
+    assert t["mv2"][2] == sha(b"rename me\n") and "mv" not in t
+    assert "old" not in t and "old/x" not in t
+    for rel in ("a.txt", "new", "new/deep", "new/deep/file", "lnk", "mv2"):
+        st = os.lstat(os.path.join(ws.lower, rel))
+        assert (st.st_uid, st.st_gid) == (OWNER, OWNER), rel
+    # no temporary is left in the host directories
+    assert not [p for p in t if ".agentsbx-apply" in p]
+    rec = [x for x in ws.audit_records() if x["event"] == "workspace"][-1]
+    assert rec["op"] == "apply" and {p["path"] for p in rec["paths"]} == expect
+    assert all(p["applied"] for p in rec["paths"])
+    assert rec["paths"][0]["sha256"] is None or len(rec["paths"][0]["sha256"]) == 64
+
+
+def test_apply_paths_removes_applied_from_upper(ws):
+    ws.host("a", b"a\n")
+
+    def agent(m):
+        _write(m, "a", b"a2\n")
+        _write(m, "dir/b", b"b\n")
+        _write(m, "c", b"c\n")
+    ws.run(agent)
+    r = ws.cmd("apply", ws.id, "dir/b", "a")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert open(os.path.join(ws.lower, "dir", "b"), "rb").read() == b"b\n"
+    assert open(os.path.join(ws.lower, "a"), "rb").read() == b"a2\n"
+    assert not os.path.exists(os.path.join(ws.lower, "c"))
+    assert [(d["op"], d["path"]) for d in ws.diff_json()] == [("added", "c")]
+    assert not os.path.exists(os.path.join(ws.upper, "dir")) and not os.path.exists(os.path.join(ws.upper, "a"))
+
+
+def test_apply_refuses_running_and_lock(ws):
+    ws.host("a", b"a\n")
+    ws.state = "running"
+    ws.run(lambda m: _write(m, "a", b"b\n"))
+    r = ws.cmd("apply", ws.id)
+    assert r.returncode != 0 and "still running" in r.stderr, r.stderr
+    assert open(os.path.join(ws.lower, "a"), "rb").read() == b"a\n"
+    ws.state = "stopped"
+    ws.write_meta()
+    import fcntl
+    with open(os.path.join(ws.dir, "lock"), "w") as lk:
+        fcntl.flock(lk, fcntl.LOCK_EX)
+        r = ws.cmd("apply", ws.id)
+        assert r.returncode != 0 and "lock is held" in r.stderr, r.stderr
+    assert ws.cmd("apply", ws.id).returncode == 0
+
+
+def test_apply_host_dir_swapped_for_symlink(ws):
+    """A host directory replaced by a symlink after the diff is never written through."""
+    ws.host("d/f", b"f\n")
+    outside = tempfile.mkdtemp(prefix="asbx-outside.")
+    try:
+        ws.run(lambda m: _write(m, "d/f", b"agent\n"))
+        shutil.rmtree(os.path.join(ws.lower, "d"))
+        os.symlink(outside, os.path.join(ws.lower, "d"))
+        r = ws.cmd("apply", "--skip-refused", ws.id)
+        assert r.returncode in (1, 3), r.stdout + r.stderr
+        assert os.listdir(outside) == []
+    finally:
+        shutil.rmtree(outside)
+
+
+def _no_openat2(tmp):
+    out = os.path.join(tmp, "no-openat2")
+    subprocess.run(["gcc", "-O2", "-o", out, os.path.join(TOP, "tests", "tools", "no-openat2.c"), "-lseccomp"],
+                   check=True)
+    return out
+
+
+def test_apply_without_openat2(ws):
+    ws.host("d/f", b"f\n")
+    ws.run(lambda m: (_write(m, "d/f", b"agent\n"), _write(m, "e/g", b"g\n")))
+    w = _no_openat2(os.path.dirname(ws.lower))
+    d = ws.cmd("diff", ws.id, wrapper=w)
+    assert d.returncode == 0 and "+agent" in d.stdout, d.stdout + d.stderr
+    r = ws.cmd("apply", ws.id, wrapper=w)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert open(os.path.join(ws.lower, "d", "f"), "rb").read() == b"agent\n"
+    assert open(os.path.join(ws.lower, "e", "g"), "rb").read() == b"g\n"
+
+
+def test_apply_sigkill_mid_file_is_old_or_new(ws):
+    """SIGKILL while the big file is being copied: the host file is the old one or the new one."""
+    size = 256 << 20
+    old = os.urandom(1 << 20) * 256
+    ws.host("big.bin", old)
+    old_sha = fsha(os.path.join(ws.lower, "big.bin"))
+
+    def agent(m):
+        with open(os.path.join(m, "big.bin"), "r+b") as f:
+            f.seek(size // 2)
+            f.write(b"AGENT WAS HERE")
+    ws.run(agent)
+    new_sha = fsha(os.path.join(ws.upper, "big.bin"))
+    killed_mid_copy = 0
+    for attempt in range(3):
+        p = subprocess.Popen([_binary(), "--audit-dir", ws.audit, "workspace", "apply", ws.id],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # wait for the unnamed temporary in the host directory (the copy has begun), then kill
+        deadline = time.time() + 60
+        seen = False
+        while time.time() < deadline and p.poll() is None and not seen:
+            try:
+                for fd in os.listdir(f"/proc/{p.pid}/fd"):
+                    t = os.readlink(f"/proc/{p.pid}/fd/{fd}")
+                    if t.startswith(ws.lower + "/#") or (t.startswith(ws.lower + "/.agentsbx-apply")):
+                        seen = True
+            except (FileNotFoundError, ProcessLookupError):
+                pass
+        if seen and p.poll() is None:
+            p.send_signal(signal.SIGKILL)
+            killed_mid_copy += 1
+        p.wait()
+        h = fsha(os.path.join(ws.lower, "big.bin"))
+        assert h in (old_sha, new_sha), "a half-written file on the host"
+        if h == new_sha:
+            break
+        assert h == old_sha
+    assert killed_mid_copy >= 1, "never caught the apply in the middle of the copy"
+    assert not [n for n in os.listdir(ws.lower) if n.startswith(".agentsbx-apply")]
+
+
+def test_diff_hostile_names(ws):
+    """File names are bytes: invalid UTF-8 stays valid JSON (U+FFFD, exact bytes in pathHex) and a
+    terminal escape in a name is printed escaped, never raw."""
+    raw = b"bad\xff\x1b[31mname"
+
+    def agent(m):
+        with open(os.path.join(m.encode(), raw), "wb") as f:
+            f.write(b"x\n")
+    ws.run(agent)
+    r = ws.cmd("diff", "--json", ws.id)
+    assert r.returncode == 0, r.stderr
+    (d,) = [json.loads(line) for line in r.stdout.splitlines()]
+    assert d["path"] == "bad\ufffd\x1b[31mname"
+    assert bytes.fromhex(d["pathHex"]) == raw
+    h = subprocess.run([_binary(), "--audit-dir", ws.audit, "workspace", "diff", ws.id], capture_output=True)
+    assert h.returncode == 0
+    assert b"\x1b" not in h.stdout and b"bad\\xff\\x1b[31mname" in h.stdout, h.stdout
+
+
+@pytest.fixture
+def user_tmp():
+    """A temp dir a non-root user can reach (pytest's tmp_path lies under a 0700 root dir)."""
+    t = tempfile.mkdtemp(prefix="asbx-wsuser.")
+    os.chmod(t, 0o755)
+    try:
+        yield pathlib.Path(t)
+    finally:
+        shutil.rmtree(t, ignore_errors=True)
+
+
+def test_rootless_user_xattr_layout(user_tmp):
+    """A non-root caller: the overlay mounted in its own user namespace (`userxattr`, whiteouts
+    made there), its workspaces under $XDG_DATA_HOME, diff and apply run as that user."""
+    uid = 65534
+    if subprocess.run(["setpriv", "--reuid", str(uid), "--regid", str(uid), "--clear-groups", "unshare", "-Urm",
+                       "true"], capture_output=True).returncode != 0:
+        pytest.skip("no unprivileged user namespaces here: the rootless layout cannot be made")
+    top = user_tmp / "u"
+    top.mkdir()
+    os.chown(top, uid, uid)
+    lower, data, audit = top / "host", top / "data", top / "audit"
+    cid = "rvd-" + uuid.uuid4().hex[:12]
+    d = data / "agentsbx" / "workspaces" / cid
+    env = dict(os.environ, XDG_DATA_HOME=str(data), HOME=str(top), XDG_RUNTIME_DIR="")
+    script = f"""set -e
+mkdir -p {lower}/sub {d}/upper {d}/work {top}/m {audit}
+chmod 700 {d}
+echo keep > {lower}/keep; echo old > {lower}/mod; echo bye > {lower}/sub/gone
+"""
+    as_user = ["setpriv", "--reuid", str(uid), "--regid", str(uid), "--clear-groups"]
+    subprocess.run(as_user + ["sh", "-c", script], check=True)
+    started = time.time_ns()
+    time.sleep(0.02)
+    # the documented option set, with redirect_dir=nofollow: this kernel refuses userxattr with
+    # redirect_dir=off ("conflicting options: userxattr,redirect_dir=follow")
+    mnt = (f"mount -t overlay overlay -o lowerdir={lower},upperdir={d}/upper,workdir={d}/work,userxattr,"
+           f"index=off,redirect_dir=nofollow,metacopy=off,xino=off {top}/m && "
+           f"echo new > {top}/m/mod && echo add > {top}/m/add && rm {top}/m/sub/gone && umount {top}/m")
+    subprocess.run(as_user + ["unshare", "-Urm", "sh", "-c", mnt], check=True)
+    st = os.stat(lower)
+    with open(d / "meta.json", "w") as f:
+        json.dump({"id": cid, "workspace": str(lower), "lowerDev": st.st_dev, "lowerIno": st.st_ino,
+                   "created": "2026-01-01T00:00:00Z", "startedNs": started, "xattr": "user",
+                   "state": "stopped", "snapshots": [], "image": None, "seed": None}, f)
+    os.chown(d / "meta.json", uid, uid)
+    base = as_user + [_binary(), "--audit-dir", str(audit), "workspace"]
+    r = subprocess.run(base + ["diff", "--json", cid], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    got = sorted((x["op"], x["path"]) for x in map(json.loads, r.stdout.splitlines()))
+    assert got == [("added", "add"), ("deleted", "sub/gone"), ("modified", "mod")], got
+    r = subprocess.run(base + ["apply", cid], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (lower / "mod").read_bytes() == b"new\n" and (lower / "add").read_bytes() == b"add\n"
+    assert not (lower / "sub" / "gone").exists()
+    assert os.stat(lower / "add").st_uid == uid
+    assert not d.exists(), "a full apply must leave nothing (work/work is mode 0 and not root's)"
