@@ -144,8 +144,8 @@ parse_workspace (struct oci_ctx *c, yajl_val fs, struct pdoc *d)
       size_t m2 = oci_ctx_push_key (c, "path");
       if (path[0] == '?' || path[0] == '~')
         r = pparse_fail_value (c, path,
-                        xstrdup ("expected the absolute container path of the workspace mount (no `?` or "
-                                 "`~/` form)"));
+                               xstrdup ("expected the absolute container path of the workspace mount (no `?` or "
+                                        "`~/` form)"));
       else if (pval_path (path, &p, false, &why) < 0)
         r = pparse_fail_value (c, path, why);
       else if (strcmp (p.path, "/") == 0)
