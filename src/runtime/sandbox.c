@@ -40,6 +40,7 @@
 #include "core/util.h"
 #include "linux/pathsafe.h"
 #include "runtime/container.h"
+#include "runtime/oci_cache.h"
 #include "monitor/audit.h"
 #include "monitor/monitor.h"
 #include "runtime/sandbox.h"
@@ -683,10 +684,14 @@ sandbox_bundle (const struct asbx_global *g, const struct asbx_sandbox_opts *o, 
 }
 
 int
-asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o, int *exit_status, asbx_err_t *err)
+asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o_in, int *exit_status,
+                  asbx_err_t *err)
 {
-  cleanup_free char *id = o->id ? xstrdup (o->id) : xasprintf ("sandbox-%d", getpid ());
+  cleanup_free char *id = o_in->id ? xstrdup (o_in->id) : xasprintf ("sandbox-%d", getpid ());
   cleanup_free char *bundle = NULL, *reason = NULL, *apath = NULL, *adir = NULL;
+  cleanup_free char *image_rootfs = NULL, *image_digest = NULL;
+  struct asbx_sandbox_opts oo = *o_in;
+  const struct asbx_sandbox_opts *o = &oo;
   asbx_err_t e2 = NULL;
   struct stat ws_st = { 0 };
   char ws[PATH_MAX] = "";
@@ -698,6 +703,16 @@ asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o
     return asbx_error (err, 0, "sandbox: no command given (agentsbx sandbox [options] -- CMD ARG...)");
   if (asbx_id_validate (id, err) < 0)
     return -1;
+  if (o->image && o->rootfs)
+    return asbx_error (err, 0, "sandbox: --image and --rootfs are exclusive (both name the root filesystem)");
+  if (o->image)
+    {
+      /* the unpacked, verified image is an ordinary read-only --rootfs from here on */
+      if (oci_cache_rootfs (o->image, &image_rootfs, &image_digest, err) < 0)
+        return -1;
+      oo.rootfs = image_rootfs;
+      log_info ("sandbox %s: image %s (%s)", id, o->image, image_digest);
+    }
   if (sandbox_bundle (g, o, id, &bundle, &ws_st, ws, err) < 0)
     goto out;
   struct asbx_create_opts co = { .id = id, .bundle = bundle, .default_profile = "agent" };

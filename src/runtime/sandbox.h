@@ -11,6 +11,8 @@ struct asbx_sandbox_opts
 {
   const char *workspace; /* host dir bound at /workspace (default: the current directory) */
   const char *rootfs;    /* host dir used as the rootfs; NULL = the host's system dirs, read-only */
+  const char *image;     /* --image DIR[:TAG]: an OCI image layout unpacked into the cache
+                          * (runtime/oci_cache.h) is the rootfs; exclusive with rootfs */
   const char *id;        /* container id; NULL = sandbox-<pid> */
   char **argv;           /* the command */
   size_t argc;
