@@ -46,6 +46,7 @@ static const struct
   { "checkpoint", cli_checkpoint, 0, "checkpoint a running container (CRIU)" },
   { "restore", cli_restore, 0, "restore a container from a previous checkpoint (CRIU)" },
   { "policy", cli_policy, 0, "policy check FILE... | policy explain: validate policies, show the effective plan" },
+  { "workspace", cli_workspace, 0, "review workspaces: export" },
 };
 
 static void

@@ -177,9 +177,8 @@ oci_blob_verify (int fd, const struct oci_descriptor *d, asbx_err_t *err)
   return 0;
 }
 
-/* a blob read whole, verified, NUL-terminated */
-static int
-blob_read (int layout_fd, const struct oci_descriptor *d, char **out, asbx_err_t *err)
+int
+oci_blob_read (int layout_fd, const struct oci_descriptor *d, char **out, asbx_err_t *err)
 {
   cleanup_close int fd = -1;
   size_t len;
@@ -496,7 +495,7 @@ oci_image_open (const char *dir, const char *tag, struct oci_image *img, asbx_er
       v = NULL;
       free (text);
       text = NULL;
-      if (blob_read (im.layout_fd, &d, &text, err) < 0)
+      if (oci_blob_read (im.layout_fd, &d, &text, err) < 0)
         goto fail;
       free (what);
       what = xasprintf ("image index %s", d.digest);
@@ -511,13 +510,13 @@ oci_image_open (const char *dir, const char *tag, struct oci_image *img, asbx_er
   text = NULL;
   im.manifest = d;
   memset (&d, 0, sizeof d);
-  if (blob_read (im.layout_fd, &im.manifest, &text, err) < 0 || manifest_parse (&im, text, err) < 0)
+  if (oci_blob_read (im.layout_fd, &im.manifest, &text, err) < 0 || manifest_parse (&im, text, err) < 0)
     goto fail;
   free (text);
   text = NULL;
   /* the config is not used for the rootfs, but a layout whose config blob is missing or corrupt
    * is a broken image: refuse it here rather than cache it */
-  if (blob_read (im.layout_fd, &im.config, &text, err) < 0)
+  if (oci_blob_read (im.layout_fd, &im.config, &text, err) < 0)
     goto fail;
   *img = im;
   return 0;

@@ -79,6 +79,10 @@ int oci_blob_open (int layout_fd, const struct oci_descriptor *d, asbx_err_t *er
  * content hashes to sha256:...)" or a size mismatch. */
 int oci_blob_verify (int fd, const struct oci_descriptor *d, asbx_err_t *err);
 
+/* A JSON blob (4 MiB at most) read whole into *out (heap, NUL-terminated, caller frees), its
+ * digest and size verified on the bytes read. Returns 0 / -1 with *err naming the blob. */
+int oci_blob_read (int layout_fd, const struct oci_descriptor *d, char **out, asbx_err_t *err);
+
 /* SHA-256 over a stream (OpenSSL EVP: the layers are large and the host's SHA extensions help) */
 struct oci_hash
 {
