@@ -1,6 +1,6 @@
 /* sandbox.c - `agentsbx sandbox [--profile P] [--policy F] [--workspace DIR] [--rootfs DIR]
- * [--image LAYOUT[:TAG]] [--id ID] [--stop-timeout S] -- CMD ARG...`: the quick mode (POLICY.md §7). --profile/--policy
- * here are the same as the global flags (the ceiling). --stop-timeout is handed to the runtime
+ * [--image LAYOUT[:TAG]] [--seed-git REPO[@REV]] [--id ID] [--stop-timeout S] -- CMD ARG...`: the quick mode (POLICY.md
+ * §7). --profile/--policy here are the same as the global flags (the ceiling). --stop-timeout is handed to the runtime
  * as AGENTSBX_STOP_TIMEOUT (the variable a user may also set), so the options struct the engines'
  * code shares stays as it is. */
 #include <errno.h>
@@ -20,6 +20,7 @@ cli_sandbox (struct asbx_global *g, int argc, char **argv)
     { "workspace", required_argument, 0, 'w' },
     { "rootfs", required_argument, 0, 'r' },
     { "image", required_argument, 0, 'I' },
+    { "seed-git", required_argument, 0, 'S' },
     { "id", required_argument, 0, 'i' },
     { "stop-timeout", required_argument, 0, 't' },
     { "help", no_argument, 0, 'h' },
@@ -31,7 +32,7 @@ cli_sandbox (struct asbx_global *g, int argc, char **argv)
   char *end;
   long n;
 
-  while ((c = getopt_long (argc, argv, "+p:f:w:r:I:i:t:h", opts, NULL)) != -1)
+  while ((c = getopt_long (argc, argv, "+p:f:w:r:I:S:i:t:h", opts, NULL)) != -1)
     switch (c)
       {
       case 'p': g->profile = optarg; break;
@@ -39,6 +40,7 @@ cli_sandbox (struct asbx_global *g, int argc, char **argv)
       case 'w': o.workspace = optarg; break;
       case 'r': o.rootfs = optarg; break;
       case 'I': o.image = optarg; break;
+      case 'S': o.seed_git = optarg; break;
       case 'i': o.id = optarg; break;
       case 't':
         errno = 0;
@@ -49,11 +51,13 @@ cli_sandbox (struct asbx_global *g, int argc, char **argv)
         break;
       case 'h':
         printf ("usage: agentsbx sandbox [--profile NAME] [--policy FILE] [--workspace DIR] [--rootfs DIR]\n"
-                "                        [--image LAYOUT[:TAG]] [--id ID] [--stop-timeout SECONDS] -- CMD [ARG...]\n\n"
+                "                        [--image LAYOUT[:TAG]] [--seed-git REPO[@REV]] [--id ID] [--stop-timeout "
+                "SECONDS] -- CMD [ARG...]\n\n"
                 "Run one command under an agent policy (default profile: agent), in the foreground.\n"
                 "The workspace (default: the current directory) is mounted at /workspace and is the\n"
                 "working directory; the host's system directories are the read-only root unless --rootfs\n"
                 "or --image (an OCI image layout, verified and unpacked once into a cache by digest).\n"
+                "--seed-git makes the (review) workspace a clone of a local repository at REV (default HEAD).\n"
                 "A workspace that is /, a system directory, /proc, /sys, /dev or a home directory is refused.\n"
                 "SIGTERM/SIGINT/SIGHUP/SIGQUIT are forwarded; a container still running --stop-timeout\n"
                 "seconds later (default 10, or $AGENTSBX_STOP_TIMEOUT) is killed, exit status 128+signal.\n");

@@ -12,9 +12,8 @@ int
 cli_workspace_export (struct asbx_global *g, int argc, char **argv)
 {
   static const struct option opts[] = {
-    { "oci", required_argument, 0, 'o' },  { "tag", required_argument, 0, 't' },
-    { "base", required_argument, 0, 'b' }, { "path", required_argument, 0, 'p' },
-    { "help", no_argument, 0, 'h' },       { 0, 0, 0, 0 },
+    { "oci", required_argument, 0, 'o' },  { "tag", required_argument, 0, 't' }, { "base", required_argument, 0, 'b' },
+    { "path", required_argument, 0, 'p' }, { "help", no_argument, 0, 'h' },      { 0, 0, 0, 0 },
   };
   struct oci_export_opts o = { 0 };
   struct oci_export_result r;

@@ -142,8 +142,7 @@ host_arch (void)
 
 /* The config: the base's (every key kept, rootfs.diff_ids and history extended) or a new one */
 static char *
-make_config (const char *base_text, const struct oci_image *base, const char *diff_id, const char *id,
-             asbx_err_t *err)
+make_config (const char *base_text, const struct oci_image *base, const char *diff_id, const char *id, asbx_err_t *err)
 {
   yajl_gen g = json_gen_new (0);
   yajl_val b = NULL;

@@ -90,8 +90,7 @@ put_header (struct walk *w, struct archive_entry *e, const char *path, asbx_err_
   if (archive_write_header (w->gz, e) != ARCHIVE_OK)
     return asbx_error (err, archive_errno (w->gz), "layer: entry `%s`: %s", path, archive_error_string (w->gz));
   if (archive_write_header (w->plain, e) != ARCHIVE_OK)
-    return asbx_error (err, archive_errno (w->plain), "layer: entry `%s`: %s", path,
-                       archive_error_string (w->plain));
+    return asbx_error (err, archive_errno (w->plain), "layer: entry `%s`: %s", path, archive_error_string (w->plain));
   return 0;
 }
 
@@ -101,8 +100,7 @@ put_data (struct walk *w, const void *buf, size_t n, const char *path, asbx_err_
   if (archive_write_data (w->gz, buf, n) != (la_ssize_t) n)
     return asbx_error (err, archive_errno (w->gz), "layer: entry `%s`: %s", path, archive_error_string (w->gz));
   if (archive_write_data (w->plain, buf, n) != (la_ssize_t) n)
-    return asbx_error (err, archive_errno (w->plain), "layer: entry `%s`: %s", path,
-                       archive_error_string (w->plain));
+    return asbx_error (err, archive_errno (w->plain), "layer: entry `%s`: %s", path, archive_error_string (w->plain));
   return 0;
 }
 
@@ -306,7 +304,7 @@ walk_entry (struct walk *w, int dfd, const char *name, const char *rel, const ch
           return ret;
         }
       struct link *l = xmalloc (sizeof *l);
-      *l = (struct link) { fst.st_dev, fst.st_ino, xstrdup (tpath) };
+      *l = (struct link){ fst.st_dev, fst.st_ino, xstrdup (tpath) };
       if (!tsearch (l, &w->links, cmp_link))
         abort ();
     }

@@ -268,7 +268,8 @@ desc_parse (yajl_val v, const char *what, const char *jpath, struct oci_descript
   if (!dg)
     return asbx_error (err, 0, "%s: %s.digest: expected a string", what, jpath);
   if (!oci_digest_valid (dg, d->hex))
-    return asbx_error (err, 0, "%s: %s.digest `%s`: expected sha256:<64 lowercase hex digits> (no other algorithm is "
+    return asbx_error (err, 0,
+                       "%s: %s.digest `%s`: expected sha256:<64 lowercase hex digits> (no other algorithm is "
                        "accepted)",
                        what, jpath, dg);
   if (!sz || !YAJL_IS_INTEGER (sz) || YAJL_GET_INTEGER (sz) < 0)
@@ -286,8 +287,8 @@ host_arch (void)
   static const struct
   {
     const char *machine, *oci;
-  } map[] = { { "x86_64", "amd64" }, { "aarch64", "arm64" }, { "armv7l", "arm" }, { "i686", "386" },
-              { "ppc64le", "ppc64le" }, { "s390x", "s390x" }, { "riscv64", "riscv64" } };
+  } map[] = { { "x86_64", "amd64" },    { "aarch64", "arm64" }, { "armv7l", "arm" },     { "i686", "386" },
+              { "ppc64le", "ppc64le" }, { "s390x", "s390x" },   { "riscv64", "riscv64" } };
   if (uname (&u) == 0)
     for (size_t i = 0; i < ASBX_ARRAY_SIZE (map); i++)
       if (strcmp (u.machine, map[i].machine) == 0)

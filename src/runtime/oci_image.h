@@ -40,9 +40,9 @@ struct oci_descriptor
 
 struct oci_image
 {
-  int layout_fd;         /* O_PATH|O_DIRECTORY fd of the layout directory (owned) */
-  char *layout;          /* the layout directory as given (heap, for messages) */
-  char *tag;             /* the tag asked for, or NULL (heap) */
+  int layout_fd; /* O_PATH|O_DIRECTORY fd of the layout directory (owned) */
+  char *layout;  /* the layout directory as given (heap, for messages) */
+  char *tag;     /* the tag asked for, or NULL (heap) */
   struct oci_descriptor manifest;
   struct oci_descriptor config;
   struct oci_descriptor *layers; /* n_layers, bottom (first applied) first */

@@ -341,8 +341,9 @@ make_dir (struct layer *l, int dfd, const char *base, const char *path, struct a
     return asbx_error (err, errno, "layer %s: entry `%s`: chown", l->d->digest, path);
   set_xattrs (l, fd, e);
   l->dirs = xrealloc (l->dirs, (l->n_dirs + 1) * sizeof *l->dirs);
-  l->dirs[l->n_dirs++] = (struct dir_fix) { xstrdup (path), archive_entry_perm (e) & 07777,
-                                            { archive_entry_mtime (e), archive_entry_mtime_nsec (e) } };
+  l->dirs[l->n_dirs++] = (struct dir_fix){ xstrdup (path),
+                                           archive_entry_perm (e) & 07777,
+                                           { archive_entry_mtime (e), archive_entry_mtime_nsec (e) } };
   return 0;
 }
 
@@ -369,8 +370,7 @@ fix_dirs (struct layer *l, asbx_err_t *err)
 }
 
 static int
-make_hardlink (struct layer *l, int dfd, const char *base, const char *path, const char *target_raw,
-               asbx_err_t *err)
+make_hardlink (struct layer *l, int dfd, const char *base, const char *path, const char *target_raw, asbx_err_t *err)
 {
   char target[PATH_MAX] = "";
   if (clean_entry_path (l, target_raw, target, sizeof target, err) < 0)
@@ -469,8 +469,9 @@ make_entry (struct layer *l, struct archive *a, struct archive_entry *e, asbx_er
         cleanup_close int fd = openat (dfd, base, O_PATH | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
           return asbx_error (err, errno, "layer %s: entry `%s`: open", l->d->digest, raw);
-        if (l->root && fchownat (dfd, base, (uid_t) archive_entry_uid (e), (gid_t) archive_entry_gid (e),
-                                 AT_SYMLINK_NOFOLLOW) < 0)
+        if (l->root
+            && fchownat (dfd, base, (uid_t) archive_entry_uid (e), (gid_t) archive_entry_gid (e), AT_SYMLINK_NOFOLLOW)
+                   < 0)
           return asbx_error (err, errno, "layer %s: entry `%s`: chown", l->d->digest, raw);
         if (fchmodat (dfd, base, archive_entry_perm (e) & 0777, 0) < 0)
           return asbx_error (err, errno, "layer %s: entry `%s`: chmod", l->d->digest, raw);
@@ -487,8 +488,7 @@ free_key (void *k)
 }
 
 int
-oci_unpack_layer (int rootfd, int blob_fd, const struct oci_descriptor *d, struct oci_unpack_stats *st,
-                  asbx_err_t *err)
+oci_unpack_layer (int rootfd, int blob_fd, const struct oci_descriptor *d, struct oci_unpack_stats *st, asbx_err_t *err)
 {
   struct layer l = { .rootfd = rootfd, .d = d, .st = st, .root = geteuid () == 0 };
   struct reader *r = xmalloc0 (sizeof *r);
@@ -539,7 +539,8 @@ oci_unpack_layer (int rootfd, int blob_fd, const struct oci_descriptor *d, struc
 out:
   oci_hash_final (&r->hash, hex);
   if (ret == 0 && ((int64_t) r->hash.bytes != d->size || strcmp (hex, d->hex) != 0))
-    ret = asbx_error (err, 0, "blob %s: digest mismatch while unpacking (the content read hashes to sha256:%s, %llu "
+    ret = asbx_error (err, 0,
+                      "blob %s: digest mismatch while unpacking (the content read hashes to sha256:%s, %llu "
                       "bytes): the layout changed or is corrupt",
                       d->digest, hex, (unsigned long long) r->hash.bytes);
   if (l.dirs)

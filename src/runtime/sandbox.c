@@ -41,6 +41,7 @@
 #include "linux/pathsafe.h"
 #include "runtime/container.h"
 #include "runtime/oci_cache.h"
+#include "runtime/workspace_seed.h"
 #include "monitor/audit.h"
 #include "monitor/monitor.h"
 #include "runtime/sandbox.h"
@@ -684,8 +685,7 @@ sandbox_bundle (const struct asbx_global *g, const struct asbx_sandbox_opts *o, 
 }
 
 int
-asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o_in, int *exit_status,
-                  asbx_err_t *err)
+asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o_in, int *exit_status, asbx_err_t *err)
 {
   cleanup_free char *id = o_in->id ? xstrdup (o_in->id) : xasprintf ("sandbox-%d", getpid ());
   cleanup_free char *bundle = NULL, *reason = NULL, *apath = NULL, *adir = NULL;
@@ -705,6 +705,21 @@ asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o
     return -1;
   if (o->image && o->rootfs)
     return asbx_error (err, 0, "sandbox: --image and --rootfs are exclusive (both name the root filesystem)");
+  if (o->seed_git)
+    {
+      /* checked before anything is made (the repository, a network URL refused); the clone
+       * itself is the review workspace's lower: TODO(merge, issue 18) with rv-mount's review
+       * layout: ws_create -> workspace_seed_git (id dir fd) -> meta.json seed -> overlay
+       * lowerdir = <id>/lower -> workspace_seed_audit */
+      cleanup_free char *repo = NULL, *rev = NULL;
+      if (workspace_seed_parse (o->seed_git, &repo, &rev, err) < 0 || workspace_seed_check_repo (repo, err) < 0)
+        return -1;
+      if (o->workspace)
+        return asbx_error (err, 0, "sandbox: --seed-git and --workspace are exclusive (the clone is the workspace)");
+      return asbx_error (err, 0,
+                         "sandbox: --seed-git seeds a review workspace (--review, issue 18), which this build "
+                         "does not have yet");
+    }
   if (o->image)
     {
       /* the unpacked, verified image is an ordinary read-only --rootfs from here on */
