@@ -268,3 +268,93 @@ def test_unpack_on_the_openat2_fallback(rt, ws, base_tar, cache):
     p = run(bad, "/bin/true")
     assert p.returncode != 0 and "symlink" in p.stderr, p
     assert os.listdir(target) == []
+
+
+def test_concurrent_unpacks_make_one_entry(rt, base_tar, cache):
+    """Four sandboxes start at once on a new image: each unpacks into its own temp dir, one
+    rename wins, the others use the winner's entry; no temp dir is left."""
+    layout = os.path.join(rt.workdir, "img-race")
+    big = tar_of_entries([(f"opt/f{i}", "file", os.urandom(256 << 10)) for i in range(24)])
+    im = write_layout(layout, [base_tar, big, marker_layer("raced")])
+    cache.append(im["manifest"])
+    from policyutil import audit_dir
+    procs = []
+    for i in range(4):
+        w = os.path.join(rt.workdir, f"ws-race-{i}")
+        os.makedirs(w)
+        procs.append(subprocess.Popen([rt.binary, "--root", rt.root, "--audit-dir", audit_dir(rt), "sandbox",
+                                       "--image", layout, "--workspace", w, "--", "/bin/cat", "/etc/image-marker"],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outs = [p.communicate(timeout=120) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0 and out.strip() == "raced", (p.returncode, out, err)
+    assert os.path.isfile(os.path.join(cache_entry(im["manifest"]), "complete"))
+    assert not temps_left(), temps_left()
+
+
+def test_killed_unpack_leaves_no_entry_and_is_reaped(rt, ws, base_tar, cache):
+    """SIGKILL while the layers are written: no entry under the digest's name (the next run
+    unpacks again), and the dead unpack's temp dir is removed by the next unpack."""
+    import signal
+    import time
+    layout = os.path.join(rt.workdir, "img-kill")
+    big = tar_of_entries([(f"opt/k{i}", "file", os.urandom(1 << 20)) for i in range(160)])
+    im = write_layout(layout, [base_tar, big], compress=False)
+    cache.append(im["manifest"])
+    from policyutil import audit_dir
+    p = subprocess.Popen([rt.binary, "--root", rt.root, "--audit-dir", audit_dir(rt), "sandbox", "--image", layout,
+                          "--workspace", ws, "--", "/bin/true"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    hexd = im["manifest"]["digest"].split(":")[1]
+    deadline = time.monotonic() + 30
+    mine = []
+    while time.monotonic() < deadline and not mine and p.poll() is None:
+        mine = [n for n in temps_left() if n.startswith(f".tmp-{hexd}-{p.pid}-")]
+        time.sleep(0.01)
+    if not mine:
+        p.wait()
+        pytest.skip("the unpack finished before the test saw its temp dir (host too fast to interrupt it)")
+    time.sleep(0.2)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert not os.path.exists(cache_entry(im["manifest"])), "a killed unpack left an entry"
+    r = sandbox_run(rt, "--image", layout, "--workspace", ws, "--", "/bin/sh", "-c", "ls /opt | wc -l")
+    assert r.rc == 0 and r.out.strip() == "160", r
+    assert not [n for n in temps_left() if n.startswith(f".tmp-{hexd}-{p.pid}-")], temps_left()
+
+
+def test_image_as_a_non_root_user(rt, base_tar, tmp_path):
+    """A caller other than root: the cache is $XDG_DATA_HOME/agentsbx/images, owned by the caller,
+    and the image's root is the caller's (container root in the user namespace)."""
+    import pwd
+    for t in ("useradd", "userdel", "setpriv"):
+        if not shutil.which(t):
+            pytest.skip(f"{t} not installed")
+    name = f"asbxim{uuid.uuid4().hex[:6]}"
+    subprocess.run(["useradd", "-m", "-s", "/bin/sh", name], check=True)
+    pw = pwd.getpwnam(name)
+    try:
+        home = pw.pw_dir
+        layout = os.path.join(home, "img")
+        im = write_layout(layout, [base_tar, marker_layer("mine")])
+        ws = os.path.join(home, "proj")
+        os.makedirs(ws)
+        pol = os.path.join(home, "pol.json")
+        with open(pol, "w") as f:
+            f.write('{"version": 1, "extends": "rootless", "network": {"mode": "none"}}')
+        subprocess.run(["chown", "-R", f"{pw.pw_uid}:{pw.pw_gid}", home], check=True)
+        data = os.path.join(home, "data")
+        env = ["env", "-i", f"HOME={home}", "PATH=/usr/bin:/bin", f"XDG_DATA_HOME={data}"]
+        p = subprocess.run(["setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--init-groups", *env,
+                            rt.binary, "sandbox", "--policy", pol, "--image", layout, "--workspace", ws, "--",
+                            "/bin/sh", "-c", "cat /etc/image-marker; echo; id -u; stat -c %u /bin/busybox"],
+                           cwd=ws, capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, (p.stdout, p.stderr)
+        assert p.stdout.split() == ["mine", "0", "0"], (p.stdout, p.stderr)
+        entry = cache_entry(im["manifest"], images=os.path.join(data, "agentsbx", "images"))
+        st = os.stat(os.path.join(entry, "rootfs", "bin", "busybox"))
+        assert st.st_uid == pw.pw_uid, "the unpacked files belong to the caller"
+        assert os.stat(os.path.join(data, "agentsbx", "images")).st_mode & 0o077 == 0
+    finally:
+        subprocess.run(["userdel", "-r", "-f", name], check=False, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        shutil.rmtree(f"/tmp/agentsbx-{pw.pw_uid}", ignore_errors=True)
