@@ -148,8 +148,11 @@ unpack_into (const struct oci_image *img, int rootfd, asbx_err_t *err)
     log_info ("image %s: %llu device node(s) and socket(s) skipped: the sandbox's /dev is its own",
               img->manifest.digest, (unsigned long long) st.devices);
   if (st.xattrs)
-    log_info ("image %s: %llu extended attribute(s) not set (only user.* and, for root, security.capability are)",
-              img->manifest.digest, (unsigned long long) st.xattrs);
+    log_info ("image %s: %llu extended attribute(s) not set (only user.* are)", img->manifest.digest,
+              (unsigned long long) st.xattrs);
+  if (st.setid)
+    log_info ("image %s: setuid/setgid bits of %llu file(s) dropped (the cache is on the host)", img->manifest.digest,
+              (unsigned long long) st.setid);
   return 0;
 }
 

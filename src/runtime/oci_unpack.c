@@ -275,9 +275,10 @@ set_xattrs (struct layer *l, int fd, struct archive_entry *e)
   archive_entry_xattr_reset (e);
   while (archive_entry_xattr_next (e, &name, &val, &size) == ARCHIVE_OK)
     {
-      /* trusted.* (overlayfs' own whiteouts and redirects among them) and security.* other than
-       * file capabilities are not an image's to set */
-      bool ok = strncmp (name, "user.", 5) == 0 || (l->root && strcmp (name, "security.capability") == 0);
+      /* trusted.* (overlayfs' own whiteouts and redirects among them) and security.* are not an
+       * image's to set: security.capability would give any host user who can reach the cache
+       * the file's capabilities (see set_meta for setuid) */
+      bool ok = strncmp (name, "user.", 5) == 0;
       if (!ok || fsetxattr (fd, name, val, size, 0) < 0)
         l->st->xattrs++;
     }
@@ -320,8 +321,14 @@ set_meta (struct layer *l, int fd, struct archive_entry *e, const char *entry, a
                             { archive_entry_mtime (e), archive_entry_mtime_nsec (e) } };
   if (l->root && fchown (fd, (uid_t) archive_entry_uid (e), (gid_t) archive_entry_gid (e)) < 0)
     return asbx_error (err, errno, "layer %s: entry `%s`: chown", l->d->digest, entry);
-  /* after chown, which clears setuid/setgid */
-  if (fchmod (fd, archive_entry_perm (e) & 07777) < 0)
+  /* The cache lies on the host and is searchable by others (a mapped sandbox uid must reach
+   * it): a setuid-root file of a hostile image would be a host user's root shell. Setuid and
+   * setgid bits are dropped (a policy container runs with no_new_privs, where they do nothing
+   * anyway) and counted. */
+  mode_t perm = archive_entry_perm (e) & 07777;
+  if (perm & (S_ISUID | S_ISGID))
+    l->st->setid++;
+  if (fchmod (fd, perm & ~(mode_t) (S_ISUID | S_ISGID)) < 0)
     return asbx_error (err, errno, "layer %s: entry `%s`: chmod", l->d->digest, entry);
   set_xattrs (l, fd, e);
   if (futimens (fd, ts) < 0)

@@ -23,7 +23,8 @@ struct oci_unpack_stats
   uint64_t entries;   /* entries created (files, dirs, links, fifos) */
   uint64_t whiteouts; /* .wh. entries applied (a name or an opaque directory) */
   uint64_t devices;   /* character/block devices and sockets skipped */
-  uint64_t xattrs;    /* extended attributes that could not be set (not user.* / security.capability) */
+  uint64_t xattrs;    /* extended attributes not set (only user.* are) */
+  uint64_t setid;     /* files whose setuid/setgid bits were dropped */
 };
 
 /* Apply layer `d`, read from blob_fd (its file offset 0 onwards), onto the directory rootfd
@@ -34,8 +35,10 @@ struct oci_unpack_stats
  * what lower layers made, never what this layer made. An entry that is absolute, has a `..`
  * component, or whose parent path goes through a symlink is an error naming the entry and the
  * layer; device nodes and sockets are skipped (counted in *st). Ownership is restored when the
- * caller is root (euid 0), else files belong to the caller. Modes (setuid included), mtimes,
- * and user.* / security.capability xattrs are restored. Returns 0 / -1 with *err. */
+ * caller is root (euid 0), else files belong to the caller. Modes, mtimes and user.* xattrs
+ * are restored; setuid/setgid bits of files and security.* / trusted.* xattrs are not (the
+ * cache is on the host, reachable by other users: a setuid-root or file-capability binary of
+ * the image would be theirs to run). Returns 0 / -1 with *err. */
 int oci_unpack_layer (int rootfd, int blob_fd, const struct oci_descriptor *d, struct oci_unpack_stats *st,
                       asbx_err_t *err);
 

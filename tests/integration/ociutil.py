@@ -39,7 +39,7 @@ def tar_of_tree(root):
 
 
 def tar_of_entries(entries):
-    """entries: list of (name, kind, value): kind 'file' (value: bytes), 'dir', 'symlink' (value:
+    """entries: list of (name, kind, value): kind 'file' (value: bytes), 'suid' (a 04755 file), 'dir', 'symlink' (value:
     target), 'hardlink' (value: target name), 'chr' (value: (major, minor)). Written in order, as
     given (so a test can put anything in any order)."""
     buf = io.BytesIO()
@@ -47,8 +47,8 @@ def tar_of_entries(entries):
         for name, kind, value in entries:
             ti = tarfile.TarInfo(name)
             ti.mtime = 1700000000
-            if kind == "file":
-                ti.size, ti.mode = len(value), 0o644
+            if kind in ("file", "suid"):
+                ti.size, ti.mode = len(value), 0o644 if kind == "file" else 0o4755
                 t.addfile(ti, io.BytesIO(value))
                 continue
             if kind == "dir":

@@ -165,6 +165,20 @@ def test_device_nodes_skipped(rt, ws, base_tar, cache):
     assert not os.path.lexists(os.path.join(cache_entry(im["manifest"]), "rootfs", "opt", "mem"))
 
 
+def test_setuid_bits_not_restored(rt, ws, base_tar, cache):
+    """A setuid-root file of the image would be a root shell for any host user who can reach the
+    cache: its setuid bit is dropped, on the host and so inside."""
+    layout = os.path.join(rt.workdir, "img-suid")
+    with open("/bin/busybox", "rb") as f:
+        bb = f.read()
+    im = write_layout(layout, [base_tar, tar_of_entries([("opt/rootsh", "suid", bb)])])
+    cache.append(im["manifest"])
+    r = sandbox_run(rt, "--image", layout, "--workspace", ws, "--", "/bin/stat", "-c", "%a", "/opt/rootsh")
+    assert r.rc == 0 and r.out.strip() == "755", r
+    st = os.stat(os.path.join(cache_entry(im["manifest"]), "rootfs", "opt", "rootsh"))
+    assert st.st_mode & 0o6000 == 0 and st.st_uid == 0, oct(st.st_mode)
+
+
 def test_cache_hit_reuses_the_unpacked_tree(rt, ws, base_tar, cache):
     layout = os.path.join(rt.workdir, "img-cache")
     im = write_layout(layout, [base_tar, marker_layer("one")])
