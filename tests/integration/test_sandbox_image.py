@@ -242,6 +242,47 @@ def test_image_made_by_umoci(rt, ws, busybox_template, cache):
     shutil.rmtree(bundle, ignore_errors=True)
 
 
+def test_image_index_followed_to_this_platform(rt, ws, base_tar, cache):
+    """index.json -> an image index (multi-platform) -> the linux/amd64 manifest; the arm64
+    entry (whose blob is not even there) is not touched."""
+    import json
+    import platform
+    from ociutil import MT_INDEX, MT_MANIFEST, REF_NAME, put_blob
+    if platform.machine() != "x86_64":
+        pytest.skip("the test's platform entries are for an x86_64 host")
+    layout = os.path.join(rt.workdir, "img-index")
+    im = write_layout(layout, [base_tar, marker_layer("amd64")], tags=("unused",))
+    cache.append(im["manifest"])
+    other = {"mediaType": MT_MANIFEST, "digest": "sha256:" + "0" * 64, "size": 123,
+             "platform": {"os": "linux", "architecture": "arm64"}}
+    mine = {**im["manifest"], "platform": {"os": "linux", "architecture": "amd64"}}
+    idx = {"schemaVersion": 2, "mediaType": MT_INDEX, "manifests": [other, mine]}
+    idesc = put_blob(layout, json.dumps(idx).encode())
+    with open(os.path.join(layout, "index.json"), "w") as f:
+        json.dump({"schemaVersion": 2, "manifests": [{"mediaType": MT_INDEX, **idesc,
+                                                       "annotations": {REF_NAME: "multi"}}]}, f)
+    r = sandbox_run(rt, "--image", f"{layout}:multi", "--workspace", ws, "--", "/bin/cat", "/etc/image-marker")
+    assert r.rc == 0 and r.out.strip() == "amd64", r
+
+
+def test_image_copied_by_skopeo(rt, ws, base_tar, cache):
+    """skopeo copy oci:A:v1 oci:B:copied writes its own index.json and copies (or re-encodes) the
+    blobs: the copy runs as the original does."""
+    if not shutil.which("skopeo"):
+        pytest.skip("skopeo not installed (apt-get install -y skopeo)")
+    src = os.path.join(rt.workdir, "img-skopeo-src")
+    dst = os.path.join(rt.workdir, "img-skopeo-dst")
+    mark = uuid.uuid4().hex
+    write_layout(src, [base_tar, marker_layer(mark)], tags=("v1",))
+    cp = subprocess.run(["skopeo", "copy", f"oci:{src}:v1", f"oci:{dst}:copied"], capture_output=True, text=True)
+    assert cp.returncode == 0, cp.stderr
+    import json
+    with open(os.path.join(dst, "index.json")) as f:
+        cache.append({"digest": json.load(f)["manifests"][0]["digest"]})
+    r = sandbox_run(rt, "--image", f"{dst}:copied", "--workspace", ws, "--", "/bin/cat", "/etc/image-marker")
+    assert r.rc == 0 and r.out.strip() == mark, r
+
+
 def test_image_and_rootfs_exclusive(rt, ws, busybox_template):
     r = sandbox_run(rt, "--image", "/nonexistent", "--rootfs", busybox_template, "--workspace", ws,
                     "--", "/bin/true")
