@@ -20,7 +20,6 @@ cli_workspace_export (struct asbx_global *g, int argc, char **argv)
   asbx_err_t err = NULL;
   int c;
 
-  (void) g;
   optind = 0; /* GNU: re-initialise (permutes: ID may come before or after the options) */
   while ((c = getopt_long (argc, argv, "o:t:b:p:h", opts, NULL)) != -1)
     switch (c)
@@ -44,6 +43,8 @@ cli_workspace_export (struct asbx_global *g, int argc, char **argv)
   if (!o.out)
     return cli_usage ("workspace export", "--oci DIR is required");
   o.id = argv[optind];
+  o.audit_flag = g->audit_dir;
+  o.config_path = g->config_path;
   /* TODO(merge): o.workspaces_dir = policy_workspaces_dir (g->config_path) through the runtime */
   if (oci_export_workspace (&o, &r, &err) < 0)
     return cli_fail (&err);

@@ -19,7 +19,9 @@
 #include "core/cleanup.h"
 #include "core/json.h"
 #include "core/util.h"
+#include "core/log.h"
 #include "linux/pathsafe.h"
+#include "monitor/audit.h"
 #include "runtime/oci_export.h"
 #include "runtime/oci_image.h"
 
@@ -447,6 +449,32 @@ default_workspaces_dir (asbx_err_t *err)
   return NULL;
 }
 
+static void
+audit_export (const struct oci_export_opts *o, const char *tag, const struct oci_export_result *r)
+{
+  asbx_err_t e = NULL;
+  cleanup_free char *adir = audit_dir_resolve (o->audit_flag, o->config_path, &e);
+  cleanup_free char *layer = xasprintf ("sha256:%s", r->layer.digest_hex);
+  cleanup_close int fd = adir ? audit_open (adir, o->id, &e) : -1;
+  if (fd >= 0)
+    {
+      struct audit_rec *a = audit_rec_new (o->id, "workspace");
+      audit_rec_str (a, "op", "export");
+      audit_rec_str (a, "oci", o->out);
+      audit_rec_str (a, "tag", tag);
+      audit_rec_str (a, "manifest", r->manifest_digest);
+      audit_rec_str (a, "layer", layer);
+      audit_rec_int (a, "files", (int64_t) r->layer.files);
+      audit_rec_int (a, "deleted", (int64_t) r->layer.whiteouts);
+      audit_rec_int (a, "opaque", (int64_t) r->layer.opaque);
+      audit_rec_int (a, "bytes", r->layer.size);
+      if (audit_rec_write (a, fd, &e) == 0)
+        return;
+    }
+  log_warning ("workspace export %s: the audit record was not written: %s", o->id, e ? e->msg : "?");
+  asbx_error_free (&e);
+}
+
 static char *
 clean_prefix (const char *path)
 {
@@ -542,6 +570,7 @@ oci_export_workspace (const struct oci_export_opts *o, struct oci_export_result 
       || put_file (outfd, "index.json", o->out, index, err) < 0)
     goto out;
   r->manifest_digest = steal_ptr (&mdig);
+  audit_export (o, tag, r);
   ret = 0;
 out:
   if (tmp[0] && blobs >= 0)

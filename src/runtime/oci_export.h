@@ -47,6 +47,8 @@ struct oci_export_opts
   const char *tag;            /* org.opencontainers.image.ref.name of the new manifest; NULL = id */
   const char *base;           /* NULL, or LAYOUT[:TAG]: an image whose layers go below ours */
   const char *path;           /* container path of the workspace; NULL = "/workspace" */
+  const char *audit_flag;     /* --audit-dir, NULL = the host config's auditDir or the default */
+  const char *config_path;    /* --config, NULL = /etc/agentsbx/config.json */
 };
 
 struct oci_export_result
@@ -61,7 +63,10 @@ struct oci_export_result
  * with rootfs.diff_ids and history extended, else a new linux/<arch> config), the manifest, and
  * index.json with one entry tagged o->tag (an entry of the same tag is replaced; other entries
  * are kept), plus oci-layout. Every file is written to a temp name and renamed; the index last,
- * so a failed export leaves the layout as it was (at most unreferenced blobs). An existing
+ * so a failed export leaves the layout as it was (at most unreferenced blobs). Then a
+ * `workspace` record (op "export": oci, tag, manifest, layer, counts) is appended to the
+ * container's audit log (<audit dir>/<id>.jsonl; a failure to write it is a warning: the
+ * layout is complete). An existing
  * o->out that is neither empty nor an OCI layout is refused. Returns 0 and fills *r (free
  * r->manifest_digest), or -1 with *err. */
 int oci_export_workspace (const struct oci_export_opts *o, struct oci_export_result *r, asbx_err_t *err);

@@ -18,7 +18,7 @@ import uuid
 import pytest
 
 from ociutil import cache_entry, tar_of_entries, tar_of_tree, write_layout
-from policyutil import sandbox_run
+from policyutil import audit_dir, sandbox_run
 
 pytestmark = pytest.mark.agentsbx_only("agentsbx workspace export")
 
@@ -78,7 +78,7 @@ def workspace(rt):
 
 
 def export(rt, wid, out, *extra):
-    return rt.cmd("workspace", "export", wid, "--oci", out, *extra)
+    return rt.cmd("workspace", "export", wid, "--oci", out, *extra, global_args=["--audit-dir", audit_dir(rt)])
 
 
 def layer_members(out, manifest_digest):
@@ -117,6 +117,10 @@ def test_export_layer_holds_the_changes(rt, workspace):
     assert (m[w + "deep"].mode & 0o7777) == 0o750
     assert w + "same.txt" not in m  # never copied up
     assert cfg["os"] == "linux" and len(cfg["rootfs"]["diff_ids"]) == 1 and len(man["layers"]) == 1
+    with open(os.path.join(audit_dir(rt), f"{wid}.jsonl")) as f:
+        recs = [json.loads(line) for line in f if '"workspace"' in line]
+    assert recs and recs[-1]["op"] == "export" and recs[-1]["manifest"] == digest and recs[-1]["tag"] == "t1", recs
+    assert recs[-1]["deleted"] >= 2 and recs[-1]["opaque"] == 1, recs
     # the same upper gives the same bytes (no timestamps in the gzip header)
     out2 = os.path.join(rt.workdir, "oci-out2")
     r2 = export(rt, wid, out2, "--tag", "t1")
