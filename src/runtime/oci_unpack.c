@@ -366,7 +366,11 @@ fix_dirs (struct layer *l, asbx_err_t *err)
       cleanup_close int fd = ps_openat2 (l->rootfd, f->path, O_RDONLY | O_DIRECTORY, 0, RESOLVE_STRICT);
       if (ret == 0 && fd < 0 && errno != ENOENT) /* gone: a later entry replaced it */
         ret = asbx_error (err, errno, "layer %s: directory `%s`: open", l->d->digest, f->path);
-      if (ret == 0 && fd >= 0 && (fchmod (fd, f->mode) < 0 || futimens (fd, ts) < 0))
+      /* a non-root caller keeps u+rwx on its directories: a later layer (or a whiteout) must
+       * still create and remove in a 0555 one, and in the sandbox's user namespace the caller is
+       * root, whom the missing bits would not stop anyway */
+      mode_t mode = l->root ? f->mode : f->mode | S_IRWXU;
+      if (ret == 0 && fd >= 0 && (fchmod (fd, mode) < 0 || futimens (fd, ts) < 0))
         ret = asbx_error (err, errno, "layer %s: directory `%s`: chmod", l->d->digest, f->path);
       free (f->path);
     }

@@ -35,10 +35,10 @@ struct oci_unpack_stats
  * what lower layers made, never what this layer made. An entry that is absolute, has a `..`
  * component, or whose parent path goes through a symlink is an error naming the entry and the
  * layer; device nodes and sockets are skipped (counted in *st). Ownership is restored when the
- * caller is root (euid 0), else files belong to the caller. Modes, mtimes and user.* xattrs
- * are restored; setuid/setgid bits of files and security.* / trusted.* xattrs are not (the
- * cache is on the host, reachable by other users: a setuid-root or file-capability binary of
- * the image would be theirs to run). Returns 0 / -1 with *err. */
+ * caller is root (euid 0), else files belong to the caller (and its directories keep u+rwx).
+ * Modes, mtimes and user.* xattrs are restored; setuid/setgid bits of files and security.* / trusted.* xattrs are not
+ * (the cache is on the host, reachable by other users: a setuid-root or file-capability binary of the image would be
+ * theirs to run). Returns 0 / -1 with *err. */
 int oci_unpack_layer (int rootfd, int blob_fd, const struct oci_descriptor *d, struct oci_unpack_stats *st,
                       asbx_err_t *err);
 

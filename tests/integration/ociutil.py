@@ -39,7 +39,7 @@ def tar_of_tree(root):
 
 
 def tar_of_entries(entries):
-    """entries: list of (name, kind, value): kind 'file' (value: bytes), 'suid' (a 04755 file), 'dir', 'symlink' (value:
+    """entries: list of (name, kind, value): kind 'file' (value: bytes), 'suid' (a 04755 file), 'dir', 'rodir' (0555), 'symlink' (value:
     target), 'hardlink' (value: target name), 'chr' (value: (major, minor)). Written in order, as
     given (so a test can put anything in any order)."""
     buf = io.BytesIO()
@@ -51,8 +51,8 @@ def tar_of_entries(entries):
                 ti.size, ti.mode = len(value), 0o644 if kind == "file" else 0o4755
                 t.addfile(ti, io.BytesIO(value))
                 continue
-            if kind == "dir":
-                ti.type, ti.mode = tarfile.DIRTYPE, 0o755
+            if kind in ("dir", "rodir"):
+                ti.type, ti.mode = tarfile.DIRTYPE, 0o755 if kind == "dir" else 0o555
             elif kind == "symlink":
                 ti.type, ti.linkname = tarfile.SYMTYPE, value
             elif kind == "hardlink":

@@ -390,7 +390,9 @@ def test_image_as_a_non_root_user(rt, base_tar, tmp_path):
     try:
         home = pw.pw_dir
         layout = os.path.join(home, "img")
-        im = write_layout(layout, [base_tar, marker_layer("mine")])
+        # a 0555 directory, and a later layer writing into it: the caller must still create there
+        im = write_layout(layout, [base_tar, tar_of_entries([("opt/ro", "rodir", None)]),
+                                   tar_of_entries([("opt/ro/f", "file", b"in-ro")]), marker_layer("mine")])
         ws = os.path.join(home, "proj")
         os.makedirs(ws)
         pol = os.path.join(home, "pol.json")
@@ -401,10 +403,10 @@ def test_image_as_a_non_root_user(rt, base_tar, tmp_path):
         env = ["env", "-i", f"HOME={home}", "PATH=/usr/bin:/bin", f"XDG_DATA_HOME={data}"]
         p = subprocess.run(["setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--init-groups", *env,
                             rt.binary, "sandbox", "--policy", pol, "--image", layout, "--workspace", ws, "--",
-                            "/bin/sh", "-c", "cat /etc/image-marker; echo; id -u; stat -c %u /bin/busybox"],
+                            "/bin/sh", "-c", "cat /etc/image-marker; echo; id -u; stat -c %u /bin/busybox; cat /opt/ro/f"],
                            cwd=ws, capture_output=True, text=True, timeout=120)
         assert p.returncode == 0, (p.stdout, p.stderr)
-        assert p.stdout.split() == ["mine", "0", "0"], (p.stdout, p.stderr)
+        assert p.stdout.split() == ["mine", "0", "0", "in-ro"], (p.stdout, p.stderr)
         entry = cache_entry(im["manifest"], images=os.path.join(data, "agentsbx", "images"))
         st = os.stat(os.path.join(entry, "rootfs", "bin", "busybox"))
         assert st.st_uid == pw.pw_uid, "the unpacked files belong to the caller"
