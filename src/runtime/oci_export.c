@@ -10,7 +10,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <yajl/yajl_gen.h>
@@ -133,15 +132,6 @@ copy_blob (int src_layout, int blobs, const struct oci_descriptor *d, asbx_err_t
   return 0;
 }
 
-static const char *
-host_arch (void)
-{
-  struct utsname u;
-  if (uname (&u) == 0 && strcmp (u.machine, "aarch64") == 0)
-    return "arm64";
-  return "amd64";
-}
-
 /* The config: the base's (every key kept, rootfs.diff_ids and history extended) or a new one */
 static char *
 make_config (const char *base_text, const struct oci_image *base, const char *diff_id, const char *id, asbx_err_t *err)
@@ -176,7 +166,7 @@ make_config (const char *base_text, const struct oci_image *base, const char *di
   yajl_gen_map_open (g);
   if (!b)
     {
-      json_gen_kv (g, "architecture", host_arch ());
+      json_gen_kv (g, "architecture", oci_host_arch ());
       json_gen_kv (g, "os", "linux");
       gstr (g, "config");
       yajl_gen_map_open (g);

@@ -280,8 +280,8 @@ desc_parse (yajl_val v, const char *what, const char *jpath, struct oci_descript
   return 0;
 }
 
-static const char *
-host_arch (void)
+const char *
+oci_host_arch (void)
 {
   struct utsname u;
   static const struct
@@ -303,7 +303,7 @@ index_pick (yajl_val idx, const char *what, const char *tag, bool by_platform, s
             asbx_err_t *err)
 {
   yajl_val m = get (idx, "manifests", yajl_t_array);
-  const char *arch = host_arch ();
+  const char *arch = oci_host_arch ();
   char jpath[64];
   ssize_t found = -1;
 

@@ -94,6 +94,10 @@ void oci_hash_update (struct oci_hash *h, const void *data, size_t len);
 /* writes the lowercase hex (64 + NUL) and frees the context; call once */
 void oci_hash_final (struct oci_hash *h, char out[65]);
 
+/* This machine's architecture in the OCI/Go spelling (image-index.md platform.architecture:
+ * amd64 on x86_64, arm64 on aarch64, ...; amd64 when uname(2) names none of the known ones). */
+const char *oci_host_arch (void);
+
 /* "sha256:" + 64 lowercase hex digits? Then hex_out (may be NULL) gets the hex. */
 bool oci_digest_valid (const char *digest, char hex_out[65]);
 
