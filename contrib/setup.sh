@@ -10,12 +10,13 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 # Build: autotools, compiler, libraries. Tests: pytest, busybox (static), mmdebstrap for the
 # Debian rootfs, runc as the reference runtime, util-linux for unshare, file, criu for
 # checkpoint/restore (which also test why CRIU cannot work where it cannot), uidmap for the
-# rootless tests' subordinate id ranges (newuidmap/newgidmap).
+# rootless tests' subordinate id ranges (newuidmap/newgidmap); skopeo and umoci as the OCI
+# layout readers other than ours (sandbox --image, workspace export), git for --seed-git.
 PACKAGES=(autoconf automake libtool pkg-config make gcc libc6-dev
           libyajl-dev libseccomp-dev libcap-dev libselinux1-dev libapparmor-dev libcmocka-dev libsystemd-dev
           libnftables-dev libssl-dev libarchive-dev nftables passt iproute2 uidmap
           python3 python3-pytest busybox-static mmdebstrap runc util-linux file criu
-          ca-certificates)
+          ca-certificates skopeo umoci git)
 
 if [ "$(id -u)" != 0 ]; then
 	echo "setup.sh: run as root (it installs packages and the tests need root)" >&2

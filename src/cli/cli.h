@@ -35,6 +35,7 @@ int cli_workspace (struct asbx_global *g, int argc, char **argv);
 /* `workspace` subcommands (src/cli/workspace.c dispatches; argv[0] is the subcommand) */
 int cli_workspace_diff (struct asbx_global *g, int argc, char **argv);
 int cli_workspace_apply (struct asbx_global *g, int argc, char **argv);
+int cli_workspace_export (struct asbx_global *g, int argc, char **argv);
 
 /* Print *err once (log + stderr), free it, return 1 (or the error's status). */
 int cli_fail (asbx_err_t *err);

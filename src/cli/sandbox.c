@@ -1,6 +1,6 @@
 /* sandbox.c - `agentsbx sandbox [--profile P] [--policy F] [--workspace DIR] [--rootfs DIR]
- * [--id ID] [--stop-timeout S] -- CMD ARG...`: the quick mode (POLICY.md §7). --profile/--policy
- * here are the same as the global flags (the ceiling). --stop-timeout is handed to the runtime
+ * [--image LAYOUT[:TAG]] [--seed-git REPO[@REV]] [--id ID] [--stop-timeout S] -- CMD ARG...`: the quick mode (POLICY.md
+ * §7). --profile/--policy here are the same as the global flags (the ceiling). --stop-timeout is handed to the runtime
  * as AGENTSBX_STOP_TIMEOUT (the variable a user may also set), so the options struct the engines'
  * code shares stays as it is. */
 #include <errno.h>
@@ -19,6 +19,8 @@ cli_sandbox (struct asbx_global *g, int argc, char **argv)
     { "policy", required_argument, 0, 'f' },
     { "workspace", required_argument, 0, 'w' },
     { "rootfs", required_argument, 0, 'r' },
+    { "image", required_argument, 0, 'I' },
+    { "seed-git", required_argument, 0, 'S' },
     { "id", required_argument, 0, 'i' },
     { "review", no_argument, 0, 'R' },
     { "stop-timeout", required_argument, 0, 't' },
@@ -31,13 +33,15 @@ cli_sandbox (struct asbx_global *g, int argc, char **argv)
   char *end;
   long n;
 
-  while ((c = getopt_long (argc, argv, "+p:f:w:r:i:t:h", opts, NULL)) != -1)
+  while ((c = getopt_long (argc, argv, "+p:f:w:r:I:S:i:t:h", opts, NULL)) != -1)
     switch (c)
       {
       case 'p': g->profile = optarg; break;
       case 'f': g->policy_file = optarg; break;
       case 'w': o.workspace = optarg; break;
       case 'r': o.rootfs = optarg; break;
+      case 'I': o.image = optarg; break;
+      case 'S': o.seed_git = optarg; break;
       case 'i': o.id = optarg; break;
       case 'R': o.review = true; break;
       case 't':
@@ -49,10 +53,13 @@ cli_sandbox (struct asbx_global *g, int argc, char **argv)
         break;
       case 'h':
         printf ("usage: agentsbx sandbox [--profile NAME] [--policy FILE] [--workspace DIR] [--rootfs DIR]\n"
-                "                        [--id ID] [--review] [--stop-timeout SECONDS] -- CMD [ARG...]\n\n"
+                "                        [--image LAYOUT[:TAG]] [--seed-git REPO[@REV]] [--id ID] [--review]\n"
+                "                        [--stop-timeout SECONDS] -- CMD [ARG...]\n\n"
                 "Run one command under an agent policy (default profile: agent), in the foreground.\n"
                 "The workspace (default: the current directory) is mounted at /workspace and is the\n"
-                "working directory; the host's system directories are the read-only root unless --rootfs.\n"
+                "working directory; the host's system directories are the read-only root unless --rootfs\n"
+                "or --image (an OCI image layout, verified and unpacked once into a cache by digest).\n"
+                "--seed-git makes the (review) workspace a clone of a local repository at REV (default HEAD).\n"
                 "A workspace that is /, a system directory, /proc, /sys, /dev or a home directory is refused.\n"
                 "--review: /workspace is an overlay over the workspace; the host directory is not written,\n"
                 "the changes are kept under the id (see agentsbx workspace list|diff|apply|discard).\n"

@@ -1,7 +1,7 @@
 /* workspace.c - `agentsbx workspace SUBCOMMAND ...`: the review workspaces (issue 18; man page
  * docs/man/agentsbx-workspace.8.md). One table of subcommands; each parses its own arguments and
  * calls one runtime/ function (runtime/workspace_cmds.h). `diff` and `apply` live in
- * workspace_diff.c and are registered in the same table. */
+ * workspace_diff.c, `export` in workspace_export.c, registered in the same table. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +79,8 @@ static const struct
   { "diff", cli_workspace_diff, "diff ID [--json] [--from SNAP] [--to SNAP] [PATH...]  what the agent changed" },
   { "apply", cli_workspace_apply,
     "apply ID [--skip-refused] [--dry-run] [--running] [PATH...]  write the changes to the host workspace" },
+  { "export", cli_workspace_export,
+    "export ID --oci DIR [--tag T] [--base LAYOUT[:TAG]] [--path P]  the changes as an OCI image layer" },
   { "discard", ws_discard, "discard ID               remove the workspace's changes and snapshots (nothing is left)" },
   { "snapshot", ws_snapshot, "snapshot ID [NAME]       copy the changes so far (the container frozen while it runs)" },
   { "rollback", ws_rollback, "rollback ID NAME         replace the changes by snapshot NAME (container stopped)" },

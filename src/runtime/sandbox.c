@@ -40,6 +40,8 @@
 #include "core/util.h"
 #include "linux/pathsafe.h"
 #include "runtime/container.h"
+#include "runtime/oci_cache.h"
+#include "runtime/workspace_seed.h"
 #include "monitor/audit.h"
 #include "monitor/monitor.h"
 #include "runtime/sandbox.h"
@@ -683,10 +685,13 @@ sandbox_bundle (const struct asbx_global *g, const struct asbx_sandbox_opts *o, 
 }
 
 int
-asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o, int *exit_status, asbx_err_t *err)
+asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o_in, int *exit_status, asbx_err_t *err)
 {
-  cleanup_free char *id = o->id ? xstrdup (o->id) : xasprintf ("sandbox-%d", getpid ());
+  cleanup_free char *id = o_in->id ? xstrdup (o_in->id) : xasprintf ("sandbox-%d", getpid ());
   cleanup_free char *bundle = NULL, *reason = NULL, *apath = NULL, *adir = NULL;
+  cleanup_free char *image_rootfs = NULL, *image_digest = NULL;
+  struct asbx_sandbox_opts oo = *o_in;
+  const struct asbx_sandbox_opts *o = &oo;
   asbx_err_t e2 = NULL;
   struct stat ws_st = { 0 };
   char ws[PATH_MAX] = "";
@@ -698,6 +703,31 @@ asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o
     return asbx_error (err, 0, "sandbox: no command given (agentsbx sandbox [options] -- CMD ARG...)");
   if (asbx_id_validate (id, err) < 0)
     return -1;
+  if (o->image && o->rootfs)
+    return asbx_error (err, 0, "sandbox: --image and --rootfs are exclusive (both name the root filesystem)");
+  if (o->seed_git)
+    {
+      /* checked before anything is made (the repository, a network URL refused); the clone
+       * itself is the review workspace's lower: TODO(merge, issue 18) with rv-mount's review
+       * layout: ws_create -> workspace_seed_git (id dir fd) -> meta.json seed -> overlay
+       * lowerdir = <id>/lower -> workspace_seed_audit */
+      cleanup_free char *repo = NULL, *rev = NULL;
+      if (workspace_seed_parse (o->seed_git, &repo, &rev, err) < 0 || workspace_seed_check_repo (repo, err) < 0)
+        return -1;
+      if (o->workspace)
+        return asbx_error (err, 0, "sandbox: --seed-git and --workspace are exclusive (the clone is the workspace)");
+      return asbx_error (err, 0,
+                         "sandbox: --seed-git seeds a review workspace (--review, issue 18), which this build "
+                         "does not have yet");
+    }
+  if (o->image)
+    {
+      /* the unpacked, verified image is an ordinary read-only --rootfs from here on */
+      if (oci_cache_rootfs (o->image, &image_rootfs, &image_digest, err) < 0)
+        return -1;
+      oo.rootfs = image_rootfs;
+      log_info ("sandbox %s: image %s (%s)", id, o->image, image_digest);
+    }
   if (sandbox_bundle (g, o, id, &bundle, &ws_st, ws, err) < 0)
     goto out;
   struct asbx_create_opts co = {

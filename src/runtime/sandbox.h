@@ -12,6 +12,10 @@ struct asbx_sandbox_opts
 {
   const char *workspace; /* host dir bound at /workspace (default: the current directory) */
   const char *rootfs;    /* host dir used as the rootfs; NULL = the host's system dirs, read-only */
+  const char *image;     /* --image DIR[:TAG]: an OCI image layout unpacked into the cache
+                          * (runtime/oci_cache.h) is the rootfs; exclusive with rootfs */
+  const char *seed_git;  /* --seed-git REPO[@REV]: the review workspace's lower is a clone
+                          * (runtime/workspace_seed.h); implies review */
   const char *id;        /* container id; NULL = sandbox-<pid> */
   bool review;           /* --review: /workspace is an overlay, its changes kept in the
                             workspaces directory under the id (runtime/workspace_review.h) */

@@ -45,7 +45,7 @@ files_of_page () {
 	pause | resume) echo pause.c ;;
 	checkpoint | restore) echo checkpoint.c ;;
 	approvals | approve | deny) echo approvals.c ;;
-	workspace) echo workspace.c workspace_diff.c ;;
+	workspace) echo workspace.c workspace_diff.c workspace_export.c ;;
 	*) echo "$1.c" ;;
 	esac
 }
@@ -57,7 +57,7 @@ pages_of_file () {
 	pause.c) echo agentsbx-pause agentsbx-resume ;;
 	checkpoint.c) echo agentsbx-checkpoint agentsbx-restore ;;
 	approvals.c) echo agentsbx-approvals agentsbx-approve agentsbx-deny ;;
-	workspace_diff.c) echo agentsbx-workspace ;;
+	workspace*.c) echo agentsbx-workspace ;;
 	*) echo "agentsbx-${1%.c}" ;;
 	esac
 }
