@@ -2,10 +2,19 @@
 #ifndef ASBX_RUNTIME_SANDBOX_H
 #define ASBX_RUNTIME_SANDBOX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core/error.h"
 #include "runtime/container.h"
+
+/* What `sandbox` prints on stderr when the command has ended (sandbox_summary.h). */
+enum asbx_sandbox_summary
+{
+  ASBX_SANDBOX_SUMMARY_TEXT = 0, /* lines for a person, only when something was denied or a limit struck */
+  ASBX_SANDBOX_SUMMARY_JSON,     /* one JSON object, always (for tools) */
+  ASBX_SANDBOX_SUMMARY_NONE,     /* nothing (--quiet) */
+};
 
 struct asbx_sandbox_opts
 {
@@ -14,6 +23,8 @@ struct asbx_sandbox_opts
   const char *id;        /* container id; NULL = sandbox-<pid> */
   char **argv;           /* the command */
   size_t argc;
+  enum asbx_sandbox_summary summary;
+  bool quiet; /* --quiet: no summary text and no warnings of ours (errors still go to stderr) */
 };
 
 /* Build the in-memory bundle under <root>/sandbox/<id>/, create + start the container through
