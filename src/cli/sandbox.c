@@ -1,8 +1,8 @@
 /* sandbox.c - `agentsbx sandbox [--profile P] [--policy F] [--workspace DIR] [--rootfs DIR]
- * [--id ID] [--stop-timeout S] [--summary text|json|none] [--quiet] -- CMD ARG...`: the quick mode (POLICY.md §7). --profile/--policy
- * here are the same as the global flags (the ceiling). --stop-timeout is handed to the runtime
- * as AGENTSBX_STOP_TIMEOUT (the variable a user may also set), so the options struct the engines'
- * code shares stays as it is. */
+ * [--id ID] [--stop-timeout S] [--summary text|json|none] [--quiet] -- CMD ARG...`: the quick mode (POLICY.md §7).
+ * --profile/--policy here are the same as the global flags (the ceiling). --stop-timeout is handed to the runtime as
+ * AGENTSBX_STOP_TIMEOUT (the variable a user may also set), so the options struct the engines' code shares stays as it
+ * is. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>

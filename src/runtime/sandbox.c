@@ -550,8 +550,12 @@ print_summary (const struct asbx_sandbox_opts *o, const char *id, const char *ap
     s = (struct sandbox_sum){ 0 };
   if (o->summary == ASBX_SANDBOX_SUMMARY_JSON)
     {
-      struct sandbox_sum_run run = { .id = id, .audit_log = apath, .exit_status = exit_status,
-                                     .stop_signal = stop_sig, .forced_kill = forced, .log_read = read_ok };
+      struct sandbox_sum_run run = { .id = id,
+                                     .audit_log = apath,
+                                     .exit_status = exit_status,
+                                     .stop_signal = stop_sig,
+                                     .forced_kill = forced,
+                                     .log_read = read_ok };
       if (sandbox_summary_json (&s, &run, stderr) < 0)
         log_warning ("sandbox %s: write the summary: %s", id, strerror (errno));
     }

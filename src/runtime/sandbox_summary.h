@@ -26,12 +26,12 @@ struct sandbox_sum_kind
 
 struct sandbox_sum
 {
-  struct sandbox_sum_kind kinds[3]; /* fs, net, syscall */
-  unsigned long suppressed;         /* denials the monitor counted but did not log (its cap) */
-  char *limit;                      /* the first limit record's `limit`, NULL when none */
+  struct sandbox_sum_kind kinds[3];  /* fs, net, syscall */
+  unsigned long suppressed;          /* denials the monitor counted but did not log (its cap) */
+  char *limit;                       /* the first limit record's `limit`, NULL when none */
   long long limit_value, limit_used; /* -1 when the record carries none */
   char *reason;                      /* the last lifecycle `exitReason`, NULL when none */
-  char *kernel; /* `kernelDenials` of the policy record when Landlock denials are NOT reported */
+  char *kernel;                      /* `kernelDenials` of the policy record when Landlock denials are NOT reported */
 };
 
 /* Read the audit log `path` from its LAST `created` lifecycle record (a log can hold earlier
