@@ -31,6 +31,7 @@ int cli_deny (struct asbx_global *g, int argc, char **argv);
 int cli_policy (struct asbx_global *g, int argc, char **argv);
 int cli_checkpoint (struct asbx_global *g, int argc, char **argv);
 int cli_restore (struct asbx_global *g, int argc, char **argv);
+int cli_setup (struct asbx_global *g, int argc, char **argv);
 
 /* Print *err once (log + stderr), free it, return 1 (or the error's status). */
 int cli_fail (asbx_err_t *err);
