@@ -36,6 +36,14 @@ fi
 if [ -n "${CI:-}" ] || [ -n "${ASBX_CONFORMANCE:-}" ]; then
   make check-conformance || rc=1
 fi
+# The Debian package (make check-deb, contrib/test-deb.sh): dpkg-buildpackage, lintian, the .deb
+# against make install/uninstall, then install, --version, sandbox -- true, man, purge, nothing
+# left, all in a private mount namespace over overlays (the machine is left as found). In CI, or
+# with ASBX_DEB=1; about 2 minutes; installs debhelper, lintian, fakeroot, man-db and
+# bash-completion when missing.
+if [ -n "${CI:-}" ] || [ -n "${ASBX_DEB:-}" ]; then
+  "$top/contrib/test-deb.sh" || rc=1
+fi
 # cgroup v2 (tests/vm, make check-cgroupv2): the cgroup tests again on a pure v2 kernel in a qemu
 # VM, in CI only unless asked (ASBX_CGROUPV2=1); about 8 minutes on 2 cores.
 if [ -n "${CI:-}" ] || [ -n "${ASBX_CGROUPV2:-}" ]; then
