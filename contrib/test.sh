@@ -13,6 +13,11 @@ cd "$top"
 # Sequential on purpose (unit and integration output stay readable); -k so that a unit test
 # failure does not hide the integration results (the exit status is still non-zero).
 rc=0
+# CI only: Debian's chromium for the headless-browser check of `audit --html`
+# (tests/integration/test_audit_html.py; skipped with the reason when absent outside CI)
+if [ -n "${CI:-}" ] && ! command -v chromium >/dev/null; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium >/dev/null || rc=1
+fi
 make -k check PYTEST_ARGS="$*" || rc=1
 # The engines (tests/engines, docs/engines.md): private Docker, Podman and containerd/CRI
 # instances driving agentsbx, runc as the control in the same run. In CI, or with
