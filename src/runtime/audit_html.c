@@ -122,7 +122,8 @@ details (FILE *out, yajl_val v)
 static const char STYLE[] =
     "body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}h1{font-size:1.3em}"
     "table{border-collapse:collapse;width:100%}td,th{padding:3px 6px;border-bottom:1px solid #ddd;"
-    "vertical-align:top;text-align:left}td.d{font-family:monospace;word-break:break-all}"
+    "vertical-align:top;text-align:left}td:first-child{white-space:nowrap}td.d{font-family:monospace;word-break:break-"
+    "all}"
     "tr.denied td{background:#fde8e8}tr.allowed td.dec{color:#176b2c}tr.denied td.dec{color:#a11;"
     "font-weight:bold}.k{color:#555}.counts span{display:inline-block;margin:0 1em .4em 0;padding:2px 8px;"
     "border-radius:4px;background:#eef}.counts span.bad{background:#fde8e8}#filters{margin:1em 0}"
