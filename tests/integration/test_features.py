@@ -104,7 +104,7 @@ def test_nftables_matches_nft(rt):
     assert ann["io.agentsbx.nftables"] == ("true" if want else "false"), ann
 
 
-def test_nftables_refused_without_netns(rt):
+def test_nftables_probe_as_nobody(rt):
     """as uid 65534 the probe loads its table in a user + network namespace of its own: true where
     unprivileged user namespaces work, else false naming the refused unshare(2)"""
     r = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
