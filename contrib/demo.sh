@@ -7,7 +7,8 @@
 #      directory is hidden, a binary it wrote cannot run, a user namespace is refused, and the
 #      package download from the allowed test registry succeeds, a request to an unlisted host
 #      is refused, and the runaway loop at the end is stopped by the wall clock (exit status 124);
-#   3. print the container's audit log and what reached the fake internet.
+#   3. print the container's audit log (and write it as an HTML page, audit --html) and what
+#      reached the fake internet.
 # The "internet" is a fake one made here: a network namespace (asbx-demo-up) joined to the host
 # by a veth pair (198.51.100.241 <-> 198.51.100.242, a documentation range: the sandbox's DNS stub
 # refuses answers naming private addresses), no default route in it and IP forwarding left as
@@ -70,6 +71,8 @@ echo "== on the host: $(cat "$work/workspace/result.txt" 2>/dev/null || echo 'no
 	"/etc/hosts $(grep -q evil /etc/hosts && echo 'CHANGED' || echo 'unchanged')"
 echo "== audit log ($runtime audit $id):"
 "$runtime" audit "$id" | tail -n 16
+"$runtime" audit --html "$id" >"$work/report.html"
+echo "== the same as one page for a browser: $work/report.html ($runtime audit --html $id)"
 echo "== what reached the fake internet (DNS questions; HTTP requests by Host):"
 sed 's/^/   dns  /' "$state/queries.log" 2>/dev/null
 sed 's/^/   http /' "$state/http.log" 2>/dev/null

@@ -13,6 +13,11 @@ cd "$top"
 # Sequential on purpose (unit and integration output stay readable); -k so that a unit test
 # failure does not hide the integration results (the exit status is still non-zero).
 rc=0
+# CI only: Debian's chromium for the headless-browser check of `audit --html`
+# (tests/integration/test_audit_html.py; skipped with the reason when absent outside CI)
+if [ -n "${CI:-}" ] && ! command -v chromium >/dev/null; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium >/dev/null || rc=1
+fi
 make -k check PYTEST_ARGS="$*" || rc=1
 # The engines (tests/engines, docs/engines.md): private Docker, Podman and containerd/CRI
 # instances driving agentsbx, runc as the control in the same run. In CI, or with
@@ -35,6 +40,14 @@ fi
 # fails, and so does a listed failure that starts passing (a stale entry).
 if [ -n "${CI:-}" ] || [ -n "${ASBX_CONFORMANCE:-}" ]; then
   make check-conformance || rc=1
+fi
+# The Debian package (make check-deb, contrib/test-deb.sh): dpkg-buildpackage, lintian, the .deb
+# against make install/uninstall, then install, --version, sandbox -- true, man, purge, nothing
+# left, all in a private mount namespace over overlays (the machine is left as found). In CI, or
+# with ASBX_DEB=1; about 2 minutes; installs debhelper, lintian, fakeroot, man-db and
+# bash-completion when missing.
+if [ -n "${CI:-}" ] || [ -n "${ASBX_DEB:-}" ]; then
+  "$top/contrib/test-deb.sh" || rc=1
 fi
 # cgroup v2 (tests/vm, make check-cgroupv2): the cgroup tests again on a pure v2 kernel in a qemu
 # VM, in CI only unless asked (ASBX_CGROUPV2=1); about 8 minutes on 2 cores.

@@ -1,4 +1,4 @@
-/* audit.c - `agentsbx audit ID [--json] [--follow]`: print a container's audit log
+/* audit.c - `agentsbx audit ID [--json | --html] [--follow]`: print a container's audit log
  * (<audit dir>/<id>.jsonl, POLICY.md §6; the dir: --audit-dir, else the host config's auditDir,
  * else /var/log/agentsbx, as the monitor resolved it at create). --json passes the lines through unchanged; without it
  * each record becomes one line "TS EVENT key=value ...". --follow keeps reading as the monitor
@@ -19,6 +19,7 @@
 #include "cli/cli.h"
 #include "core/cleanup.h"
 #include "core/util.h"
+#include "runtime/audit_html.h"
 #include "runtime/audit_log.h"
 #include "runtime/state.h"
 
@@ -155,10 +156,11 @@ cli_audit (struct asbx_global *g, int argc, char **argv)
   static const struct option opts[] = {
     { "json", no_argument, 0, 'j' },
     { "follow", no_argument, 0, 'f' },
+    { "html", no_argument, 0, 'H' },
     { "help", no_argument, 0, 'h' },
     { 0, 0, 0, 0 },
   };
-  bool json = false, follow = false, last_exited = false;
+  bool json = false, follow = false, html = false, last_exited = false;
   asbx_err_t err = NULL;
   int c;
 
@@ -167,15 +169,19 @@ cli_audit (struct asbx_global *g, int argc, char **argv)
       {
       case 'j': json = true; break;
       case 'f': follow = true; break;
+      case 'H': html = true; break;
       case 'h':
-        printf ("usage: agentsbx audit [--json] [--follow] CONTAINER_ID\n"
+        printf ("usage: agentsbx audit [--json | --html] [--follow] CONTAINER_ID\n"
                 "print the container's audit log (kept after delete); --json: the JSON lines as written;\n"
+                "--html: one self-contained HTML page (counts, timeline, filters);\n"
                 "--follow: keep printing new records until the container has exited\n");
         return 0;
       default: return cli_usage ("audit", "unknown option `%s`", argv[optind - 1]);
       }
   if (optind != argc - 1)
     return cli_usage ("audit", "expected exactly one argument: the container id");
+  if (html && (json || follow))
+    return cli_usage ("audit", "--html writes one page of the whole log: not with --json or --follow");
   const char *id = argv[optind];
   if (asbx_id_validate (id, &err) < 0)
     return cli_fail (&err);
@@ -208,8 +214,18 @@ cli_audit (struct asbx_global *g, int argc, char **argv)
       if (n > 0)
         {
           len += (size_t) n;
-          print_lines (buf, &len, json, &last_exited);
+          if (!html)
+            print_lines (buf, &len, json, &last_exited);
           continue;
+        }
+      if (html)
+        {
+          if (audit_html_write (id, buf, len, stdout) < 0)
+            {
+              asbx_error (&err, errno, "audit: write the page");
+              return cli_fail (&err);
+            }
+          return 0;
         }
       /* end of file: done, unless following a session that has not exited yet */
       if (!follow || (last_exited && len == 0))

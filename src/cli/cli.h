@@ -36,6 +36,7 @@ int cli_workspace (struct asbx_global *g, int argc, char **argv);
 int cli_workspace_diff (struct asbx_global *g, int argc, char **argv);
 int cli_workspace_apply (struct asbx_global *g, int argc, char **argv);
 int cli_workspace_export (struct asbx_global *g, int argc, char **argv);
+int cli_setup (struct asbx_global *g, int argc, char **argv);
 
 /* Print *err once (log + stderr), free it, return 1 (or the error's status). */
 int cli_fail (asbx_err_t *err);

@@ -45,6 +45,7 @@ static const struct
   { "deny", cli_deny, 0, "deny QID: refuse the name a container asked for" },
   { "checkpoint", cli_checkpoint, 0, "checkpoint a running container (CRIU)" },
   { "restore", cli_restore, 0, "restore a container from a previous checkpoint (CRIU)" },
+  { "setup", cli_setup, 0, "setup docker|podman|containerd: add agentsbx to an engine's configuration" },
   { "policy", cli_policy, 0, "policy check FILE... | policy explain: validate policies, show the effective plan" },
   { "workspace", cli_workspace, 0, "review workspaces: list, diff, apply, discard, snapshot, rollback, export" },
 };

@@ -66,7 +66,10 @@ config_items (int fsfd, const char *type, const char *data, unsigned sb_flags, a
   {
     unsigned bit;
     const char *key;
-  } sb[] = { { MOUNTOPTS_SB_SYNC, "sync" }, { MOUNTOPTS_SB_DIRSYNC, "dirsync" }, { MOUNTOPTS_SB_MAND, "mand" } };
+  } sb[] = { { MOUNTOPTS_SB_SYNC, "sync" },
+             { MOUNTOPTS_SB_DIRSYNC, "dirsync" },
+             { MOUNTOPTS_SB_MAND, "mand" },
+             { MOUNTOPTS_SB_LAZYTIME, "lazytime" } };
   cleanup_free char *copy = xstrdup (data);
   char *save = NULL;
 

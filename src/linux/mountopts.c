@@ -25,7 +25,8 @@ enum opt_kind
   K_PROP,   /* propagation, top mount */
   K_RPROP,  /* propagation, recursive */
   K_SB,     /* superblock flag (new filesystems only) */
-  K_NOP,    /* default superblock behaviour: async, nomand */
+  K_NOP,    /* default superblock behaviour: async, nomand; silent, loud (see the table) */
+  K_DATA,   /* a filesystem parameter named in the features document: passed on as data */
   K_BIND,
   K_RBIND,
   K_REMOUNT,
@@ -102,6 +103,16 @@ static const struct opt_def opt_table[] = {
   { "mand", K_SB, true, MOUNTOPTS_SB_MAND },
   { "async", K_SB, false, MOUNTOPTS_SB_SYNC },
   { "nomand", K_SB, false, MOUNTOPTS_SB_MAND },
+  { "lazytime", K_SB, true, MOUNTOPTS_SB_LAZYTIME },
+  { "nolazytime", K_SB, false, MOUNTOPTS_SB_LAZYTIME },
+  /* MS_SILENT only keeps mount(2)'s messages out of the kernel log; with fsopen(2) they go to the
+   * fs-context fd, which mount.c reads into the error and never to the log: nothing to do */
+  { "silent", K_NOP, true, 0 },
+  { "loud", K_NOP, true, 0 },
+  /* MS_POSIXACL has no fs-context flag: ext4, btrfs, f2fs... parse "acl"/"noacl" themselves, and
+   * a filesystem without ACL support refuses them (the fs-context log is in the error) */
+  { "acl", K_DATA, true, 0 },
+  { "noacl", K_DATA, true, 0 },
 };
 
 static int
@@ -201,6 +212,7 @@ apply_def (struct mount_opts *o, const struct opt_def *d)
         o->sb_set &= ~(unsigned) d->value;
       break;
     case K_NOP: break;
+    case K_DATA: append_data (&o->data, d->name); break;
     case K_BIND: o->bind = true; break;
     case K_RBIND: o->bind = o->recursive = true; break;
     case K_REMOUNT: o->remount = true; break;

@@ -21,6 +21,7 @@
 #define MOUNTOPTS_SB_SYNC 0x1u
 #define MOUNTOPTS_SB_DIRSYNC 0x2u
 #define MOUNTOPTS_SB_MAND 0x4u
+#define MOUNTOPTS_SB_LAZYTIME 0x8u
 
 struct mount_opts
 {

@@ -130,8 +130,9 @@ host_config_rootless (struct oci_ctx *c, yajl_val t, struct host_config *h)
 static int
 host_config_parse (struct host_config *h, const char *text, size_t len, const char *path, asbx_err_t *err)
 {
-  static const char *const keys[] = { "defaultProfile",    "onWiden",  "auditDir",   "auditSyslog",    "workspacesDir",
-                                      "enableKernelAudit", "rootless", "secretsDir", "upstreamCaFile", NULL };
+  static const char *const keys[] = { "defaultProfile", "onWiden",           "auditDir", "auditSyslog",
+                                      "workspacesDir",  "enableKernelAudit", "rootless", "secretsDir",
+                                      "upstreamCaFile", "$comment",          NULL };
   cleanup_free char *on_widen = NULL;
   struct oci_ctx c;
   yajl_val t;
@@ -149,7 +150,18 @@ host_config_parse (struct host_config *h, const char *text, size_t len, const ch
       if (!ok)
         r = oci_fail_key (&c, t->u.object.keys[i],
                           "unknown key (expected defaultProfile, onWiden, auditDir, auditSyslog, "
-                          "workspacesDir, enableKernelAudit, rootless, secretsDir, upstreamCaFile)");
+                          "workspacesDir, enableKernelAudit, rootless, secretsDir, upstreamCaFile, $comment)");
+      /* "$comment" (JSON Schema's comment keyword): text for the admin, ignored; a string or an
+       * array of strings, so the commented example the package installs is a valid config */
+      else if (strcmp (t->u.object.keys[i], "$comment") == 0)
+        {
+          yajl_val v = t->u.object.values[i];
+          ok = YAJL_IS_STRING (v) || YAJL_IS_ARRAY (v);
+          for (size_t j = 0; ok && YAJL_IS_ARRAY (v) && j < v->u.array.len; j++)
+            ok = YAJL_IS_STRING (v->u.array.values[j]);
+          if (!ok)
+            r = oci_fail_key (&c, "$comment", "expected a string or an array of strings");
+        }
     }
   if (r == 0)
     r = oci_get_string (&c, t, "defaultProfile", &h->default_profile) < 0

@@ -1,18 +1,20 @@
 /* features.c - the `features` document (runtime-spec features.md): what this build accepts.
  * Every list comes from the table its mechanism uses: mount options from linux/mountopts.c,
  * capabilities from policy/doc.c, seccomp names and flags from linux/seccomp_bpf.c, memory-policy
- * names from linux/mempolicy.c. Read-only: no container, no kernel state is touched. */
+ * names from linux/mempolicy.c; the io.agentsbx.* annotations from features_host.c's probes (which
+ * fork throwaway children). No container, no host state is touched. */
 #include <seccomp.h>
 #include <stdio.h>
 
+#include "core/cleanup.h"
+#include "core/util.h"
 #include "libocispec/oci_spec.h"
-#include "linux/landlock_ruleset.h"
 #include "linux/mountopts.h"
 #include "linux/process.h"
 #include "linux/seccomp_bpf.h"
 #include "policy/doc.h"
-#include "monitor/monitor.h"
 #include "runtime/features.h"
+#include "runtime/features_host.h"
 
 char *
 runtime_features_json (asbx_err_t *err)
@@ -21,17 +23,22 @@ runtime_features_json (asbx_err_t *err)
     "prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop", NULL
   };
   static const char *const namespaces[] = { "cgroup", "ipc", "mount", "network", "pid", "time", "user", "uts", NULL };
-  /* ours: the linked libseccomp and the running kernel's Landlock ABI (0 = unavailable) */
-  char llabi[16], scmpver[32];
+  /* ours: this host's policy capabilities (features_host.h), then the linked libseccomp */
+  struct features_host host;
+  char scmpver[32];
   const struct scmp_version *sv = seccomp_version ();
-  snprintf (llabi, sizeof llabi, "%d", linux_landlock_abi ());
   snprintf (scmpver, sizeof scmpver, "%u.%u.%u", sv->major, sv->minor, sv->micro);
-  /* io.agentsbx.egress.tls: the monitor's egress terminates TLS for network.credentials and
-   * network.http hosts (src/monitor/tls_relay.c) */
-  char egress_tls[] = "intercept";
-  char *ann_keys[] = { "io.agentsbx.landlock.abi", "io.github.seccomp.libseccomp.version", "io.agentsbx.egress.tls" };
-  char *ann_values[] = { llabi, scmpver, egress_tls };
-  struct oci_map annotations = { .keys = ann_keys, .values = ann_values, .len = 3 };
+  features_host_probe (&host);
+  cleanup_free char **ann_keys = xmalloc ((host.n + 1) * sizeof *ann_keys);
+  cleanup_free char **ann_values = xmalloc ((host.n + 1) * sizeof *ann_values);
+  for (size_t i = 0; i < host.n; i++)
+    {
+      ann_keys[i] = host.keys[i];
+      ann_values[i] = host.values[i];
+    }
+  ann_keys[host.n] = (char *) "io.github.seccomp.libseccomp.version";
+  ann_values[host.n] = scmpver;
+  struct oci_map annotations = { .keys = ann_keys, .values = ann_values, .len = host.n + 1 };
   struct oci_features_input in = {
     .oci_version_min = "1.0.0",
     .oci_version_max = "1.3.0",
@@ -54,13 +61,24 @@ runtime_features_json (asbx_err_t *err)
     .seccomp_archs = linux_seccomp_arch_names,
     .seccomp_known_flags = linux_seccomp_flag_names,
     .seccomp_supported_flags = linux_seccomp_supported_flags (),
+  /* features.md: "support is compiled in", whatever the host runs (linux/apparmor.c, selinux.c) */
+#ifdef HAVE_APPARMOR
+    .apparmor_enabled = true,
+#else
     .apparmor_enabled = false,
+#endif
+#ifdef HAVE_SELINUX
+    .selinux_enabled = true,
+#else
     .selinux_enabled = false,
+#endif
     .intel_rdt_enabled = false,
     .mount_extensions_idmap = true, /* linux/idmap.c: MOUNT_ATTR_IDMAP, with or without a user namespace */
     .memory_policy_modes = linux_mempolicy_mode_names, /* linux/mempolicy.c: set_mempolicy(2) */
     .memory_policy_flags = linux_mempolicy_flag_names,
     .annotations = &annotations,
   };
-  return oci_features_to_json (&in, err);
+  char *json = oci_features_to_json (&in, err);
+  features_host_free (&host);
+  return json;
 }

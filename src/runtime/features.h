@@ -6,11 +6,10 @@
 
 #include "core/error.h"
 
-/* The features document as JSON (libocispec/oci_features_to_json; runtime-spec features.md,
- * plus our annotations io.agentsbx.landlock.abi, the running kernel's Landlock ABI with 0 =
- * unavailable, and io.github.seccomp.libseccomp.version, the linked libseccomp). Reads no file;
- * asks the kernel for its Landlock ABI and supported seccomp flags. Returns a heap string the
- * caller frees, or NULL with *err (EINVAL: a string is not valid UTF-8). */
+/* The features document as JSON (libocispec/oci_features_to_json; runtime-spec features.md),
+ * plus our io.agentsbx.* annotations of this host (features_host.h: probes in short-lived
+ * children) and io.github.seccomp.libseccomp.version, the linked libseccomp. Returns a heap
+ * string the caller frees, or NULL with *err (EINVAL: a string is not valid UTF-8). */
 char *runtime_features_json (asbx_err_t *err);
 
 #endif

@@ -537,29 +537,35 @@ audit_stopped (const char *adir, const char *id, int sig, bool forced)
     asbx_error_free (&e);
 }
 
-/* sandbox_summary to stderr; when a signal stopped us its "stopped by the policy" line is left
- * out (the policy did not stop it: our own warning says what did). 0 / -1 as sandbox_summary. */
-static int
-print_summary (const char *apath, bool stopped)
+/* The closing summary on stderr as o->summary asks (sandbox_summary.h): text only when the run
+ * was notable, and then without the "stopped by the policy" line when a signal we forwarded
+ * stopped it (the policy did not: our own warning says what did); JSON always, one object.
+ * Returns whether the log could be read (false: the caller warns about the exit reason). */
+static bool
+print_summary (const struct asbx_sandbox_opts *o, const char *id, const char *apath, int exit_status, int stop_sig,
+               bool forced)
 {
-  static const char policy_line[] = "agentsbx sandbox: stopped by the policy: ";
-  char *buf = NULL, *line, *save = NULL;
-  size_t len = 0;
-  FILE *f;
-  int ret;
+  struct sandbox_sum s;
+  bool read_ok = apath && sandbox_summary_read (apath, &s) == 0;
 
-  if (!stopped)
-    return sandbox_summary (apath, stderr);
-  f = open_memstream (&buf, &len);
-  if (!f)
-    return sandbox_summary (apath, stderr);
-  ret = sandbox_summary (apath, f);
-  (void) fclose (f);
-  for (line = strtok_r (buf, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
-    if (strncmp (line, policy_line, sizeof policy_line - 1) != 0)
-      fprintf (stderr, "%s\n", line);
-  free (buf);
-  return ret;
+  if (!read_ok)
+    s = (struct sandbox_sum){ 0 };
+  if (o->summary == ASBX_SANDBOX_SUMMARY_JSON)
+    {
+      struct sandbox_sum_run run = { .id = id,
+                                     .audit_log = apath,
+                                     .exit_status = exit_status,
+                                     .stop_signal = stop_sig,
+                                     .forced_kill = forced,
+                                     .log_read = read_ok };
+      if (sandbox_summary_json (&s, &run, stderr) < 0)
+        log_warning ("sandbox %s: write the summary: %s", id, strerror (errno));
+    }
+  else if (o->summary == ASBX_SANDBOX_SUMMARY_TEXT && read_ok)
+    sandbox_summary_text (&s, stop_sig != 0, stderr);
+  if (read_ok)
+    sandbox_summary_free (&s);
+  return read_ok;
 }
 
 /* Every directory from "/" down to `path` is searchable by uid/gid (mode bits only: the check
@@ -769,9 +775,10 @@ asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o
   apath = adir ? audit_path (adir, id) : NULL;
   if (stop_sig && adir)
     audit_stopped (adir, id, stop_sig, forced);
-  if ((!apath || print_summary (apath, stop_sig != 0) < 0) && !forced && reason && strcmp (reason, "exited") != 0)
+  if (!print_summary (o, id, apath, *exit_status, stop_sig, forced) && !forced && !o->quiet && reason
+      && strcmp (reason, "exited") != 0)
     log_warning ("sandbox %s: stopped by the policy: %s", id, reason);
-  if (forced)
+  if (forced && !o->quiet)
     log_warning ("sandbox %s: stopped by signal %d: still running %ld s after it was forwarded, killed", id, stop_sig,
                  stop_timeout_s ());
   if (asbx_container_delete (g, id, true, &e2) < 0)

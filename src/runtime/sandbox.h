@@ -8,6 +8,14 @@
 #include "core/error.h"
 #include "runtime/container.h"
 
+/* What `sandbox` prints on stderr when the command has ended (sandbox_summary.h). */
+enum asbx_sandbox_summary
+{
+  ASBX_SANDBOX_SUMMARY_TEXT = 0, /* lines for a person, only when something was denied or a limit struck */
+  ASBX_SANDBOX_SUMMARY_JSON,     /* one JSON object, always (for tools) */
+  ASBX_SANDBOX_SUMMARY_NONE,     /* nothing (--quiet) */
+};
+
 struct asbx_sandbox_opts
 {
   const char *workspace; /* host dir bound at /workspace (default: the current directory) */
@@ -21,6 +29,8 @@ struct asbx_sandbox_opts
                             workspaces directory under the id (runtime/workspace_review.h) */
   char **argv;           /* the command */
   size_t argc;
+  enum asbx_sandbox_summary summary;
+  bool quiet; /* --quiet: no summary text and no warnings of ours (errors still go to stderr) */
 };
 
 /* Build the in-memory bundle under <root>/sandbox/<id>/, create + start the container through

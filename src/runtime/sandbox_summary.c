@@ -1,11 +1,11 @@
-/* sandbox_summary.c - the denial summary `agentsbx sandbox` prints at the end (see the header).
+/* sandbox_summary.c - the summary `agentsbx sandbox` prints at the end (see the header).
  *
  * Mechanism: the audit log of this run is the only source (the monitor wrote it from the kernel's
  * reports); we read it back once the monitor has finished (sandbox.c waits for it), parse each
  * line with yajl_tree and aggregate. Threat model: the lines hold container-controlled text
- * (paths, exe); they were sanitised by audit.c (valid UTF-8, control characters escaped in JSON)
- * and after parsing we still print control characters as '?' so a path cannot drive the user's
- * terminal. */
+ * (paths, exe); they were sanitised by audit.c (valid UTF-8, control characters escaped in JSON),
+ * yajl_tree_parse validates UTF-8 again, and after parsing we still print control characters as
+ * '?' in the text form so a path cannot drive the user's terminal (the JSON form escapes them). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -16,25 +16,12 @@
 #include <yajl/yajl_tree.h>
 
 #include "core/cleanup.h"
+#include "core/json.h"
 #include "core/util.h"
 #include "runtime/sandbox_summary.h"
 
-#define TARGETS_N 64
 #define MAX_LOG (16u << 20)
-
-struct target
-{
-  char *what;
-  unsigned long n;
-};
-
-struct kind_sum
-{
-  const char *kind;
-  unsigned long total;
-  struct target t[TARGETS_N];
-  size_t n;
-};
+#define JSON_TOP 10
 
 static const char *
 get_str (yajl_val v, const char *key)
@@ -53,7 +40,7 @@ get_int (yajl_val v, const char *key)
 }
 
 static void
-kind_add (struct kind_sum *k, const char *what)
+kind_add (struct sandbox_sum_kind *k, const char *what)
 {
   k->total++;
   for (size_t i = 0; i < k->n; i++)
@@ -62,8 +49,21 @@ kind_add (struct kind_sum *k, const char *what)
         k->t[i].n++;
         return;
       }
-  if (k->n < TARGETS_N)
-    k->t[k->n++] = (struct target){ .what = xstrdup (what), .n = 1 };
+  if (k->n < SANDBOX_SUM_TARGETS)
+    {
+      k->t[k->n] = (struct sandbox_sum_target){ .what = xstrdup (what), .n = 1, .order = k->n };
+      k->n++;
+    }
+}
+
+/* by count, descending; equal counts in the order first seen */
+static int
+target_cmp (const void *a, const void *b)
+{
+  const struct sandbox_sum_target *x = a, *y = b;
+  if (x->n != y->n)
+    return x->n < y->n ? 1 : -1;
+  return x->order < y->order ? -1 : x->order > y->order;
 }
 
 static void
@@ -74,34 +74,26 @@ print_safe (FILE *out, const char *s)
 }
 
 static void
-kind_print (FILE *out, struct kind_sum *k)
+kind_print (FILE *out, const struct sandbox_sum_kind *k)
 {
-  /* top 3 by count (selection: n is small) */
   fprintf (out, "agentsbx sandbox: denied %s: %lu (", k->kind, k->total);
-  for (int shown = 0; shown < 3; shown++)
+  for (size_t i = 0; i < k->n && i < 3; i++)
     {
-      size_t best = k->n;
-      for (size_t i = 0; i < k->n; i++)
-        if (k->t[i].n && (best == k->n || k->t[i].n > k->t[best].n))
-          best = i;
-      if (best == k->n)
-        break;
-      fputs (shown ? ", " : "", out);
-      print_safe (out, k->t[best].what);
-      fprintf (out, " x%lu", k->t[best].n);
-      k->t[best].n = 0;
+      fputs (i ? ", " : "", out);
+      print_safe (out, k->t[i].what);
+      fprintf (out, " x%lu", k->t[i].n);
     }
   fputs (k->total > 0 && k->n == 0 ? "?)\n" : ")\n", out);
 }
 
 /* one denial record into its kind's sums: "TARGET ACCESS" */
 static void
-add_denial (struct kind_sum *sums, size_t nsums, yajl_val v, unsigned long *suppressed)
+add_denial (struct sandbox_sum *s, yajl_val v)
 {
   const char *kind = get_str (v, "kind");
   long long sup = get_int (v, "suppressed");
   if (sup > 0)
-    *suppressed += (unsigned long) sup;
+    s->suppressed += (unsigned long) sup;
   if (!kind)
     return;
   const char *target = get_str (v, "syscall");
@@ -112,10 +104,10 @@ add_denial (struct kind_sum *sums, size_t nsums, yajl_val v, unsigned long *supp
   const char *access = get_str (v, "access");
   cleanup_free char *what = xasprintf ("%s%s%s", target ? target : "?", access && !get_str (v, "syscall") ? " " : "",
                                        access && !get_str (v, "syscall") ? access : "");
-  for (size_t i = 0; i < nsums; i++)
-    if (strcmp (sums[i].kind, kind) == 0)
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (s->kinds); i++)
+    if (strcmp (s->kinds[i].kind, kind) == 0)
       {
-        kind_add (&sums[i], what);
+        kind_add (&s->kinds[i], what);
         return;
       }
 }
@@ -148,14 +140,39 @@ read_log (const char *path)
   return buf;
 }
 
-int
-sandbox_summary (const char *path, FILE *out)
+static void
+add_record (struct sandbox_sum *s, yajl_val v)
 {
-  struct kind_sum sums[] = { { .kind = "fs" }, { .kind = "net" }, { .kind = "syscall" } };
+  const char *ev = get_str (v, "event");
+  if (!ev)
+    return;
+  if (strcmp (ev, "denial") == 0)
+    add_denial (s, v);
+  else if (strcmp (ev, "limit") == 0 && get_str (v, "limit") && !s->limit
+           && strcmp (get_str (v, "limit"), "audit") != 0) /* the quota's own reports carry no value */
+    {
+      s->limit = xstrdup (get_str (v, "limit"));
+      s->limit_value = get_int (v, "value");
+      s->limit_used = get_int (v, "used");
+    }
+  else if (strcmp (ev, "lifecycle") == 0 && get_str (v, "exitReason"))
+    {
+      free (s->reason);
+      s->reason = xstrdup (get_str (v, "exitReason"));
+    }
+  else if (strcmp (ev, "policy") == 0 && get_str (v, "kernelDenials")
+           && strncmp (get_str (v, "kernelDenials"), "landlock", 8) != 0)
+    {
+      free (s->kernel);
+      s->kernel = xstrdup (get_str (v, "kernelDenials"));
+    }
+}
+
+int
+sandbox_summary_read (const char *path, struct sandbox_sum *s)
+{
+  *s = (struct sandbox_sum){ .kinds = { { .kind = "fs" }, { .kind = "net" }, { .kind = "syscall" } } };
   cleanup_free char *buf = read_log (path);
-  cleanup_free char *limit = NULL, *reason = NULL, *kernel = NULL;
-  unsigned long suppressed = 0;
-  int lines = 0;
   if (!buf)
     return -1;
   /* the run's records start at the last "created" lifecycle record */
@@ -171,41 +188,142 @@ sandbox_summary (const char *path, FILE *out)
   for (char *line = strtok_r (start, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
     {
       yajl_val v = yajl_tree_parse (line, NULL, 0);
-      const char *ev = v ? get_str (v, "event") : NULL;
-      if (ev && strcmp (ev, "denial") == 0)
-        add_denial (sums, ASBX_ARRAY_SIZE (sums), v, &suppressed);
-      else if (ev && strcmp (ev, "limit") == 0 && get_str (v, "limit") && !limit
-               && strcmp (get_str (v, "limit"), "audit") != 0) /* the quota's own reports carry no value */
-        limit = xasprintf ("%s %lld reached (used %lld)", get_str (v, "limit"), get_int (v, "value"),
-                           get_int (v, "used"));
-      else if (ev && strcmp (ev, "lifecycle") == 0 && get_str (v, "exitReason"))
-        {
-          free (reason);
-          reason = xstrdup (get_str (v, "exitReason"));
-        }
-      else if (ev && strcmp (ev, "policy") == 0 && get_str (v, "kernelDenials")
-               && strncmp (get_str (v, "kernelDenials"), "landlock", 8) != 0)
-        {
-          free (kernel);
-          kernel = xstrdup (get_str (v, "kernelDenials"));
-        }
+      if (v)
+        add_record (s, v);
       yajl_tree_free (v);
     }
-  for (size_t i = 0; i < ASBX_ARRAY_SIZE (sums); i++)
-    {
-      if (sums[i].total)
-        {
-          kind_print (out, &sums[i]);
-          lines++;
-        }
-      for (size_t j = 0; j < sums[i].n; j++)
-        free (sums[i].t[j].what);
-    }
-  if (suppressed && ++lines)
-    fprintf (out, "agentsbx sandbox: %lu more denials not logged (cap per container)\n", suppressed);
-  if (reason && strcmp (reason, "exited") != 0 && ++lines)
-    fprintf (out, "agentsbx sandbox: stopped by the policy: %s%s%s\n", reason, limit ? ": " : "", limit ? limit : "");
-  if (kernel && ++lines)
-    fprintf (out, "agentsbx sandbox: kernel denials reported: %s\n", kernel);
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (s->kinds); i++)
+    qsort (s->kinds[i].t, s->kinds[i].n, sizeof s->kinds[i].t[0], target_cmp);
+  return 0;
+}
+
+static bool
+stopped_by_policy (const struct sandbox_sum *s, bool stopped)
+{
+  return s->reason && strcmp (s->reason, "exited") != 0 && !stopped;
+}
+
+bool
+sandbox_summary_notable (const struct sandbox_sum *s, bool stopped)
+{
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (s->kinds); i++)
+    if (s->kinds[i].total)
+      return true;
+  return s->suppressed || s->limit || stopped_by_policy (s, stopped);
+}
+
+static char *
+limit_text (const struct sandbox_sum *s)
+{
+  return xasprintf ("%s %lld reached (used %lld)", s->limit, s->limit_value, s->limit_used);
+}
+
+int
+sandbox_summary_text (const struct sandbox_sum *s, bool stopped, FILE *out)
+{
+  int lines = 0;
+
+  if (!sandbox_summary_notable (s, stopped))
+    return 0;
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (s->kinds); i++)
+    if (s->kinds[i].total)
+      {
+        kind_print (out, &s->kinds[i]);
+        lines++;
+      }
+  if (s->suppressed && ++lines)
+    fprintf (out, "agentsbx sandbox: %lu more denials not logged (cap per container)\n", s->suppressed);
+  cleanup_free char *limit = s->limit ? limit_text (s) : NULL;
+  if (stopped_by_policy (s, stopped) && ++lines)
+    fprintf (out, "agentsbx sandbox: stopped by the policy: %s%s%s\n", s->reason, limit ? ": " : "",
+             limit ? limit : "");
+  else if (limit && ++lines) /* e.g. pids.max refused forks and the command coped */
+    fprintf (out, "agentsbx sandbox: limit reached: %s\n", limit);
+  if (s->kernel && ++lines)
+    fprintf (out, "agentsbx sandbox: kernel denials reported: %s\n", s->kernel);
   return lines;
+}
+
+static void
+gen_int (yajl_gen g, const char *k, long long v)
+{
+  json_gen_str (g, k);
+  yajl_gen_integer (g, v);
+}
+
+static void
+gen_kind (yajl_gen g, const struct sandbox_sum_kind *k)
+{
+  json_gen_str (g, k->kind);
+  yajl_gen_map_open (g);
+  gen_int (g, "total", (long long) k->total);
+  json_gen_str (g, "top");
+  yajl_gen_array_open (g);
+  for (size_t i = 0; i < k->n && i < JSON_TOP; i++)
+    {
+      yajl_gen_map_open (g);
+      json_gen_kv (g, "target", k->t[i].what);
+      gen_int (g, "count", (long long) k->t[i].n);
+      yajl_gen_map_close (g);
+    }
+  yajl_gen_array_close (g);
+  yajl_gen_map_close (g);
+}
+
+int
+sandbox_summary_json (const struct sandbox_sum *s, const struct sandbox_sum_run *run, FILE *out)
+{
+  yajl_gen g = json_gen_new (0);
+
+  yajl_gen_map_open (g);
+  json_gen_kv (g, "id", run->id);
+  gen_int (g, "exitStatus", run->exit_status);
+  json_gen_kv (g, "exitReason", s->reason);
+  gen_int (g, "stopSignal", run->stop_signal);
+  json_gen_str (g, "forcedKill");
+  yajl_gen_bool (g, run->forced_kill);
+  json_gen_kv (g, "auditLog", run->audit_log);
+  json_gen_str (g, "denials");
+  if (run->log_read)
+    {
+      yajl_gen_map_open (g);
+      for (size_t i = 0; i < ASBX_ARRAY_SIZE (s->kinds); i++)
+        gen_kind (g, &s->kinds[i]);
+      yajl_gen_map_close (g);
+      gen_int (g, "notLogged", (long long) s->suppressed);
+    }
+  else
+    {
+      yajl_gen_null (g);
+      json_gen_str (g, "notLogged");
+      yajl_gen_null (g);
+    }
+  json_gen_str (g, "limit");
+  if (s->limit)
+    {
+      yajl_gen_map_open (g);
+      json_gen_kv (g, "limit", s->limit);
+      gen_int (g, "value", s->limit_value);
+      gen_int (g, "used", s->limit_used);
+      yajl_gen_map_close (g);
+    }
+  else
+    yajl_gen_null (g);
+  json_gen_kv (g, "kernelDenials", s->kernel);
+  yajl_gen_map_close (g);
+  size_t len;
+  cleanup_free char *text = json_gen_finish (g, true, &len);
+  return fwrite (text, 1, len, out) == len && fflush (out) == 0 ? 0 : -1;
+}
+
+void
+sandbox_summary_free (struct sandbox_sum *s)
+{
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (s->kinds); i++)
+    for (size_t j = 0; j < s->kinds[i].n; j++)
+      free (s->kinds[i].t[j].what);
+  free (s->limit);
+  free (s->reason);
+  free (s->kernel);
+  *s = (struct sandbox_sum){ 0 };
 }

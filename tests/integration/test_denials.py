@@ -55,7 +55,7 @@ def kernel_audit_on():
         _audit_req(AUDIT_SET, struct.pack("=8I", 1, old, 0, 0, 0, 0, 0, 0) + b"\0" * 12)
 
 
-def sandbox(rt, *args, policy=None):
+def sandbox(rt, *args, policy=None, opts=()):
     g = ["--audit-dir", audit_dir(rt)]
     if policy is not None:
         p = os.path.join(rt.workdir, f"pol-{os.urandom(3).hex()}.json")
@@ -65,7 +65,7 @@ def sandbox(rt, *args, policy=None):
     ws = os.path.join(rt.workdir, f"ws-{os.urandom(3).hex()}")
     os.makedirs(ws)
     cid = f"den-{os.urandom(4).hex()}"
-    r = rt.cmd("sandbox", "--id", cid, "--workspace", ws, "--", *args, global_args=g, timeout=60)
+    r = rt.cmd("sandbox", "--id", cid, "--workspace", ws, *opts, "--", *args, global_args=g, timeout=60)
     with open(os.path.join(audit_dir(rt), f"{cid}.jsonl")) as f:
         return r, [json.loads(x) for x in f.read().splitlines()]
 
@@ -123,3 +123,57 @@ def test_pids_exit_reason(rt):
     r, recs = sandbox(rt, "/bin/sh", "-c", "exit 3", policy=pol)
     ex = [x for x in recs if x["event"] == "lifecycle" and x.get("state") == "exited"][-1]
     assert ex["exitReason"] == "exited" and r.rc == 3, (ex, r)
+
+
+def _summary_lines(err):
+    return [x for x in err.splitlines() if x.startswith("agentsbx sandbox:")]
+
+
+def test_clean_run_prints_no_summary(rt):
+    """a run with nothing denied and no limit struck is silent, whatever the kernel reports
+    (with kernel audit off the Landlock caveat line used to be printed on every run)"""
+    r, recs = sandbox(rt, "/bin/sh", "-c", "echo hello")
+    assert r.rc == 0 and r.out.strip() == "hello", r
+    assert not [x for x in recs if x["event"] == "denial"], recs
+    assert _summary_lines(r.err) == [], r
+
+
+def test_summary_json_denial(rt):
+    """--summary json: the last stderr line is one object whose counts are the log's records"""
+    r, recs = sandbox(rt, "/bin/sh", "-c", "unshare -U true; exit 3", opts=("--summary", "json"))
+    assert r.rc == 3, r
+    assert _summary_lines(r.err) == [], r
+    s = json.loads(r.err.splitlines()[-1])
+    assert s["exitStatus"] == 3 and s["exitReason"] == "exited" and s["limit"] is None, s
+    assert s["denials"]["syscall"] == {"total": 1, "top": [{"target": "unshare", "count": 1}]}, s
+    assert s["denials"]["fs"]["total"] == len(denials(recs, "fs")), (s, recs)
+    assert s["auditLog"].endswith(".jsonl") and os.path.exists(s["auditLog"]), s
+    pol = [x for x in recs if x["event"] == "policy"][-1]
+    assert s["kernelDenials"] == (None if pol["kernelDenials"].startswith("landlock")
+                                  else pol["kernelDenials"]), (s, pol)
+
+
+def test_summary_json_clean_and_limit(rt):
+    """a clean run still prints its object (tools always get one); a limit kill names the limit"""
+    r, _ = sandbox(rt, "/bin/true", opts=("--summary", "json"))
+    s = json.loads(r.err.splitlines()[-1])
+    assert r.rc == 0 and s["exitStatus"] == 0 and s["notLogged"] == 0, (r, s)
+    assert all(s["denials"][k]["total"] == 0 for k in ("fs", "net", "syscall")), s
+    pol = {"version": 1, "extends": "agent", "limits": {"wallClockSeconds": 1}}
+    r, recs = sandbox(rt, "/bin/sh", "-c", "sleep 30", policy=pol, opts=("--summary", "json"))
+    s = json.loads(r.err.splitlines()[-1])
+    assert r.rc == 124 and s["exitStatus"] == 124 and s["exitReason"] == "wallclock", (r, s)
+    assert s["limit"]["limit"] == "wallClockSeconds" and s["limit"]["value"] == 1, s
+
+
+def test_quiet(rt):
+    """--quiet: the command's own stderr and exit status, none of our summary lines"""
+    r, recs = sandbox(rt, "/bin/sh", "-c", "unshare -U true; exit 5", opts=("--quiet",))
+    assert r.rc == 5 and "Operation not permitted" in r.err, r
+    assert denials(recs, "syscall"), recs  # it was denied and logged, just not printed
+    assert _summary_lines(r.err) == [], r
+
+
+def test_summary_bad_format(rt):
+    r = rt.cmd("sandbox", "--summary", "yaml", "--", "/bin/true", timeout=30)
+    assert r.rc != 0 and "--summary `yaml`: expected text, json or none" in r.err, r

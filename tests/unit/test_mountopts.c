@@ -157,12 +157,34 @@ test_known_list_sorted_and_complete (void **state)
       if (n > 0)
         assert_true (strcmp (known[n - 1], known[n]) < 0);
       assert_int_equal (mount_opts_parse (v, 1, &o, &err), 0);
-      /* every listed option is recognised, so none ends up as fs data */
-      assert_null (o.data);
+      /* every listed option is recognised, so none ends up as fs data but the filesystem
+       * parameters named for `features` (acl, noacl), which are passed on as themselves */
+      if (strcmp (known[n], "acl") == 0 || strcmp (known[n], "noacl") == 0)
+        assert_string_equal (o.data, known[n]);
+      else
+        assert_null (o.data);
       mount_opts_free (&o);
     }
   assert_true (n >= 50);
   assert_ptr_equal (mount_opts_names (), known); /* built once */
+}
+
+/* lazytime is a superblock flag, the last of lazytime/nolazytime wins; silent/loud change nothing */
+static void
+test_lazytime_silent (void **state)
+{
+  struct mount_opts o;
+  asbx_err_t err = NULL;
+  char *on[] = { "nolazytime", "lazytime", "silent" }, *off[] = { "lazytime", "nolazytime", "loud" };
+  (void) state;
+  assert_int_equal (mount_opts_parse (on, 3, &o, &err), 0);
+  assert_int_equal (o.sb_set, MOUNTOPTS_SB_LAZYTIME);
+  assert_null (o.data);
+  mount_opts_free (&o);
+  assert_int_equal (mount_opts_parse (off, 3, &o, &err), 0);
+  assert_int_equal (o.sb_set, 0);
+  assert_null (o.data);
+  mount_opts_free (&o);
 }
 
 /* the `features` list is the table less tmpcopyup, plus "defaults" */
@@ -194,7 +216,7 @@ main (void)
     cmocka_unit_test (test_last_wins),        cmocka_unit_test (test_bind_and_propagation),
     cmocka_unit_test (test_recursive_attrs),  cmocka_unit_test (test_sb_and_specials),
     cmocka_unit_test (test_empty_and_errors), cmocka_unit_test (test_known_list_sorted_and_complete),
-    cmocka_unit_test (test_feature_names),
+    cmocka_unit_test (test_feature_names),    cmocka_unit_test (test_lazytime_silent),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }
