@@ -21,10 +21,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include <archive.h>
-#include <archive_entry.h>
-
 #include "core/cleanup.h"
+#include "core/libarchive_dl.h"
 #include "core/util.h"
 #include "runtime/oci_export.h"
 #include "runtime/oci_image.h"
@@ -352,6 +350,8 @@ oci_layer_from_upper (int upperfd, const char *xattr_ns, const char *prefix, int
   int ret = -1;
 
   memset (out, 0, sizeof *out);
+  if (libarchive_load (err) < 0)
+    return -1;
   w.gz_sink.fd = out_fd;
   w.plain_sink.fd = -1;
   oci_hash_init (&w.gz_sink.hash);

@@ -15,10 +15,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include <archive.h>
-#include <archive_entry.h>
-
 #include "core/cleanup.h"
+#include "core/libarchive_dl.h"
 #include "core/util.h"
 #include "linux/pathsafe.h"
 #include "runtime/oci_unpack.h"
@@ -502,12 +500,16 @@ int
 oci_unpack_layer (int rootfd, int blob_fd, const struct oci_descriptor *d, struct oci_unpack_stats *st, asbx_err_t *err)
 {
   struct layer l = { .rootfd = rootfd, .d = d, .st = st, .root = geteuid () == 0 };
-  struct reader *r = xmalloc0 (sizeof *r);
-  struct archive *a = archive_read_new ();
+  struct reader *r;
+  struct archive *a;
   struct archive_entry *e;
   char hex[65];
   int ret = -1, rc;
 
+  if (libarchive_load (err) < 0)
+    return -1;
+  r = xmalloc0 (sizeof *r);
+  a = archive_read_new ();
   if (!a)
     abort ();
   r->fd = blob_fd;
