@@ -303,14 +303,29 @@ http_body_feed (struct http_body *d, const unsigned char *p, size_t n, size_t *u
           d->st = B_SIZE;
           break;
         case B_TRAILER:
+          if (c == '\r' && d->line == 0)
+            {
+              d->st = B_END_LF; /* the empty line: the end of the message */
+              break;
+            }
+          /* a trailer field is body: counted (a maxBodyBytes cap covers it), bounded like a head */
+          d->total++;
+          if (++d->trailers > HTTP_HEAD_MAX)
+            {
+              *used = i;
+              *why = "trailer section too large";
+              return -1;
+            }
           if (c == '\r')
-            d->st = d->line == 0 ? B_END_LF : B_TRAILER_LF;
+            d->st = B_TRAILER_LF;
           else if ((c < 0x20 && c != '\t') || c == 0x7f || ++d->line >= HTTP_LINE_MAX)
             goto bad;
           break;
         case B_TRAILER_LF:
           if (c != '\n')
             goto bad;
+          d->total++;
+          d->trailers++;
           d->line = 0;
           d->st = B_TRAILER;
           break;

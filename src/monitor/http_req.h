@@ -65,11 +65,14 @@ int http_head_parse (const unsigned char *b, size_t n, enum http_kind kind, stru
  * unchanged, chunk framing included). */
 struct http_body
 {
-  int st;         /* internal state */
-  bool chunked;   /* chunked framing (else `left` counts Content-Length bytes) */
-  uint64_t left;  /* bytes of the current chunk / of the body still to come */
-  uint64_t total; /* body bytes so far (chunked: the data bytes, not the framing) */
-  unsigned line;  /* bytes in the current chunk-size or trailer line */
+  int st;            /* internal state */
+  bool chunked;      /* chunked framing (else `left` counts Content-Length bytes) */
+  uint64_t left;     /* bytes of the current chunk / of the body still to come */
+  uint64_t total;    /* body bytes so far (chunked: the data bytes and the trailer section, which is
+                        part of the message body (RFC 9112 §7.1.2) and can carry data: a
+                        maxBodyBytes cap counts it; not the chunk framing) */
+  unsigned line;     /* bytes in the current chunk-size or trailer line */
+  unsigned trailers; /* bytes of the trailer section so far (at most HTTP_HEAD_MAX) */
 };
 
 /* Start decoding the body of head h (request: no framing = no body; a response without framing

@@ -58,8 +58,17 @@ allow_matches (const struct policy_http_allow *a, const char *method, const char
   *method_ok = true;
   if (a->paths_len == 0)
     return true;
+  /* the path only: a query string is not matched (outside test: with `*` crossing `/` and the
+   * query included, a push `POST .../git-receive-pack?x=/git-upload-pack` passed the documented
+   * fetch-only rule for `.../git-upload-pack`) - what a server routes on is the path */
+  char path[8192];
+  size_t pn = strcspn (target, "?");
+  if (pn >= sizeof path)
+    return false;
+  memcpy (path, target, pn);
+  path[pn] = '\0';
   for (size_t i = 0; i < a->paths_len; i++)
-    if (fnmatch (a->paths[i], target, 0) == 0)
+    if (fnmatch (a->paths[i], path, 0) == 0)
       return true;
   return false;
 }

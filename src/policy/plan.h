@@ -92,8 +92,8 @@ struct policy_credential
 };
 
 /* network.http[].allow[] entry: a request is allowed by it when its method is one of `methods`
- * (none = any) and its request target (path and query, as sent) matches one of `paths`
- * (fnmatch(3) patterns without FNM_PATHNAME, so `*` crosses `/`; none = any) */
+ * (none = any) and the path of its request target (as sent, without the query string) matches
+ * one of `paths` (fnmatch(3) patterns without FNM_PATHNAME, so `*` crosses `/`; none = any) */
 struct policy_http_allow
 {
   char **methods;

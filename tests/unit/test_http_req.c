@@ -173,8 +173,23 @@ test_body_chunked (void **state)
       http_body_init (&d, &h);
       assert_int_equal (feed_all (&d, s, step, &used), 1);
       assert_int_equal (used, strlen (s) - 4);
-      assert_int_equal (d.total, 31);
+      assert_int_equal (d.total, 31 + 8); /* the data and the trailer field "X-T: 1\r\n" */
     }
+  /* a trailer section is bounded like a head (outside test: 2000 fields of 900 bytes passed a
+   * 100-byte maxBodyBytes cap) */
+  {
+    struct http_body d;
+    size_t used;
+    const char *why;
+    char *big = malloc (HTTP_HEAD_MAX + 64);
+    size_t k = (size_t) sprintf (big, "0\r\n");
+    while (k < HTTP_HEAD_MAX + 32)
+      k += (size_t) sprintf (big + k, "X-A: aaaaaaaaaaaaaaaa\r\n");
+    http_body_init (&d, &h);
+    assert_int_equal (http_body_feed (&d, (const unsigned char *) big, k, &used, &why), -1);
+    assert_string_equal (why, "trailer section too large");
+    free (big);
+  }
   static const char *const bad[] = {
     "5;ext=1\r\nhello\r\n0\r\n\r\n", "5\r\nhelloX\r\n",     "5\nhello\r\n", "\r\n", "g\r\n",
     "1000000000000000\r\n",          "0\r\nX: a\nb\r\n\r\n"

@@ -12,8 +12,7 @@
 #include "monitor/http_rules.h"
 
 static char *get_post[] = { "GET", "POST" }, *get[] = { "GET" };
-static char *repos[] = { "/repos/org/*" }, *any_path[] = { "/*" },
-            *upload[] = { "/*git-upload-pack*", "/*/info/refs?service=git-upload-pack" };
+static char *repos[] = { "/repos/org/*" }, *any_path[] = { "/*" }, *upload[] = { "/*git-upload-pack", "/*/info/refs" };
 
 static struct policy_http_allow api_allow[] = {
   { .methods = get, .methods_len = 1 },
@@ -77,6 +76,11 @@ test_refused (void **state)
   assert_string_equal (rule, "body too large: 101 > 100 bytes");
   assert_int_equal (check ("git.test", "POST", "/o/r.git/git-upload-pack", 11, rule, &max), -1);
   assert_int_equal (check ("git.test", "POST", "/o/r.git/git-receive-pack", 0, rule, &max), -1);
+  /* patterns see the path, not the query (outside test: a push passed a fetch-only rule) */
+  assert_int_equal (check ("git.test", "POST", "/o/r.git/git-receive-pack?x=/git-upload-pack", 0, rule, &max), -1);
+  assert_string_equal (rule, "path not allowed");
+  assert_int_equal (check ("git.test", "GET", "/o/r.git/settings?/info/refs", 0, rule, &max), -1);
+  assert_int_equal (check ("git.test", "GET", "/o/r.git/info/refs?service=git-upload-pack", 0, rule, &max), 0);
   static const char *const traversal[] = { "/repos/org/../admin",     "/repos/org/./x", "/repos/org/..",
                                            "/repos/org/%2e%2e/admin", "/repos/org%2Fx", "/repos/org/\\..\\x" };
   for (size_t i = 0; i < sizeof traversal / sizeof traversal[0]; i++)
