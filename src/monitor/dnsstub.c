@@ -734,6 +734,8 @@ on_answer (struct dnsstub *d, struct pending *p)
   pending_end (p);
   if (x.n)
     splice_name_resolved (d->splice, name, x.min_ttl); /* SNI/Host may name it while its sets live */
+  for (size_t j = 0; j < x.n; j++)
+    splice_addr_resolved (d->splice, name, x.addrs[j], x.min_ttl);
   /* an address that could not be added is audited; the container's connect to it fails */
   audit_dns (d, name, qtype, "allowed", p->rule, x.addrs, x.n, x.error);
   for (size_t j = 0; j < x.n; j++)

@@ -88,6 +88,12 @@ http_rules_check (const struct policy_plan *plan, const char *host, const char *
   memcpy (target, t, tn);
   target[tn] = '\0';
   snprintf (rule, rulelen, "any");
+  if (strcmp (method, "TRACE") == 0)
+    {
+      /* a TRACE answer echoes the request, the credential header with it, to the agent */
+      snprintf (rule, rulelen, "method not allowed: TRACE (it echoes the credential)");
+      return -1;
+    }
   for (size_t i = 0; i < plan->http_hosts_len; i++)
     {
       const struct policy_http_host *e = &plan->http_hosts[i];

@@ -52,13 +52,77 @@ splice_name_allowed (struct splice *s, const char *host)
   return false;
 }
 
+/* ttl seconds, clamped like the set elements', from now: the end in ns */
+static uint64_t
+ttl_end (uint32_t ttl)
+{
+  ttl = ttl < POLICY_NFT_TTL_FLOOR ? POLICY_NFT_TTL_FLOOR : ttl > POLICY_NFT_TTL_CEIL ? POLICY_NFT_TTL_CEIL : ttl;
+  return now_ns () + (uint64_t) ttl * 1000000000u;
+}
+
+/* the destination as an IPv6 address (IPv4 v4-mapped) */
+static struct in6_addr
+dst6 (const struct sockaddr_storage *ss)
+{
+  struct in6_addr a = { 0 };
+  if (ss->ss_family == AF_INET6)
+    return ((const struct sockaddr_in6 *) ss)->sin6_addr;
+  a.s6_addr[10] = a.s6_addr[11] = 0xff;
+  memcpy (&a.s6_addr[12], &((const struct sockaddr_in *) ss)->sin_addr, 4);
+  return a;
+}
+
+void
+splice_addr_resolved (struct splice *s, const char *name, const char *addr, uint32_t ttl)
+{
+  struct in6_addr a = { 0 };
+  struct in_addr a4;
+  size_t slot = 0;
+  uint64_t until;
+
+  if (!s->tls || !tls_relay_wants (s->tls, name))
+    return;
+  if (inet_pton (AF_INET6, addr, &a) != 1)
+    {
+      if (inet_pton (AF_INET, addr, &a4) != 1)
+        return;
+      a.s6_addr[10] = a.s6_addr[11] = 0xff;
+      memcpy (&a.s6_addr[12], &a4, 4);
+    }
+  until = ttl_end (ttl);
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (s->intercepted_addrs); i++)
+    {
+      if (memcmp (&s->intercepted_addrs[i].addr, &a, sizeof a) == 0)
+        {
+          slot = i;
+          break;
+        }
+      if (s->intercepted_addrs[i].until_ns < s->intercepted_addrs[slot].until_ns)
+        slot = i; /* else the entry that ends first makes room */
+    }
+  if (memcmp (&s->intercepted_addrs[slot].addr, &a, sizeof a) == 0 && s->intercepted_addrs[slot].until_ns > until)
+    return;
+  s->intercepted_addrs[slot].addr = a;
+  s->intercepted_addrs[slot].until_ns = until;
+}
+
+/* c's destination is an address an intercepted name's answer gave (and it still lives) */
+static bool
+dst_intercepted (const struct splice *s, const struct conn *c)
+{
+  struct in6_addr a = dst6 (&c->dst);
+  uint64_t now = now_ns ();
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (s->intercepted_addrs); i++)
+    if (s->intercepted_addrs[i].until_ns > now && memcmp (&s->intercepted_addrs[i].addr, &a, sizeof a) == 0)
+      return true;
+  return false;
+}
+
 void
 splice_name_resolved (struct splice *s, const char *name, uint32_t ttl)
 {
-  uint64_t now = now_ns (), until;
+  uint64_t until = ttl_end (ttl); /* as long as the set elements the answer made */
   size_t slot = 0;
-  ttl = ttl < POLICY_NFT_TTL_FLOOR ? POLICY_NFT_TTL_FLOOR : ttl > POLICY_NFT_TTL_CEIL ? POLICY_NFT_TTL_CEIL : ttl;
-  until = now + (uint64_t) ttl * 1000000000u; /* as long as the set elements the answer made */
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (s->resolved); i++)
     {
       if (strcmp (s->resolved[i].name, name) == 0)
@@ -235,6 +299,13 @@ on_hello (struct splice *s, struct conn *c)
     {
       /* its rules and credentials apply inside TLS only: plain HTTP would pass them by */
       refuse (s, c, name, SPLICE_PLAIN_INTERCEPTED, true);
+      return;
+    }
+  if (s->tls && !tls_relay_wants (s->tls, name) && dst_intercepted (s, c))
+    {
+      /* another name on an intercepted host's address: behind it the server may route the
+       * request to that host, past its rules */
+      refuse (s, c, name, SPLICE_OTHER_NAME_INTERCEPTED, !tls);
       return;
     }
   const char *bad = tls ? NULL

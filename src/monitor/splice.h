@@ -35,6 +35,11 @@ struct splice *splice_new (const char *id, int netns_fd, const struct policy_pla
  * unlisted, refused by the approver - are never allowed. */
 void splice_name_resolved (struct splice *s, const char *name, uint32_t ttl);
 
+/* The answer for `name` let address `addr` (text, IPv4 or IPv6) through with TTL ttl seconds:
+ * when the TLS relay intercepts `name`, the address is noted for as long as the answer's set
+ * elements live, and a connection to it that names another host (SNI or Host) is refused. */
+void splice_addr_resolved (struct splice *s, const char *name, const char *addr, uint32_t ttl);
+
 /* One fd to poll for POLLIN (an epoll set over the listeners and connections). */
 int splice_fd (const struct splice *s);
 

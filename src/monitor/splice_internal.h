@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <netinet/in.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -78,10 +79,21 @@ struct splice
     char name[256];
     uint64_t until_ns;
   } resolved[256];
+  /* addresses the answers for intercepted names (network.credentials/http hosts) gave, until
+   * their TTL ends: another name's TLS or HTTP to one of them is refused, since behind that
+   * SNI/Host the server may route the request to the intercepted host unchecked (outside test:
+   * SNI of an allowed name to the API's address carried refused methods and bodies to it) */
+  struct
+  {
+    struct in6_addr addr; /* IPv4 as v4-mapped */
+    uint64_t until_ns;
+  } intercepted_addrs[256];
 };
 
 /* the refusal of plain HTTP to a host the TLS relay intercepts (monitor/tls_relay.h) */
 #define SPLICE_PLAIN_INTERCEPTED "http: plain HTTP to an intercepted host (HTTPS only)"
+/* the refusal of another name on an address an intercepted host's answer gave */
+#define SPLICE_OTHER_NAME_INTERCEPTED "sni: another name on an intercepted host's address"
 
 /* splice.c: `host` (lowercase) was let through by the DNS stub and its answer still lives */
 bool splice_name_allowed (struct splice *s, const char *host);

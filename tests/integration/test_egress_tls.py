@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from test_egress import HOSTUP4, UP4, audit_args, ebundle, lab, usr_template  # noqa: F401
+from test_egress import HOSTUP4, UP4, UP4B, audit_args, ebundle, lab, usr_template  # noqa: F401
 
 pytestmark = [pytest.mark.agentsbx_only("agent policy network modes")]
 
@@ -54,10 +54,10 @@ def lab_env(certs):
 
 
 ZONE = {"api.test": {"A": [UP4]}, "rogue.test": {"A": [UP4]}, "wrongname.test": {"A": [UP4]},
-        "nosecret.test": {"A": [UP4]}, "rules.test": {"A": [UP4]}}
+        "nosecret.test": {"A": [UP4]}, "rules.test": {"A": [UP4]}, "plain.test": {"A": [UP4B]}}
 POLICY = {"version": 1, "extends": "agent",
           "network": {"mode": "filtered", "allowedDomains": ["api.test", "rogue.test", "wrongname.test",
-                                                           "nosecret.test", "rules.test"],
+                                                           "nosecret.test", "rules.test", "plain.test"],
                       "ports": [443],
                       "credentials": [{"host": "api.test", "header": "Authorization", "value": "Bearer ${secret:tok}"},
                                       {"host": "nosecret.test", "header": "X-Key", "value": "${secret:absent}"}],
@@ -272,3 +272,26 @@ def test_interception_stalled_agent(intercepted):
     assert after["status"] == "HTTP/1.1 200 OK" and after["body"] == "ok GET /after\n", after
     assert after["secs"] < 3 and resolved["secs"] < 3, (after["secs"], resolved["secs"])
     assert [e["path"] for e in api].count("/big/30000000") == 2
+
+
+def test_other_name_on_an_intercepted_address_refused(intercepted):
+    """Another allowed (not intercepted) name's SNI on the address an intercepted host's answer
+    gave is refused: behind it the server may route the request to the intercepted host, past
+    its rules (outside test: SNI plain.test to api.test's address carried a refused DELETE and a
+    body 50 times the cap to the API). The same name on its own address still works."""
+    dele = "DELETE /user HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n"
+    res, recs, api, _ = intercepted([
+        ["resolve", "plain.test"],
+        ["resolve", "api.test"],
+        ["tls_as", UP4, "plain.test"],
+        ["tls_as", UP4B, "plain.test"],
+        https("api.test", dele),
+    ])
+    _, _, fronted, own, control = res
+    assert fronted["ok"] and fronted["handshake"] != "done", fronted
+    assert own["ok"] and own["handshake"] == "done", own  # its own address: the SNI check only
+    assert control["ok"] and control["status"] == "HTTP/1.1 403 Forbidden", control
+    assert not any(e.get("sni") == "plain.test" for e in api), api
+    net = [(r.get("addr"), r["decision"], r["rule"]) for r in recs
+           if r["event"] == "network" and r.get("host") == "plain.test"]
+    assert (UP4, "refused", "sni: another name on an intercepted host's address") in net, net

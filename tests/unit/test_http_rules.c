@@ -70,6 +70,9 @@ test_refused (void **state)
   assert_int_equal (check ("api.test", "DELETE", "/repos/org/r", 0, rule, &max), -1);
   assert_string_equal (rule, "method not allowed: DELETE");
   assert_int_equal (check ("api.test", "get", "/", 0, rule, &max), -1); /* methods are case-sensitive */
+  /* TRACE never: its answer echoes the request with the credential (outside test) */
+  assert_int_equal (check ("cred.test", "TRACE", "/", 0, rule, &max), -1);
+  assert_string_equal (rule, "method not allowed: TRACE (it echoes the credential)");
   assert_int_equal (check ("api.test", "POST", "/repos/other/r", 0, rule, &max), -1);
   assert_string_equal (rule, "path not allowed");
   assert_int_equal (check ("api.test", "POST", "/repos/org/r", 101, rule, &max), -1);
