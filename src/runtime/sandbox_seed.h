@@ -20,10 +20,10 @@
 
 struct sandbox_seed
 {
-  char *dir;           /* the workspaces directory */
-  char *lower;         /* <dir>/<id>/lower: the workspace the bundle binds */
-  char *repo, *rev;    /* as given (rev NULL: HEAD) */
-  char *sha;           /* the full commit id checked out */
+  char *dir;            /* the workspaces directory */
+  char *lower;          /* <dir>/<id>/lower: the workspace the bundle binds */
+  char *repo, *rev;     /* as given (rev NULL: HEAD) */
+  char *sha;            /* the full commit id checked out */
   struct stat lower_st; /* the clone's identity, fstat from the id directory's fd */
   bool made;            /* <dir>/<id>/ was made by this run */
 };
