@@ -174,3 +174,23 @@ def test_apply_refused_on_a_seeded_workspace(rt, config, wsdir, repo):
     assert not os.path.exists(os.path.join(wsdir, sid, "lower", "x"))
     assert not os.path.exists(os.path.join(src, "x"))
     assert wcmd(rt, config, "discard", sid).rc == 0
+
+
+def test_diff_applies_to_the_repository_as_a_patch(rt, config, wsdir, repo):
+    """what apply's refusal points to: `workspace diff ID` is a patch git applies at REV"""
+    src, v1, _ = repo
+    sid = rt.new_id()
+    r = seed_run(rt, config, sid, f"{src}@v1", "echo agent >> a.txt; echo new > c.txt")
+    assert r.rc == 0, r
+    d = wcmd(rt, config, "diff", sid)
+    assert d.rc == 0, d
+    work = os.path.join(rt.workdir, "patched")
+    subprocess.run(["git", "clone", "-q", src, work], check=True, capture_output=True)
+    git(work, "checkout", "-q", "--detach", v1)
+    p = subprocess.run(["git", "-C", work, "apply", "-"], input=d.out, capture_output=True, text=True)
+    assert p.returncode == 0, p
+    with open(os.path.join(work, "a.txt")) as f:
+        assert f.read() == "one\nagent\n"
+    with open(os.path.join(work, "c.txt")) as f:
+        assert f.read() == "new\n"
+    assert wcmd(rt, config, "discard", sid).rc == 0
