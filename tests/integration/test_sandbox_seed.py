@@ -194,3 +194,21 @@ def test_diff_applies_to_the_repository_as_a_patch(rt, config, wsdir, repo):
     with open(os.path.join(work, "c.txt")) as f:
         assert f.read() == "new\n"
     assert wcmd(rt, config, "discard", sid).rc == 0
+
+
+def test_default_workspaces_dir_is_hidden_inside(rt, repo):
+    """root's default workspacesDir (/var/lib, which --workspace refuses): the seed works there,
+    and the agent sees neither its own clone nor any other workspace at the host path"""
+    src, _, head = repo
+    sid = rt.new_id()
+    try:
+        r = sandbox_run(rt, "--id", sid, "--seed-git", src, "--", "/bin/sh", "-c",
+                        f"cat a.txt; ls -A {WS_ROOT} | wc -l; test -e {WS_ROOT}/{sid} && echo seen || echo hidden")
+        assert r.rc == 0 and r.out.split() == ["two", "0", "hidden"], r
+        with open(os.path.join(WS_ROOT, sid, "meta.json")) as f:
+            m = json.load(f)
+        assert m["seed"]["rev"] == head and m["workspace"] == os.path.join(WS_ROOT, sid, "lower"), m
+    finally:
+        d = rt.cmd("workspace", "discard", sid, global_args=["--audit-dir", audit_dir(rt)])
+    assert d.rc == 0, d
+    assert not os.path.exists(os.path.join(WS_ROOT, sid))
