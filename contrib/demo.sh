@@ -8,7 +8,11 @@
 #      package download from the allowed test registry succeeds, a request to an unlisted host
 #      is refused, and the runaway loop at the end is stopped by the wall clock (exit status 124);
 #   3. print the container's audit log (and write it as an HTML page, audit --html) and what
-#      reached the fake internet.
+#      reached the fake internet;
+#   4. review: an agent edits two files and adds a third under `sandbox --review` (the host
+#      directory is not written), `workspace diff` shows the changes, `workspace apply` takes
+#      one file, `workspace discard` drops the rest; the script exits 0 only when the host shows
+#      exactly the applied change and no workspace is left.
 # The "internet" is a fake one made here: a network namespace (asbx-demo-up) joined to the host
 # by a veth pair (198.51.100.241 <-> 198.51.100.242, a documentation range: the sandbox's DNS stub
 # refuses answers naming private addresses), no default route in it and IP forwarding left as
@@ -81,4 +85,34 @@ if grep -q evil "$state/queries.log" "$state/http.log" 2>/dev/null; then
 else
 	echo "== evil.demo.test: refused inside the sandbox, nothing about it reached the fake internet"
 fi
-[ "$status" = 124 ]
+[ "$status" = 124 ] || { echo "== demo: the first run did not end as expected (status $status)" >&2; exit 1; }
+
+# ---- review: the agent's changes are held back, reviewed, partly applied, the rest discarded ----
+rv=$work/review rid=agentsbx-demo-review
+"$runtime" workspace discard "$rid" >/dev/null 2>&1 || : # left by a run killed before its end
+rm -rf "$rv" && mkdir -p "$rv"
+printf 'print("v1")\n' >"$rv/app.py"
+printf '# notes\n' >"$rv/NOTES.md"
+show_host() { for f in app.py NOTES.md extra.txt; do
+	printf '   %-9s %s\n' "$f" "$(cat "$rv/$f" 2>/dev/null | tr '\n' ' ' || echo '(absent)')"; done; }
+echo "== agentsbx sandbox --review --id $rid --workspace $rv -- sh -c '<edit app.py and NOTES.md, add extra.txt>'"
+"$runtime" sandbox --review --id "$rid" --workspace "$rv" -- sh -c \
+	'echo "print(\"v2\")" > app.py; echo "agent: rewrote app.py" >> NOTES.md; echo scratch > extra.txt; ls' </dev/null
+echo "== on the host after the run (nothing written yet):"
+show_host
+echo "== agentsbx workspace diff $rid"
+"$runtime" workspace diff "$rid"
+echo "== agentsbx workspace apply $rid app.py"
+"$runtime" workspace apply "$rid" app.py
+echo "== agentsbx workspace discard $rid (NOTES.md's edit and extra.txt)"
+"$runtime" workspace discard "$rid"
+echo "== on the host now:"
+show_host
+if [ "$(cat "$rv/app.py")" = 'print("v2")' ] && [ "$(cat "$rv/NOTES.md")" = '# notes' ] && [ ! -e "$rv/extra.txt" ] \
+	&& [ "$(ls -A "$rv" | sort | tr '\n' ' ')" = 'NOTES.md app.py ' ] \
+	&& ! "$runtime" workspace list | grep -qw "$rid"; then
+	echo "== review: exactly the applied change (app.py) reached the host; the rest was discarded, nothing is left"
+else
+	echo "== review: the host does not show exactly the applied change" >&2
+	exit 1
+fi

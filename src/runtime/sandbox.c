@@ -45,6 +45,7 @@
 #include "monitor/audit.h"
 #include "monitor/monitor.h"
 #include "runtime/sandbox.h"
+#include "runtime/sandbox_seed.h"
 #include "runtime/sandbox_summary.h"
 #include "runtime/sandbox_ws.h"
 #include "runtime/sandbox_wsalias.h"
@@ -632,9 +633,10 @@ sandbox_userns_ids (const char *ws, const struct stat *ws_st, const char *rootfs
   return searchable_by ("/run", ids->uid, ids->gid) ? 1 : 0;
 }
 
+/* seed: the seeded clone that is the workspace (o->workspace names it), or NULL */
 static int
-sandbox_bundle (const struct asbx_global *g, const struct asbx_sandbox_opts *o, const char *id, char **bundle_out,
-                struct stat *ws_st, char *ws_out, asbx_err_t *err)
+sandbox_bundle (const struct asbx_global *g, const struct asbx_sandbox_opts *o, const char *id,
+                const struct sandbox_seed *seed, char **bundle_out, struct stat *ws_st, char *ws_out, asbx_err_t *err)
 {
   char ws[PATH_MAX], rootfs_real[PATH_MAX];
   cleanup_free char *base = xasprintf ("%s/sandbox", g->root);
@@ -649,8 +651,12 @@ sandbox_bundle (const struct asbx_global *g, const struct asbx_sandbox_opts *o, 
     return asbx_error (err, errno, "sandbox: --workspace `%s`", o->workspace ? o->workspace : ".");
   if (o->rootfs && realpath (o->rootfs, rootfs_real) == NULL)
     return asbx_error (err, errno, "sandbox: --rootfs `%s`", o->rootfs);
+  /* a seeded clone lies in the workspaces directory (below /var/lib for root, which the host
+   * directory checks refuse): it is ours, made a moment ago; it must still be that clone */
   if (sandbox_workspace_pin (ws, ws_st, err) < 0
-      || sandbox_check_workspace (g, o->workspace, ws, o->rootfs ? rootfs_real : NULL, err) < 0)
+      || (seed ? sandbox_seed_is_ours (seed, ws_st, err)
+               : sandbox_check_workspace (g, o->workspace, ws, o->rootfs ? rootfs_real : NULL, err))
+             < 0)
     return -1;
   snprintf (ws_out, PATH_MAX, "%s", ws);
   if (asbx_root_open (g->root, true, err) < 0)
@@ -696,6 +702,7 @@ asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o
   cleanup_free char *id = o_in->id ? xstrdup (o_in->id) : xasprintf ("sandbox-%d", getpid ());
   cleanup_free char *bundle = NULL, *reason = NULL, *apath = NULL, *adir = NULL;
   cleanup_free char *image_rootfs = NULL, *image_digest = NULL;
+  struct sandbox_seed seed = { 0 };
   struct asbx_sandbox_opts oo = *o_in;
   const struct asbx_sandbox_opts *o = &oo;
   asbx_err_t e2 = NULL;
@@ -711,42 +718,51 @@ asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o
     return -1;
   if (o->image && o->rootfs)
     return asbx_error (err, 0, "sandbox: --image and --rootfs are exclusive (both name the root filesystem)");
+  if (o->seed_git && o->workspace)
+    return asbx_error (err, 0, "sandbox: --seed-git and --workspace are exclusive (the clone is the workspace)");
   if (o->seed_git)
     {
-      /* checked before anything is made (the repository, a network URL refused); the clone
-       * itself is the review workspace's lower: TODO(merge, issue 18) with rv-mount's review
-       * layout: ws_create -> workspace_seed_git (id dir fd) -> meta.json seed -> overlay
-       * lowerdir = <id>/lower -> workspace_seed_audit */
-      cleanup_free char *repo = NULL, *rev = NULL;
-      if (workspace_seed_parse (o->seed_git, &repo, &rev, err) < 0 || workspace_seed_check_repo (repo, err) < 0)
+      /* the clone is the review workspace's lower (runtime/sandbox_seed.h): made before the
+       * bundle, which binds it at /workspace; create resumes the layout made with it */
+      if (sandbox_seed_prepare (g, o->seed_git, id, &seed, err) < 0)
         return -1;
-      if (o->workspace)
-        return asbx_error (err, 0, "sandbox: --seed-git and --workspace are exclusive (the clone is the workspace)");
-      return asbx_error (err, 0,
-                         "sandbox: --seed-git seeds a review workspace (--review, issue 18), which this build "
-                         "does not have yet");
+      oo.workspace = seed.lower;
+      oo.review = true;
     }
   if (o->image)
     {
       /* the unpacked, verified image is an ordinary read-only --rootfs from here on */
       if (oci_cache_rootfs (o->image, &image_rootfs, &image_digest, err) < 0)
-        return -1;
+        goto out;
       oo.rootfs = image_rootfs;
       log_info ("sandbox %s: image %s (%s)", id, o->image, image_digest);
     }
-  if (sandbox_bundle (g, o, id, &bundle, &ws_st, ws, err) < 0)
+  if (sandbox_bundle (g, o, id, o->seed_git ? &seed : NULL, &bundle, &ws_st, ws, err) < 0)
     goto out;
   struct asbx_create_opts co = {
     .id = id, .bundle = bundle, .default_profile = "agent", .workspace_review = o->review
   };
   if (asbx_container_create (g, &co, &pid, err) < 0)
     goto out;
-  if (sandbox_workspace_mounted_is (g, id, o->review, pid, ws, &ws_st, err) < 0)
+  if (sandbox_workspace_mounted_is (g, id, o->review, pid, ws, &ws_st, err) < 0
+      || (o->review && image_digest && sandbox_meta_image (g, id, image_digest, err) < 0))
     {
       asbx_container_delete (g, id, true, &e2);
       asbx_error_free (&e2);
       goto out;
     }
+  if (o->seed_git)
+    {
+      /* the revision the agent starts from, in the run's audit log before the command runs */
+      cleanup_free char *sdir = audit_dir_resolve (g->audit_dir, g->config_path, err);
+      if (!sdir || workspace_seed_audit (sdir, id, seed.repo, seed.rev, seed.sha, err) < 0)
+        {
+          asbx_container_delete (g, id, true, &e2);
+          asbx_error_free (&e2);
+          goto out;
+        }
+    }
+  seed.made = false; /* the container ran (or is about to): the workspace is the user's to review */
   /* From here a stop signal must reach sandbox_wait: the command can run (and the caller see it
    * run) before this process is scheduled again after `start`, and a SIGTERM in that gap took the
    * default action, leaving the container, its cgroup and state behind. The init and monitor
@@ -790,5 +806,8 @@ asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o
 out:
   if (bundle)
     remove_tree (bundle, id);
+  if (ret < 0)
+    sandbox_seed_undo (&seed, id);
+  sandbox_seed_free (&seed);
   return ret;
 }

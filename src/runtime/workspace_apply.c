@@ -535,6 +535,21 @@ ws_apply (const struct ws_apply_opts *o, FILE *out, asbx_err_t *err)
                   o->id);
       goto out;
     }
+  {
+    /* a seeded workspace (sandbox --seed-git): the lower is the layout's own clone, which the
+     * removal of <id>/ at the end of apply would take with it; the changes go to the user's
+     * repository as a patch (workspace diff) or a layer (workspace export) instead */
+    cleanup_free char *own = xasprintf ("%s/lower", h.dir);
+    if (strcmp (h.meta.workspace, own) == 0)
+      {
+        asbx_error (err, EINVAL,
+                    "workspace `%s`: its workspace is the seeded clone `%s` (sandbox --seed-git), which apply would "
+                    "remove with the rest: take the changes with `agentsbx workspace diff %s` (a patch for the "
+                    "repository) or `workspace export`, then `workspace discard %s`",
+                    o->id, own, o->id, o->id);
+        goto out;
+      }
+  }
   if ((lowerfd = ws_open_lower (&h, err)) < 0)
     goto out;
   if (fstat (lowerfd, &st) < 0)

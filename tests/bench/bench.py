@@ -21,6 +21,9 @@ noise hits all runtimes alike; two warm-up rounds are not counted):
                same user-owned workspace (so root's run has quick mode's user namespace too); then
                again with the workspace a git repository (sandbox-user-git: root pins .git/config
                and .git/hooks in its mount namespace, the user cannot and records them unpinned)
+  review       (optional: --only review) issue 18's review workspace against a direct bind: start
+               (sandbox --review vs sandbox of /bin/true), a 10,000-file npm-style write inside,
+               `workspace diff --json` and `workspace apply` of those files
   egress       network.mode filtered vs open, same container: TCP connect, a small HTTP request
                and a 64 MiB download through the SNI/Host splice, DNS through the stub (see
                tests/bench/egress_bench.py; a fake upstream in namespaces of its own)
@@ -428,6 +431,101 @@ class Bench:
             subprocess.run(["userdel", "-r", "-f", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             shutil.rmtree(f"/tmp/agentsbx-{pw.pw_uid}", ignore_errors=True)
 
+    def s_review(self):
+        """issue 18: a review workspace (overlay, upper kept by agentsbx) against a direct bind"""
+        if os.geteuid() != 0:
+            print("review: needs root", file=sys.stderr)
+            return
+        b = os.path.join(self.work, "b-true")
+        rootfs = os.path.join(b, "rootfs")
+        cfg = os.path.join(self.work, "review-config.json")
+        json.dump({"workspacesDir": os.path.join(self.work, "workspaces")}, open(cfg, "w"))
+        audit = os.path.join(self.work, "review-audit")
+        asbx = self.rts[0]
+        runc = next((rt for rt in self.rts if rt.name == "runc"), None)
+        plain = Runtime("agentsbx-run", asbx.path)
+        direct = Runtime("sandbox-direct", asbx.path)
+        review = Runtime("sandbox-review", asbx.path)
+        made = []  # review ids whose workspace is left to discard
+
+        def g(rt, *args):
+            return self.cmd(rt, "--config", cfg, "--audit-dir", audit, *args)
+
+        def sandbox(rt, ws, args):
+            sid = self.cid(rt)
+            extra = ["--review"] if rt is review else []
+            dt, rc, _ = timed(g(rt, "sandbox", "--id", sid, *extra, "--rootfs", rootfs, "--workspace", ws, "--",
+                                *args), cwd=ws)
+            if rc != 0:
+                raise RuntimeError(f"sandbox failed ({rc}): {LAST_ERR[0].strip()}")
+            if rt is review:
+                made.append(sid)
+            return dt, sid
+
+        def discard():
+            while made:
+                quiet(g(review, "workspace", "discard", made.pop()))
+
+        ws = os.path.join(self.work, "review-ws")
+        os.makedirs(ws, exist_ok=True)
+
+        def start(rt):
+            if rt is plain or rt is runc:
+                return self.run_once(rt, b)[0]
+            dt = sandbox(rt, ws, ["/bin/true"])[0]
+            discard()
+            return dt
+        self.record("review-start", "ms",
+                    self.interleave(start, self.a.n, [r for r in (runc, plain, direct, review) if r]), 1000,
+                    note="sandbox --review vs sandbox (direct bind) of /bin/true, same rootfs; `run` of the "
+                    "bundle for reference")
+
+        # an npm-style install: 100 packages x 100 small files in nested dirs = 10,000 files
+        script = ('i=0; while [ $i -lt 100 ]; do d=node_modules/pkg$i/lib/sub; mkdir -p $d; j=0; '
+                  'while [ $j -lt 100 ]; do echo "module.exports = $i.$j;" > $d/f$j.js; j=$((j+1)); done; '
+                  'i=$((i+1)); done')
+        bw = os.path.join(self.work, "b-write")
+        wcfg = make_bundle(bw, ["/bin/sh", "-c", script])
+        wcfg["process"]["cwd"] = "/workspace"
+        wcfg["mounts"].append({"destination": "/workspace", "type": "bind", "source": ws,
+                               "options": ["rbind", "rw"]})
+        json.dump(wcfg, open(os.path.join(bw, "config.json"), "w"))
+        diffs, applies, rounds = [], [], max(3, self.a.n // 4)
+
+        def write(rt):
+            shutil.rmtree(os.path.join(ws, "node_modules"), ignore_errors=True)
+            if rt is runc:
+                return self.run_once(rt, bw)[0]
+            dt, sid = sandbox(rt, ws, ["/bin/sh", "-c", script])
+            if rt is review:
+                # the same workspace is reviewed: diff of the 10,000 added files, then apply to
+                # the (empty) host workspace; apply removes <id>/
+                d, rc, _ = timed(g(rt, "workspace", "diff", "--json", sid))
+                if rc != 0:
+                    raise RuntimeError(f"workspace diff failed ({rc}): {LAST_ERR[0].strip()}")
+                a, rc, _ = timed(g(rt, "workspace", "apply", sid))
+                if rc != 0:
+                    raise RuntimeError(f"workspace apply failed ({rc}): {LAST_ERR[0].strip()}")
+                made.remove(sid)
+                if not os.path.isfile(os.path.join(ws, "node_modules/pkg99/lib/sub/f99.js")):
+                    raise RuntimeError("workspace apply: the files are not on the host")
+                diffs.append(d)
+                applies.append(a)
+            return dt
+        try:
+            per = self.interleave(write, rounds, [r for r in (runc, direct, review) if r])
+        finally:
+            discard()
+            shutil.rmtree(os.path.join(ws, "node_modules"), ignore_errors=True)
+        self.record("review-write-10k", "ms", per, 1000,
+                    note="10,000 small files in 100 nested package dirs written by busybox sh: into the overlay "
+                    "(review) vs the bind (direct, runc)")
+        # two warm-up rounds of `write` are not counted; neither are their diff/apply
+        self.record("review-diff-10k", "ms", {"agentsbx": diffs[2:]}, 1000,
+                    note="workspace diff --json of those 10,000 added files (sha256 of each)")
+        self.record("review-apply-10k", "ms", {"agentsbx": applies[2:]}, 1000,
+                    note="workspace apply of those 10,000 files to an empty host workspace (atomic per file)")
+
     def s_egress(self):
         import egress_bench  # tests/bench/egress_bench.py (sys.path[0] is this directory)
         try:
@@ -527,13 +625,16 @@ def ensure_packages(a):
 
 
 SCENARIOS = ["floor", "run", "run_seccomp", "exec", "rss", "syscalls", "memlimit", "parallel", "sandbox", "sandbox_user", "egress"]
+# not in the default run (its 10,000-file rounds take a while): --only review
+OPTIONAL = ["review"]
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-n", type=int, default=20, help="counted runs per scenario and runtime")
     ap.add_argument("--parallel", type=int, default=100)
-    ap.add_argument("--only", default="", help="comma-separated subset of " + ",".join(SCENARIOS))
+    ap.add_argument("--only", default="", help="comma-separated subset of " + ",".join(SCENARIOS + OPTIONAL)
+                    + " (default: all but " + ",".join(OPTIONAL) + ")")
     ap.add_argument("--no-install", action="store_true")
     ap.add_argument("--no-save", action="store_true", help="do not write bench/results/*.json")
     a = ap.parse_args()

@@ -498,3 +498,34 @@ def test_review_workspace_as_user(user, binary, ws):
     r = as_user(user, [binary, "workspace", "discard", sid])
     assert r.rc == 0, r
     assert not os.path.exists(top)
+
+
+def test_seed_git_as_user(user, binary, ws):
+    """`sandbox --seed-git` as a non-root caller (issue 18): the clone is made as the user in the
+    user's XDG workspaces dir (inside their home: ours, not judged as a host workspace), the
+    overlay over it in the sandbox's user namespace; the source repository is not written."""
+    if shutil.which("git") is None:
+        pytest.skip("git not installed")
+    env = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_AUTHOR_NAME": "t",
+           "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+    for argv in (["git", "init", "-q", "-b", "main", ws], ["sh", "-c", "echo one > a.txt"],
+                 ["git", "-C", ws, "add", "a.txt"], ["git", "-C", ws, "commit", "-q", "-m", "c1"]):
+        r = as_user(user, argv, env=env, cwd=ws)
+        assert r.rc == 0, r
+    head = as_user(user, ["git", "-C", ws, "rev-parse", "HEAD"], env=env).out.strip()
+    sid = f"rlseed-{uuid.uuid4().hex[:6]}"
+    pol = {"version": 1, "extends": "rootless", "network": {"mode": "none"}}
+    r = as_user(user, [binary, "sandbox", "--seed-git", ws, "--id", sid, "--policy", policy_file(user, pol), "--",
+                       "/bin/sh", "-c", "cat a.txt; echo two > a.txt; echo x > b"])
+    assert r.rc == 0 and r.out.split() == ["one"], r
+    assert sorted(n for n in os.listdir(ws) if n != ".git") == ["a.txt"]
+    with open(os.path.join(ws, "a.txt")) as f:
+        assert f.read() == "one\n"
+    top = os.path.join(user.pw_dir, ".local", "share", "agentsbx", "workspaces", sid)
+    with open(os.path.join(top, "meta.json")) as f:
+        m = json.load(f)
+    assert m["xattr"] == "user" and m["seed"]["rev"] == head and m["workspace"] == os.path.join(top, "lower"), m
+    assert os.lstat(os.path.join(top, "upper", "b")).st_uid == user.pw_uid
+    r = as_user(user, [binary, "workspace", "discard", sid])
+    assert r.rc == 0, r
+    assert not os.path.exists(top)

@@ -3,6 +3,7 @@ verified against its digests, unpacked (whiteouts applied, escaping entries refu
 cache keyed by the manifest digest, and used as the read-only rootfs. Observed from inside the
 sandbox (busybox) and on the host (the cache, the targets an escape would have written)."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -245,7 +246,6 @@ def test_image_made_by_umoci(rt, ws, busybox_template, cache):
 def test_image_index_followed_to_this_platform(rt, ws, base_tar, cache):
     """index.json -> an image index (multi-platform) -> the linux/amd64 manifest; the arm64
     entry (whose blob is not even there) is not touched."""
-    import json
     import platform
     from ociutil import MT_INDEX, MT_MANIFEST, REF_NAME, put_blob
     if platform.machine() != "x86_64":
@@ -276,7 +276,6 @@ def test_image_copied_by_skopeo(rt, ws, base_tar, cache):
     write_layout(src, [base_tar, marker_layer(mark)], tags=("v1",))
     cp = subprocess.run(["skopeo", "copy", f"oci:{src}:v1", f"oci:{dst}:copied"], capture_output=True, text=True)
     assert cp.returncode == 0, cp.stderr
-    import json
     with open(os.path.join(dst, "index.json")) as f:
         cache.append({"digest": json.load(f)["manifests"][0]["digest"]})
     r = sandbox_run(rt, "--image", f"{dst}:copied", "--workspace", ws, "--", "/bin/cat", "/etc/image-marker")
@@ -415,3 +414,21 @@ def test_image_as_a_non_root_user(rt, base_tar, tmp_path):
         subprocess.run(["userdel", "-r", "-f", name], check=False, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
         shutil.rmtree(f"/tmp/agentsbx-{pw.pw_uid}", ignore_errors=True)
+
+
+def test_review_meta_records_the_image_digest(rt, ws, base_tar, cache):
+    layout = os.path.join(rt.workdir, "img-review")
+    im = write_layout(layout, [base_tar, marker_layer("r")], tags=("v1",))
+    cache.append(im["manifest"])
+    wsdir = os.path.join(rt.workdir, "workspaces")
+    config = os.path.join(rt.workdir, "image-review-config.json")
+    with open(config, "w") as f:
+        f.write('{"workspacesDir": "%s"}' % wsdir)
+    sid = rt.new_id()
+    r = sandbox_run(rt, "--image", f"{layout}:v1", "--review", "--id", sid, "--workspace", ws, "--",
+                    "/bin/sh", "-c", "echo y > /workspace/out", global_args=["--config", config])
+    assert r.rc == 0, r
+    assert not os.path.exists(os.path.join(ws, "out"))
+    with open(os.path.join(wsdir, sid, "meta.json")) as f:
+        m = json.load(f)
+    assert m["image"] == im["manifest"]["digest"], m
