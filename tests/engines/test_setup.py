@@ -207,8 +207,12 @@ def _cri_run(cd, cri_js, rootfs_tar):
                                                                      "ipc": "POD"}}}}
         pod = call("RunPodSandbox", {"config": pcfg, "runtime_handler": handler})["pod_sandbox_id"]
         try:
+            # the container's own pid namespace, as kubelet asks without shareProcessNamespace
+            # (the agent profile refuses a joined one: vm.memfd_noexec is per pid namespace)
             ccfg = {"metadata": {"name": "w", "attempt": 0}, "image": {"image": IMAGE_FULL},
-                    "command": ["sleep", "60"], "log_path": "w.log"}
+                    "command": ["sleep", "60"], "log_path": "w.log",
+                    "linux": {"security_context": {"namespace_options": {"network": "NODE", "pid": "CONTAINER",
+                                                                         "ipc": "POD"}}}}
             c = call("CreateContainer", {"pod_sandbox_id": pod, "config": ccfg,
                                          "sandbox_config": pcfg})["container_id"]
             call("StartContainer", {"container_id": c})
