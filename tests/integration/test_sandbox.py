@@ -482,6 +482,34 @@ def test_workspace_holding_the_state_root_refused(rt):
                          global_args=["--root", os.path.join(ws, "state"), "--audit-dir", audit_dir(rt)])
 
 
+@pytest.mark.parametrize("key,why,review", [
+    ("workspacesDir", "the review workspaces directory", True),
+    ("workspacesDir", "the review workspaces directory", False),
+    ("secretsDir", "the secrets directory", False),
+])
+def test_workspace_holding_the_workspaces_or_secrets_dir_refused(rt, key, why, review):
+    """A workspacesDir (or secretsDir) inside the workspace: the agent read and rewrote every review
+    workspace's meta.json and upper at /workspace/.wsd, and the host's apply of that workspace then
+    wrote where the forged meta.json pointed (outside tester, attack 20)."""
+    ws = os.path.join(rt.workdir, f"ws-{key}-{os.urandom(2).hex()}")
+    inside = os.path.join(ws, ".wsd")
+    os.makedirs(inside)
+    with open(os.path.join(inside, "meta.json"), "w") as f:
+        f.write("OTHER-WORKSPACE-META\n")
+    cfg = os.path.join(rt.workdir, f"cfg-{os.urandom(2).hex()}.json")
+    with open(cfg, "w") as f:
+        json.dump({key: inside}, f)
+    marker = f"asbx-ran-{os.urandom(3).hex()}"
+    r = rt.cmd("sandbox", *(["--review"] if review else []), "--workspace", ws, "--", "/bin/sh", "-c",
+               f"echo x > /workspace/{marker}; echo forged > /workspace/.wsd/meta.json",
+               global_args=["--config", cfg, "--audit-dir", audit_dir(rt)])
+    assert r.rc != 0, r
+    assert f"refusing workspace `{ws}`" in r.err and why in r.err, r
+    assert not os.path.exists(os.path.join(ws, marker))
+    with open(os.path.join(inside, "meta.json")) as f:
+        assert f.read() == "OTHER-WORKSPACE-META\n"
+
+
 @pytest.fixture
 def passwd_user(rt):
     """A user of the host's /etc/passwd whose home lies in a project dir: <workdir>/proj/users/h."""
