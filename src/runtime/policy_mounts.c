@@ -149,7 +149,7 @@ mask_aliases (int rootfd, int fd, struct policy_homes_seen *noted, asbx_err_t *e
   if (place)
     nv = mountinfo_views (m, n, own, place, &v);
   /* views are named in this namespace; the container's paths are below the rootfs's point */
-  pl = root && strcmp (root->point, "/") ? strlen (root->point) : 0;
+  pl = root && strcmp (root->point, "/") != 0 ? strlen (root->point) : 0;
   for (size_t i = 0; i < nv && r == 0; i++)
     {
       if (!policy_path_within (root->point, v[i].mount->point) || !policy_path_within (root->point, v[i].at))
