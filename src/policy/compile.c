@@ -123,6 +123,30 @@ compile_mounts (struct policy_plan *p, const struct pdoc *e)
   qsort (p->mounts, p->mounts_len, sizeof (*p->mounts), cmp_mount);
 }
 
+/* The runtime's own per-user data in every home, masked whatever the policy says (outside
+ * tester: a root sandbox, whose root keeps CAP_DAC_OVERRIDE, read and rewrote a user's review
+ * layers through the read-only /home of quick mode; hidden_paths names only the caller's own
+ * directories). XDG defaults: the review workspaces and image cache (share), the audit logs
+ * (state), the user config and its secretsDir (config). Not optional: a writable home holds the
+ * mask too, so the agent cannot plant a directory the user's next run would trust. */
+static const char *const runtime_home_dirs[] = { ".local/share/agentsbx", ".local/state/agentsbx", ".config/agentsbx" };
+
+static void
+compile_runtime_masks (struct policy_plan *p, const struct pdoc *e)
+{
+  const struct pdoc_paths *w = &e->fs[PDOC_ALLOW_WRITE], *t = &e->fs[PDOC_TMPFS];
+  const struct pdoc_path src = { .origin = (char *) "the runtime's own data in each home (docs/security.md)" };
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (runtime_home_dirs); i++)
+    {
+      cleanup_free char *root = xasprintf ("/root/%s", runtime_home_dirs[i]);
+      add_mount (p, POLICY_MOUNT_MASK, &src, root, false, covered_by (w, root, true) || covered_by (t, root, true),
+                 NULL);
+      add_mount (p, POLICY_MOUNT_MASK, &src, "/home", false,
+                 covered_by (w, "/home", false) || covered_by (t, "/home", false), runtime_home_dirs[i]);
+    }
+  qsort (p->mounts, p->mounts_len, sizeof (*p->mounts), cmp_mount);
+}
+
 static void
 add_rule (struct policy_plan *p, const struct pdoc_path *src, unsigned rights)
 {
@@ -278,6 +302,7 @@ policy_compile (const struct pdoc *e)
       compile_mounts (p, e);
       compile_landlock (p, e);
     }
+  compile_runtime_masks (p, e);
   p->ws_mode = e->ws_mode == POLICY_WS_REVIEW ? POLICY_WS_REVIEW : POLICY_WS_DIRECT;
   p->ws_path = xstrdup (e->ws_path ? e->ws_path : POLICY_DEFAULT_WS_PATH);
   p->deny_groups = e->deny_groups;

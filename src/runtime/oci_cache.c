@@ -81,12 +81,18 @@ open_cache_dir (const char *dir, asbx_err_t *err)
   return fd;
 }
 
+/* The second line of the `complete` marker: the entry's tree holds no group/other-writable or
+ * sticky mode (oci_unpack.c CACHE_MODE_DROP). An entry marked without it was unpacked by an
+ * earlier agentsbx that kept an image's 1777 /var/tmp and 0666 files, which any local user may
+ * have changed since (outside tester, attack 06): refused on a hit, never used. */
+#define MARKER_MODES "modes: no group or other write\n"
+
 /* 1: a complete entry for hex; 0: none; -1: an entry that is not complete (*err) */
 static int
 cache_lookup (int cfd, const char *dir, const char *hex, asbx_err_t *err)
 {
   cleanup_free char *marker_path = xasprintf ("%s/complete", hex), *rootfs = xasprintf ("%s/rootfs", hex);
-  cleanup_free char *text = NULL, *want = xasprintf ("sha256:%s\n", hex);
+  cleanup_free char *text = NULL, *old = xasprintf ("sha256:%s\n", hex), *want = xasprintf ("%s%s", old, MARKER_MODES);
   cleanup_close int ed = ps_openat2 (cfd, hex, O_PATH | O_DIRECTORY, 0, RESOLVE_STRICT);
   size_t len;
 
@@ -94,7 +100,13 @@ cache_lookup (int cfd, const char *dir, const char *hex, asbx_err_t *err)
     return 0;
   cleanup_close int mf = ps_openat2 (cfd, marker_path, O_RDONLY | O_NOCTTY, 0, RESOLVE_STRICT);
   cleanup_close int rf = ps_openat2 (cfd, rootfs, O_PATH | O_DIRECTORY, 0, RESOLVE_STRICT);
-  if (ed < 0 || mf < 0 || rf < 0 || read_all_fd (mf, 256, &text, &len) < 0 || strcmp (text, want) != 0)
+  if (ed >= 0 && mf >= 0 && rf >= 0 && read_all_fd (mf, 256, &text, &len) == 0 && strcmp (text, old) == 0)
+    return asbx_error (err, 0,
+                       "image cache: `%s/%s` was unpacked by an earlier agentsbx that kept the image's group- and "
+                       "other-writable modes (any local user may have changed it since): remove it to unpack the "
+                       "image again",
+                       dir, hex);
+  if (ed < 0 || mf < 0 || rf < 0 || !text || strcmp (text, want) != 0)
     return asbx_error (err, 0,
                        "image cache: `%s/%s` is not a complete entry (no `complete` marker naming sha256:%s, or no "
                        "rootfs): it was not made by agentsbx; remove it",
@@ -161,7 +173,7 @@ cache_fill (const struct oci_image *img, int cfd, const char *dir, asbx_err_t *e
 {
   const char *hex = img->manifest.hex;
   cleanup_free char *tmp = xasprintf ("%s/" TMP_PREFIX "%s-%d-XXXXXX", dir, hex, (int) getpid ());
-  cleanup_free char *marker = xasprintf ("sha256:%s\n", hex);
+  cleanup_free char *marker = xasprintf ("sha256:%s\n" MARKER_MODES, hex);
   cleanup_close int tfd = -1, rootfd = -1, mf = -1;
   int ret = -1;
 

@@ -1,7 +1,8 @@
 /* oci_cache.h - the unpacked-image cache of `sandbox --image` (docs/man/agentsbx-sandbox.1).
  *
  * <images>/<manifest hex>/rootfs is the image's root filesystem, <images>/<hex>/complete holds
- * "sha256:<hex>\n". <images> is /var/lib/agentsbx/images for root, else
+ * "sha256:<hex>\nmodes: no group or other write\n" (no entry of its tree is group/other-writable
+ * or sticky). <images> is /var/lib/agentsbx/images for root, else
  * $XDG_DATA_HOME/agentsbx/images (default ~/.local/share/agentsbx/images). An entry is built in
  * <images>/.tmp-<hex>-<pid>-XXXXXX and renamed into place whole, so a concurrent or killed
  * unpack never leaves a half entry under the digest's name; a temp dir whose pid is gone is

@@ -311,6 +311,13 @@ write_data (struct layer *l, struct archive *a, int fd, const char *entry, int64
   return 0;
 }
 
+/* The mode bits an entry of the cache may keep: no group or other write, no sticky bit. The
+ * cache lies on the host and is searchable by others; an image's 1777 /var/tmp or 0666 file kept
+ * as it is let any local user change what a later root `sandbox --image` run of that image sees
+ * (outside tester, attack 06). The container sees its root read-only, so the bits granted
+ * nothing inside it; a fresh tmpfs is where it writes. */
+#define CACHE_MODE_DROP ((mode_t) (S_IWGRP | S_IWOTH | S_ISVTX))
+
 /* owner, mode, times of what fd (or dfd/name for a symlink) is */
 static int
 set_meta (struct layer *l, int fd, struct archive_entry *e, const char *entry, asbx_err_t *err)
@@ -326,7 +333,7 @@ set_meta (struct layer *l, int fd, struct archive_entry *e, const char *entry, a
   mode_t perm = archive_entry_perm (e) & 07777;
   if (perm & (S_ISUID | S_ISGID))
     l->st->setid++;
-  if (fchmod (fd, perm & ~(mode_t) (S_ISUID | S_ISGID)) < 0)
+  if (fchmod (fd, perm & ~(mode_t) (S_ISUID | S_ISGID) & ~CACHE_MODE_DROP) < 0)
     return asbx_error (err, errno, "layer %s: entry `%s`: chmod", l->d->digest, entry);
   set_xattrs (l, fd, e);
   if (futimens (fd, ts) < 0)
@@ -347,7 +354,7 @@ make_dir (struct layer *l, int dfd, const char *base, const char *path, struct a
   set_xattrs (l, fd, e);
   l->dirs = xrealloc (l->dirs, (l->n_dirs + 1) * sizeof *l->dirs);
   l->dirs[l->n_dirs++] = (struct dir_fix){ xstrdup (path),
-                                           archive_entry_perm (e) & 07777,
+                                           archive_entry_perm (e) & 07777 & ~CACHE_MODE_DROP,
                                            { archive_entry_mtime (e), archive_entry_mtime_nsec (e) } };
   return 0;
 }
@@ -482,7 +489,7 @@ make_entry (struct layer *l, struct archive *a, struct archive_entry *e, asbx_er
             && fchownat (dfd, base, (uid_t) archive_entry_uid (e), (gid_t) archive_entry_gid (e), AT_SYMLINK_NOFOLLOW)
                    < 0)
           return asbx_error (err, errno, "layer %s: entry `%s`: chown", l->d->digest, raw);
-        if (fchmodat (dfd, base, archive_entry_perm (e) & 0777, 0) < 0)
+        if (fchmodat (dfd, base, archive_entry_perm (e) & 0777 & ~CACHE_MODE_DROP, 0) < 0)
           return asbx_error (err, errno, "layer %s: entry `%s`: chmod", l->d->digest, raw);
         return 0;
       }

@@ -149,7 +149,7 @@ mask_aliases (int rootfd, int fd, struct policy_homes_seen *noted, asbx_err_t *e
   if (place)
     nv = mountinfo_views (m, n, own, place, &v);
   /* views are named in this namespace; the container's paths are below the rootfs's point */
-  pl = root && strcmp (root->point, "/") ? strlen (root->point) : 0;
+  pl = root && strcmp (root->point, "/") != 0 ? strlen (root->point) : 0;
   for (size_t i = 0; i < nv && r == 0; i++)
     {
       if (!policy_path_within (root->point, v[i].mount->point) || !policy_path_within (root->point, v[i].at))
@@ -518,6 +518,31 @@ apply_each_child (int rootfd, const struct policy_plan *plan, const struct polic
   return r;
 }
 
+/* A hidden directory inside the container's rootfs (`--rootfs R` with a workspacesDir R/wsd) is
+ * shown at its place below the rootfs (/wsd), not at its host path, and mask_aliases leaves the
+ * container's root mount out (outside tester, attack 03: another run's review upper and meta.json
+ * read and written at /wsd). The deepest host ancestor of `real` that is the rootfs's own
+ * directory (device and inode of rootfd) names that place; it is masked only when it shows the
+ * hidden directory itself (mask_if_same). 0 also when `real` is not below the rootfs. */
+static int
+mask_below_rootfs (int rootfd, const char *real, const struct stat *want, asbx_err_t *err)
+{
+  cleanup_free char *buf = xstrdup (real);
+  struct stat rst;
+
+  if (fstat (rootfd, &rst) < 0)
+    return 0;
+  for (char *slash = strrchr (buf, '/'); slash && slash != buf; slash = strrchr (buf, '/'))
+    {
+      struct stat pst;
+      *slash = '\0';
+      cleanup_close int pfd = open (buf, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (pfd >= 0 && fstat (pfd, &pst) == 0 && pst.st_dev == rst.st_dev && pst.st_ino == rst.st_ino)
+        return mask_if_same (rootfd, real + (slash - buf), want, NULL, err);
+    }
+  return 0;
+}
+
 /* One host directory of plan->hidden_paths: masked where the container's view shows that same
  * directory (device and inode) at its path (or at its real path), e.g. the audit directory
  * through the sandbox's /var bind. A directory the container sees elsewhere under another name
@@ -570,6 +595,8 @@ apply_hidden (int rootfd, const char *path, asbx_err_t *err)
   struct stat now;
   if (hfd < 0 || fstat (hfd, &now) < 0 || now.st_dev != hst.st_dev || now.st_ino != hst.st_ino)
     return 0; /* replaced since: what is there now is not ours to hide */
+  if (mask_below_rootfs (rootfd, real, &hst, err) < 0)
+    return asbx_error_wrap (err, "policy: hide the host's `%s` where the rootfs shows it", real);
   return mask_aliases (rootfd, hfd, NULL, err);
 }
 

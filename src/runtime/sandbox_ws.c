@@ -193,6 +193,21 @@ check_policy_paths (const struct asbx_global *g, const char *ws, const char *roo
                            sandbox_path_under (h, ws) ? "is or contains" : "lies in", h,
                            m->kind == POLICY_MOUNT_MASK ? "hides" : "makes read-only", m->origin ? m->origin : "");
     }
+  /* the review workspaces directory and the secrets directory are hidden at their own paths
+   * only (plan->hidden_paths): inside the workspace the agent read and rewrote every review
+   * workspace's meta.json and upper through /workspace, and the host's apply then wrote where the
+   * forged meta.json pointed (outside tester, attack 20) */
+  const char *dirs[] = { plan->workspaces_dir, plan->secrets_dir };
+  const char *names[] = { "the review workspaces directory", "the secrets directory" };
+  const char *why[] = { "the layers and metadata of every review workspace", "the secrets credentials are made from" };
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (dirs) && !*what; i++)
+    {
+      if (!dirs[i])
+        continue;
+      cleanup_free char *d = resolved ("", dirs[i]);
+      if (sandbox_path_under (ws, d) || sandbox_path_under (d, ws))
+        *what = xasprintf ("it is, contains or lies in %s `%s` (%s)", names[i], d, why[i]);
+    }
   policy_plan_free (plan);
   return *what ? 1 : 0;
 }

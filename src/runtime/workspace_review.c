@@ -17,6 +17,7 @@
 #include "linux/mountopts.h"
 #include "linux/pathsafe.h"
 #include "monitor/audit.h"
+#include "runtime/policy_noexec.h"
 #include "runtime/workspace_layout.h"
 #include "runtime/workspace_review.h"
 
@@ -104,6 +105,33 @@ open_lower (const struct oci_mount *m, const char *config_path, size_t idx, char
                          real);
     }
   return fd;
+}
+
+/* The lower (realpath `real`) must not be, contain or lie in the workspaces directory or the
+ * secrets directory: both are hidden at their own paths only, and through the workspace the
+ * agent read and rewrote every review workspace's meta.json and upper, whose apply then wrote
+ * where the forged meta.json pointed (outside tester, attack 20). Judged before anything is
+ * made; a directory not there yet is judged as written. 0 / -1 with *err. */
+static int
+refuse_runtime_dirs (const struct policy_plan *plan, const char *real, const char *config_path, size_t idx,
+                     asbx_err_t *err)
+{
+  const char *dirs[] = { plan->workspaces_dir, plan->secrets_dir };
+  const char *names[] = { "the review workspaces directory", "the secrets directory" };
+  char buf[PATH_MAX];
+
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (dirs); i++)
+    {
+      if (!dirs[i] || dirs[i][0] != '/')
+        continue;
+      const char *d = realpath (dirs[i], buf) ? buf : dirs[i];
+      if (policy_path_within (d, real) || policy_path_within (real, d))
+        return asbx_error (err, EINVAL,
+                           "%s: mounts[%zu].source `%s` (the review workspace) is, contains or lies in %s `%s`: "
+                           "the agent would read and rewrite it through the workspace; bind a project directory",
+                           config_path, idx, real, names[i], d);
+    }
+  return 0;
 }
 
 /* a new <id>/, or the stopped one of an earlier run over the same lower */
@@ -235,7 +263,7 @@ ws_review_prepare (const struct policy_plan *plan, const struct oci_spec *spec, 
   r->active = true;
   r->dir = xstrdup (plan->workspaces_dir);
   cleanup_close int lower_fd = open_lower (m, config_path, (size_t) idx, real, &st, err);
-  if (lower_fd < 0)
+  if (lower_fd < 0 || refuse_runtime_dirs (plan, real, config_path, (size_t) idx, err) < 0)
     return -1;
   root_host_ids (spec, userns, &uid, &gid);
   r->ovl.userxattr = userns;

@@ -39,7 +39,7 @@ def tar_of_tree(root):
 
 
 def tar_of_entries(entries):
-    """entries: list of (name, kind, value): kind 'file' (value: bytes), 'suid' (a 04755 file), 'dir', 'rodir' (0555), 'symlink' (value:
+    """entries: list of (name, kind, value): kind 'file' (value: bytes), 'suid' (a 04755 file), 'wwfile' (a 0666 file), 'dir', 'rodir' (0555), 'tmpdir' (01777), 'wwfifo' (a 0666 FIFO), 'symlink' (value:
     target), 'hardlink' (value: target name), 'chr' (value: (major, minor)). Written in order, as
     given (so a test can put anything in any order)."""
     buf = io.BytesIO()
@@ -47,12 +47,14 @@ def tar_of_entries(entries):
         for name, kind, value in entries:
             ti = tarfile.TarInfo(name)
             ti.mtime = 1700000000
-            if kind in ("file", "suid"):
-                ti.size, ti.mode = len(value), 0o644 if kind == "file" else 0o4755
+            if kind in ("file", "suid", "wwfile"):
+                ti.size, ti.mode = len(value), {"file": 0o644, "suid": 0o4755, "wwfile": 0o666}[kind]
                 t.addfile(ti, io.BytesIO(value))
                 continue
-            if kind in ("dir", "rodir"):
-                ti.type, ti.mode = tarfile.DIRTYPE, 0o755 if kind == "dir" else 0o555
+            if kind in ("dir", "rodir", "tmpdir"):
+                ti.type, ti.mode = tarfile.DIRTYPE, {"dir": 0o755, "rodir": 0o555, "tmpdir": 0o1777}[kind]
+            elif kind == "wwfifo":
+                ti.type, ti.mode = tarfile.FIFOTYPE, 0o666
             elif kind == "symlink":
                 ti.type, ti.linkname = tarfile.SYMTYPE, value
             elif kind == "hardlink":

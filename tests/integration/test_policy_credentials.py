@@ -44,6 +44,9 @@ CREDENTIALS = [
     (".mozilla", "firefox/p/cookies.sqlite"), (".config/google-chrome", "Default/Cookies"),
     (".config/chromium", "Default/Cookies"),
     (".bash_history", None), (".zsh_history", None), (".psql_history", None), (".mysql_history", None),
+    # the runtime's own per-user data (masked whatever the policy): review layers, audit, config
+    (".local/share/agentsbx", "workspaces/x/upper/s.txt"), (".local/state/agentsbx", "audit/x.jsonl"),
+    (".config/agentsbx", "secrets/token"),
 ]
 
 HOMES = ["/root", "/home/user", "/home/linked", "/var/lib/postgresql"]
@@ -161,3 +164,40 @@ def test_audit_dir_and_state_root_hidden_from_sandbox(rt, var_dirs, tmp_path):
         pytest.fail("the sandbox connected to another container's approvals socket")
     except BlockingIOError:
         pass
+
+
+def test_sandbox_hides_other_users_agentsbx_data(rt, tmp_path):
+    """A root sandbox (quick mode: the host's /home read-only, root with CAP_DAC_OVERRIDE) does not
+    read a user's review layers, audit logs or user config/secrets (outside tester: it read and
+    rewrote another user's ~/.local/share/agentsbx/workspaces/ID/meta.json and upper)."""
+    home = f"/home/asbx-b5a-{os.getpid()}-{os.urandom(3).hex()}"
+    files = {"WS-UPPER-SECRET": ".local/share/agentsbx/workspaces/u1/upper/secret.txt",
+             "WS-META-SECRET": ".local/share/agentsbx/workspaces/u1/meta.json",
+             "AUDIT-SECRET": ".local/state/agentsbx/audit/u1.jsonl",
+             "CONFIG-SECRET": ".config/agentsbx/secrets/token"}
+    try:
+        for marker, rel in files.items():
+            path = os.path.join(home, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                f.write(marker + "\n")
+        for dirpath, _, names in os.walk(home):
+            os.chown(dirpath, 4242, 4242)
+            os.chmod(dirpath, 0o700)
+            for n in names:
+                os.chown(os.path.join(dirpath, n), 4242, 4242)
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        paths = " ".join(os.path.join(home, rel) for rel in files.values())
+        w = os.path.join(home, files["WS-META-SECRET"])
+        r = rt.cmd("sandbox", "--workspace", str(ws), "--", "/bin/sh", "-c",
+                   f"cat {paths} 2>/dev/null; ls {home}/.local/share/agentsbx/workspaces 2>&1; "
+                   f"echo x >> {w} && echo META-WRITTEN; echo done", timeout=60)
+        assert r.rc == 0 and "done" in r.out, r
+        for marker in list(files) + ["u1", "META-WRITTEN"]:
+            assert marker not in r.out, (marker, r)
+        with open(w) as f:
+            assert f.read() == "WS-META-SECRET\n"
+    finally:
+        import shutil
+        shutil.rmtree(home, ignore_errors=True)

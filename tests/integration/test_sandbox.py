@@ -85,6 +85,42 @@ def test_rootfs_credentials_hidden(rt, ws, busybox_template):
     shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.mark.parametrize("review", [False, True])
+def test_hidden_dirs_inside_the_rootfs_hidden_at_their_rootfs_path(rt, ws, busybox_template, review):
+    """--rootfs R with the workspacesDir at R/wsd and the audit dir at R/aud: the masks looked for
+    them at their host paths and aliases only, and another run's review upper and meta.json were
+    read and written at /wsd (outside tester, attack 03)."""
+    root = os.path.join(rt.workdir, f"sbx-rootfs-{os.urandom(2).hex()}")
+    subprocess.run(["cp", "-a", busybox_template, root], check=True)
+    os.makedirs(os.path.join(root, "workspace"), exist_ok=True)
+    wsd, aud = os.path.join(root, "wsd"), os.path.join(root, "aud")
+    os.makedirs(os.path.join(wsd, "victim", "upper"))
+    os.makedirs(aud)
+    os.chmod(wsd, 0o700)
+    with open(os.path.join(wsd, "victim", "upper", "s.txt"), "w") as f:
+        f.write("WS-SECRET\n")
+    with open(os.path.join(wsd, "victim", "meta.json"), "w") as f:
+        f.write("META-SECRET\n")
+    with open(os.path.join(aud, "other.jsonl"), "w") as f:
+        f.write("AUDIT-SECRET\n")
+    cfg = os.path.join(rt.workdir, f"cfg-{os.urandom(2).hex()}.json")
+    with open(cfg, "w") as f:
+        json.dump({"workspacesDir": wsd}, f)
+    try:
+        r = sandbox_run(rt, *(["--review"] if review else []), "--rootfs", root, "--workspace", ws, "--",
+                        "/bin/sh", "-c",
+                        "cat /wsd/victim/upper/s.txt /wsd/victim/meta.json /aud/other.jsonl; ls /wsd /aud; "
+                        "echo x >> /wsd/victim/meta.json && echo WROTE-META; echo done",
+                        audit=aud, global_args=["--config", cfg])
+        assert r.rc == 0 and "done" in r.out, r
+        for bad in ("WS-SECRET", "META-SECRET", "AUDIT-SECRET", "victim", "other.jsonl", "WROTE-META"):
+            assert bad not in r.out, (bad, r)
+        with open(os.path.join(wsd, "victim", "meta.json")) as f:
+            assert f.read() == "META-SECRET\n"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def test_escapes_refused_in_sandbox(rt, ws):
     r = sandbox_run(rt, "--workspace", ws, "--", "/bin/sh", "-c",
                 "unshare -U true && echo userns; unshare -m true && echo mntns; "
@@ -480,6 +516,34 @@ def test_workspace_holding_the_state_root_refused(rt):
     os.makedirs(ws)
     _refused_and_not_run(rt, ws, "the state root", root=False,
                          global_args=["--root", os.path.join(ws, "state"), "--audit-dir", audit_dir(rt)])
+
+
+@pytest.mark.parametrize("key,why,review", [
+    ("workspacesDir", "the review workspaces directory", True),
+    ("workspacesDir", "the review workspaces directory", False),
+    ("secretsDir", "the secrets directory", False),
+])
+def test_workspace_holding_the_workspaces_or_secrets_dir_refused(rt, key, why, review):
+    """A workspacesDir (or secretsDir) inside the workspace: the agent read and rewrote every review
+    workspace's meta.json and upper at /workspace/.wsd, and the host's apply of that workspace then
+    wrote where the forged meta.json pointed (outside tester, attack 20)."""
+    ws = os.path.join(rt.workdir, f"ws-{key}-{os.urandom(2).hex()}")
+    inside = os.path.join(ws, ".wsd")
+    os.makedirs(inside)
+    with open(os.path.join(inside, "meta.json"), "w") as f:
+        f.write("OTHER-WORKSPACE-META\n")
+    cfg = os.path.join(rt.workdir, f"cfg-{os.urandom(2).hex()}.json")
+    with open(cfg, "w") as f:
+        json.dump({key: inside}, f)
+    marker = f"asbx-ran-{os.urandom(3).hex()}"
+    r = rt.cmd("sandbox", *(["--review"] if review else []), "--workspace", ws, "--", "/bin/sh", "-c",
+               f"echo x > /workspace/{marker}; echo forged > /workspace/.wsd/meta.json",
+               global_args=["--config", cfg, "--audit-dir", audit_dir(rt)])
+    assert r.rc != 0, r
+    assert f"refusing workspace `{ws}`" in r.err and why in r.err, r
+    assert not os.path.exists(os.path.join(ws, marker))
+    with open(os.path.join(inside, "meta.json")) as f:
+        assert f.read() == "OTHER-WORKSPACE-META\n"
 
 
 @pytest.fixture

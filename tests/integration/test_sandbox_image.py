@@ -63,7 +63,7 @@ def test_image_is_the_readonly_root(rt, ws, base_tar, cache):
     assert r.out.split() == [tag, "bb", "ro", "ws-ok"], r
     entry = cache_entry(im["manifest"])
     with open(os.path.join(entry, "complete")) as f:
-        assert f.read() == im["manifest"]["digest"] + "\n"
+        assert f.read() == im["manifest"]["digest"] + "\nmodes: no group or other write\n"
     assert not os.path.exists(os.path.join(entry, "rootfs", "etc", "new"))
     with open(os.path.join(ws, "out")) as f:
         assert f.read() == "y\n"
@@ -178,6 +178,69 @@ def test_setuid_bits_not_restored(rt, ws, base_tar, cache):
     assert r.rc == 0 and r.out.strip() == "755", r
     st = os.stat(os.path.join(cache_entry(im["manifest"]), "rootfs", "opt", "rootsh"))
     assert st.st_mode & 0o6000 == 0 and st.st_uid == 0, oct(st.st_mode)
+
+
+def _as_user(uid, fn):
+    """fn() in a child process running as uid (a local user of the host, not the cache's owner)"""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            fn()
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    return os.waitpid(pid, 0)[1] == 0
+
+
+def test_cache_keeps_no_group_or_other_writable_mode(rt, ws, base_tar, cache):
+    """An image's 1777 /var/tmp, 0666 file and 0666 FIFO were cached with those modes under the
+    host's searchable cache, so any local user changed what a later root run of the image saw
+    (outside tester, attack 06). Judged on the host (modes; a write as another uid) and inside (what
+    a cache-hit run reads)."""
+    layout = os.path.join(rt.workdir, "img-modes")
+    im = write_layout(layout, [base_tar, tar_of_entries([
+        ("var", "dir", None), ("var/tmp", "tmpdir", None), ("wwf", "wwfile", b"ORIGINAL\n"),
+        ("opt", "dir", None), ("opt/ww.fifo", "wwfifo", None)])])
+    cache.append(im["manifest"])
+    r = sandbox_run(rt, "--image", layout, "--workspace", ws, "--", "/bin/stat", "-c", "%a", "/var/tmp", "/wwf",
+                    "/opt/ww.fifo")
+    assert r.rc == 0 and r.out.split() == ["755", "644", "644"], r
+    rootfs = os.path.join(cache_entry(im["manifest"]), "rootfs")
+    for rel in ("var/tmp", "wwf", "opt/ww.fifo"):
+        st = os.lstat(os.path.join(rootfs, rel))
+        assert st.st_mode & 0o1022 == 0, (rel, oct(st.st_mode))
+
+    def tamper():
+        with open(os.path.join(rootfs, "wwf"), "w") as f:
+            f.write("TAMPERED\n")
+
+    def plant():
+        with open(os.path.join(rootfs, "var/tmp/planted"), "w") as f:
+            f.write("planted\n")
+
+    assert not _as_user(4243, tamper)
+    assert not _as_user(4243, plant)
+    # a cache hit uses the entry as it is: the same content, the same modes
+    r = sandbox_run(rt, "--image", layout, "--workspace", ws, "--", "/bin/sh", "-c",
+                    "cat /wwf; ls -a /var/tmp; stat -c %a /var/tmp")
+    assert r.rc == 0 and r.out.split() == ["ORIGINAL", ".", "..", "755"], r
+
+
+def test_entry_of_an_earlier_unpacker_refused(rt, ws, base_tar, cache):
+    """An entry marked by an agentsbx that kept group/other-writable modes is refused on a hit,
+    naming it, and not used."""
+    layout = os.path.join(rt.workdir, "img-oldmark")
+    im = write_layout(layout, [base_tar, marker_layer("old")])
+    cache.append(im["manifest"])
+    r = sandbox_run(rt, "--image", layout, "--workspace", ws, "--", "/bin/true")
+    assert r.rc == 0, r
+    with open(os.path.join(cache_entry(im["manifest"]), "complete"), "w") as f:
+        f.write(im["manifest"]["digest"] + "\n")
+    r = sandbox_run(rt, "--image", layout, "--workspace", ws, "--", "/bin/sh", "-c", "echo RAN")
+    assert r.rc != 0 and "RAN" not in r.out and "unpacked by an earlier agentsbx" in r.err, r
 
 
 def test_cache_hit_reuses_the_unpacked_tree(rt, ws, base_tar, cache):

@@ -230,6 +230,31 @@ def test_oci_run_policy_annotation(rt, config, wsdir, ws, make_bundle):
     assert wcmd(rt, config, "discard", cid).rc == 0
 
 
+def test_oci_review_source_holding_the_workspaces_dir_refused(rt, make_bundle):
+    """A bundle whose review bind source holds the workspacesDir: the agent read and rewrote
+    other workspaces' meta.json and upper through /workspace/.wsd (outside tester, attack 20)."""
+    proj = os.path.join(rt.workdir, f"proj-{os.urandom(2).hex()}")
+    inside = os.path.join(proj, ".wsd")
+    os.makedirs(os.path.join(inside, "victim"))
+    with open(os.path.join(inside, "victim", "meta.json"), "w") as f:
+        f.write("VICTIM-META\n")
+    with open(os.path.join(proj, "a.txt"), "w") as f:
+        f.write("hello\n")
+    cfg = os.path.join(rt.workdir, f"cfg-{os.urandom(2).hex()}.json")
+    with open(cfg, "w") as f:
+        json.dump({"workspacesDir": inside}, f)
+    b = _ws_bundle(make_bundle, proj, args=["/bin/sh", "-c", "cat /workspace/.wsd/victim/meta.json; "
+                                                             "echo forged > /workspace/.wsd/victim/meta.json"])
+    cid = rt.new_id()
+    r, _ = rt.run(b, cid, global_args=["--config", cfg, "--audit-dir", audit_dir(rt)])
+    assert r.rc != 0, r
+    assert "VICTIM-META" not in r.out and "the review workspaces directory" in r.err, r
+    assert not os.path.exists(os.path.join(inside, cid))
+    with open(os.path.join(inside, "victim", "meta.json")) as f:
+        assert f.read() == "VICTIM-META\n"
+    assert rt.cmd("state", cid).rc != 0
+
+
 def test_oci_review_without_mount_refused(rt, config, wsdir, ws, make_bundle):
     pol = {"version": 1, "filesystem": {"workspace": {"path": "/data", "mode": "review"}}}
     b = _ws_bundle(make_bundle, ws, annotation=pol)
