@@ -113,8 +113,8 @@ open_lower (const struct oci_mount *m, const char *config_path, size_t idx, char
  * where the forged meta.json pointed (outside tester, attack 20). Judged before anything is
  * made; a directory not there yet is judged as written. 0 / -1 with *err. */
 static int
-refuse_runtime_dirs (const struct policy_plan *plan, const char *real, const char *config_path, size_t idx,
-                     asbx_err_t *err)
+refuse_runtime_dirs (const struct policy_plan *plan, const char *id, const char *real, const char *config_path,
+                     size_t idx, asbx_err_t *err)
 {
   const char *dirs[] = { plan->workspaces_dir, plan->secrets_dir };
   const char *names[] = { "the review workspaces directory", "the secrets directory" };
@@ -125,6 +125,11 @@ refuse_runtime_dirs (const struct policy_plan *plan, const char *real, const cha
       if (!dirs[i] || dirs[i][0] != '/')
         continue;
       const char *d = realpath (dirs[i], buf) ? buf : dirs[i];
+      /* this container's own seeded clone (sandbox --seed-git: <dir>/<id>/lower) is the lower
+       * by design: the agent sees it through the overlay only, never <id>/'s upper or meta.json */
+      cleanup_free char *own = i == 0 ? xasprintf ("%s/%s/lower", d, id) : NULL;
+      if (own && strcmp (real, own) == 0)
+        continue;
       if (policy_path_within (d, real) || policy_path_within (real, d))
         return asbx_error (err, EINVAL,
                            "%s: mounts[%zu].source `%s` (the review workspace) is, contains or lies in %s `%s`: "
@@ -263,7 +268,7 @@ ws_review_prepare (const struct policy_plan *plan, const struct oci_spec *spec, 
   r->active = true;
   r->dir = xstrdup (plan->workspaces_dir);
   cleanup_close int lower_fd = open_lower (m, config_path, (size_t) idx, real, &st, err);
-  if (lower_fd < 0 || refuse_runtime_dirs (plan, real, config_path, (size_t) idx, err) < 0)
+  if (lower_fd < 0 || refuse_runtime_dirs (plan, id, real, config_path, (size_t) idx, err) < 0)
     return -1;
   root_host_ids (spec, userns, &uid, &gid);
   r->ovl.userxattr = userns;
