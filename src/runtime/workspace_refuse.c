@@ -13,23 +13,68 @@
 #include "core/cleanup.h"
 #include "core/util.h"
 #include "linux/pathsafe.h"
+#include "runtime/workspace_diff.h"
 #include "runtime/workspace_refuse.h"
 
 #define RESOLVE_HOST (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
 
-/* ".git/hooks" or ".git/config" as consecutive components anywhere in path (a nested
- * repository's are as dangerous as the top one's) */
+/* What apply may write below a directory named ".git" (at any depth: a nested repository is as
+ * dangerous as the top one): git's data, never its configuration. Git reads configuration and
+ * runs programs from far more than .git/config and .git/hooks: commondir, gitdir and
+ * worktrees/ point it at another (agent-written) git directory, config.worktree and
+ * modules/<name>/config are config files, info/attributes and info/exclude change what it does
+ * with files, objects/info/alternates points its object store elsewhere, the rebase-merge/ and
+ * sequencer/ to-do lists hold `exec` lines. So the rule is an allow list: the object store
+ * (objects/ but objects/info/), refs/, logs/, and the files git writes as a commit, merge, fetch
+ * or rebase records its state (below); everything else under .git, and anything there that is
+ * neither a regular file nor a directory, is refused. A submodule's git directory (modules/)
+ * is refused as a whole: where in modules/a/b/... a git directory starts is ambiguous. */
+static const char *const git_data_dirs[] = { "objects", "refs", "logs" };
+static const char *const git_data_files[] = { "index",       "HEAD",           "ORIG_HEAD",   "FETCH_HEAD",
+                                              "MERGE_HEAD",  "MERGE_MSG",      "MERGE_MODE",  "CHERRY_PICK_HEAD",
+                                              "REVERT_HEAD", "COMMIT_EDITMSG", "packed-refs", "shallow" };
+
+#define GIT_RULE                                                                                                       \
+  "below a `.git` directory only git's data is written: objects/ (not objects/info/), refs/, logs/, index, HEAD, "     \
+  "*_HEAD, MERGE_MSG, MERGE_MODE, COMMIT_EDITMSG, packed-refs, shallow"
+
+/* Is rest (what follows "/.git/" or ".git/") git's data by the allow list above? is_dir: the
+ * entry is a directory (a data directory itself or one below it) */
 static bool
-git_protected (const char *path)
+git_data (const char *rest, bool is_dir)
+{
+  size_t l = strcspn (rest, "/");
+  for (size_t i = 0; i < sizeof git_data_dirs / sizeof *git_data_dirs; i++)
+    if (strlen (git_data_dirs[i]) == l && strncmp (rest, git_data_dirs[i], l) == 0)
+      {
+        if (rest[l] == '\0')
+          return is_dir;
+        return !(i == 0 && strncmp (rest + l, "/info", 5) == 0 && (rest[l + 5] == '\0' || rest[l + 5] == '/'));
+      }
+  if (rest[l] != '\0' || is_dir)
+    return false;
+  for (size_t i = 0; i < sizeof git_data_files / sizeof *git_data_files; i++)
+    if (strcmp (rest, git_data_files[i]) == 0)
+      return true;
+  return false;
+}
+
+/* Is path below a component named ".git" and not git's data (git_data)? mode: the entry's type
+ * (0 for a deletion or a symlink's target: only the name counts; a deleted or pointed-at
+ * directory is judged by its name as a directory would be) */
+static bool
+git_refused (const char *path, mode_t mode)
 {
   const char *p = path;
   for (;;)
     {
       if (strncmp (p, ".git/", 5) == 0)
         {
-          const char *r = p + 5;
-          if ((strncmp (r, "hooks", 5) == 0 && (r[5] == '\0' || r[5] == '/'))
-              || (strncmp (r, "config", 6) == 0 && (r[6] == '\0' || r[6] == '/')))
+          const char *rest = p + 5;
+          /* the entry itself is the last component: a directory or a file as mode says */
+          if (mode && !S_ISDIR (mode) && !S_ISREG (mode))
+            return true;
+          if (!git_data (rest, mode ? S_ISDIR (mode) : false) && !(mode == 0 && git_data (rest, true)))
             return true;
         }
       const char *slash = strchr (p, '/');
@@ -84,8 +129,8 @@ link_resolve (const char *path, const char *target)
 static const char *
 protected_by (const char *path, const struct ws_meta *m)
 {
-  if (git_protected (path))
-    return ".git/hooks and .git/config are never written";
+  if (git_refused (path, 0))
+    return GIT_RULE;
   for (size_t i = 0; i < m->protect_len; i++)
     if (ws_path_under (path, m->protect[i]))
       return "a meta.json \"protect\" path";
@@ -178,8 +223,11 @@ ws_refusal (const struct ws_change *c, const struct ws_meta *m, int lowerfd, boo
 
   for (size_t k = 0; k < 2 && paths[k]; k++)
     {
-      if (git_protected (paths[k]))
-        return xasprintf ("`%s` is protected (.git/hooks and .git/config are never written)", paths[k]);
+      if (git_refused (paths[k], k == 0 && c->op != WS_DELETED ? md : 0))
+        {
+          cleanup_free char *e = ws_escape (paths[k]);
+          return xasprintf ("`%s` is protected: %s", e, GIT_RULE);
+        }
       for (size_t i = 0; i < m->protect_len; i++)
         if (ws_path_under (paths[k], m->protect[i]))
           return xasprintf ("`%s` is under the protected path `%s` (meta.json \"protect\")", paths[k], m->protect[i]);

@@ -12,8 +12,9 @@
 
 /* Why change c may not be applied to the host (NULL: it may): symlinks whose target is absolute
  * or climbs out with "..", or lies in a protected path; hard links (nlink > 1); device nodes,
- * fifos, sockets; setuid/setgid/sticky and world-writable modes; .git/hooks and .git/config at
- * any depth, a .git that is not a directory, meta.json "protect" paths; conflicts: the host
+ * fifos, sockets; setuid/setgid/sticky and world-writable modes; below a ".git" directory at any
+ * depth anything but git's data (the allow list in workspace_refuse.c), a .git that is not a
+ * directory, meta.json "protect" paths; conflicts: the host
  * path's ctime later than m->started_ns, a path that appeared or vanished since, a symlink on
  * the host path. `lowerfd` is the host workspace. *conflict is set for the conflicts (shown
  * like a merge conflict by the caller). Returns the reason, a heap string (caller frees). */

@@ -555,3 +555,109 @@ echo keep > {lower}/keep; echo old > {lower}/mod; echo bye > {lower}/sub/gone
     assert not (lower / "sub" / "gone").exists()
     assert os.stat(lower / "add").st_uid == uid
     assert not d.exists(), "a full apply must leave nothing (work/work is mode 0 and not root's)"
+
+
+# outside attack 02: git configuration through `.git/` (B1, B2), symlink chains (B3), terminal
+# controls in diff content (B4)
+
+GIT = ["git", "-c", "safe.directory=*", "-c", "user.email=a@b", "-c", "user.name=a",
+       "-c", "protocol.file.allow=always"]
+
+
+def _git(cwd, *args):
+    subprocess.run(GIT + list(args), cwd=cwd, check=True, capture_output=True)
+
+
+def _host_repo(ws):
+    _git(ws.lower, "init", "-q")
+    _git(ws.lower, "commit", "-q", "--allow-empty", "-m", "init")
+
+
+def _fsmonitor(pwned):
+    return f'[core]\n\tfsmonitor = "id > {pwned}; false"\n'.encode()
+
+
+def _host_git_status(ws, cwd=None):
+    subprocess.run(GIT + ["status"], cwd=cwd or ws.lower, capture_output=True, timeout=60)
+
+
+def test_apply_git_commondir_redirect_refused(ws):
+    """B1: `.git/commondir` pointing at an agent-written copy of .git whose config sets
+    core.fsmonitor; the host's `git status` must not run it."""
+    _host_repo(ws)
+    pwned = os.path.join(os.path.dirname(ws.lower), "PWNED-commondir")
+
+    def agent(m):
+        shutil.copytree(os.path.join(m, ".git"), os.path.join(m, "evilc"), symlinks=True)
+        with open(os.path.join(m, "evilc", "config"), "ab") as f:
+            f.write(_fsmonitor(pwned))
+        _write(m, ".git/commondir", b"../evilc\n")
+    ws.run(agent)
+    r = ws.cmd("apply", "--skip-refused", ws.id)
+    assert "refused" in r.stdout and ".git/commondir" in r.stdout, r.stdout
+    assert "git's data" in r.stdout, r.stdout
+    assert not os.path.exists(os.path.join(ws.lower, ".git", "commondir"))
+    _host_git_status(ws)
+    assert not os.path.exists(pwned), "the host's git ran the agent's core.fsmonitor"
+
+
+def test_apply_git_submodule_config_refused(ws, tmp_path):
+    """B2: `.git/modules/sub/config` (a submodule's git dir) is configuration too."""
+    src = str(tmp_path / "subsrc")
+    os.makedirs(src)
+    _git(src, "init", "-q")
+    _git(src, "commit", "-q", "--allow-empty", "-m", "s")
+    _host_repo(ws)
+    _git(ws.lower, "submodule", "add", "-q", src, "sub")
+    _git(ws.lower, "commit", "-q", "-m", "sub")
+    pwned = str(tmp_path / "PWNED-modules")
+
+    def agent(m):
+        with open(os.path.join(m, ".git", "modules", "sub", "config"), "ab") as f:
+            f.write(_fsmonitor(pwned))
+    ws.run(agent)
+    r = ws.cmd("apply", ws.id)
+    assert r.returncode == 1 and ".git/modules/sub/config" in r.stdout, r.stdout
+    _host_git_status(ws)
+    _host_git_status(ws, os.path.join(ws.lower, "sub"))
+    assert not os.path.exists(pwned), "the host's git ran the agent's core.fsmonitor"
+
+
+GIT_REFUSED = [".git/config.worktree", ".git/info/attributes", ".git/worktrees/w/config",
+               ".git/objects/info/alternates", ".git/description", "nested/.git/config",
+               ".git/rebase-merge/git-rebase-todo"]
+
+
+@pytest.mark.parametrize("rel", GIT_REFUSED)
+def test_apply_git_allow_list_refuses(ws, rel):
+    _host_repo(ws)
+    ws.run(lambda m: _write(m, rel, b"agent\n"))
+    before = host_tree(ws.lower)
+    r = ws.cmd("apply", ws.id)
+    assert r.returncode == 1 and "git's data" in r.stdout, r.stdout
+    assert host_tree(ws.lower) == before
+
+
+def test_apply_git_symlink_under_git_refused(ws):
+    _host_repo(ws)
+    ws.run(lambda m: os.symlink("../../../evil", os.path.join(m, ".git", "refs", "heads", "x")))
+    r = ws.cmd("apply", ws.id)
+    assert r.returncode == 1 and "git's data" in r.stdout, r.stdout
+
+
+def test_apply_git_commit_applies(ws):
+    """An agent's commit is git data (objects, refs, logs, index, HEAD...): it applies, and the
+    host's git sees it."""
+    _host_repo(ws)
+
+    def agent(m):
+        _write(m, "f.txt", b"agent\n")
+        _git(m, "add", "f.txt")
+        _git(m, "commit", "-q", "-m", "agent commit")
+    ws.run(agent)
+    r = ws.cmd("apply", ws.id)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    log = subprocess.run(GIT + ["log", "--format=%s"], cwd=ws.lower, capture_output=True, text=True)
+    assert log.stdout.splitlines()[0] == "agent commit", log.stdout
+    st = subprocess.run(GIT + ["status", "--porcelain"], cwd=ws.lower, capture_output=True, text=True)
+    assert st.returncode == 0 and st.stdout == "", st.stdout

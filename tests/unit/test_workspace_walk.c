@@ -414,7 +414,21 @@ test_refusals (void **state)
   REFUSED ("dev", NULL, S_IFCHR | 0644, "device");
   REFUSED (".git/hooks/pre-commit", NULL, S_IFREG | 0755, "protected");
   REFUSED ("sub/.git/config", NULL, S_IFREG | 0644, "protected");
-  REFUSED (".git/configx", NULL, S_IFREG | 0644, NULL);
+  /* below .git only git's data (the allow list) */
+  REFUSED (".git/configx", NULL, S_IFREG | 0644, "git's data");
+  REFUSED (".git/commondir", NULL, S_IFREG | 0644, "git's data");
+  REFUSED ("sub/.git/modules/m/config", NULL, S_IFREG | 0644, "git's data");
+  REFUSED (".git/objects/info/alternates", NULL, S_IFREG | 0644, "git's data");
+  REFUSED (".git/objects/info", NULL, S_IFDIR | 0755, "git's data");
+  REFUSED (".git/refs/heads/x", "../../../evil", S_IFLNK | 0777, "git's data");
+  REFUSED (".git/HEAD/x", NULL, S_IFREG | 0644, "git's data");
+  REFUSED (".git/objects/ab/cdef", NULL, S_IFREG | 0444, NULL);
+  REFUSED (".git/objects/pack/pack-1.pack", NULL, S_IFREG | 0444, NULL);
+  REFUSED (".git/refs/heads/main", NULL, S_IFREG | 0644, NULL);
+  REFUSED ("sub/.git/logs/HEAD", NULL, S_IFREG | 0644, NULL);
+  REFUSED (".git/index", NULL, S_IFREG | 0644, NULL);
+  REFUSED (".git/COMMIT_EDITMSG", NULL, S_IFREG | 0644, NULL);
+  REFUSED (".git/refs", NULL, S_IFDIR | 0755, NULL);
   REFUSED ("secrets/k", NULL, S_IFREG | 0644, "protect");
   REFUSED (".git", NULL, S_IFREG | 0644, "not a directory");
   REFUSED ("sub/.git", "../elsewhere", S_IFLNK | 0777, "not a directory");
