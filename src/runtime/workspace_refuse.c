@@ -125,6 +125,82 @@ link_resolve (const char *path, const char *target)
   return out;
 }
 
+/* Is rel (walker path, "" = the root) a symlink below dirfd? 1 yes, 0 no or absent, -1 when a
+ * directory on the way is a symlink (ELOOP/EXDEV) or it cannot be looked at */
+static int
+is_symlink_at (int dirfd, const char *rel)
+{
+  const char *base;
+  struct stat st;
+  if (dirfd < 0 || *rel == '\0')
+    return 0;
+  cleanup_close int p = ws_host_parent (dirfd, rel, &base);
+  if (p < 0)
+    return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
+  if (fstatat (p, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
+  return S_ISLNK (st.st_mode) ? 1 : 0;
+}
+
+/* The kernel resolves a symlink's target component by component, following each symlink on the
+ * way, and ".." after a symlink climbs from where that symlink points, not lexically: `s1 ->
+ * s2/../../..` with `s2 -> ../..` stays inside on paper and leaves the workspace when resolved.
+ * So (decision, conservative): walking `target` lexically from the directory of `path`, no
+ * component but the last may be a symlink, neither in the upper (upperfd) nor on the host
+ * (lowerfd); the last may be one in the upper (a change, checked by its own rules) but not a
+ * host symlink the upper leaves in place (nothing checked it). Returns NULL when that holds,
+ * else a heap reason (caller frees). */
+static char *
+link_through_symlink (const char *path, const char *target, int upperfd, int lowerfd)
+{
+  const char *slash = strrchr (path, '/');
+  size_t cap = strlen (path) + strlen (target) + 2, o = slash ? (size_t) (slash - path) : 0;
+  cleanup_free char *cur = xmalloc (cap);
+  memcpy (cur, path, o);
+  cur[o] = '\0';
+  for (const char *p = target; *p;)
+    {
+      const char *e = strchrnul (p, '/');
+      size_t l = (size_t) (e - p);
+      bool last = *e == '\0';
+      if (l == 2 && p[0] == '.' && p[1] == '.')
+        {
+          if (o == 0)
+            return xstrdup ("climbs above the workspace");
+          while (o > 0 && cur[o - 1] != '/')
+            o--;
+          if (o > 0)
+            o--;
+          cur[o] = '\0';
+        }
+      else if (l > 0 && !(l == 1 && p[0] == '.'))
+        {
+          if (o)
+            cur[o++] = '/';
+          memcpy (cur + o, p, l);
+          o += l;
+          cur[o] = '\0';
+          int up = is_symlink_at (upperfd, cur), host = is_symlink_at (lowerfd, cur);
+          cleanup_free char *ec = ws_escape (cur);
+          if (up < 0 || host < 0)
+            return xasprintf ("cannot look at `%s` on its way (a directory there is a symlink)", ec);
+          if (!last && (up || host))
+            return xasprintf ("goes through the symlink `%s` (%s)", ec, up ? "agent's" : "host's");
+          if (last && host && !up)
+            {
+              struct stat st;
+              const char *base;
+              cleanup_close int pd = ws_host_parent (upperfd, cur, &base);
+              /* the upper replaces the host's symlink with something else: fine */
+              if (pd < 0 || fstatat (pd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return xasprintf ("ends at the host's symlink `%s`", ec);
+            }
+        }
+      p = last ? e : e + 1;
+    }
+  return NULL;
+}
+
 /* Is `path` or something above it a protected path (git's, meta.json "protect")? */
 static const char *
 protected_by (const char *path, const struct ws_meta *m)
@@ -215,7 +291,7 @@ host_conflict (const struct ws_meta *m, int lowerfd, const char *rel, const stru
 }
 
 char *
-ws_refusal (const struct ws_change *c, const struct ws_meta *m, int lowerfd, bool *conflict)
+ws_refusal (const struct ws_change *c, const struct ws_meta *m, int upperfd, int lowerfd, bool *conflict)
 {
   const char *paths[2] = { c->path, c->op == WS_RENAMED ? c->old_path : NULL };
   mode_t md = c->mode;
@@ -245,6 +321,13 @@ ws_refusal (const struct ws_change *c, const struct ws_meta *m, int lowerfd, boo
           const char *why;
           if (!to)
             return xasprintf ("a symlink whose target `%s` leaves the workspace", c->target ? c->target : "");
+          cleanup_free char *via = link_through_symlink (c->path, c->target, upperfd, lowerfd);
+          if (via)
+            {
+              cleanup_free char *et = ws_escape (c->target);
+              return xasprintf ("a symlink whose target `%s` %s: resolved through links it could leave the workspace",
+                                et, via);
+            }
           if ((why = protected_by (to, m)))
             return xasprintf ("a symlink to the protected `%s` (%s)", to, why);
         }

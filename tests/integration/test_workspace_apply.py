@@ -661,3 +661,31 @@ def test_apply_git_commit_applies(ws):
     assert log.stdout.splitlines()[0] == "agent commit", log.stdout
     st = subprocess.run(GIT + ["status", "--porcelain"], cwd=ws.lower, capture_output=True, text=True)
     assert st.returncode == 0 and st.stdout == "", st.stdout
+
+
+def test_apply_symlink_chain_refused(ws):
+    """B3: each link stays inside lexically, but resolved through one another (or through a host
+    symlink) they leave the workspace. Whatever is applied resolves inside the workspace."""
+    os.makedirs(os.path.join(ws.lower, "h", "b"))
+    os.symlink("../..", os.path.join(ws.lower, "h", "b", "hs"))  # the host's own: the workspace root
+
+    def agent(m):
+        os.makedirs(os.path.join(m, "a", "b", "c"))
+        os.symlink("../../..", os.path.join(m, "a", "b", "c", "s2"))
+        os.symlink("s2/../../../..", os.path.join(m, "a", "b", "c", "s1"))
+        os.symlink("a/b/c/s1/etc", os.path.join(m, "etc"))
+        os.symlink("hs/../..", os.path.join(m, "h", "b", "y"))
+    ws.run(agent)
+    r = ws.cmd("apply", ws.id)
+    assert r.returncode == 1 and "through the symlink" in r.stdout, r.stdout
+    r = ws.cmd("apply", "--skip-refused", ws.id)
+    assert "a/b/c/s1: a symlink whose target" in r.stdout, r.stdout
+    root = os.path.realpath(ws.lower)
+    for dp, dns, fns in os.walk(ws.lower):
+        for n in dns + fns:
+            p = os.path.join(dp, n)
+            if os.path.islink(p):
+                real = os.path.realpath(p)
+                assert real == root or real.startswith(root + "/"), f"{p} -> {real}"
+    assert not os.path.lexists(os.path.join(ws.lower, "etc"))
+    assert os.path.islink(os.path.join(ws.lower, "a", "b", "c", "s2")), "a link to the root is fine"
