@@ -306,7 +306,11 @@ ws_refusal (const struct ws_change *c, const struct ws_meta *m, int upperfd, int
         }
       for (size_t i = 0; i < m->protect_len; i++)
         if (ws_path_under (paths[k], m->protect[i]))
-          return xasprintf ("`%s` is under the protected path `%s` (meta.json \"protect\")", paths[k], m->protect[i]);
+          {
+            cleanup_free char *e = ws_escape (paths[k]);
+            cleanup_free char *ep = ws_escape (m->protect[i]);
+            return xasprintf ("`%s` is under the protected path `%s` (meta.json \"protect\")", e, ep);
+          }
     }
   if (c->op != WS_DELETED)
     {
@@ -319,17 +323,18 @@ ws_refusal (const struct ws_change *c, const struct ws_meta *m, int upperfd, int
         {
           cleanup_free char *to = link_resolve (c->path, c->target);
           const char *why;
+          cleanup_free char *et = ws_escape (c->target ? c->target : "");
           if (!to)
-            return xasprintf ("a symlink whose target `%s` leaves the workspace", c->target ? c->target : "");
+            return xasprintf ("a symlink whose target `%s` leaves the workspace", et);
           cleanup_free char *via = link_through_symlink (c->path, c->target, upperfd, lowerfd);
           if (via)
-            {
-              cleanup_free char *et = ws_escape (c->target);
-              return xasprintf ("a symlink whose target `%s` %s: resolved through links it could leave the workspace",
-                                et, via);
-            }
+            return xasprintf ("a symlink whose target `%s` %s: resolved through links it could leave the workspace", et,
+                              via);
           if ((why = protected_by (to, m)))
-            return xasprintf ("a symlink to the protected `%s` (%s)", to, why);
+            {
+              cleanup_free char *eto = ws_escape (to);
+              return xasprintf ("a symlink to the protected `%s` (%s)", eto, why);
+            }
         }
       if (S_ISREG (md) && c->nlink > 1)
         return xasprintf ("a hard link (%lu links in the upper layer)", (unsigned long) c->nlink);

@@ -689,3 +689,70 @@ def test_apply_symlink_chain_refused(ws):
                 assert real == root or real.startswith(root + "/"), f"{p} -> {real}"
     assert not os.path.lexists(os.path.join(ws.lower, "etc"))
     assert os.path.islink(os.path.join(ws.lower, "a", "b", "c", "s2")), "a link to the root is fine"
+
+
+HOSTILE = (b"hello\n\x1b]0;OWNED-TITLE\x07\x1b[2J\x1b[31mall good\x1b[0m\n"
+           b"c1 \xc2\x9b2J raw \x9b2J del \x7f cr \r end\n"
+           b"euro \xe2\x82\xac tab\tok\n")
+
+
+def _no_controls(out):
+    assert b"\x1b" not in out and b"\x07" not in out and b"\x7f" not in out and b"\r" not in out, out
+    assert b"\xc2\x9b" not in out and b"\x9b" not in out, out
+
+
+def test_diff_content_controls_escaped(ws):
+    """B4: the bytes a diff sends to the reviewer's terminal carry no control sequences: C0 but
+    TAB and LF, DEL and C1 (UTF-8 or raw) are shown as \\xNN; other UTF-8 stays as it is."""
+    ws.host("a.txt", b"hello\n")
+    name = b"n\xc2\x9bB\x1b[1m"
+
+    def agent(m):
+        with open(os.path.join(m, "a.txt"), "wb") as f:
+            f.write(HOSTILE)
+        with open(os.path.join(m.encode(), name), "wb") as f:
+            f.write(b"\x1b[8mhidden\x1b[0m\n")
+        os.symlink(b"x\x1b[31mRED\xc2\x9b", os.path.join(m.encode(), b"lnk"))
+    ws.run(agent)
+    h = subprocess.run([_binary(), "workspace", "diff", ws.id], capture_output=True)
+    assert h.returncode == 0, h.stderr
+    _no_controls(h.stdout)
+    assert b"\\x1b]0;OWNED-TITLE\\x07" in h.stdout and b"\\xc2\\x9b2J raw \\x9b2J del \\x7f cr \\x0d" in h.stdout
+    assert b"euro \xe2\x82\xac tab\tok" in h.stdout, h.stdout
+    assert b"\\x1b[8mhidden" in h.stdout
+    j = subprocess.run([_binary(), "workspace", "diff", "--json", ws.id], capture_output=True)
+    assert j.returncode == 0, j.stderr
+    _no_controls(j.stdout)
+    recs = {d["path"]: d for d in (json.loads(line) for line in j.stdout.splitlines())}
+    assert name.decode() in recs and recs["lnk"]["target"] == "x\x1b[31mRED\u009b", recs
+    d = subprocess.run([_binary(), "--audit-dir", ws.audit, "workspace", "apply", "--dry-run", ws.id],
+                       capture_output=True)
+    _no_controls(d.stdout + d.stderr)
+
+
+def test_apply_conflict_view_controls_escaped(ws):
+    ws.host("a.txt", b"hello\n")
+
+    def agent(m):
+        with open(os.path.join(m, "a.txt"), "wb") as f:
+            f.write(HOSTILE)
+        os.symlink(b"/x\x1b[2Jy", os.path.join(m.encode(), b"lnk"))
+    ws.run(agent)
+    time.sleep(0.02)
+    with open(os.path.join(ws.lower, "a.txt"), "wb") as f:
+        f.write(b"host \x1b[2J edit\n")
+    r = subprocess.run([_binary(), "--audit-dir", ws.audit, "workspace", "apply", ws.id], capture_output=True)
+    assert r.returncode == 1 and b"conflict" in r.stdout, r.stdout
+    assert b"\\x1b]0;OWNED-TITLE" in r.stdout and b"host \\x1b[2J edit" in r.stdout, r.stdout
+    _no_controls(r.stdout + r.stderr)
+
+
+def test_diff_filter_keeps_utf8_across_reads(ws):
+    """The filter reads diff's output in pieces: a UTF-8 character cut by a read boundary is
+    carried to the next piece, never escaped or mangled."""
+    body = ("€" * 999 + "\n").encode() * 200  # ~600 KB: many pipe reads
+    ws.run(lambda m: _write(m, "euro.txt", body))
+    h = subprocess.run([_binary(), "workspace", "diff", ws.id], capture_output=True)
+    assert h.returncode == 0, h.stderr
+    assert b"\\x" not in h.stdout
+    assert h.stdout.count("€".encode()) == 999 * 200
