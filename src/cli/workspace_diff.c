@@ -100,8 +100,9 @@ cli_workspace_apply (struct asbx_global *g, int argc, char **argv)
       case 'h':
         printf ("usage: agentsbx workspace apply ID [--skip-refused] [--dry-run] [--running] [PATH...]\n\n"
                 "Write a review workspace's changes to the host workspace, atomically per file.\n"
-                "Refused (with the reason): symlinks leaving the workspace, hard links, device nodes,\n"
-                "fifos, sockets, setuid/setgid/sticky or world-writable modes, .git/hooks, .git/config,\n"
+                "Refused (with the reason): symlinks leaving the workspace or going through a symlink,\n"
+                "hard links, device nodes, fifos, sockets, setuid/setgid/sticky or world-writable modes,\n"
+                "below a .git directory anything but git's data (objects, refs, logs, index, HEAD...),\n"
                 "meta.json \"protect\" paths, and conflicts (host paths changed since the run started).\n"
                 "Exit 0: applied (without PATH the workspace is removed: nothing is left);\n"
                 "1: something was refused and nothing was applied; 3: --skip-refused applied the rest.\n"

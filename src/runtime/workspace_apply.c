@@ -581,7 +581,7 @@ ws_apply (const struct ws_apply_opts *o, FILE *out, asbx_err_t *err)
       if (!sel[i])
         continue;
       nsel++;
-      cleanup_free char *why = ws_refusal (c, &h.meta, lowerfd, &conflict);
+      cleanup_free char *why = ws_refusal (c, &h.meta, h.upperfd, lowerfd, &conflict);
       if (!why)
         continue;
       refused[i] = true;

@@ -88,21 +88,109 @@ ws_escape (const char *s)
   return out;
 }
 
+/* Is c a control byte the terminal acts on: C0 but TAB and LF, DEL (ECMA-48 C0 and DEL) */
+static bool
+c0_control (unsigned char c)
+{
+  return (c < 0x20 && c != '\t' && c != '\n') || c == 0x7f;
+}
+
+/* Write b[0..n) to out with every terminal control (c0_control; C1 as UTF-8 C2 80..C2 9F and as
+ * raw bytes 0x80..0x9f that are not part of a valid UTF-8 sequence) as \xNN, the rest as it is.
+ * b must have 4 readable bytes past n (zero). Returns how many bytes at the end were left
+ * unwritten: a UTF-8 sequence cut by the end of the buffer, when !eof (the caller carries them). */
+static size_t
+filter_controls (FILE *out, const unsigned char *b, size_t n, bool eof)
+{
+  size_t i = 0;
+  while (i < n)
+    {
+      unsigned char c = b[i];
+      if (c < 0x80)
+        {
+          if (c0_control (c))
+            fprintf (out, "\\x%02x", c);
+          else
+            putc (c, out);
+          i++;
+          continue;
+        }
+      size_t want = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 1;
+      if (i + want > n && !eof)
+        return n - i;
+      size_t l = utf8_len (b + i);
+      if (l == 0)
+        {
+          if (c <= 0x9f)
+            fprintf (out, "\\x%02x", c);
+          else
+            putc (c, out); /* not UTF-8 and not C1: Latin-1 text, the terminal shows a replacement */
+          i++;
+        }
+      else if (l == 2 && c == 0xc2 && b[i + 1] < 0xa0)
+        {
+          fprintf (out, "\\xc2\\x%02x", b[i + 1]);
+          i += 2;
+        }
+      else
+        {
+          (void) fwrite (b + i, 1, l, out); /* a write error: ferror (out), checked by the caller */
+          i += l;
+        }
+    }
+  return 0;
+}
+
+char *
+ws_json_escape_controls (const char *json)
+{
+  char *out = xmalloc (6 * strlen (json) + 1), *o = out;
+  const unsigned char *p = (const unsigned char *) json;
+  while (*p)
+    {
+      if (*p == 0x7f)
+        {
+          o += sprintf (o, "\\u007f");
+          p++;
+        }
+      else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] < 0xa0)
+        {
+          o += sprintf (o, "\\u00%02x", p[1]);
+          p += 2;
+        }
+      else
+        *o++ = (char) *p++;
+    }
+  *o = '\0';
+  return out;
+}
+
+#define FILTER_BUF 65536
+
 int
 ws_unified_diff (FILE *out, int old_fd, int new_fd, const char *old_label, const char *new_label, asbx_err_t *err)
 {
   int status;
+  int pfd[2];
   fflush (out);
+  if (pipe2 (pfd, O_CLOEXEC) < 0)
+    return asbx_error (err, errno, "pipe for diff");
   pid_t pid = fork ();
   if (pid < 0)
-    return asbx_error (err, errno, "fork diff");
+    {
+      int e = errno;
+      close (pfd[0]);
+      close (pfd[1]);
+      return asbx_error (err, e, "fork diff");
+    }
   if (pid == 0)
     {
-      /* fds 3 and 4 in the child, whatever they were in the parent */
+      /* fds 3 and 4 in the child, whatever they were in the parent; stdout is the pipe to our
+       * filter: diff prints the agent's bytes, which must not reach the terminal as they are */
       int nul = open ("/dev/null", O_RDONLY | O_CLOEXEC);
       int a = fcntl (old_fd >= 0 ? old_fd : nul, F_DUPFD_CLOEXEC, 10);
       int b = fcntl (new_fd >= 0 ? new_fd : nul, F_DUPFD_CLOEXEC, 10);
-      if (nul < 0 || a < 0 || b < 0 || dup2 (fileno (out), 1) < 0 || dup2 (a, 3) < 0 || dup2 (b, 4) < 0)
+      if (nul < 0 || a < 0 || b < 0 || dup2 (pfd[1], 1) < 0 || dup2 (a, 3) < 0 || dup2 (b, 4) < 0)
         _exit (2);
       lseek (3, 0, SEEK_SET);
       lseek (4, 0, SEEK_SET);
@@ -110,9 +198,42 @@ ws_unified_diff (FILE *out, int old_fd, int new_fd, const char *old_label, const
              (char *) NULL);
       _exit (127);
     }
-  while (waitpid (pid, &status, 0) < 0)
-    if (errno != EINTR)
-      return asbx_error (err, errno, "waitpid diff");
+  close (pfd[1]);
+  {
+    cleanup_free unsigned char *buf = xmalloc (FILTER_BUF + 8);
+    size_t have = 0;
+    int rerr = 0, werr = 0;
+    errno = 0;
+    for (;;)
+      {
+        ssize_t r = read (pfd[0], buf + have, FILTER_BUF - have);
+        if (r < 0 && errno == EINTR)
+          continue;
+        if (r < 0)
+          rerr = errno;
+        bool eof = r <= 0;
+        size_t n = have + (r > 0 ? (size_t) r : 0);
+        memset (buf + n, 0, 4);
+        size_t keep = filter_controls (out, buf, n, eof);
+        if (ferror (out))
+          {
+            werr = errno ? errno : EIO; /* a reader gone (EPIPE), a full disk: stop, diff gets SIGPIPE */
+            break;
+          }
+        memmove (buf, buf + n - keep, keep);
+        have = keep;
+        if (eof)
+          break;
+      }
+    close (pfd[0]);
+    while (waitpid (pid, &status, 0) < 0)
+      if (errno != EINTR)
+        return asbx_error (err, errno, "waitpid diff");
+    if (rerr)
+      return asbx_error (err, rerr, "read the output of %s", DIFF_BIN);
+    if (werr)
+      return asbx_error (err, werr, "write the diff");
+  }
   if (!WIFEXITED (status) || WEXITSTATUS (status) > 1)
     return asbx_error (err, 0, "%s -u failed (status %d)", DIFF_BIN, WIFEXITED (status) ? WEXITSTATUS (status) : -1);
   return 0;
@@ -302,7 +423,8 @@ ws_diff (const struct ws_diff_opts *o, FILE *out, asbx_err_t *err)
       if (o->json)
         {
           cleanup_free char *line = ws_change_json (c);
-          fputs (line, out);
+          cleanup_free char *safe = ws_json_escape_controls (line);
+          fputs (safe, out);
           continue;
         }
       ws_print_change (out, c);

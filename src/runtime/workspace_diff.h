@@ -34,12 +34,20 @@ bool ws_is_text (int fd);
 
 /* Write a unified diff of the contents of old_fd and new_fd (either may be -1: /dev/null) to
  * `out`, by GNU diff -u run on the fds (/dev/fd/N: no path is resolved again), labelled
- * old_label and new_label. 0 / -1 with *err (fork/exec failure, diff's trouble status 2). */
+ * old_label and new_label. diff's output goes through a pipe and a filter: C0 controls but TAB
+ * and LF, DEL and C1 (UTF-8 or raw) are written as \xNN, so file content cannot drive the
+ * reviewer's terminal (an OSC title, a clear screen, concealed text); other bytes pass. 0 / -1 with *err (fork/exec
+ * failure, diff's trouble status 2). */
 int ws_unified_diff (FILE *out, int old_fd, int new_fd, const char *old_label, const char *new_label, asbx_err_t *err);
 
 /* `s` with C0/C1 control characters, DEL, the backslash and bytes that are not UTF-8 written as \xNN
  * escapes, so an agent's file name cannot drive the terminal. Heap string. */
 char *ws_escape (const char *s);
+
+/* A JSON text with DEL and the C1 controls (UTF-8 C2 80..C2 9F) written as \u007f and \u0080..
+ * \u009f: the same JSON value (those bytes only occur inside strings), and nothing a terminal
+ * acts on (yajl already escapes C0 as \u00XX). Heap string. */
+char *ws_json_escape_controls (const char *json);
 
 /* Print one change as the human summary line ("added    file 0644 12 sha256:... path"). */
 void ws_print_change (FILE *out, const struct ws_change *c);

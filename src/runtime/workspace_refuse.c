@@ -13,23 +13,68 @@
 #include "core/cleanup.h"
 #include "core/util.h"
 #include "linux/pathsafe.h"
+#include "runtime/workspace_diff.h"
 #include "runtime/workspace_refuse.h"
 
 #define RESOLVE_HOST (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
 
-/* ".git/hooks" or ".git/config" as consecutive components anywhere in path (a nested
- * repository's are as dangerous as the top one's) */
+/* What apply may write below a directory named ".git" (at any depth: a nested repository is as
+ * dangerous as the top one): git's data, never its configuration. Git reads configuration and
+ * runs programs from far more than .git/config and .git/hooks: commondir, gitdir and
+ * worktrees/ point it at another (agent-written) git directory, config.worktree and
+ * modules/<name>/config are config files, info/attributes and info/exclude change what it does
+ * with files, objects/info/alternates points its object store elsewhere, the rebase-merge/ and
+ * sequencer/ to-do lists hold `exec` lines. So the rule is an allow list: the object store
+ * (objects/ but objects/info/), refs/, logs/, and the files git writes as a commit, merge, fetch
+ * or rebase records its state (below); everything else under .git, and anything there that is
+ * neither a regular file nor a directory, is refused. A submodule's git directory (modules/)
+ * is refused as a whole: where in modules/a/b/... a git directory starts is ambiguous. */
+static const char *const git_data_dirs[] = { "objects", "refs", "logs" };
+static const char *const git_data_files[] = { "index",       "HEAD",           "ORIG_HEAD",   "FETCH_HEAD",
+                                              "MERGE_HEAD",  "MERGE_MSG",      "MERGE_MODE",  "CHERRY_PICK_HEAD",
+                                              "REVERT_HEAD", "COMMIT_EDITMSG", "packed-refs", "shallow" };
+
+#define GIT_RULE                                                                                                       \
+  "below a `.git` directory only git's data is written: objects/ (not objects/info/), refs/, logs/, index, HEAD, "     \
+  "*_HEAD, MERGE_MSG, MERGE_MODE, COMMIT_EDITMSG, packed-refs, shallow"
+
+/* Is rest (what follows "/.git/" or ".git/") git's data by the allow list above? is_dir: the
+ * entry is a directory (a data directory itself or one below it) */
 static bool
-git_protected (const char *path)
+git_data (const char *rest, bool is_dir)
+{
+  size_t l = strcspn (rest, "/");
+  for (size_t i = 0; i < sizeof git_data_dirs / sizeof *git_data_dirs; i++)
+    if (strlen (git_data_dirs[i]) == l && strncmp (rest, git_data_dirs[i], l) == 0)
+      {
+        if (rest[l] == '\0')
+          return is_dir;
+        return !(i == 0 && strncmp (rest + l, "/info", 5) == 0 && (rest[l + 5] == '\0' || rest[l + 5] == '/'));
+      }
+  if (rest[l] != '\0' || is_dir)
+    return false;
+  for (size_t i = 0; i < sizeof git_data_files / sizeof *git_data_files; i++)
+    if (strcmp (rest, git_data_files[i]) == 0)
+      return true;
+  return false;
+}
+
+/* Is path below a component named ".git" and not git's data (git_data)? mode: the entry's type
+ * (0 for a deletion or a symlink's target: only the name counts; a deleted or pointed-at
+ * directory is judged by its name as a directory would be) */
+static bool
+git_refused (const char *path, mode_t mode)
 {
   const char *p = path;
   for (;;)
     {
       if (strncmp (p, ".git/", 5) == 0)
         {
-          const char *r = p + 5;
-          if ((strncmp (r, "hooks", 5) == 0 && (r[5] == '\0' || r[5] == '/'))
-              || (strncmp (r, "config", 6) == 0 && (r[6] == '\0' || r[6] == '/')))
+          const char *rest = p + 5;
+          /* the entry itself is the last component: a directory or a file as mode says */
+          if (mode && !S_ISDIR (mode) && !S_ISREG (mode))
+            return true;
+          if (!git_data (rest, mode ? S_ISDIR (mode) : false) && !(mode == 0 && git_data (rest, true)))
             return true;
         }
       const char *slash = strchr (p, '/');
@@ -80,12 +125,88 @@ link_resolve (const char *path, const char *target)
   return out;
 }
 
+/* Is rel (walker path, "" = the root) a symlink below dirfd? 1 yes, 0 no or absent, -1 when a
+ * directory on the way is a symlink (ELOOP/EXDEV) or it cannot be looked at */
+static int
+is_symlink_at (int dirfd, const char *rel)
+{
+  const char *base;
+  struct stat st;
+  if (dirfd < 0 || *rel == '\0')
+    return 0;
+  cleanup_close int p = ws_host_parent (dirfd, rel, &base);
+  if (p < 0)
+    return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
+  if (fstatat (p, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
+  return S_ISLNK (st.st_mode) ? 1 : 0;
+}
+
+/* The kernel resolves a symlink's target component by component, following each symlink on the
+ * way, and ".." after a symlink climbs from where that symlink points, not lexically: `s1 ->
+ * s2/../../..` with `s2 -> ../..` stays inside on paper and leaves the workspace when resolved.
+ * So (decision, conservative): walking `target` lexically from the directory of `path`, no
+ * component but the last may be a symlink, neither in the upper (upperfd) nor on the host
+ * (lowerfd); the last may be one in the upper (a change, checked by its own rules) but not a
+ * host symlink the upper leaves in place (nothing checked it). Returns NULL when that holds,
+ * else a heap reason (caller frees). */
+static char *
+link_through_symlink (const char *path, const char *target, int upperfd, int lowerfd)
+{
+  const char *slash = strrchr (path, '/');
+  size_t cap = strlen (path) + strlen (target) + 2, o = slash ? (size_t) (slash - path) : 0;
+  cleanup_free char *cur = xmalloc (cap);
+  memcpy (cur, path, o);
+  cur[o] = '\0';
+  for (const char *p = target; *p;)
+    {
+      const char *e = strchrnul (p, '/');
+      size_t l = (size_t) (e - p);
+      bool last = *e == '\0';
+      if (l == 2 && p[0] == '.' && p[1] == '.')
+        {
+          if (o == 0)
+            return xstrdup ("climbs above the workspace");
+          while (o > 0 && cur[o - 1] != '/')
+            o--;
+          if (o > 0)
+            o--;
+          cur[o] = '\0';
+        }
+      else if (l > 0 && !(l == 1 && p[0] == '.'))
+        {
+          if (o)
+            cur[o++] = '/';
+          memcpy (cur + o, p, l);
+          o += l;
+          cur[o] = '\0';
+          int up = is_symlink_at (upperfd, cur), host = is_symlink_at (lowerfd, cur);
+          cleanup_free char *ec = ws_escape (cur);
+          if (up < 0 || host < 0)
+            return xasprintf ("cannot look at `%s` on its way (a directory there is a symlink)", ec);
+          if (!last && (up || host))
+            return xasprintf ("goes through the symlink `%s` (%s)", ec, up ? "agent's" : "host's");
+          if (last && host && !up)
+            {
+              struct stat st;
+              const char *base;
+              cleanup_close int pd = ws_host_parent (upperfd, cur, &base);
+              /* the upper replaces the host's symlink with something else: fine */
+              if (pd < 0 || fstatat (pd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return xasprintf ("ends at the host's symlink `%s`", ec);
+            }
+        }
+      p = last ? e : e + 1;
+    }
+  return NULL;
+}
+
 /* Is `path` or something above it a protected path (git's, meta.json "protect")? */
 static const char *
 protected_by (const char *path, const struct ws_meta *m)
 {
-  if (git_protected (path))
-    return ".git/hooks and .git/config are never written";
+  if (git_refused (path, 0))
+    return GIT_RULE;
   for (size_t i = 0; i < m->protect_len; i++)
     if (ws_path_under (path, m->protect[i]))
       return "a meta.json \"protect\" path";
@@ -170,7 +291,7 @@ host_conflict (const struct ws_meta *m, int lowerfd, const char *rel, const stru
 }
 
 char *
-ws_refusal (const struct ws_change *c, const struct ws_meta *m, int lowerfd, bool *conflict)
+ws_refusal (const struct ws_change *c, const struct ws_meta *m, int upperfd, int lowerfd, bool *conflict)
 {
   const char *paths[2] = { c->path, c->op == WS_RENAMED ? c->old_path : NULL };
   mode_t md = c->mode;
@@ -178,11 +299,18 @@ ws_refusal (const struct ws_change *c, const struct ws_meta *m, int lowerfd, boo
 
   for (size_t k = 0; k < 2 && paths[k]; k++)
     {
-      if (git_protected (paths[k]))
-        return xasprintf ("`%s` is protected (.git/hooks and .git/config are never written)", paths[k]);
+      if (git_refused (paths[k], k == 0 && c->op != WS_DELETED ? md : 0))
+        {
+          cleanup_free char *e = ws_escape (paths[k]);
+          return xasprintf ("`%s` is protected: %s", e, GIT_RULE);
+        }
       for (size_t i = 0; i < m->protect_len; i++)
         if (ws_path_under (paths[k], m->protect[i]))
-          return xasprintf ("`%s` is under the protected path `%s` (meta.json \"protect\")", paths[k], m->protect[i]);
+          {
+            cleanup_free char *e = ws_escape (paths[k]);
+            cleanup_free char *ep = ws_escape (m->protect[i]);
+            return xasprintf ("`%s` is under the protected path `%s` (meta.json \"protect\")", e, ep);
+          }
     }
   if (c->op != WS_DELETED)
     {
@@ -195,10 +323,18 @@ ws_refusal (const struct ws_change *c, const struct ws_meta *m, int lowerfd, boo
         {
           cleanup_free char *to = link_resolve (c->path, c->target);
           const char *why;
+          cleanup_free char *et = ws_escape (c->target ? c->target : "");
           if (!to)
-            return xasprintf ("a symlink whose target `%s` leaves the workspace", c->target ? c->target : "");
+            return xasprintf ("a symlink whose target `%s` leaves the workspace", et);
+          cleanup_free char *via = link_through_symlink (c->path, c->target, upperfd, lowerfd);
+          if (via)
+            return xasprintf ("a symlink whose target `%s` %s: resolved through links it could leave the workspace", et,
+                              via);
           if ((why = protected_by (to, m)))
-            return xasprintf ("a symlink to the protected `%s` (%s)", to, why);
+            {
+              cleanup_free char *eto = ws_escape (to);
+              return xasprintf ("a symlink to the protected `%s` (%s)", eto, why);
+            }
         }
       if (S_ISREG (md) && c->nlink > 1)
         return xasprintf ("a hard link (%lu links in the upper layer)", (unsigned long) c->nlink);

@@ -555,3 +555,204 @@ echo keep > {lower}/keep; echo old > {lower}/mod; echo bye > {lower}/sub/gone
     assert not (lower / "sub" / "gone").exists()
     assert os.stat(lower / "add").st_uid == uid
     assert not d.exists(), "a full apply must leave nothing (work/work is mode 0 and not root's)"
+
+
+# outside attack 02: git configuration through `.git/` (B1, B2), symlink chains (B3), terminal
+# controls in diff content (B4)
+
+GIT = ["git", "-c", "safe.directory=*", "-c", "user.email=a@b", "-c", "user.name=a",
+       "-c", "protocol.file.allow=always"]
+
+
+def _git(cwd, *args):
+    subprocess.run(GIT + list(args), cwd=cwd, check=True, capture_output=True)
+
+
+def _host_repo(ws):
+    _git(ws.lower, "init", "-q")
+    _git(ws.lower, "commit", "-q", "--allow-empty", "-m", "init")
+
+
+def _fsmonitor(pwned):
+    return f'[core]\n\tfsmonitor = "id > {pwned}; false"\n'.encode()
+
+
+def _host_git_status(ws, cwd=None):
+    subprocess.run(GIT + ["status"], cwd=cwd or ws.lower, capture_output=True, timeout=60)
+
+
+def test_apply_git_commondir_redirect_refused(ws):
+    """B1: `.git/commondir` pointing at an agent-written copy of .git whose config sets
+    core.fsmonitor; the host's `git status` must not run it."""
+    _host_repo(ws)
+    pwned = os.path.join(os.path.dirname(ws.lower), "PWNED-commondir")
+
+    def agent(m):
+        shutil.copytree(os.path.join(m, ".git"), os.path.join(m, "evilc"), symlinks=True)
+        with open(os.path.join(m, "evilc", "config"), "ab") as f:
+            f.write(_fsmonitor(pwned))
+        _write(m, ".git/commondir", b"../evilc\n")
+    ws.run(agent)
+    r = ws.cmd("apply", "--skip-refused", ws.id)
+    assert "refused" in r.stdout and ".git/commondir" in r.stdout, r.stdout
+    assert "git's data" in r.stdout, r.stdout
+    assert not os.path.exists(os.path.join(ws.lower, ".git", "commondir"))
+    _host_git_status(ws)
+    assert not os.path.exists(pwned), "the host's git ran the agent's core.fsmonitor"
+
+
+def test_apply_git_submodule_config_refused(ws, tmp_path):
+    """B2: `.git/modules/sub/config` (a submodule's git dir) is configuration too."""
+    src = str(tmp_path / "subsrc")
+    os.makedirs(src)
+    _git(src, "init", "-q")
+    _git(src, "commit", "-q", "--allow-empty", "-m", "s")
+    _host_repo(ws)
+    _git(ws.lower, "submodule", "add", "-q", src, "sub")
+    _git(ws.lower, "commit", "-q", "-m", "sub")
+    pwned = str(tmp_path / "PWNED-modules")
+
+    def agent(m):
+        with open(os.path.join(m, ".git", "modules", "sub", "config"), "ab") as f:
+            f.write(_fsmonitor(pwned))
+    ws.run(agent)
+    r = ws.cmd("apply", ws.id)
+    assert r.returncode == 1 and ".git/modules/sub/config" in r.stdout, r.stdout
+    _host_git_status(ws)
+    _host_git_status(ws, os.path.join(ws.lower, "sub"))
+    assert not os.path.exists(pwned), "the host's git ran the agent's core.fsmonitor"
+
+
+GIT_REFUSED = [".git/config.worktree", ".git/info/attributes", ".git/worktrees/w/config",
+               ".git/objects/info/alternates", ".git/description", "nested/.git/config",
+               ".git/rebase-merge/git-rebase-todo"]
+
+
+@pytest.mark.parametrize("rel", GIT_REFUSED)
+def test_apply_git_allow_list_refuses(ws, rel):
+    _host_repo(ws)
+    ws.run(lambda m: _write(m, rel, b"agent\n"))
+    before = host_tree(ws.lower)
+    r = ws.cmd("apply", ws.id)
+    assert r.returncode == 1 and "git's data" in r.stdout, r.stdout
+    assert host_tree(ws.lower) == before
+
+
+def test_apply_git_symlink_under_git_refused(ws):
+    _host_repo(ws)
+    ws.run(lambda m: os.symlink("../../../evil", os.path.join(m, ".git", "refs", "heads", "x")))
+    r = ws.cmd("apply", ws.id)
+    assert r.returncode == 1 and "git's data" in r.stdout, r.stdout
+
+
+def test_apply_git_commit_applies(ws):
+    """An agent's commit is git data (objects, refs, logs, index, HEAD...): it applies, and the
+    host's git sees it."""
+    _host_repo(ws)
+
+    def agent(m):
+        _write(m, "f.txt", b"agent\n")
+        _git(m, "add", "f.txt")
+        _git(m, "commit", "-q", "-m", "agent commit")
+    ws.run(agent)
+    r = ws.cmd("apply", ws.id)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    log = subprocess.run(GIT + ["log", "--format=%s"], cwd=ws.lower, capture_output=True, text=True)
+    assert log.stdout.splitlines()[0] == "agent commit", log.stdout
+    st = subprocess.run(GIT + ["status", "--porcelain"], cwd=ws.lower, capture_output=True, text=True)
+    assert st.returncode == 0 and st.stdout == "", st.stdout
+
+
+def test_apply_symlink_chain_refused(ws):
+    """B3: each link stays inside lexically, but resolved through one another (or through a host
+    symlink) they leave the workspace. Whatever is applied resolves inside the workspace."""
+    os.makedirs(os.path.join(ws.lower, "h", "b"))
+    os.symlink("../..", os.path.join(ws.lower, "h", "b", "hs"))  # the host's own: the workspace root
+
+    def agent(m):
+        os.makedirs(os.path.join(m, "a", "b", "c"))
+        os.symlink("../../..", os.path.join(m, "a", "b", "c", "s2"))
+        os.symlink("s2/../../../..", os.path.join(m, "a", "b", "c", "s1"))
+        os.symlink("a/b/c/s1/etc", os.path.join(m, "etc"))
+        os.symlink("hs/../..", os.path.join(m, "h", "b", "y"))
+    ws.run(agent)
+    r = ws.cmd("apply", ws.id)
+    assert r.returncode == 1 and "through the symlink" in r.stdout, r.stdout
+    r = ws.cmd("apply", "--skip-refused", ws.id)
+    assert "a/b/c/s1: a symlink whose target" in r.stdout, r.stdout
+    root = os.path.realpath(ws.lower)
+    for dp, dns, fns in os.walk(ws.lower):
+        for n in dns + fns:
+            p = os.path.join(dp, n)
+            if os.path.islink(p):
+                real = os.path.realpath(p)
+                assert real == root or real.startswith(root + "/"), f"{p} -> {real}"
+    assert not os.path.lexists(os.path.join(ws.lower, "etc"))
+    assert os.path.islink(os.path.join(ws.lower, "a", "b", "c", "s2")), "a link to the root is fine"
+
+
+HOSTILE = (b"hello\n\x1b]0;OWNED-TITLE\x07\x1b[2J\x1b[31mall good\x1b[0m\n"
+           b"c1 \xc2\x9b2J raw \x9b2J del \x7f cr \r end\n"
+           b"euro \xe2\x82\xac tab\tok\n")
+
+
+def _no_controls(out):
+    assert b"\x1b" not in out and b"\x07" not in out and b"\x7f" not in out and b"\r" not in out, out
+    assert b"\xc2\x9b" not in out and b"\x9b" not in out, out
+
+
+def test_diff_content_controls_escaped(ws):
+    """B4: the bytes a diff sends to the reviewer's terminal carry no control sequences: C0 but
+    TAB and LF, DEL and C1 (UTF-8 or raw) are shown as \\xNN; other UTF-8 stays as it is."""
+    ws.host("a.txt", b"hello\n")
+    name = b"n\xc2\x9bB\x1b[1m"
+
+    def agent(m):
+        with open(os.path.join(m, "a.txt"), "wb") as f:
+            f.write(HOSTILE)
+        with open(os.path.join(m.encode(), name), "wb") as f:
+            f.write(b"\x1b[8mhidden\x1b[0m\n")
+        os.symlink(b"x\x1b[31mRED\xc2\x9b", os.path.join(m.encode(), b"lnk"))
+    ws.run(agent)
+    h = subprocess.run([_binary(), "workspace", "diff", ws.id], capture_output=True)
+    assert h.returncode == 0, h.stderr
+    _no_controls(h.stdout)
+    assert b"\\x1b]0;OWNED-TITLE\\x07" in h.stdout and b"\\xc2\\x9b2J raw \\x9b2J del \\x7f cr \\x0d" in h.stdout
+    assert b"euro \xe2\x82\xac tab\tok" in h.stdout, h.stdout
+    assert b"\\x1b[8mhidden" in h.stdout
+    j = subprocess.run([_binary(), "workspace", "diff", "--json", ws.id], capture_output=True)
+    assert j.returncode == 0, j.stderr
+    _no_controls(j.stdout)
+    recs = {d["path"]: d for d in (json.loads(line) for line in j.stdout.splitlines())}
+    assert name.decode() in recs and recs["lnk"]["target"] == "x\x1b[31mRED\u009b", recs
+    d = subprocess.run([_binary(), "--audit-dir", ws.audit, "workspace", "apply", "--dry-run", ws.id],
+                       capture_output=True)
+    _no_controls(d.stdout + d.stderr)
+
+
+def test_apply_conflict_view_controls_escaped(ws):
+    ws.host("a.txt", b"hello\n")
+
+    def agent(m):
+        with open(os.path.join(m, "a.txt"), "wb") as f:
+            f.write(HOSTILE)
+        os.symlink(b"/x\x1b[2Jy", os.path.join(m.encode(), b"lnk"))
+    ws.run(agent)
+    time.sleep(0.02)
+    with open(os.path.join(ws.lower, "a.txt"), "wb") as f:
+        f.write(b"host \x1b[2J edit\n")
+    r = subprocess.run([_binary(), "--audit-dir", ws.audit, "workspace", "apply", ws.id], capture_output=True)
+    assert r.returncode == 1 and b"conflict" in r.stdout, r.stdout
+    assert b"\\x1b]0;OWNED-TITLE" in r.stdout and b"host \\x1b[2J edit" in r.stdout, r.stdout
+    _no_controls(r.stdout + r.stderr)
+
+
+def test_diff_filter_keeps_utf8_across_reads(ws):
+    """The filter reads diff's output in pieces: a UTF-8 character cut by a read boundary is
+    carried to the next piece, never escaped or mangled."""
+    body = ("€" * 999 + "\n").encode() * 200  # ~600 KB: many pipe reads
+    ws.run(lambda m: _write(m, "euro.txt", body))
+    h = subprocess.run([_binary(), "workspace", "diff", ws.id], capture_output=True)
+    assert h.returncode == 0, h.stderr
+    assert b"\\x" not in h.stdout
+    assert h.stdout.count("€".encode()) == 999 * 200

@@ -393,7 +393,7 @@ test_refusals (void **state)
       c.path = (char *) (p);                                                                                           \
       c.target = (char *) (t);                                                                                         \
       c.mode = (md);                                                                                                   \
-      why = ws_refusal (&c, &m, lofd, &conflict);                                                                      \
+      why = ws_refusal (&c, &m, upfd, lofd, &conflict);                                                                \
       if ((needle) != NULL)                                                                                            \
         {                                                                                                              \
           assert_non_null (why);                                                                                       \
@@ -414,7 +414,21 @@ test_refusals (void **state)
   REFUSED ("dev", NULL, S_IFCHR | 0644, "device");
   REFUSED (".git/hooks/pre-commit", NULL, S_IFREG | 0755, "protected");
   REFUSED ("sub/.git/config", NULL, S_IFREG | 0644, "protected");
-  REFUSED (".git/configx", NULL, S_IFREG | 0644, NULL);
+  /* below .git only git's data (the allow list) */
+  REFUSED (".git/configx", NULL, S_IFREG | 0644, "git's data");
+  REFUSED (".git/commondir", NULL, S_IFREG | 0644, "git's data");
+  REFUSED ("sub/.git/modules/m/config", NULL, S_IFREG | 0644, "git's data");
+  REFUSED (".git/objects/info/alternates", NULL, S_IFREG | 0644, "git's data");
+  REFUSED (".git/objects/info", NULL, S_IFDIR | 0755, "git's data");
+  REFUSED (".git/refs/heads/x", "../../../evil", S_IFLNK | 0777, "git's data");
+  REFUSED (".git/HEAD/x", NULL, S_IFREG | 0644, "git's data");
+  REFUSED (".git/objects/ab/cdef", NULL, S_IFREG | 0444, NULL);
+  REFUSED (".git/objects/pack/pack-1.pack", NULL, S_IFREG | 0444, NULL);
+  REFUSED (".git/refs/heads/main", NULL, S_IFREG | 0644, NULL);
+  REFUSED ("sub/.git/logs/HEAD", NULL, S_IFREG | 0644, NULL);
+  REFUSED (".git/index", NULL, S_IFREG | 0644, NULL);
+  REFUSED (".git/COMMIT_EDITMSG", NULL, S_IFREG | 0644, NULL);
+  REFUSED (".git/refs", NULL, S_IFDIR | 0755, NULL);
   REFUSED ("secrets/k", NULL, S_IFREG | 0644, "protect");
   REFUSED (".git", NULL, S_IFREG | 0644, "not a directory");
   REFUSED ("sub/.git", "../elsewhere", S_IFLNK | 0777, "not a directory");
@@ -422,6 +436,17 @@ test_refusals (void **state)
   REFUSED ("d/cfg", "../.git/./config", S_IFLNK | 0777, "protected");
   REFUSED ("d/s", "../secrets/x", S_IFLNK | 0777, "protect");
   REFUSED ("d/ok", "../.git/HEAD", S_IFLNK | 0777, NULL);
+  /* symlink chains: no symlink on the way of a target, in the upper or on the host */
+  assert_int_equal (mkdirat (upfd, "ch", 0755), 0);
+  assert_int_equal (symlinkat ("..", upfd, "ch/up"), 0);
+  assert_int_equal (symlinkat ("ch", lofd, "hostlink"), 0);
+  REFUSED ("l5", "ch/up/x", S_IFLNK | 0777, "goes through the symlink `ch/up` (agent's)");
+  REFUSED ("ch/l6", "up/..", S_IFLNK | 0777, "goes through the symlink `ch/up`");
+  REFUSED ("l7", "ch/up/", S_IFLNK | 0777, "goes through the symlink");
+  REFUSED ("l8", "hostlink/x", S_IFLNK | 0777, "goes through the symlink `hostlink` (host's)");
+  REFUSED ("l9", "hostlink", S_IFLNK | 0777, "ends at the host's symlink");
+  REFUSED ("l10", "ch/up", S_IFLNK | 0777, NULL); /* the last one, an upper link: checked itself */
+  REFUSED ("l11", "ch/./x", S_IFLNK | 0777, NULL);
   c.nlink = 2;
   REFUSED ("hl", NULL, S_IFREG | 0644, "hard link");
   c.nlink = 1;
