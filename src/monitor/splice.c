@@ -89,7 +89,11 @@ splice_addr_resolved (struct splice *s, const char *name, const char *addr, uint
       a.s6_addr[10] = a.s6_addr[11] = 0xff;
       memcpy (&a.s6_addr[12], &a4, 4);
     }
-  until = ttl_end (ttl);
+  /* kept for the container's life, not the answer's TTL: after it the address may still be
+   * the intercepted host's (outside retest: 62 s after a 60 s answer another name reached it);
+   * a stale entry only refuses other names there */
+  (void) ttl;
+  until = UINT64_MAX;
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (s->intercepted_addrs); i++)
     {
       if (memcmp (&s->intercepted_addrs[i].addr, &a, sizeof a) == 0)

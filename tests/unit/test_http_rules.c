@@ -73,6 +73,11 @@ test_refused (void **state)
   /* TRACE never: its answer echoes the request with the credential (outside test) */
   assert_int_equal (check ("cred.test", "TRACE", "/", 0, rule, &max), -1);
   assert_string_equal (rule, "method not allowed: TRACE (it echoes the credential)");
+  assert_int_equal (check ("cred.test", "trace", "/", 0, rule, &max), -1);
+  assert_int_equal (check ("cred.test", "TRACK", "/", 0, rule, &max), -1);
+  /* a fragment: servers end the path there (outside retest: a push through `#/git-upload-pack`) */
+  assert_int_equal (check ("git.test", "POST", "/o/r.git/git-receive-pack#/git-upload-pack", 0, rule, &max), -1);
+  assert_string_equal (rule, "fragment in the request target");
   assert_int_equal (check ("api.test", "POST", "/repos/other/r", 0, rule, &max), -1);
   assert_string_equal (rule, "path not allowed");
   assert_int_equal (check ("api.test", "POST", "/repos/org/r", 101, rule, &max), -1);
