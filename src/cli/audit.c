@@ -23,6 +23,26 @@
 #include "runtime/audit_log.h"
 #include "runtime/state.h"
 
+/* a terminal control: C0, DEL, or C1 (raw 0x80-0x9f, or as UTF-8 C2 80..C2 9F) at s */
+static size_t
+control_len (const unsigned char *s)
+{
+  if (*s < 0x20 || *s == 0x7f || (*s >= 0x80 && *s <= 0x9f))
+    return 1;
+  if (s[0] == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f)
+    return 2;
+  return 0;
+}
+
+static bool
+has_control (const char *s)
+{
+  for (; *s; s++)
+    if (control_len ((const unsigned char *) s))
+      return true;
+  return false;
+}
+
 static void
 print_value (yajl_val v)
 {
@@ -31,19 +51,25 @@ print_value (yajl_val v)
       const char *s = YAJL_GET_STRING (v);
       if (!s)
         s = "";
-      if (*s && !strpbrk (s, " \t\n\"'\\"))
+      /* values are the agent's (argv, paths, names): a control sequence would reach the
+       * reader's terminal (outside retest: an OSC title and a clear screen in an argv without
+       * spaces were printed raw), so any of them means quoted and escaped */
+      if (*s && !strpbrk (s, " \t\n\"'\\") && !has_control (s))
         fputs (s, stdout);
       else
         {
           putchar ('"');
-          for (; *s; s++)
+          while (*s)
             {
+              size_t c = control_len ((const unsigned char *) s);
               if (*s == '"' || *s == '\\')
                 printf ("\\%c", *s);
-              else if ((unsigned char) *s < 0x20)
-                printf ("\\x%02x", (unsigned char) *s); /* never let a value start a new line */
+              else if (c)
+                for (size_t k = 0; k < c; k++)
+                  printf ("\\x%02x", (unsigned char) s[k]); /* never let a value start a new line */
               else
                 putchar (*s);
+              s += c > 1 ? c : 1;
             }
           putchar ('"');
         }

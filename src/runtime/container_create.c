@@ -7,6 +7,7 @@
  * (runtime/spawn.h), run the runtime's hooks on its request, record the state, start the
  * monitor, write --pid-file. */
 #include <errno.h>
+#include <pwd.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
@@ -587,6 +588,22 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   /* its audit directory is hidden from every later container (runtime/audit_dirs.h) */
   if (plan->active && plan->audit_dir && register_audit_dir (g, plan->audit_dir, err) < 0)
     goto undo;
+  /* a non-root caller's review layers and secrets outside the home defaults (XDG_DATA_HOME,
+   * XDG_CONFIG_HOME or its user config elsewhere) join the same registry, so root's sandboxes
+   * hide them and refuse a workspace holding them (outside retest: a root sandbox read a user's
+   * upper and API token under /srv); the defaults are hidden in every home already */
+  if (plan->active && asbx_uses_user_dirs ())
+    {
+      /* the places every home's mask covers (policy/compile.c): the passwd home's, whatever
+       * XDG_* say */
+      struct passwd *pw = getpwuid (geteuid ());
+      const char *home = pw && pw->pw_dir ? pw->pw_dir : "";
+      cleanup_free char *dws = xasprintf ("%s/.local/share/agentsbx/workspaces", home);
+      cleanup_free char *dsec = xasprintf ("%s/.config/agentsbx/secrets", home);
+      if ((plan->workspaces_dir && audit_dirs_register (g->root, plan->workspaces_dir, dws, err) < 0)
+          || (plan->secrets_dir && audit_dirs_register (g->root, plan->secrets_dir, dsec, err) < 0))
+        goto undo;
+    }
   *init_pid = c.init_pid;
   ret = 0;
   goto out;

@@ -158,6 +158,7 @@ link_through_symlink (const char *path, const char *target, int upperfd, int low
   cleanup_free char *cur = xmalloc (cap);
   memcpy (cur, path, o);
   cur[o] = '\0';
+  bool named = false; /* a name component seen: a ".." after it is refused */
   for (const char *p = target; *p;)
     {
       const char *e = strchrnul (p, '/');
@@ -165,6 +166,13 @@ link_through_symlink (const char *path, const char *target, int upperfd, int low
       bool last = *e == '\0';
       if (l == 2 && p[0] == '.' && p[1] == '.')
         {
+          /* `x/..` means "back from where x points": when x is absent now and a link later
+           * (another session's apply, outside retest), `s1 -> s2/../../../..` left the
+           * workspace. Targets of the form (../)*name/name... compose: a chain of links each
+           * pointing inside from its own directory stays inside */
+          if (named)
+            return xstrdup ("has `..` after a name (`x/..`): where it points changes when `x` becomes a "
+                            "symlink");
           if (o == 0)
             return xstrdup ("climbs above the workspace");
           while (o > 0 && cur[o - 1] != '/')
@@ -175,6 +183,7 @@ link_through_symlink (const char *path, const char *target, int upperfd, int low
         }
       else if (l > 0 && !(l == 1 && p[0] == '.'))
         {
+          named = true;
           if (o)
             cur[o++] = '/';
           memcpy (cur + o, p, l);
@@ -290,6 +299,73 @@ host_conflict (const struct ws_meta *m, int lowerfd, const char *rel, const stru
   return NULL;
 }
 
+/* Does rel (a walker path) exist below dirfd, in either layer's sense: any type, a whiteout
+ * included (conservative: a whited-out HEAD still counts) */
+static bool
+exists_at (int dirfd, const char *rel)
+{
+  const char *base;
+  struct stat st;
+  if (dirfd < 0)
+    return false;
+  cleanup_close int p = ws_host_parent (dirfd, rel, &base);
+  return p >= 0 && fstatat (p, base, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* Does directory dir ("" = the root) look like a git directory to git (is_git_directory():
+ * HEAD and objects/ and refs/), in the upper or on the host? Git uses such a directory as a
+ * repository when run inside it whatever its name (outside retest: `src/HEAD`, `src/objects`,
+ * `src/refs` and a `src/config` with core.fsmonitor ran the agent's command on the host's `git
+ * status` in src/; a bare `remote.git/hooks/post-receive` ran on the host's push). */
+static bool
+looks_like_gitdir (int upperfd, int lowerfd, const char *dir)
+{
+  static const char *const need[] = { "HEAD", "objects", "refs" };
+  for (size_t i = 0; i < sizeof need / sizeof *need; i++)
+    {
+      cleanup_free char *rel = *dir ? xasprintf ("%s/%s", dir, need[i]) : xstrdup (need[i]);
+      if (!exists_at (upperfd, rel) && !exists_at (lowerfd, rel))
+        return false;
+    }
+  return true;
+}
+
+/* The git-directory rule for directories not named `.git`: below one that looks like a git
+ * directory (looks_like_gitdir) only git's data is written (git_data), as below `.git`; and
+ * no change may make a directory look like one that did not on the host (a repository outside
+ * `.git` the agent made: HEAD, objects, refs, its config and hooks its own). NULL, or a heap
+ * reason. */
+static char *
+gitdir_refused (const char *path, mode_t mode, int upperfd, int lowerfd)
+{
+  cleanup_free char *dir = xstrdup (path);
+  char *cut = dir + strlen (dir);
+  for (;;)
+    {
+      /* dir = an ancestor of path ("" = the root), rest = what follows it */
+      while (cut > dir && *cut != '/')
+        cut--;
+      *cut = '\0';
+      const char *rest = path + (cut == dir ? 0 : (size_t) (cut - dir) + 1);
+      const char *name = strrchr (dir, '/') ? strrchr (dir, '/') + 1 : dir;
+      if (strcmp (name, ".git") != 0 && looks_like_gitdir (upperfd, lowerfd, dir))
+        {
+          cleanup_free char *e = ws_escape (*dir ? dir : ".");
+          if (!looks_like_gitdir (-1, lowerfd, dir))
+            return xasprintf ("it makes `%s` a git repository (HEAD, objects/, refs/): git would use the agent's "
+                              "config and hooks there",
+                              e);
+          bool is_dir = mode ? S_ISDIR (mode) : false;
+          if ((mode && !S_ISDIR (mode) && !S_ISREG (mode))
+              || (!git_data (rest, is_dir) && !(mode == 0 && git_data (rest, true))))
+            return xasprintf ("it lies in `%s`, a git repository (HEAD, objects/, refs/): %s", e,
+                              "only git's data is written there (objects/, refs/, logs/, index, HEAD...)");
+        }
+      if (cut == dir)
+        return NULL;
+    }
+}
+
 char *
 ws_refusal (const struct ws_change *c, const struct ws_meta *m, int upperfd, int lowerfd, bool *conflict)
 {
@@ -303,6 +379,13 @@ ws_refusal (const struct ws_change *c, const struct ws_meta *m, int upperfd, int
         {
           cleanup_free char *e = ws_escape (paths[k]);
           return xasprintf ("`%s` is protected: %s", e, GIT_RULE);
+        }
+      char *why = gitdir_refused (paths[k], k == 0 && c->op != WS_DELETED ? md : 0, upperfd, lowerfd);
+      if (why)
+        {
+          cleanup_free char *e = ws_escape (paths[k]);
+          cleanup_free char *w = why;
+          return xasprintf ("`%s`: %s", e, w);
         }
       for (size_t i = 0; i < m->protect_len; i++)
         if (ws_path_under (paths[k], m->protect[i]))

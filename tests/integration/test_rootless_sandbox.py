@@ -529,3 +529,41 @@ def test_seed_git_as_user(user, binary, ws):
     r = as_user(user, [binary, "workspace", "discard", sid])
     assert r.rc == 0, r
     assert not os.path.exists(top)
+
+
+def test_user_review_layers_outside_home_hidden_from_root(user, binary, ws, tmp_path):
+    """A user whose XDG_DATA_HOME / XDG_CONFIG_HOME lie outside the home (here under /srv, which a
+    root sandbox's host view shows): the review layers and the secrets dir are registered with
+    the audit dirs, so a root sandbox neither reads them nor takes a workspace that holds them
+    (outside retest: a root sandbox printed the user's upper and API token)."""
+    x = f"/srv/asbx-xdg-{uuid.uuid4().hex[:6]}"
+    os.makedirs(f"{x}/conf/agentsbx/secrets", mode=0o700)
+    os.makedirs(f"{x}/data")
+    with open(f"{x}/conf/agentsbx/secrets/tok", "w") as f:
+        f.write("USER-API-TOKEN\n")
+    os.chmod(f"{x}/conf/agentsbx/secrets/tok", 0o600)
+    for dp, dns, fns in os.walk(x):
+        for n in [dp] + [os.path.join(dp, f) for f in fns]:
+            os.chown(n, user.pw_uid, user.pw_gid)
+    sid = f"rlxdg-{uuid.uuid4().hex[:6]}"
+    env = {"XDG_DATA_HOME": f"{x}/data", "XDG_CONFIG_HOME": f"{x}/conf"}
+    try:
+        pol = {"version": 1, "extends": "rootless", "network": {"mode": "none"}}
+        r = as_user(user, [binary, "sandbox", "--review", "--id", sid, "--workspace", ws, "--policy",
+                           policy_file(user, pol), "--", "/bin/sh", "-c", "echo XDG-UPPER-SECRET > s.txt"], env=env)
+        assert r.rc == 0, r
+        upper = f"{x}/data/agentsbx/workspaces/{sid}/upper/s.txt"
+        assert os.path.exists(upper)
+        rws = tmp_path / "rootws"
+        rws.mkdir()
+        r = R(subprocess.run([binary, "sandbox", "--workspace", str(rws), "--", "/bin/sh", "-c",
+                              f"cat {upper} {x}/conf/agentsbx/secrets/tok; true"],
+                             capture_output=True, text=True, timeout=HANG_GUARD))
+        assert r.rc == 0, r
+        assert "XDG-UPPER-SECRET" not in r.out and "USER-API-TOKEN" not in r.out, r
+        r = R(subprocess.run([binary, "sandbox", "--workspace", x, "--", "/bin/true"],
+                             capture_output=True, text=True, timeout=HANG_GUARD))
+        assert r.rc != 0, r
+    finally:
+        as_user(user, [binary, "workspace", "discard", sid], env=env)
+        shutil.rmtree(x, ignore_errors=True)

@@ -992,3 +992,21 @@ def test_credential_bind_source_replaced_after_start_unreadable(rt, ws):
         subprocess.run(["umount", os.path.join(home, ".netrc")], check=False)
         shutil.rmtree(home, ignore_errors=True)
         shutil.rmtree(src, ignore_errors=True)
+
+
+def test_audit_prints_no_terminal_controls(rt, ws):
+    """`agentsbx audit` prints the agent's values (an exec's argv) with every control escaped,
+    quoted or not: an argv without spaces carrying an OSC title, a BEL, a clear screen and a C1
+    CSI reached the reader's terminal raw (outside retest)."""
+    adir = os.path.join(rt.workdir, "ctl-audit")
+    cid = f"sbxctl{os.getpid()}"
+    r = rt.cmd("sandbox", "--id", cid, "--workspace", ws, "--", "/bin/sh", "-c",
+               "/bin/true \"$(printf '\\033]0;OWNED\\007\\033[2J\\302\\2332J')\"",
+               global_args=["--audit-dir", adir])
+    assert r.rc == 0, r
+    assert "OWNED" in read_log(adir, cid)  # the exec record is there
+    a = subprocess.run([rt.binary, "--audit-dir", adir, "audit", cid], capture_output=True)
+    assert a.returncode == 0, a
+    assert b"OWNED" in a.stdout, a.stdout
+    for bad in (b"\x1b", b"\x07", b"\xc2\x9b"):
+        assert bad not in a.stdout, a.stdout

@@ -663,6 +663,34 @@ def test_apply_git_commit_applies(ws):
     assert st.returncode == 0 and st.stdout == "", st.stdout
 
 
+def test_apply_repository_outside_dot_git_refused(ws, tmp_path):
+    """A directory git takes for a repository whatever its name (HEAD, objects/, refs/): the agent
+    making one (`src/` with its own config) is refused, and in a bare repository the host keeps
+    in the project (`remote.git`) only git's data is written, not its hooks (outside retest: the
+    host's `git status` in src/ and its `git push ./remote.git` ran the agent's commands)."""
+    pwned = tmp_path / "PWNED"
+    _host_repo(ws)
+    _git(ws.lower, "init", "-q", "--bare", "remote.git")
+
+    def agent(m):
+        _write(m, "src/HEAD", b"ref: refs/heads/master\n")
+        os.makedirs(os.path.join(m, "src", "objects"), exist_ok=True)
+        os.makedirs(os.path.join(m, "src", "refs", "heads"), exist_ok=True)
+        _write(m, "src/config", b"[core]\n\tworktree = .\n" + _fsmonitor(pwned)[7:])
+        _write(m, "remote.git/hooks/post-receive", f"#!/bin/sh\nid > {pwned}\n".encode(), 0o755)
+        _write(m, "notes.txt", b"fine\n")
+    ws.run(agent)
+    r = ws.cmd("apply", "--skip-refused", ws.id)
+    assert r.returncode == 3, (r.stdout, r.stderr)
+    assert "makes `src` a git repository" in r.stdout and "lies in `remote.git`" in r.stdout, r.stdout
+    assert os.path.exists(os.path.join(ws.lower, "notes.txt"))
+    for rel in ("src/HEAD", "src/config", "src/objects", "src/refs"):
+        assert not os.path.lexists(os.path.join(ws.lower, rel)), rel
+    assert not os.path.lexists(os.path.join(ws.lower, "remote.git", "hooks", "post-receive"))
+    _git(ws.lower, "push", "-q", "./remote.git", "HEAD:refs/heads/x")
+    assert not pwned.exists()
+
+
 def test_apply_symlink_chain_refused(ws):
     """B3: each link stays inside lexically, but resolved through one another (or through a host
     symlink) they leave the workspace. Whatever is applied resolves inside the workspace."""
@@ -689,6 +717,21 @@ def test_apply_symlink_chain_refused(ws):
                 assert real == root or real.startswith(root + "/"), f"{p} -> {real}"
     assert not os.path.lexists(os.path.join(ws.lower, "etc"))
     assert os.path.islink(os.path.join(ws.lower, "a", "b", "c", "s2")), "a link to the root is fine"
+
+
+def test_apply_symlink_down_and_up_refused(ws):
+    """A target with `..` after a name (`s2/../..`) is refused even while `s2` is absent: a later
+    session's applied `s2 -> ../../..` made such a link, applied earlier, point outside the
+    workspace (outside retest: a host write through it landed outside). Leading `..` only is fine."""
+    def agent(m):
+        os.makedirs(os.path.join(m, "a", "b", "c"))
+        os.symlink("s2/../../../../victim", os.path.join(m, "a", "b", "c", "s1"))
+        os.symlink("../../x", os.path.join(m, "a", "b", "c", "ok"))
+    ws.run(agent)
+    r = ws.cmd("apply", "--skip-refused", ws.id)
+    assert r.returncode == 3 and "has `..` after a name" in r.stdout, r.stdout
+    assert not os.path.lexists(os.path.join(ws.lower, "a", "b", "c", "s1"))
+    assert os.readlink(os.path.join(ws.lower, "a", "b", "c", "ok")) == "../../x"
 
 
 HOSTILE = (b"hello\n\x1b]0;OWNED-TITLE\x07\x1b[2J\x1b[31mall good\x1b[0m\n"
