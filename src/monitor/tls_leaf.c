@@ -11,6 +11,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
 
+#include "core/openssl_err.h"
 #include "core/util.h"
 #include "monitor/tls_leaf.h"
 
@@ -31,17 +32,7 @@ struct tls_leaf
   } cache[LEAF_CACHE];
 };
 
-/* the last OpenSSL error as text, for *err */
-static int
-ssl_error (asbx_err_t *err, const char *what)
-{
-  char buf[256] = "unknown error";
-  unsigned long e = ERR_get_error ();
-  if (e)
-    ERR_error_string_n (e, buf, sizeof buf);
-  ERR_clear_error ();
-  return asbx_error (err, 0, "egress CA: %s: %s", what, buf);
-}
+#define ssl_error(err, what) openssl_error (err, "egress CA", what)
 
 struct tls_leaf *
 tls_leaf_new (const char *ca_cert_pem, const char *ca_key_pem, asbx_err_t *err)

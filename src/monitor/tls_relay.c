@@ -29,6 +29,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include "core/openssl_err.h"
 #include "core/util.h"
 #include "linux/netns_call.h"
 #include "policy/nft_ruleset.h"
@@ -39,16 +40,7 @@
 #include "monitor/tls_relay.h"
 #include "monitor/tls_relay_internal.h"
 
-static int
-ssl_fail (asbx_err_t *err, const char *what)
-{
-  char buf[256] = "unknown error";
-  unsigned long e = ERR_get_error ();
-  if (e)
-    ERR_error_string_n (e, buf, sizeof buf);
-  ERR_clear_error ();
-  return asbx_error (err, 0, "network: TLS interception: %s: %s", what, buf);
-}
+#define ssl_fail(err, what) openssl_error (err, "network: TLS interception", what)
 
 bool
 tls_relay_wants (const struct tls_relay *r, const char *host)

@@ -23,6 +23,7 @@
 #include <openssl/x509v3.h>
 
 #include "core/cleanup.h"
+#include "core/openssl_err.h"
 #include "core/util.h"
 #include "monitor/monitor.h"
 #include "runtime/egress_ca.h"
@@ -33,17 +34,7 @@ egress_intercepts (const struct policy_plan *p)
   return p && p->active && (p->credentials_len > 0 || p->http_hosts_len > 0);
 }
 
-/* the first OpenSSL error of the queue (the queue is emptied) */
-static int
-ssl_fail (asbx_err_t *err, const char *what)
-{
-  char buf[256] = "unknown error";
-  unsigned long e = ERR_get_error ();
-  if (e)
-    ERR_error_string_n (e, buf, sizeof buf);
-  ERR_clear_error ();
-  return asbx_error (err, 0, "egress CA: %s: %s", what, buf);
-}
+#define ssl_fail(err, what) openssl_error (err, "egress CA", what)
 
 /* "critical,permitted;DNS:a,permitted;DNS:b,excluded;IP:0.0.0.0/0.0.0.0,excluded;IP:::/::" with
  * each intercepted host once */
