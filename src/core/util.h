@@ -14,6 +14,10 @@ void *xrealloc (void *p, size_t n);
 char *xstrdup (const char *s); /* NULL -> NULL */
 char *xasprintf (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 
+/* Now (CLOCK_REALTIME) as RFC 3339 UTC with nanoseconds, "2026-12-01T21:10:25.123456789Z"
+ * (the OCI state's `created`, meta.json's `created`). Heap. */
+char *asbx_rfc3339_now (void);
+
 /* write/read all bytes, retrying on EINTR and short counts. Return 0 / -1 with errno set. */
 int write_all (int fd, const void *buf, size_t len);
 /* Read until EOF into a NUL-terminated heap buffer (caller frees). max = refuse above this many

@@ -58,17 +58,6 @@
 #include "spec/model.h"
 #include "spec/validate.h"
 
-static char *
-rfc3339_now (void)
-{
-  struct timespec ts;
-  struct tm tm;
-  clock_gettime (CLOCK_REALTIME, &ts);
-  gmtime_r (&ts.tv_sec, &tm);
-  return xasprintf ("%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                    tm.tm_min, tm.tm_sec, ts.tv_nsec);
-}
-
 static int
 start_socket_listen (int dirfd, asbx_err_t *err)
 {
@@ -334,7 +323,7 @@ create_record (const struct asbx_global *g, const struct asbx_create_opts *o, co
                struct create_ctx *c, const char *bundle, const char *rootfs, const char *raw, size_t raw_len,
                const struct policy_plan *plan, asbx_err_t *err)
 {
-  cleanup_free char *created = rfc3339_now ();
+  cleanup_free char *created = asbx_rfc3339_now ();
   struct asbx_state st = {
     .id = (char *) o->id,
     .pid = c->init_pid,

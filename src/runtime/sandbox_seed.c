@@ -25,7 +25,7 @@ write_seed_meta (int dfd, const char *where, const char *id, const struct sandbo
   m.workspace = xstrdup (s->lower);
   m.lower_dev = s->lower_st.st_dev;
   m.lower_ino = s->lower_st.st_ino;
-  m.created = ws_rfc3339_now ();
+  m.created = asbx_rfc3339_now ();
   /* after the clone: its files are not host changes made during the run */
   clock_gettime (CLOCK_REALTIME, &ts);
   m.started_ns = (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;

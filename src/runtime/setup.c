@@ -310,6 +310,58 @@ toml_int_value (const char *s, const struct toml_def *d)
   return eq ? strtol (eq + 1, NULL, 10) : -1;
 }
 
+/* one runtime entry: *block with the entry of runtime `name` (its key: table) appended, heap */
+typedef char *(*entry_fn) (const char *block, const char *table, const char *name, const char *bin);
+
+static char *
+containerd_entry (const char *block, const char *table, const char *name, const char *bin)
+{
+  (void) name;
+  return xasprintf ("%s[%s]\n  runtime_type = \"io.containerd.runc.v2\"\n  pod_annotations = "
+                    "[\"io.agentsbx.*\"]\n  container_annotations = [\"io.agentsbx.*\"]\n[%s.options]\n  "
+                    "BinaryName = \"%s\"\n",
+                    block, table, table, bin);
+}
+
+static char *
+podman_entry (const char *block, const char *table, const char *name, const char *bin)
+{
+  (void) table;
+  return xasprintf ("%s%s = [\"%s\"]\n", block, name, bin);
+}
+
+/* block (taken) with one entry per runtime (agentsbx, then agentsbx-PROFILE for each --profile)
+ * and the end mark: the finished block, heap; NULL with *err when the file already defines one
+ * of those keys (prefix + name) outside agentsbx's block */
+static char *
+add_entries (const struct ctx *x, const struct toml_doc *doc, char *block, const char *prefix, entry_fn entry,
+             asbx_err_t *err)
+{
+  for (size_t i = 0; i <= x->o->nprofiles; i++)
+    {
+      const char *prof = i ? x->o->profiles[i - 1] : NULL;
+      cleanup_free char *name = prof ? xasprintf ("agentsbx-%s", prof) : xstrdup ("agentsbx");
+      cleanup_free char *key = xasprintf ("%s%s", prefix, name);
+      cleanup_free char *bin = entry_binary (x, prof);
+      const struct toml_def *c = toml_conflict (doc, key);
+      if (c)
+        {
+          free (block);
+          asbx_error (err, 0,
+                      "setup: %s: `%s` (outside agentsbx's block) already defines the runtime %s: remove it and "
+                      "run setup again",
+                      x->path, c->path, name);
+          return NULL;
+        }
+      char *nb = entry (block, key, name, bin);
+      free (block);
+      block = nb;
+    }
+  char *nb = xasprintf ("%s%s\n", block, END_MARK);
+  free (block);
+  return nb;
+}
+
 static char *
 containerd_block (const struct ctx *x, const struct toml_doc *doc, const char *base, asbx_err_t *err)
 {
@@ -335,32 +387,8 @@ containerd_block (const struct ctx *x, const struct toml_doc *doc, const char *b
     }
   char *block = xasprintf ("%s (`agentsbx setup containerd --undo` removes this block)\n%s", BEGIN_MARK,
                            !ver && blank (base) ? "version = 2\n" : "");
-  for (size_t i = 0; i <= x->o->nprofiles; i++)
-    {
-      const char *prof = i ? x->o->profiles[i - 1] : NULL;
-      cleanup_free char *name = prof ? xasprintf ("agentsbx-%s", prof) : xstrdup ("agentsbx");
-      cleanup_free char *table = xasprintf ("%s.containerd.runtimes.%s", cri, name);
-      cleanup_free char *bin = entry_binary (x, prof);
-      const struct toml_def *c = toml_conflict (doc, table);
-      if (c)
-        {
-          free (block);
-          asbx_error (err, 0,
-                      "setup: %s: `%s` (outside agentsbx's block) already defines the runtime %s: remove it and "
-                      "run setup again",
-                      x->path, c->path, name);
-          return NULL;
-        }
-      char *nb = xasprintf ("%s[%s]\n  runtime_type = \"io.containerd.runc.v2\"\n  pod_annotations = "
-                            "[\"io.agentsbx.*\"]\n  container_annotations = [\"io.agentsbx.*\"]\n[%s.options]\n  "
-                            "BinaryName = \"%s\"\n",
-                            block, table, table, bin);
-      free (block);
-      block = nb;
-    }
-  char *nb = xasprintf ("%s%s\n", block, END_MARK);
-  free (block);
-  return nb;
+  cleanup_free char *prefix = xasprintf ("%s.containerd.runtimes.", cri);
+  return add_entries (x, doc, block, prefix, containerd_entry, err);
 }
 
 /* the block and where it goes (*at: an offset in base) */
@@ -385,29 +413,7 @@ podman_block (const struct ctx *x, const struct toml_doc *doc, const char *base,
   *at = hdr ? hdr->line_end : strlen (base);
   char *block = xasprintf ("%s (`agentsbx setup podman --undo` removes this block)\n%s", BEGIN_MARK,
                            hdr ? "" : "[engine.runtimes]\n");
-  for (size_t i = 0; i <= x->o->nprofiles; i++)
-    {
-      const char *prof = i ? x->o->profiles[i - 1] : NULL;
-      cleanup_free char *name = prof ? xasprintf ("agentsbx-%s", prof) : xstrdup ("agentsbx");
-      cleanup_free char *key = xasprintf ("engine.runtimes.%s", name);
-      cleanup_free char *bin = entry_binary (x, prof);
-      const struct toml_def *c = toml_conflict (doc, key);
-      if (c)
-        {
-          free (block);
-          asbx_error (err, 0,
-                      "setup: %s: `%s` (outside agentsbx's block) already defines the runtime %s: remove it and "
-                      "run setup again",
-                      x->path, c->path, name);
-          return NULL;
-        }
-      char *nb = xasprintf ("%s%s = [\"%s\"]\n", block, name, bin);
-      free (block);
-      block = nb;
-    }
-  char *nb = xasprintf ("%s%s\n", block, END_MARK);
-  free (block);
-  return nb;
+  return add_entries (x, doc, block, "engine.runtimes.", podman_entry, err);
 }
 
 static char *

@@ -100,9 +100,6 @@ int ws_set_state (const char *workspaces_dir, const char *id, const char *state,
  * directories that hold nothing else (a new or opaque empty one); 0 without an upper. */
 uint64_t ws_upper_changed (int dirfd);
 
-/* The current CLOCK_REALTIME time as RFC 3339 UTC with nanoseconds (heap). */
-char *ws_rfc3339_now (void);
-
 /* [A-Za-z0-9._-]{1,64}, not starting with '.': a snapshot NAME. 0 or -1 with *err (EINVAL). */
 int ws_name_check (const char *name, asbx_err_t *err);
 

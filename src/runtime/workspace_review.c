@@ -156,7 +156,7 @@ layout_for (struct ws_review *r, int rootfd, const char *id, const char *real, c
       m.workspace = xstrdup (real);
       m.lower_dev = st->st_dev;
       m.lower_ino = st->st_ino;
-      m.created = ws_rfc3339_now ();
+      m.created = asbx_rfc3339_now ();
       /* before the init is spawned, so before its mount: a host file changed later than this
        * is a conflict for `workspace apply` (an early time only widens what counts as one) */
       struct timespec ts;

@@ -218,7 +218,7 @@ ws_copy_tree (int src_parent, const char *src_name, int dst_parent, const char *
 int
 ws_snap_meta_write (int dirfd, const char *name, uint64_t files, uint64_t bytes, asbx_err_t *err)
 {
-  cleanup_free char *created = ws_rfc3339_now ();
+  cleanup_free char *created = asbx_rfc3339_now ();
   yajl_gen g = json_gen_new (JSON_GEN_PRETTY);
   char num[24];
   size_t len = 0;
