@@ -89,12 +89,14 @@ class Docker:
             [os.path.join(self.exec_root, "runtime-runc", self.ns)]
 
 
-@pytest.fixture(scope="module")
-def docker(eng_dir, runtime_paths, rootfs_tar):
+def running_docker(cls, prefix, eng_dir, runtime_paths, rootfs_tar):
+    """A private dockerd of class cls (Docker or a subclass with its own daemon.json) in a fresh
+    directory under eng_dir, the test image imported; every container removed and the daemon
+    stopped after. A generator for the module fixtures: `yield from running_docker(...)`."""
     _need("dockerd", "docker.io")
     _need(DOCKER_CLI, "docker.io")
-    d = tempfile.mkdtemp(prefix="dk-", dir=eng_dir)
-    dk = Docker(d, runtime_paths)
+    d = tempfile.mkdtemp(prefix=prefix, dir=eng_dir)
+    dk = cls(d, runtime_paths)
     dk.start()
     try:
         dk.cli("import", rootfs_tar, IMAGE)
@@ -105,6 +107,11 @@ def docker(eng_dir, runtime_paths, rootfs_tar):
             if ids:
                 dk.cli("rm", "-f", *ids, check=False)
         dk.stop()
+
+
+@pytest.fixture(scope="module")
+def docker(eng_dir, runtime_paths, rootfs_tar):
+    yield from running_docker(Docker, "dk-", eng_dir, runtime_paths, rootfs_tar)
 
 
 @pytest.fixture

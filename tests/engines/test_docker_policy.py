@@ -13,8 +13,8 @@ import tempfile
 
 import pytest
 
-from conftest import IMAGE, Leaks, _need, DOCKER_CLI
-from test_docker import Docker
+from conftest import IMAGE, Leaks
+from test_docker import Docker, running_docker
 
 pytestmark = pytest.mark.docker
 
@@ -37,20 +37,7 @@ class PolicyDocker(Docker):
 
 @pytest.fixture(scope="module")
 def pdocker(eng_dir, runtime_paths, rootfs_tar):
-    _need("dockerd", "docker.io")
-    _need(DOCKER_CLI, "docker.io")
-    d = tempfile.mkdtemp(prefix="dkp-", dir=eng_dir)
-    dk = PolicyDocker(d, runtime_paths)
-    dk.start()
-    try:
-        dk.cli("import", rootfs_tar, IMAGE)
-        yield dk
-    finally:
-        if dk.proc:
-            ids = dk.cli("ps", "-aq", check=False).stdout.split()
-            if ids:
-                dk.cli("rm", "-f", *ids, check=False)
-        dk.stop()
+    yield from running_docker(PolicyDocker, "dkp-", eng_dir, runtime_paths, rootfs_tar)
 
 
 def run_agent(pdocker, leaks, script):

@@ -12,12 +12,11 @@ module's own."""
 import json
 import os
 import subprocess
-import tempfile
 
 import pytest
 
-from conftest import DOCKER_CLI, IMAGE, Leaks, _need
-from test_docker import Docker
+from conftest import IMAGE, Leaks
+from test_docker import Docker, running_docker
 
 pytestmark = pytest.mark.docker
 
@@ -46,20 +45,7 @@ class ReviewDocker(Docker):
 
 @pytest.fixture(scope="module")
 def rdocker(eng_dir, runtime_paths, rootfs_tar):
-    _need("dockerd", "docker.io")
-    _need(DOCKER_CLI, "docker.io")
-    d = tempfile.mkdtemp(prefix="dkr-", dir=eng_dir)
-    dk = ReviewDocker(d, runtime_paths)
-    dk.start()
-    try:
-        dk.cli("import", rootfs_tar, IMAGE)
-        yield dk
-    finally:
-        if dk.proc:
-            ids = dk.cli("ps", "-aq", check=False).stdout.split()
-            if ids:
-                dk.cli("rm", "-f", *ids, check=False)
-        dk.stop()
+    yield from running_docker(ReviewDocker, "dkr-", eng_dir, runtime_paths, rootfs_tar)
 
 
 def test_volume_becomes_review_overlay(rdocker):
