@@ -257,3 +257,25 @@ linux_netns_socket (int netns_fd, int domain, int type, int protocol, asbx_err_t
     }
   return fd;
 }
+
+int
+linux_netns_marked_stream (int netns_fd, int family, uint32_t mark)
+{
+  asbx_err_t e = NULL;
+  int fd = linux_netns_socket (netns_fd, family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, &e);
+  if (fd < 0)
+    {
+      int en = e ? e->errnum : EIO;
+      asbx_error_free (&e);
+      errno = en;
+      return -1;
+    }
+  if (setsockopt (fd, SOL_SOCKET, SO_MARK, &mark, sizeof mark) < 0)
+    {
+      int en = errno;
+      close (fd);
+      errno = en;
+      return -1;
+    }
+  return fd;
+}

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/error.h"
 
@@ -43,5 +44,10 @@ int linux_netns_enter_owner (int netns_fd, asbx_err_t *err);
 
 /* socket(domain, type, protocol) in netns_fd (see linux_netns_call): the new fd, or -1 with *err. */
 int linux_netns_socket (int netns_fd, int domain, int type, int protocol, asbx_err_t *err);
+
+/* A non-blocking, close-on-exec TCP socket of `family` in netns_fd with SO_MARK `mark` (socket(7):
+ * the egress's upstream sockets, which the container's nat redirect must skip). The fd, or -1
+ * (errno of the failed step). */
+int linux_netns_marked_stream (int netns_fd, int family, uint32_t mark);
 
 #endif

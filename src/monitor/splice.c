@@ -228,16 +228,7 @@ interests (struct splice *s, struct conn *c)
 static int
 upstream_socket (struct splice *s, int family)
 {
-  uint32_t mark = POLICY_NFT_SPLICE_MARK;
-  asbx_err_t e = NULL;
-  int fd = linux_netns_socket (s->netns, family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, &e);
-  asbx_error_free (&e);
-  if (fd >= 0 && setsockopt (fd, SOL_SOCKET, SO_MARK, &mark, sizeof mark) < 0)
-    {
-      close (fd);
-      return -1;
-    }
-  return fd;
+  return linux_netns_marked_stream (s->netns, family, POLICY_NFT_SPLICE_MARK);
 }
 
 /* the X-Agentsbx-Blocked value of a refusal (without the host name of "host not allowed: ") */

@@ -196,16 +196,7 @@ tls_relay_io (struct tconn *c, SSL *s, int ret)
 int
 tls_relay_upstream_socket (struct tls_relay *r, int family)
 {
-  uint32_t mark = POLICY_NFT_SPLICE_MARK;
-  asbx_err_t e = NULL;
-  int fd = linux_netns_socket (r->netns, family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, &e);
-  asbx_error_free (&e);
-  if (fd >= 0 && setsockopt (fd, SOL_SOCKET, SO_MARK, &mark, sizeof mark) < 0)
-    {
-      close (fd);
-      return -1;
-    }
-  return fd;
+  return linux_netns_marked_stream (r->netns, family, POLICY_NFT_SPLICE_MARK);
 }
 
 /* ---- each state's progress: true when something moved ---- */
