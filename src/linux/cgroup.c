@@ -20,6 +20,7 @@
 
 #include "core/cleanup.h"
 #include "core/log.h"
+#include "core/pathlex.h"
 #include "core/util.h"
 #include "linux/cgroup_internal.h"
 #include "linux/cgroup_systemd.h"
@@ -39,30 +40,21 @@ is_systemd_form (const char *p)
 static char *
 normalize (const char *in, const char *field, asbx_err_t *err)
 {
-  cleanup_free char *copy = xstrdup (in);
-  char *out = xmalloc0 (strlen (in) + 2), *save = NULL;
+  char *out;
 
   for (const char *p = in; *p; p++)
     if ((unsigned char) *p < ' ' || *p == 0x7f)
       {
-        free (out);
         asbx_error (err, EINVAL, "%s: `%s` contains a control character", field, in);
         return NULL;
       }
-  for (char *c = strtok_r (copy, "/", &save); c; c = strtok_r (NULL, "/", &save))
+  out = asbx_path_lexical (in, true);
+  if (!out)
     {
-      if (strcmp (c, ".") == 0)
-        continue;
-      if (strcmp (c, "..") == 0)
-        {
-          free (out);
-          asbx_error (err, EINVAL, "%s: `%s` must not contain \"..\"", field, in);
-          return NULL;
-        }
-      strcat (out, "/");
-      strcat (out, c);
+      asbx_error (err, EINVAL, "%s: `%s` must not contain \"..\"", field, in);
+      return NULL;
     }
-  if (out[0] == '\0')
+  if (strcmp (out, "/") == 0)
     {
       free (out);
       asbx_error (err, EINVAL, "%s: `%s` names the root cgroup", field, in);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/cleanup.h"
+#include "core/pathlex.h"
 #include "core/util.h"
 #include "linux/cgroup.h"
 #include "linux/cgroup_internal.h"
@@ -26,28 +27,6 @@ dup_n (const char *s, size_t n)
   char *d = xmalloc0 (n + 1);
   memcpy (d, s, n);
   return d;
-}
-
-/* "a//./b/" -> "a/b" (heap); NULL for a ".." component */
-static char *
-sub_normalize (const char *p)
-{
-  cleanup_free char *copy = xstrdup (p);
-  char *out = xmalloc0 (strlen (p) + 1), *save = NULL;
-  for (char *c = strtok_r (copy, "/", &save); c; c = strtok_r (NULL, "/", &save))
-    {
-      if (strcmp (c, ".") == 0)
-        continue;
-      if (strcmp (c, "..") == 0)
-        {
-          free (out);
-          return NULL;
-        }
-      if (*out)
-        strcat (out, "/");
-      strcat (out, c);
-    }
-  return out;
 }
 
 /* does the v1 hierarchy key ("cpu,cpuacct") carry every controller of `ctrls` ("cpu" or "cpu,cpuacct")? */
@@ -92,7 +71,7 @@ sub_for (const struct cgroup_hier *h, char *const *specs, size_t n, char **out, 
         }
     }
   const char *p = mine ? mine : generic ? generic : "";
-  *out = sub_normalize (p);
+  *out = asbx_path_lexical (p, false);
   if (*out == NULL)
     return asbx_error (err, EINVAL, "exec --cgroup `%s`: `..` would leave the container's cgroup", p);
   return 0;
@@ -105,7 +84,7 @@ specs_check (const struct cgroup_layout_info *info, char *const *specs, size_t n
   for (size_t i = 0; i < n; i++)
     {
       const char *colon = strchr (specs[i], ':');
-      cleanup_free char *norm = sub_normalize (colon ? colon + 1 : specs[i]);
+      cleanup_free char *norm = asbx_path_lexical (colon ? colon + 1 : specs[i], false);
       if (norm == NULL)
         return asbx_error (err, EINVAL, "exec --cgroup `%s`: `..` would leave the container's cgroup", specs[i]);
       if (!colon || colon == specs[i])

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/cleanup.h"
+#include "core/pathlex.h"
 #include "core/util.h"
 #include "policy/doc.h"
 
@@ -100,38 +101,8 @@ pval_duration (const char *s, uint64_t *out, char **why)
 static int
 normalize_abs (const char *s, char **norm, char **why)
 {
-  size_t n = strlen (s), o = 0;
-  char *out = xmalloc (n + 2);
-  const char *p = s;
-
-  while (*p)
-    {
-      while (*p == '/')
-        p++;
-      if (!*p)
-        break;
-      const char *e = strchrnul (p, '/');
-      size_t len = (size_t) (e - p);
-      if (len == 1 && p[0] == '.')
-        {
-          p = e;
-          continue;
-        }
-      if (len == 2 && p[0] == '.' && p[1] == '.')
-        {
-          free (out);
-          return why_fail (why, "\"..\" components are not allowed");
-        }
-      out[o++] = '/';
-      memcpy (out + o, p, len);
-      o += len;
-      p = e;
-    }
-  if (o == 0)
-    out[o++] = '/';
-  out[o] = '\0';
-  *norm = out;
-  return 0;
+  *norm = asbx_path_lexical (s, true);
+  return *norm ? 0 : why_fail (why, "\"..\" components are not allowed");
 }
 
 int

@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "core/fdpass.h"
 #include "core/json.h"
+#include "core/pathlex.h"
 #include "core/util.h"
 #include "runtime/state.h"
 
@@ -162,12 +163,40 @@ test_transitions (void **state)
   assert_int_equal (asbx_status_after (ASBX_OP_DELETE), ASBX_STATUS_STOPPED);
 }
 
+static void
+expect_lexical (const char *in, bool absolute, const char *want)
+{
+  char *got = asbx_path_lexical (in, absolute);
+  if (want == NULL)
+    assert_null (got);
+  else
+    assert_string_equal (got, want);
+  free (got);
+}
+
+/* core/pathlex.h: "." and empty components dropped, ".." refused, never resolved */
+static void
+test_path_lexical (void **state)
+{
+  (void) state;
+  expect_lexical ("/a//./b/", true, "/a/b");
+  expect_lexical ("a//./b/", false, "a/b");
+  expect_lexical ("/a/b", false, "a/b");
+  expect_lexical ("", true, "/");
+  expect_lexical ("//.", true, "/");
+  expect_lexical ("./", false, "");
+  expect_lexical ("/a/../b", true, NULL);
+  expect_lexical ("..", false, NULL);
+  expect_lexical ("/a/..b/.c", true, "/a/..b/.c");
+  expect_lexical ("/a/...", true, "/a/...");
+}
+
 int
 main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_fdpass), cmocka_unit_test (test_read_proc_small), cmocka_unit_test (test_write_pid_file),
-    cmocka_unit_test (test_json),   cmocka_unit_test (test_transitions),
+    cmocka_unit_test (test_json),   cmocka_unit_test (test_path_lexical),    cmocka_unit_test (test_transitions),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }
