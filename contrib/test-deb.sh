@@ -3,7 +3,8 @@
 # with dpkg-buildpackage, run lintian (errors and warnings fail), compare its files with what
 # `make install DESTDIR=` installs (and check `make uninstall` removes all of it), then install
 # the .deb, run `agentsbx --version`, `agentsbx sandbox -- true` and `man agentsbx-sandbox`,
-# purge it and check nothing is left.
+# wire it into a dockerd with `agentsbx setup docker --profile agent` and run a container of
+# that runtime class (README's install steps), purge it and check nothing is left.
 #
 # The install happens in a private mount namespace whose /etc, /usr and /var are overlays with
 # their upper layers in a scratch directory: dpkg and apt work as on the machine, nothing outside
@@ -93,6 +94,41 @@ bash -c 'source /usr/share/bash-completion/bash_completion; source /usr/share/ba
 COMP_WORDS=(agentsbx set); COMP_CWORD=1; COMP_LINE="agentsbx set"; COMP_POINT=${#COMP_LINE}; _agentsbx; [ "${COMPREPLY[*]}" = setup ]' ||
 	{ echo "bash completion of 'agentsbx set'"; exit 1; }
 echo "ok: bash completion (agentsbx set<TAB> -> setup)"
+# README's Docker path with the installed binary: `agentsbx setup docker --profile agent`, a
+# dockerd on that daemon.json (private sockets and roots; README says `systemctl reload docker`,
+# there is no systemd here), a container of the agent runtime class, then `setup docker --undo`
+# gives daemon.json back byte for byte. Skipped, with the reason, without Docker or the test image.
+img=/var/cache/agentsbx-tests/debian-bookworm-minbase-python3.tar
+if command -v dockerd >/dev/null && [ -x /usr/bin/docker ] && [ -f "$img" ]; then
+	dj=/etc/docker/daemon.json
+	[ -e "$dj" ] && cp -p "$dj" "$w/daemon.before"
+	/usr/bin/agentsbx setup docker --profile agent >"$w/setup.log" 2>&1 || { cat "$w/setup.log"; exit 1; }
+	dk=$w/dk
+	mkdir -p "$dk"
+	dockerd --config-file "$dj" --data-root "$dk/data" --exec-root "$dk/exec" --pidfile "$dk/docker.pid" \
+		-H "unix://$dk/docker.sock" --containerd-namespace "asbx-deb-$$" --containerd-plugins-namespace "asbx-deb-$$-p" \
+		--exec-opt native.cgroupdriver=cgroupfs --iptables=false --ip6tables=false --ip-forward=false \
+		--ip-masq=false --bridge none --storage-driver overlay2 >"$dk/dockerd.log" 2>&1 &
+	dpid=$!
+	stop_docker() { kill "$dpid" 2>/dev/null && wait "$dpid" 2>/dev/null || true; }
+	trap stop_docker EXIT
+	export DOCKER_HOST=unix://$dk/docker.sock DOCKER_CONFIG=$dk/client
+	for _ in $(seq 1 120); do docker version >/dev/null 2>&1 && break; kill -0 "$dpid" 2>/dev/null || break; sleep 0.5; done
+	docker version >/dev/null 2>&1 || { tail -20 "$dk/dockerd.log"; echo "dockerd did not answer"; exit 1; }
+	docker import "$img" asbx-deb:test >/dev/null
+	out=$(docker run --rm --network none --runtime agentsbx-agent asbx-deb:test sh -c 'touch /etc/x 2>/dev/null || echo refused; id -u')
+	[ "$out" = "$(printf 'refused\n0')" ] || { echo "docker run --runtime agentsbx-agent: $out"; tail -20 "$dk/dockerd.log"; exit 1; }
+	echo "ok: docker run --runtime agentsbx-agent (setup docker --profile agent): /etc is read-only inside"
+	stop_docker
+	trap - EXIT
+	/usr/bin/agentsbx setup docker --undo >>"$w/setup.log" 2>&1 || { cat "$w/setup.log"; exit 1; }
+	if [ -e "$w/daemon.before" ]; then cmp -s "$dj" "$w/daemon.before" || { echo "daemon.json differs after --undo"; exit 1; }
+	else [ ! -e "$dj" ] || { echo "daemon.json left after --undo: $(cat "$dj")"; exit 1; }; fi
+	rm -rf --one-file-system "$dk"
+	echo "ok: agentsbx setup docker --undo gives daemon.json back"
+else
+	echo "skip: README's Docker step (needs dockerd, /usr/bin/docker and $img from the integration suite)"
+fi
 DEBIAN_FRONTEND=noninteractive apt-get purge -y -q agentsbx >"$w/apt-purge.log" 2>&1 || { tail "$w/apt-purge.log"; exit 1; }
 ! dpkg-query -W -f='${Status}' agentsbx 2>/dev/null | grep -q "installed" || { echo "still installed"; exit 1; }
 echo "ok: apt-get purge agentsbx"
