@@ -14,7 +14,6 @@
  * Asked first after pivot_root, /sys would be the container's, whose image could ship
  * "enabled = N" and so have the profile silently ignored; and a dlopen after pivot_root would
  * load the container's libraries into the init. */
-#include <dlfcn.h>
 #include <errno.h>
 #include <string.h>
 #ifdef HAVE_APPARMOR
@@ -32,15 +31,8 @@ static bool
 library_confirms (void)
 {
 #ifdef HAVE_APPARMOR
-  /* RTLD_LOCAL: nothing else resolves against it; the handle stays open (the answer is cached) */
-  void *h = dlopen ("libapparmor.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-  __typeof__ (aa_is_enabled) *fn = h ? (__typeof__ (aa_is_enabled) *) dlsym (h, "aa_is_enabled") : NULL;
-  if (fn == NULL)
-    {
-      log_debug ("libapparmor.so.1 not loadable (%s): trusting /sys/module/apparmor", dlerror ());
-      return true;
-    }
-  return fn () == 1;
+  _Static_assert(__builtin_types_compatible_p (__typeof__ (aa_is_enabled), int (void)), "aa_is_enabled (void)");
+  return linux_lsm_library_confirms ("libapparmor.so.1", "aa_is_enabled", "/sys/module/apparmor");
 #else
   return true;
 #endif

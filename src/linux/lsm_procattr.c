@@ -5,6 +5,7 @@
  * to somewhere writable) must not receive - or redirect - the label write, or the process would
  * silently run unconfined. So: O_PATH open, fstatfs == PROC_SUPER_MAGIC, then openat2 beneath it
  * without magic links, and fstatfs again on the attribute fd before writing. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/cleanup.h"
+#include "core/log.h"
 #include "core/util.h"
 #include "linux/lsm_procattr.h"
 #include "linux/pathsafe.h"
@@ -58,4 +60,19 @@ linux_lsm_write_attr (const char *proc_root, const char *attr, const char *data,
       if (errno != EINTR)
         return asbx_error (err, errno, "write `%.*s` to `%s/%s`", (int) len, data, proc_root, rel);
     }
+}
+
+bool
+linux_lsm_library_confirms (const char *soname, const char *symbol, const char *kernel_files)
+{
+  /* RTLD_LOCAL: nothing else resolves against it; RTLD_NODELETE: the handle stays (the caller
+   * caches the answer) */
+  void *h = dlopen (soname, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  int (*fn) (void) = h ? (int (*) (void)) dlsym (h, symbol) : NULL;
+  if (fn == NULL)
+    {
+      log_debug ("%s not loadable (%s): trusting %s", soname, dlerror (), kernel_files);
+      return true;
+    }
+  return fn () == 1;
 }

@@ -42,6 +42,13 @@ char *linux_selinux_context_option (const char *data, const char *label);
  * enabled, else a copy of `data` (runc ignores the label when SELinux is off). Heap or NULL. */
 char *linux_selinux_mount_data (const char *data, const char *label);
 
+/* Confirm with the LSM's own library that it is enabled: dlopen `soname` (e.g.
+ * "libapparmor.so.1"), call its `int symbol (void)` (aa_is_enabled(3), is_selinux_enabled(3))
+ * and return whether it answered 1. When the library or the symbol cannot be loaded, the kernel's
+ * files already consulted (`kernel_files`, named in the debug log) are trusted: true. Callers
+ * check the symbol's type against the library's header at compile time. */
+bool linux_lsm_library_confirms (const char *soname, const char *symbol, const char *kernel_files);
+
 /* Answer (and cache for the rest of the process and its forked children) whether AppArmor and
  * SELinux are enabled, for the labels that are requested (NULL/"": not asked). Called by the
  * runtime before it forks the container's processes, so that the cached answer is the host's

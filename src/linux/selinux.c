@@ -11,7 +11,6 @@
  * libselinux opened with dlopen for is_selinux_enabled() (which also checks a policy is
  * loaded). Cached at the first call, made by linux_lsm_probe() before the runtime forks the
  * container (host view; see apparmor.c for why never after pivot_root). */
-#include <dlfcn.h>
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
@@ -30,14 +29,9 @@ static bool
 library_confirms (void)
 {
 #ifdef HAVE_SELINUX
-  void *h = dlopen ("libselinux.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-  __typeof__ (is_selinux_enabled) *fn = h ? (__typeof__ (is_selinux_enabled) *) dlsym (h, "is_selinux_enabled") : NULL;
-  if (fn == NULL)
-    {
-      log_debug ("libselinux.so.1 not loadable (%s): trusting /sys/fs/selinux", dlerror ());
-      return true;
-    }
-  return fn () == 1;
+  _Static_assert(__builtin_types_compatible_p (__typeof__ (is_selinux_enabled), int (void)),
+                 "is_selinux_enabled (void)");
+  return linux_lsm_library_confirms ("libselinux.so.1", "is_selinux_enabled", "/sys/fs/selinux");
 #else
   return true;
 #endif
