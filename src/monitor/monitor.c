@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -500,6 +501,17 @@ static void __attribute__ ((noreturn)) mon_main (struct mon *m, int ready)
 
   setsid ();
   prctl (PR_SET_NAME, "asbx-monitor", 0, 0, 0);
+  /* The monitor holds the egress CA's private key and, while a request is relayed, the value of
+   * a credential (whose copies may outlive the request in freed memory of the TLS library).
+   * None of that may reach a file: no core dump (prctl(2) PR_SET_DUMPABLE 0 also makes its
+   * /proc/PID entries root's and refuses ptrace by the caller's uid; RLIMIT_CORE 0 for the
+   * pipe-to-program case, which ignores dumpability for the limit) and a working directory of
+   * "/" (a relative core_pattern would otherwise write into the caller's directory, which for
+   * `sandbox` is the workspace). Seen by an outside tester: a crash left `core` with a
+   * bearer token in the workspace. */
+  prctl (PR_SET_DUMPABLE, 0, 0, 0, 0);
+  if (setrlimit (RLIMIT_CORE, &(struct rlimit){ 0, 0 }) < 0 || chdir ("/") < 0)
+    _exit (1);
   pthread_mutex_init (&m->lock, NULL);
   sigemptyset (&all);
   sigprocmask (SIG_SETMASK, &all, NULL);

@@ -600,3 +600,50 @@ def test_exec_flood_does_not_hide_a_network_denial(rt, tmp_path):
     assert exited["suppressed"]["exec"] > 1000, exited  # the flood did exhaust the exec bucket
     net = {x.get("port") for x in recs if x["event"] == "network" and x.get("addr") == UP4}
     assert net == set(ports), (net, exited)
+
+
+def test_monitor_crash_leaves_no_core_in_the_workspace(rt, tmp_path):
+    """The monitor holds the egress CA's key and credentials' values (issue 19). A crash of it
+    with the caller's core limit raised and a relative core_pattern used to write `core` into
+    the caller's working directory, the sandbox's default workspace, where the next agent read
+    a bearer token from it (outside attack 5). Judged from the host: the monitor is killed with
+    SIGSEGV and no core file appears in the workspace (nor anywhere under the test's dirs)."""
+    with open("/proc/sys/kernel/core_pattern") as f:
+        pattern = f.read().strip()
+    if pattern.startswith("|") or pattern.startswith("/"):
+        pytest.skip(f"core_pattern {pattern!r} is not relative: a core would not land in the workspace, "
+                    "so this test could not fail here")
+    import resource
+    import signal
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    cid = f"nodump-{uuid.uuid4().hex[:8]}"
+
+    def unlimited_core():
+        resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+
+    argv = [rt.binary, "--root", rt.root, "--audit-dir", str(tmp_path / "audit"), "--profile", "agent",
+            "sandbox", "--id", cid, "--", "sleep", "30"]
+    p = subprocess.Popen(argv, cwd=ws, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, preexec_fn=unlimited_core)
+    try:
+        pidfile = os.path.join(rt.root, cid, "monitor.pid")
+        for _ in range(200):
+            if os.path.exists(pidfile) and open(pidfile).read().strip():
+                break
+            assert p.poll() is None, p.stderr.read().decode(errors="replace")
+            time.sleep(0.05)
+        mon = int(open(pidfile).read().split()[0])
+        with open(f"/proc/{mon}/status") as f:
+            assert "asbx-monitor" in f.readline(), "monitor.pid does not name the monitor"
+        assert resource.prlimit(mon, resource.RLIMIT_CORE)[0] == 0, "the monitor keeps the caller's core limit"
+        assert os.readlink(f"/proc/{mon}/cwd") == "/", "the monitor keeps the caller's working directory"
+        os.kill(mon, signal.SIGSEGV)
+        p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        rt.cmd("delete", "--force", cid, timeout=60)
+    cores = [os.path.join(d, n) for d, _, names in os.walk(tmp_path) for n in names if n.startswith("core")]
+    assert cores == [], f"the monitor's crash wrote {cores}"
