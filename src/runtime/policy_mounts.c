@@ -528,8 +528,7 @@ homes_cache_fill (struct homes_cache *c, int rootfd, const char *dir, asbx_err_t
 
 static int
 apply_each_child (int rootfd, const struct policy_plan *plan, const struct policy_mount *m, struct homes_cache *hc,
-                  struct mi_cache *mc,
-                  struct policy_mount_result *res, asbx_err_t *err)
+                  struct mi_cache *mc, struct policy_mount_result *res, asbx_err_t *err)
 {
   int r = 0;
 
