@@ -125,6 +125,7 @@
 
 struct openssl_api
 {
+/* NOLINTNEXTLINE(bugprone-macro-parentheses): n is the member name, a declarator */
 #define OPENSSL_DL_FIELD(n) __typeof__ (n) *n;
   OPENSSL_DL_FUNCS (OPENSSL_DL_FIELD)
 #undef OPENSSL_DL_FIELD

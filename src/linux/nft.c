@@ -54,6 +54,7 @@
 
 static struct
 {
+/* NOLINTNEXTLINE(bugprone-macro-parentheses): n is the member name, a declarator */
 #define NFT_FIELD(n) __typeof__ (n) *n;
   NFT_FUNCS (NFT_FIELD)
 #undef NFT_FIELD
