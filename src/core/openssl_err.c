@@ -1,6 +1,5 @@
 /* openssl_err.c - OpenSSL's error queue as one error of ours (see the header). */
-#include <openssl/err.h>
-
+#include "core/openssl_dl.h"
 #include "core/openssl_err.h"
 
 int

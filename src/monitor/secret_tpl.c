@@ -8,8 +8,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/crypto.h>
-
 #include "core/util.h"
 #include "monitor/secret_tpl.h"
 
@@ -55,7 +53,7 @@ secret_append (int dirfd, const char *name, size_t n, char *v, size_t *o, char *
       memcpy (v + *o, buf, got);
       *o += got;
     }
-  OPENSSL_cleanse (buf, sizeof buf);
+  explicit_bzero (buf, sizeof buf);
   if (bad)
     {
       snprintf (why, wl, "credential: secret %.100s: empty, too long or not one line of text", file);
@@ -89,7 +87,7 @@ secret_expand (int dirfd, const char *tpl, char *why, size_t wl)
   v[o] = '\0';
   return v;
 fail:
-  OPENSSL_cleanse (v, VALUE_MAX);
+  explicit_bzero (v, VALUE_MAX);
   free (v);
   return NULL;
 }

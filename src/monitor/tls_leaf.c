@@ -5,12 +5,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <openssl/bn.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509v3.h>
-
+#include "core/openssl_dl.h"
 #include "core/openssl_err.h"
 #include "core/util.h"
 #include "monitor/tls_leaf.h"
@@ -37,6 +32,8 @@ struct tls_leaf
 struct tls_leaf *
 tls_leaf_new (const char *ca_cert_pem, const char *ca_key_pem, asbx_err_t *err)
 {
+  if (openssl_load ("network.http/network.credentials rules (the TLS interception)", err) < 0)
+    return NULL;
   struct tls_leaf *l = xmalloc0 (sizeof *l);
   BIO *b = BIO_new_mem_buf (ca_cert_pem, -1);
   l->ca = b ? PEM_read_bio_X509 (b, NULL, NULL, NULL) : NULL;

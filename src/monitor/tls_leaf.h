@@ -8,8 +8,7 @@
 #ifndef ASBX_MONITOR_TLS_LEAF_H
 #define ASBX_MONITOR_TLS_LEAF_H
 
-#include <openssl/ssl.h>
-
+#include "core/openssl_dl.h"
 #include "core/error.h"
 
 struct tls_leaf;

@@ -24,11 +24,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <openssl/err.h>
-#include <openssl/pem.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
-
+#include "core/openssl_dl.h"
 #include "core/openssl_err.h"
 #include "core/util.h"
 #include "linux/netns_call.h"

@@ -11,9 +11,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
-#include <openssl/crypto.h>
-#include <openssl/err.h>
-
+#include "core/openssl_dl.h"
 #include "core/util.h"
 #include "monitor/http_rules.h"
 #include "monitor/secret_tpl.h"

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include <openssl/ssl.h>
+#include "core/openssl_dl.h"
 
 #include "policy/plan.h"
 #include "monitor/http_req.h"

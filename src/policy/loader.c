@@ -438,6 +438,13 @@ add_hidden (struct policy_plan *p, const char *path)
   p->hidden_paths[p->hidden_paths_len] = NULL;
 }
 
+void
+policy_plan_hide (struct policy_plan *p, const char *const *dirs)
+{
+  for (size_t i = 0; p && p->active && dirs && dirs[i]; i++)
+    add_hidden (p, dirs[i]);
+}
+
 struct policy_plan *
 policy_resolve (const struct policy_inputs *in, asbx_err_t *err)
 {
@@ -492,8 +499,6 @@ policy_resolve (const struct policy_inputs *in, asbx_err_t *err)
                              POLICY_DEFAULT_WORKSPACES_DIR };
       for (size_t i = 0; i < ASBX_ARRAY_SIZE (hide); i++)
         add_hidden (p, hide[i]);
-      for (size_t i = 0; in->audit_dirs_used && in->audit_dirs_used[i]; i++)
-        add_hidden (p, in->audit_dirs_used[i]);
     }
   p->enable_kernel_audit = h.enable_kernel_audit;
   p->rootless_cgroup_parent = steal_ptr (&h.rootless_cgroup_parent);

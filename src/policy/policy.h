@@ -32,7 +32,6 @@ struct policy_inputs
   const char *state_root;              /* global --root, NULL = /run/agentsbx (hidden from the container) */
   const struct oci_map *annotations;   /* io.agentsbx.policy (inline JSON), io.agentsbx.profile (name) = the request */
   const char *sandbox_default_profile; /* `agentsbx sandbox`: ceiling when neither ceiling nor request is given */
-  const char *const *audit_dirs_used;  /* NULL-terminated or NULL: other sandboxes' audit dirs, hidden too */
   bool workspace_review;               /* `sandbox --review`: filesystem.workspace.mode review added to the
                                           effective policy (a narrowing, always allowed) */
   const char *user_config;             /* user config file (must exist; "" = none); NULL = the caller's own
@@ -53,6 +52,13 @@ struct policy_inputs
  * JSON path. Returns a new plan (policy_plan_free) or NULL with *err set (errnum EINVAL for bad
  * input, the errno of a failed read otherwise). */
 struct policy_plan *policy_resolve (const struct policy_inputs *in, asbx_err_t *err);
+
+/* Hide the host directories `dirs` (NULL-terminated, or NULL) from the container too: other
+ * sandboxes' audit directories (runtime/audit_dirs.h). Added to p->hidden_paths once each, and
+ * only to an active plan (a plain OCI container hides nothing). The caller lists them only for
+ * an active plan: the list walks the user database (NSS), which a plain `run` must not pay for
+ * (issue 20: libnss_systemd and libm, 0.65 MiB of its RSS). The strings are copied. */
+void policy_plan_hide (struct policy_plan *p, const char *const *dirs);
 
 /* The effective policy a container was created with (plan->effective_json, saved in its state
  * dir by create), compiled again as it is: no host config, no ceiling, no clamp, so every process

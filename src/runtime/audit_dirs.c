@@ -90,21 +90,52 @@ read_registry (const char *root, char ***v, size_t *n, size_t max)
 /* Host root only: every user's audit logs - the default one (HOME/.local/state/agentsbx, a
  * directory of that user) and what each user's own state roots registered - since root's
  * sandboxes keep CAP_DAC_OVERRIDE and read a user's 0700 directories (outside tester). */
+/* The users' default audit directories, from one walk of the user database per process: a
+ * sandbox lists the audit directories twice (its workspace checks, then create), and the walk
+ * (getpwent(3) through NSS: nsswitch.conf, libnss_systemd's userdb queries) is the costly part.
+ * Who owns each directory is still checked at every call (entry_owned). */
+struct user_home
+{
+  uid_t uid;
+  char *dir; /* HOME/.local/state/agentsbx */
+};
+
+static const struct user_home *
+user_homes (size_t *len)
+{
+  static struct user_home *homes;
+  static size_t n, cap;
+  static bool walked;
+  struct passwd *pw;
+
+  if (!walked)
+    {
+      setpwent ();
+      while ((pw = getpwent ()) != NULL)
+        if (pw->pw_uid != 0 && pw->pw_dir && pw->pw_dir[0] == '/')
+          {
+            if (n == cap)
+              homes = xrealloc (homes, (cap = cap ? 2 * cap : 32) * sizeof *homes);
+            homes[n].uid = pw->pw_uid;
+            homes[n++].dir = xasprintf ("%s/.local/state/agentsbx", strcmp (pw->pw_dir, "/") ? pw->pw_dir : "");
+          }
+      endpwent ();
+      walked = true;
+    }
+  *len = n;
+  return homes;
+}
+
 static void
 add_users (char ***v, size_t *n)
 {
   static const char *const roots[] = { "/run/user", "/tmp" };
-  struct passwd *pw;
+  size_t nh;
+  const struct user_home *homes = user_homes (&nh);
 
-  setpwent ();
-  while ((pw = getpwent ()) != NULL)
-    if (pw->pw_uid != 0 && pw->pw_dir && pw->pw_dir[0] == '/')
-      {
-        cleanup_free char *d = xasprintf ("%s/.local/state/agentsbx", strcmp (pw->pw_dir, "/") ? pw->pw_dir : "");
-        if (entry_owned (d, pw->pw_uid))
-          push_unique (v, n, d);
-      }
-  endpwent ();
+  for (size_t i = 0; i < nh; i++)
+    if (entry_owned (homes[i].dir, homes[i].uid))
+      push_unique (v, n, homes[i].dir);
   size_t total = 0;
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (roots); i++)
     {

@@ -438,7 +438,6 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   /* the agent policy: ceiling (runtime flags, host config) ∩ request (annotations); the model
    * (config.json narrowed by the plan; the parsed spec stays as it is) is built before any check,
    * so every later step sees only the effective configuration */
-  audit_used = audit_dirs_list (g->root);
   struct policy_inputs pin = {
     .profile_flag = g->profile,
     .policy_flag = g->policy_file,
@@ -447,12 +446,16 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
     .state_root = g->root,
     .annotations = &parsed->annotations,
     .sandbox_default_profile = o->default_profile,
-    .audit_dirs_used = (const char *const *) audit_used,
     .workspace_review = o->workspace_review,
   };
   plan = policy_resolve (&pin, err);
   if (!plan)
     goto out;
+  if (plan->active)
+    {
+      audit_used = audit_dirs_list (g->root);
+      policy_plan_hide (plan, (const char *const *) audit_used);
+    }
   if (plan->active && plan->audit_dir && audit_dir_check_path (plan->audit_dir, err) < 0)
     goto out;
   /* every secret a credential names exists in a private secrets dir (its value is not read) */

@@ -12,16 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <openssl/bio.h>
-#include <openssl/bn.h>
-#include <openssl/crypto.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/rand.h>
-#include <openssl/x509.h>
-#include <openssl/x509v3.h>
-
+#include "core/openssl_dl.h"
 #include "core/cleanup.h"
 #include "core/openssl_err.h"
 #include "core/util.h"
@@ -134,11 +125,15 @@ build_cert (X509 *x, EVP_PKEY *key, const struct policy_plan *p, const char *id,
 int
 egress_ca_make (const struct policy_plan *p, const char *id, struct egress_ca *ca, asbx_err_t *err)
 {
-  EVP_PKEY *key = EVP_PKEY_Q_keygen (NULL, NULL, "EC", "P-256");
+  EVP_PKEY *key;
   X509 *x = NULL;
   BIO *kb = NULL, *cb = NULL;
   int r = -1;
 
+  /* loaded here, before the monitor is forked: the monitor's TLS relay inherits it */
+  if (openssl_load ("network.http/network.credentials rules (the container's egress CA)", err) < 0)
+    return -1;
+  key = EVP_PKEY_Q_keygen (NULL, NULL, "EC", "P-256");
   if (key == NULL)
     return ssl_fail (err, "EC P-256 key");
   x = X509_new ();

@@ -468,6 +468,9 @@ oci_export_workspace (const struct oci_export_opts *o, struct oci_export_result 
   struct oci_image base = { .layout_fd = -1 };
   bool have_base = false;
   char tmp[96] = "", config_hex[65], manifest_hex[65];
+
+  if (openssl_load ("workspace export (sha256 digests)", err) < 0)
+    return -1;
   int ret = -1;
 
   memset (r, 0, sizeof *r);

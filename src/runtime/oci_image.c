@@ -23,6 +23,10 @@
 void
 oci_hash_init (struct oci_hash *h)
 {
+  /* the verbs load OpenSSL with a clear error first (oci_image_open, oci_export_workspace);
+   * reaching here without it is a programming error */
+  if (openssl_load ("sha256", NULL) < 0)
+    abort ();
   h->ctx = EVP_MD_CTX_new ();
   if (!h->ctx || EVP_DigestInit_ex (h->ctx, EVP_sha256 (), NULL) != 1)
     abort (); /* out of memory, as xmalloc */
@@ -449,6 +453,9 @@ oci_image_open (const char *dir, const char *tag, struct oci_image *img, asbx_er
   struct oci_descriptor d = { 0 };
   yajl_val v = NULL;
   size_t len;
+
+  if (openssl_load ("an OCI image (sha256 digests)", err) < 0)
+    return -1;
 
   memset (img, 0, sizeof *img);
   img->layout_fd = -1;

@@ -13,8 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <openssl/evp.h>
-
+#include "core/openssl_dl.h"
 #include "core/error.h"
 
 #define OCI_MT_INDEX "application/vnd.oci.image.index.v1+json"

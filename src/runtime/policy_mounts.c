@@ -120,6 +120,27 @@ mask_if_same (int rootfd, const char *at, const struct stat *want, struct policy
   return 0;
 }
 
+/* /proc/self/mountinfo as mask_aliases last read it, for one policy_apply_mounts: read at the
+ * first deny, not again for each of the ~60 masks of a sandbox (each read costs 0.1-0.2 ms).
+ * What the denies mount meanwhile does not change what the aliases are: a mask is a tmpfs or the
+ * null device (another filesystem than any target), a read-only deny or a rename pin is a bind
+ * of a path onto itself (it shows what that path showed, at the same place, and the old entry
+ * below it names the same view). A target on a mount the list lacks (a deny below a read-only
+ * deny made since) makes mask_aliases read it again. */
+struct mi_cache
+{
+  struct mountinfo_entry *m; /* NULL: not read yet */
+  size_t n;
+};
+
+static void
+mi_cache_clear (struct mi_cache *c)
+{
+  if (c->m)
+    mountinfo_free (c->m, c->n);
+  *c = (struct mi_cache){ 0 };
+}
+
 /* A denyRead target is also visible wherever a bind mount shows it or a directory below it: a
  * ~/.aws bound from /srv/creds/aws, a home bound from /srv/homes/bob, /home bound at /mnt/h
  * (outside tester: read at the bind's source through the read-only host view). mountinfo names
@@ -127,9 +148,8 @@ mask_if_same (int rootfd, const char *at, const struct stat *want, struct policy
  * or inside it) and each is masked only when it shows the same inode (mask_if_same). fd: the
  * target, opened before its own mask. */
 static int
-mask_aliases (int rootfd, int fd, struct policy_homes_seen *noted, asbx_err_t *err)
+mask_aliases (int rootfd, int fd, struct mi_cache *mc, struct policy_homes_seen *noted, asbx_err_t *err)
 {
-  struct mountinfo_entry *m = NULL;
   struct mountinfo_view *v = NULL;
   const struct mountinfo_entry *own, *root;
   cleanup_free char *where = fd_place (fd);
@@ -141,10 +161,22 @@ mask_aliases (int rootfd, int fd, struct policy_homes_seen *noted, asbx_err_t *e
 
   if (!where || fstat (fd, &want) < 0 || mountinfo_mount_id (fd, &id) < 0 || mountinfo_mount_id (rootfd, &root_id) < 0)
     return 0; /* nothing to compare with: the target itself is masked */
-  if (mountinfo_read (&m, &n, err) < 0)
-    return asbx_error_wrap (err, "policy: the mounts that show a denied path");
-  own = mountinfo_find (m, n, id);
-  root = mountinfo_find (m, n, root_id);
+  for (int fresh = 0;; fresh = 1)
+    {
+      if (!mc->m || fresh)
+        {
+          mi_cache_clear (mc);
+          if (mountinfo_read (&mc->m, &mc->n, err) < 0)
+            return asbx_error_wrap (err, "policy: the mounts that show a denied path");
+          fresh = 1;
+        }
+      own = mountinfo_find (mc->m, mc->n, id);
+      root = mountinfo_find (mc->m, mc->n, root_id);
+      if ((own && root) || fresh)
+        break;
+    }
+  n = mc->n;
+  const struct mountinfo_entry *m = mc->m;
   place = own && root ? mountinfo_place (own, where) : NULL;
   if (place)
     nv = mountinfo_views (m, n, own, place, &v);
@@ -170,7 +202,6 @@ mask_aliases (int rootfd, int fd, struct policy_homes_seen *noted, asbx_err_t *e
         }
     }
   mountinfo_views_free (v, nv);
-  mountinfo_free (m, n);
   return r;
 }
 
@@ -391,7 +422,7 @@ unreachable (int rootfd, const char *path)
 }
 
 static int
-apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy_mount *m,
+apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy_mount *m, struct mi_cache *mc,
                  struct policy_mount_result *res, asbx_err_t *err)
 {
   if ((m->kind == POLICY_MOUNT_BIND_RO || m->kind == POLICY_MOUNT_MASK) && unreachable (rootfd, m->path))
@@ -443,7 +474,7 @@ apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy
     }
   /* the same file or directory shown elsewhere by a bind mount is masked there too */
   if (r == 0 && m->kind == POLICY_MOUNT_MASK)
-    r = mask_aliases (rootfd, fd, &res->homes, err);
+    r = mask_aliases (rootfd, fd, mc, &res->homes, err);
   /* a deny inside a writable bind grant: P pins the file in the host's namespace (policy_pin.h).
    * Not inside a review workspace: the mask lies on an overlay dentry of the container's own
    * namespace, which no host-side rename or unlink of the lower file reaches (the detach that
@@ -497,7 +528,7 @@ homes_cache_fill (struct homes_cache *c, int rootfd, const char *dir, asbx_err_t
 
 static int
 apply_each_child (int rootfd, const struct policy_plan *plan, const struct policy_mount *m, struct homes_cache *hc,
-                  struct policy_mount_result *res, asbx_err_t *err)
+                  struct mi_cache *mc, struct policy_mount_result *res, asbx_err_t *err)
 {
   int r = 0;
 
@@ -513,7 +544,7 @@ apply_each_child (int rootfd, const struct policy_plan *plan, const struct polic
       if (homes[i].from_passwd)
         one.writable_parent = covering_grant (plan, path) != NULL;
       one.optional = m->optional || !one.writable_parent || (homes[i].from_passwd && m->kind == POLICY_MOUNT_MASK);
-      r = apply_one_mount (rootfd, plan, &one, res, err);
+      r = apply_one_mount (rootfd, plan, &one, mc, res, err);
     }
   return r;
 }
@@ -548,7 +579,7 @@ mask_below_rootfs (int rootfd, const char *real, const struct stat *want, asbx_e
  * through the sandbox's /var bind. A directory the container sees elsewhere under another name
  * (an explicit bind of /var/log to /logs) is the bind's author's choice, see docs/security.md. */
 static int
-apply_hidden (int rootfd, const char *path, asbx_err_t *err)
+apply_hidden (int rootfd, const char *path, struct mi_cache *mc, asbx_err_t *err)
 {
   char real[PATH_MAX];
   struct stat hst;
@@ -597,7 +628,7 @@ apply_hidden (int rootfd, const char *path, asbx_err_t *err)
     return 0; /* replaced since: what is there now is not ours to hide */
   if (mask_below_rootfs (rootfd, real, &hst, err) < 0)
     return asbx_error_wrap (err, "policy: hide the host's `%s` where the rootfs shows it", real);
-  return mask_aliases (rootfd, hfd, NULL, err);
+  return mask_aliases (rootfd, hfd, mc, NULL, err);
 }
 
 int
@@ -605,6 +636,7 @@ policy_apply_mounts (int rootfd, const struct policy_plan *plan, bool root_reado
                      asbx_err_t *err)
 {
   struct homes_cache hc = { 0 };
+  struct mi_cache mc = { 0 };
   int r = 0;
 
   if (!plan || !plan->active)
@@ -621,16 +653,17 @@ policy_apply_mounts (int rootfd, const struct policy_plan *plan, bool root_reado
               r = homes_cache_fill (&hc, rootfd, plan->mounts[j].path, err);
         if ((pass == 0) != grant || r < 0)
           continue;
-        r = m->each_child ? apply_each_child (rootfd, plan, m, &hc, res, err)
-                          : apply_one_mount (rootfd, plan, m, res, err);
+        r = m->each_child ? apply_each_child (rootfd, plan, m, &hc, &mc, res, err)
+                          : apply_one_mount (rootfd, plan, m, &mc, res, err);
       }
   if (hc.dir) /* listed before any deny mount: the Landlock carve (policy_carve.h) uses the same homes */
     policy_homes_seen_set (&res->homes, hc.dir, hc.v, hc.n);
   homes_cache_clear (&hc);
   /* the runtime's own state and audit, last: over whatever grant shows them */
   for (size_t i = 0; r == 0 && i < plan->hidden_paths_len; i++)
-    r = apply_hidden (rootfd, plan->hidden_paths[i], err);
+    r = apply_hidden (rootfd, plan->hidden_paths[i], &mc, err);
   /* allowExec: no mount outside it executes, for mmap(PROT_EXEC) as for execve */
+  mi_cache_clear (&mc);
   if (r == 0)
     r = policy_apply_noexec (rootfd, plan, root_readonly, err);
   return r < 0 ? -1 : 0;

@@ -18,8 +18,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
+#include "core/openssl_dl.h"
 #include "core/cleanup.h"
 #include "core/sha256.h"
 #include "core/util.h"
@@ -130,9 +129,15 @@ ws_sha256_fd (int fd, char out[65])
   static const char hex[] = "0123456789abcdef";
   unsigned char buf[65536], md[EVP_MAX_MD_SIZE];
   unsigned int mdlen = 0;
-  EVP_MD_CTX *ctx = EVP_MD_CTX_new ();
+  EVP_MD_CTX *ctx;
   ssize_t r;
 
+  if (openssl_load ("sha256", NULL) < 0)
+    {
+      errno = ELIBACC; /* the walk loads it with a clear error first (ws_walk) */
+      return -1;
+    }
+  ctx = EVP_MD_CTX_new ();
   if (!ctx || EVP_DigestInit_ex (ctx, EVP_sha256 (), NULL) != 1)
     abort (); /* allocation failure, as xmalloc */
   while ((r = read (fd, buf, sizeof buf)) != 0)
@@ -262,6 +267,8 @@ digest (struct walk *w, int dirfd, const char *name, const struct stat *st, cons
   sha[0] = '\0';
   if (S_ISREG (st->st_mode))
     {
+      if (openssl_load ("the workspace review (sha256 of the changed files)", w->err) < 0)
+        return -1;
       cleanup_close int fd = open_entry (dirfd, name, st);
       if (fd < 0 || ws_sha256_fd (fd, sha) < 0)
         return asbx_error (w->err, errno, "workspace `%s`: read", rel);

@@ -110,7 +110,7 @@ bool ws_path_under (const char *path, const char *prefix);
 char *ws_clean_rel (const char *path);
 
 /* sha256 of everything readable from fd (from its current offset), lowercase hex into out.
- * 0 / -1 with errno (read). */
+ * 0 / -1 with errno (read; ELIBACC: OpenSSL could not be loaded, see core/openssl_dl.h). */
 int ws_sha256_fd (int fd, char out[65]);
 
 #endif

@@ -194,6 +194,8 @@ class Bench:
     def __init__(self, a, work):
         self.a, self.work, self.results, self.seq = a, work, {}, 0
         self.rts = [Runtime("agentsbx", os.path.join(TOP, "agentsbx"))]
+        if a.baseline:  # another agentsbx binary (e.g. main's), interleaved with this one
+            self.rts.append(Runtime("agentsbx-base", os.path.abspath(a.baseline)))
         if shutil.which("runc"):
             self.rts.append(Runtime("runc", shutil.which("runc")))
         if shutil.which("crun"):
@@ -367,16 +369,20 @@ class Bench:
         asbx = self.rts[0]
         sandbox = Runtime("sandbox-agent", asbx.path)
         plain = Runtime("agentsbx-run", asbx.path)
+        pair = [plain, sandbox]
+        if self.a.baseline:
+            pair += [Runtime("base-run", os.path.abspath(self.a.baseline)),
+                     Runtime("base-sandbox-agent", os.path.abspath(self.a.baseline))]
 
         def one(rt):
-            if rt is plain:
+            if rt.name.endswith("-run"):
                 return self.run_once(rt, b)[0]
             dt, rc, _ = timed(self.cmd(rt, "sandbox", "--id", self.cid(rt), "--rootfs", os.path.join(b, "rootfs"),
                                        "--workspace", ws, "--", "/bin/true"), cwd=ws)
             if rc != 0:
                 raise RuntimeError(f"sandbox failed ({rc}): {LAST_ERR[0].strip()}")
             return dt
-        self.record("sandbox", "ms", self.interleave(one, self.a.n, [plain, sandbox]), 1000,
+        self.record("sandbox", "ms", self.interleave(one, self.a.n, pair), 1000,
                     note="agentsbx sandbox (profile agent) vs agentsbx run, same rootfs")
 
 
@@ -637,6 +643,8 @@ def main():
                     + " (default: all but " + ",".join(OPTIONAL) + ")")
     ap.add_argument("--no-install", action="store_true")
     ap.add_argument("--no-save", action="store_true", help="do not write bench/results/*.json")
+    ap.add_argument("--baseline", metavar="AGENTSBX", help="a second agentsbx binary (say main's, copied aside) run"
+                    " interleaved with this tree's as runtime agentsbx-base (and base-* in the sandbox scenario)")
     a = ap.parse_args()
     ensure_packages(a)
     work = tempfile.mkdtemp(prefix="agentsbx-bench-")

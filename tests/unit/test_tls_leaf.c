@@ -145,5 +145,9 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = { cmocka_unit_test (test_mint_verify_cache), cmocka_unit_test (test_bad_ca) };
+  /* the calls of this file that tls_leaf.c also makes go through core/openssl_dl.h's table (tls_leaf.h);
+   * the others are linked ($(OPENSSL_LIBS)): one libcrypto either way */
+  if (openssl_load ("test_tls_leaf", NULL) < 0)
+    return 1;
   return cmocka_run_group_tests (tests, NULL, NULL);
 }
