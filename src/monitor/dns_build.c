@@ -290,6 +290,7 @@ dns_answer_chain (const unsigned char *up, size_t uplen, size_t qend, char (*nam
           if (type != DNS_T_CNAME || cls != DNS_C_IN)
             continue;
           bool in = false, known = false;
+          target[0] = '\0';
           if (read_name (up, rd0 + rdlen, rd0, target, sizeof target) != rd0 + rdlen || !target[0])
             continue;
           for (size_t j = 0; j < n; j++)

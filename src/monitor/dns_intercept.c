@@ -37,6 +37,7 @@ struct iquery
   unsigned char q[300];
   size_t qlen, qend;
   uint64_t sent_ns, next_ns; /* in flight since; the next refresh is due at */
+  bool failing;              /* the last attempt failed: audited once until an answer comes */
 };
 
 struct dns_intercept
@@ -71,10 +72,14 @@ collect_addr (void *data, int family, const unsigned char *a, uint32_t ttl, bool
   return NULL;
 }
 
+/* the first failure in a row of q: one `dns` record (an upstream that stays down is not a
+ * record every few seconds) */
 static void
-audit_failed (struct dns_intercept *di, const struct iquery *q, const char *why)
+audit_failed (struct dns_intercept *di, struct iquery *q, const char *why)
 {
-  if (!(di->plan->audit_events & POLICY_AUDIT_DNS))
+  bool again = q->failing;
+  q->failing = true;
+  if (again || !(di->plan->audit_events & POLICY_AUDIT_DNS))
     return;
   asbx_err_t e = NULL;
   struct audit_rec *r = audit_rec_new (di->id, "dns");
@@ -125,8 +130,10 @@ on_answer (struct dns_intercept *di, struct iquery *q, uint64_t now)
   unsigned rcode = m[3] & 0xf;
   if (rcode != 0)
     audit_failed (di, q, rcode == 3 ? "NXDOMAIN" : rcode == 2 ? "SERVFAIL" : "error rcode");
+  else
+    q->failing = false;
   uint32_t ttl = x.addrs ? x.min_ttl : 0;
-  ttl = ttl < DNS_INTERCEPT_REFRESH_MIN ? DNS_INTERCEPT_REFRESH_MIN
+  ttl = ttl < DNS_INTERCEPT_REFRESH_MIN   ? DNS_INTERCEPT_REFRESH_MIN
         : ttl > DNS_INTERCEPT_REFRESH_MAX ? DNS_INTERCEPT_REFRESH_MAX
                                           : ttl;
   q->next_ns = now + ttl * NS_PER_S;
@@ -143,7 +150,8 @@ tick (struct dns_intercept *di)
       if (q->fd >= 0 && now - q->sent_ns >= DNS_INTERCEPT_QUERY_MS * NS_PER_MS)
         {
           audit_failed (di, q, "no answer");
-          query_send (di, q, now);
+          query_end (q);
+          q->next_ns = now + DNS_INTERCEPT_REFRESH_MIN * NS_PER_S; /* tried again then */
         }
       else if (q->fd < 0 && now >= q->next_ns)
         query_send (di, q, now);
@@ -213,7 +221,9 @@ dns_intercept_new (const char *id, const struct policy_plan *plan, const struct 
   if (di->ep < 0 || di->tfd < 0 || epoll_ctl (di->ep, EPOLL_CTL_ADD, di->tfd, &ev) < 0)
     {
       asbx_error (err, errno, "network: the intercepted names' resolution: %s",
-                  di->ep < 0 ? "epoll_create1" : di->tfd < 0 ? "timerfd_create" : "epoll_ctl");
+                  di->ep < 0    ? "epoll_create1"
+                  : di->tfd < 0 ? "timerfd_create"
+                                : "epoll_ctl");
       dns_intercept_free (di);
       return NULL;
     }

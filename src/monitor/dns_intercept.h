@@ -22,8 +22,8 @@
  * rotation for a day); an unanswered or failed query is retried after the minimum */
 #define DNS_INTERCEPT_REFRESH_MIN 5
 #define DNS_INTERCEPT_REFRESH_MAX 300
-/* milliseconds: an upstream query without an answer is sent again after this; setup waits at
- * most this long for the first answers */
+/* milliseconds: an upstream query without an answer is given up after this (and sent again
+ * DNS_INTERCEPT_REFRESH_MIN later); setup waits at most this long for the first answers */
 #define DNS_INTERCEPT_QUERY_MS 2000
 
 struct dns_intercept;
@@ -33,9 +33,9 @@ struct dns_intercept;
  * (kept by the caller for the lifetime of the result). Waits up to DNS_INTERCEPT_QUERY_MS for
  * the first answers so that the container's first connection already meets the known addresses;
  * a name not answered by then is retried in the background (its addresses are intercepted from
- * the answer on; until then only those the container's own answers for it gave). Each failed
- * resolution is one `dns` audit record {host, qtype, decision "failed", rule "intercept:
- * resolve"} written to audit_fd when the policy audits DNS. NULL with *err only on a resource
+ * the answer on; until then only those the container's own answers for it gave). The first of a
+ * run of failed resolutions of a name and type is one `dns` audit record {host, qtype, decision "failed", rule
+ * "intercept: resolve", reason} written to audit_fd when the policy audits DNS. NULL with *err only on a resource
  * failure (epoll, timerfd: errno). */
 struct dns_intercept *dns_intercept_new (const char *id, const struct policy_plan *plan, const struct dns_upstream *up,
                                          struct splice *splice, int audit_fd, asbx_err_t *err);

@@ -108,11 +108,11 @@ struct dnsstub
   /* the TCP connection the query being handled came on (-1: UDP), read by forward/hold/refuse */
   int cur_conn;
   uint32_t cur_gen;
-  struct nflog_watch nflog; /* `network` audit: refused packets from the table (monitor/nflog.h) */
-  int netns;                /* the container's network namespace (the splice makes upstream sockets there) */
-  struct splice *splice;    /* the SNI/Host check (monitor/splice.h) */
+  struct nflog_watch nflog;   /* `network` audit: refused packets from the table (monitor/nflog.h) */
+  int netns;                  /* the container's network namespace (the splice makes upstream sockets there) */
+  struct splice *splice;      /* the SNI/Host check (monitor/splice.h) */
   struct dns_intercept *icpt; /* the monitor's own resolution of the intercepted names, or NULL */
-  struct dns_upstream up;   /* the resolver the queries go to (monitor/dns_upstream.h) */
+  struct dns_upstream up;     /* the resolver the queries go to (monitor/dns_upstream.h) */
   struct linux_nft *nft;
   struct pending pend[PENDING_MAX];
   size_t next;

@@ -121,7 +121,7 @@ chain_bounded_and_malformed (void **state)
   rr (&m, "a.test", DNS_T_CNAME, "b.test");
   rr (&m, "b.test", DNS_T_CNAME, "c.test");
   rr (&m, "c.test", DNS_T_CNAME, "d.test");
-  assert_int_equal (dns_answer_chain (m.b, m.n, m.qend, names, 2), 2); /* at most max */
+  assert_int_equal (dns_answer_chain (m.b, m.n, m.qend, names, 2), 2);     /* at most max */
   assert_int_equal (dns_answer_chain (m.b, m.n - 3, m.qend, names, 8), 3); /* a cut record is not read */
   assert_int_equal (dns_answer_chain (m.b, 10, m.qend, names, 8), 0);      /* shorter than its question */
   start (&m, "a.test");
