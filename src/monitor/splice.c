@@ -78,12 +78,21 @@ splice_intercepts (const struct splice *s, const char *name)
   return s->tls && tls_relay_wants (s->tls, name);
 }
 
-/* the entry of a (v4-mapped for IPv4), or NULL */
+/* the entry of a (v4-mapped for IPv4), or NULL. An address of the well-known NAT64 prefix
+ * (64:ff9b::/96, RFC 6052) is looked up as the IPv4 address it embeds: through a NAT64 gateway
+ * it reaches that address. */
 static const char *
 addr_host (const struct splice *s, const struct in6_addr *a)
 {
+  static const unsigned char nat64[12] = { 0x00, 0x64, 0xff, 0x9b };
+  struct in6_addr k = *a;
+  if (memcmp (k.s6_addr, nat64, sizeof nat64) == 0)
+    {
+      memset (k.s6_addr, 0, 10);
+      k.s6_addr[10] = k.s6_addr[11] = 0xff;
+    }
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (s->intercepted_addrs); i++)
-    if (s->intercepted_addrs[i].seen_ns && memcmp (&s->intercepted_addrs[i].addr, a, sizeof *a) == 0)
+    if (s->intercepted_addrs[i].seen_ns && memcmp (&s->intercepted_addrs[i].addr, &k, sizeof k) == 0)
       return s->intercepted_addrs[i].host;
   return NULL;
 }
