@@ -265,6 +265,49 @@ dns_rebuild_answer (const unsigned char *up, size_t uplen, const unsigned char *
   return o + reserve;
 }
 
+size_t
+dns_answer_chain (const unsigned char *up, size_t uplen, size_t qend, char (*names)[256], size_t max)
+{
+  size_t n = 1;
+  if (max < 1 || qend < 17 || uplen < qend || !read_name (up, qend, 12, names[0], 256))
+    return 0;
+  /* one pass per link: a chain written in any order is found, at most max passes */
+  for (bool grew = true; grew && n < max;)
+    {
+      grew = false;
+      size_t i = qend;
+      for (unsigned k = 0; k < dns_get16 (up + 6) && n < max; k++)
+        {
+          char owner[256], target[256];
+          size_t r = read_name (up, uplen, i, owner, sizeof owner);
+          if (!r || r + 10 > uplen)
+            break;
+          unsigned type = dns_get16 (up + r), cls = dns_get16 (up + r + 2), rdlen = dns_get16 (up + r + 8);
+          size_t rd0 = r + 10;
+          if (rd0 + rdlen > uplen)
+            break;
+          i = rd0 + rdlen;
+          if (type != DNS_T_CNAME || cls != DNS_C_IN)
+            continue;
+          bool in = false, known = false;
+          target[0] = '\0';
+          if (read_name (up, rd0 + rdlen, rd0, target, sizeof target) != rd0 + rdlen || !target[0])
+            continue;
+          for (size_t j = 0; j < n; j++)
+            {
+              in = in || strcmp (names[j], owner) == 0;
+              known = known || strcmp (names[j], target) == 0;
+            }
+          if (in && !known)
+            {
+              memcpy (names[n++], target, sizeof target);
+              grew = true;
+            }
+        }
+    }
+  return n;
+}
+
 /* ---- special-purpose addresses ---- */
 
 enum

@@ -55,6 +55,14 @@ size_t dns_rebuild_answer (const unsigned char *up, size_t uplen, const unsigned
                            const unsigned char *cq, size_t cqlen, bool rd, bool edns, unsigned char *out, size_t outlen,
                            dns_admit_fn admit, void *data);
 
+/* The CNAME chain of the upstream's answer up[0..uplen) to a question ending at qend (the
+ * question already matched by dns_rebuild_answer): names[0] is the question's name (lower case,
+ * read from up), then every CNAME target reached from it through the answer section, in any
+ * record order (an over-approximation of what dns_rebuild_answer keeps: a chain name is never
+ * missed). At most max names (max >= 1). Returns how many were written, 0 when up is malformed
+ * before its records. */
+size_t dns_answer_chain (const unsigned char *up, size_t uplen, size_t qend, char (*names)[256], size_t max);
+
 /* Why an address may not be let in whatever the name (RFC 6890 special-purpose ranges that
  * reach the host, its neighbours or nowhere): "unspecified", "loopback", "link-local" (incl. the
  * cloud metadata 169.254.169.254 and fe80::/10), "private" (RFC 1918), "cgnat" (100.64/10),

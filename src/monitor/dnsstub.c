@@ -34,6 +34,7 @@
 #include "monitor/approvals.h"
 #include "monitor/audit.h"
 #include "monitor/dns_build.h"
+#include "monitor/dns_intercept.h"
 #include "monitor/dns_parse.h"
 #include "monitor/dns_rebind.h"
 #include "monitor/dns_upstream.h"
@@ -107,10 +108,11 @@ struct dnsstub
   /* the TCP connection the query being handled came on (-1: UDP), read by forward/hold/refuse */
   int cur_conn;
   uint32_t cur_gen;
-  struct nflog_watch nflog; /* `network` audit: refused packets from the table (monitor/nflog.h) */
-  int netns;                /* the container's network namespace (the splice makes upstream sockets there) */
-  struct splice *splice;    /* the SNI/Host check (monitor/splice.h) */
-  struct dns_upstream up;   /* the resolver the queries go to (monitor/dns_upstream.h) */
+  struct nflog_watch nflog;   /* `network` audit: refused packets from the table (monitor/nflog.h) */
+  int netns;                  /* the container's network namespace (the splice makes upstream sockets there) */
+  struct splice *splice;      /* the SNI/Host check (monitor/splice.h) */
+  struct dns_intercept *icpt; /* the monitor's own resolution of the intercepted names, or NULL */
+  struct dns_upstream up;     /* the resolver the queries go to (monitor/dns_upstream.h) */
   struct linux_nft *nft;
   struct pending pend[PENDING_MAX];
   size_t next;
@@ -208,7 +210,7 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
   struct dnsstub *d = xmalloc0 (sizeof *d);
   cleanup_free char *nspath = xasprintf ("/proc/%d/ns/net", (int) init_pid);
   cleanup_close int netns = -1;
-  int fds[8];
+  int fds[9];
 
   d->id = id;
   d->plan = plan;
@@ -233,6 +235,13 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
     goto fail;
   d->netns = steal_fd (&netns);
   d->init_pid = init_pid;
+  /* the intercepted names' addresses, known before the container's first connect (bounded wait) */
+  if (plan->credentials_len || plan->http_hosts_len)
+    {
+      d->icpt = dns_intercept_new (id, plan, &d->up, d->splice, audit_fd, err);
+      if (!d->icpt)
+        goto fail;
+    }
   /* the upstream sockets are made per query (forward: one fresh ephemeral port each, issue 14);
    * one made here checks that the family can be had at all */
   if (dns_upstream_check (&d->up, err) < 0)
@@ -255,7 +264,8 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
     }
   fds[0] = d->stub4, fds[1] = d->stub6, fds[2] = d->nflog.unlogged.tfd, fds[3] = d->appr ? approvals_fd (d->appr) : -1;
   fds[4] = d->tcp4, fds[5] = d->tcp6, fds[6] = d->nflog.fd, fds[7] = splice_fd (d->splice);
-  for (size_t i = 0; i < 8; i++)
+  fds[8] = dns_intercept_fd (d->icpt);
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (fds); i++)
     {
       struct epoll_event ev = { .events = EPOLLIN, .data.fd = fds[i] };
       if (fds[i] >= 0 && epoll_ctl (d->ep, EPOLL_CTL_ADD, fds[i], &ev) < 0)
@@ -289,6 +299,7 @@ dnsstub_free (struct dnsstub *d)
 {
   if (!d)
     return;
+  dns_intercept_free (d->icpt); /* before the splice it feeds */
   splice_free (d->splice);
   int *fds[] = { &d->ep, &d->stub4, &d->stub6, &d->tcp4, &d->tcp6, &d->netns };
   for (size_t i = 0; i < CONNS_MAX; i++)
@@ -656,6 +667,10 @@ struct admit_ctx
   size_t n;
   char *error;
   uint32_t min_ttl;
+  /* the answer's CNAME chain passes an intercepted name (the question's own included), or NULL;
+   * `qint`: the question's name is intercepted itself */
+  const char *via;
+  bool qint;
 };
 
 /* dns_admit_fn: a refused address is one `dns` record {decision refused, addr, reason}; an
@@ -670,6 +685,19 @@ admit_addr (void *data, int family, const unsigned char *a, uint32_t ttl, bool i
   char text[INET6_ADDRSTRLEN];
   inet_ntop (family, a, text, sizeof text);
   const char *why = !in_chain ? "not in the question's CNAME chain" : dns_rebind_refused (&d->rebind, family, a, text);
+  const char *icpt = NULL; /* the intercepted host the refusal names */
+  if (!why && x->via && !x->qint)
+    {
+      /* another name aliased to an intercepted one: the address carries that host's traffic,
+       * which only the TLS relay may carry (under the intercepted name's SNI); it is noted as
+       * intercepted, and left out of this name's answer, since a connection under this name
+       * would be refused anyway (splice.h) */
+      splice_addr_resolved (d->splice, x->via, text, ttl);
+      icpt = x->via;
+      why = "CNAME chain through an intercepted host";
+    }
+  else if (!why && !x->qint && (icpt = splice_addr_intercepted (d->splice, family, a)) != NULL)
+    why = "an intercepted host's address"; /* domain fronting: the name may not share it */
   if (!why && x->n == ASBX_ARRAY_SIZE (x->addrs))
     why = "too many addresses";
   if (why)
@@ -684,6 +712,8 @@ admit_addr (void *data, int family, const unsigned char *a, uint32_t ttl, bool i
           audit_rec_str (r, "rule", x->p->rule);
           audit_rec_str (r, "addr", text);
           audit_rec_str (r, "reason", why);
+          if (icpt)
+            audit_rec_str (r, "intercepted", icpt);
           if (audit_rec_write (r, d->audit_fd, &e) < 0)
             asbx_error_free (&e);
         }
@@ -727,6 +757,12 @@ on_answer (struct dnsstub *d, struct pending *p)
   /* the client's limit: its EDNS size, 512 without EDNS (RFC 1035 §4.2.1), or TCP */
   size_t lim = p->conn >= 0 ? sizeof out : p->edns ? (p->edns < sizeof out ? p->edns : sizeof out) : 512;
   struct admit_ctx x = { .d = d, .p = p };
+  char chain[8][256];
+  size_t nchain = dns_answer_chain (m, (size_t) n, p->qend, chain, ASBX_ARRAY_SIZE (chain));
+  x.qint = splice_intercepts (d->splice, name);
+  for (size_t j = 0; j < nchain && !x.via; j++)
+    if (splice_intercepts (d->splice, chain[j]))
+      x.via = chain[j];
   size_t len = dns_rebuild_answer (m, (size_t) n, p->q, p->qend, p->cq, p->qend - 12, p->rd, p->edns != 0, out, lim,
                                    admit_addr, &x);
   if (!len)
@@ -758,6 +794,11 @@ dnsstub_dispatch (struct dnsstub *d)
           continue;
         }
       int fd = ev[i].data.fd, conn = -1;
+      if (d->icpt && fd == dns_intercept_fd (d->icpt))
+        {
+          dns_intercept_dispatch (d->icpt);
+          continue;
+        }
       if (fd == splice_fd (d->splice))
         {
           splice_dispatch (d->splice);

@@ -11,6 +11,10 @@
  * name and type (monitor/dns_build.h: class IN; A, AAAA, CNAME, SVCB, HTTPS; anything else
  * REFUSED), and what the container gets back is an answer rebuilt from the checked records; an
  * address of the host's neighbours or the host itself is never let in (monitor/dns_rebind.h).
+ * With network.credentials/http hosts (intercepted, monitor/tls_relay.h), the monitor resolves
+ * them itself too (monitor/dns_intercept.h), and an answer for any other name never carries an
+ * intercepted address: those of an intercepted host, and every address of an answer whose CNAME
+ * chain passes through one (both left out and audited, docs/policy.md §2.2a).
  *
  * Upstream: $AGENTSBX_UPSTREAM_DNS ("ADDR[:PORT]", "[V6]:PORT") when set in the runtime's
  * environment (tests, and hosts whose resolver is not in /etc/resolv.conf), else the first

@@ -72,15 +72,40 @@ dst6 (const struct sockaddr_storage *ss)
   return a;
 }
 
+bool
+splice_intercepts (const struct splice *s, const char *name)
+{
+  return s->tls && tls_relay_wants (s->tls, name);
+}
+
+/* the entry of a (v4-mapped for IPv4), or NULL. An address of the well-known NAT64 prefix
+ * (64:ff9b::/96, RFC 6052) is looked up as the IPv4 address it embeds: through a NAT64 gateway
+ * it reaches that address. */
+static const char *
+addr_host (const struct splice *s, const struct in6_addr *a)
+{
+  static const unsigned char nat64[12] = { 0x00, 0x64, 0xff, 0x9b };
+  struct in6_addr k = *a;
+  if (memcmp (k.s6_addr, nat64, sizeof nat64) == 0)
+    {
+      memset (k.s6_addr, 0, 10);
+      k.s6_addr[10] = k.s6_addr[11] = 0xff;
+    }
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (s->intercepted_addrs); i++)
+    if (s->intercepted_addrs[i].seen_ns && memcmp (&s->intercepted_addrs[i].addr, &k, sizeof k) == 0)
+      return s->intercepted_addrs[i].host;
+  return NULL;
+}
+
 void
 splice_addr_resolved (struct splice *s, const char *name, const char *addr, uint32_t ttl)
 {
   struct in6_addr a = { 0 };
   struct in_addr a4;
   size_t slot = 0;
-  uint64_t until;
 
-  if (!s->tls || !tls_relay_wants (s->tls, name))
+  (void) ttl; /* kept for the container's life (splice_internal.h: intercepted_addrs) */
+  if (!splice_intercepts (s, name))
     return;
   if (inet_pton (AF_INET6, addr, &a) != 1)
     {
@@ -89,37 +114,40 @@ splice_addr_resolved (struct splice *s, const char *name, const char *addr, uint
       a.s6_addr[10] = a.s6_addr[11] = 0xff;
       memcpy (&a.s6_addr[12], &a4, 4);
     }
-  /* kept for the container's life, not the answer's TTL: after it the address may still be
-   * the intercepted host's (outside retest: 62 s after a 60 s answer another name reached it);
-   * a stale entry only refuses other names there */
-  (void) ttl;
-  until = UINT64_MAX;
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (s->intercepted_addrs); i++)
     {
-      if (memcmp (&s->intercepted_addrs[i].addr, &a, sizeof a) == 0)
+      if (s->intercepted_addrs[i].seen_ns && memcmp (&s->intercepted_addrs[i].addr, &a, sizeof a) == 0)
         {
           slot = i;
           break;
         }
-      if (s->intercepted_addrs[i].until_ns < s->intercepted_addrs[slot].until_ns)
-        slot = i; /* else the entry that ends first makes room */
+      if (s->intercepted_addrs[i].seen_ns < s->intercepted_addrs[slot].seen_ns)
+        slot = i; /* else the entry seen longest ago (or a free one) makes room */
     }
-  if (memcmp (&s->intercepted_addrs[slot].addr, &a, sizeof a) == 0 && s->intercepted_addrs[slot].until_ns > until)
-    return;
   s->intercepted_addrs[slot].addr = a;
-  s->intercepted_addrs[slot].until_ns = until;
+  s->intercepted_addrs[slot].seen_ns = now_ns ();
+  snprintf (s->intercepted_addrs[slot].host, sizeof s->intercepted_addrs[slot].host, "%s", name);
 }
 
-/* c's destination is an address an intercepted name's answer gave (and it still lives) */
-static bool
-dst_intercepted (const struct splice *s, const struct conn *c)
+const char *
+splice_addr_intercepted (const struct splice *s, int family, const unsigned char *addr)
+{
+  struct in6_addr a = { 0 };
+  if (family == AF_INET6)
+    memcpy (&a, addr, 16);
+  else
+    {
+      a.s6_addr[10] = a.s6_addr[11] = 0xff;
+      memcpy (&a.s6_addr[12], addr, 4);
+    }
+  return addr_host (s, &a);
+}
+
+const char *
+splice_dst_intercepted (const struct splice *s, const struct conn *c)
 {
   struct in6_addr a = dst6 (&c->dst);
-  uint64_t now = now_ns ();
-  for (size_t i = 0; i < ASBX_ARRAY_SIZE (s->intercepted_addrs); i++)
-    if (s->intercepted_addrs[i].until_ns > now && memcmp (&s->intercepted_addrs[i].addr, &a, sizeof a) == 0)
-      return true;
-  return false;
+  return addr_host (s, &a);
 }
 
 void
@@ -296,7 +324,7 @@ on_hello (struct splice *s, struct conn *c)
       refuse (s, c, name, SPLICE_PLAIN_INTERCEPTED, true);
       return;
     }
-  if (s->tls && !tls_relay_wants (s->tls, name) && dst_intercepted (s, c))
+  if (s->tls && !tls_relay_wants (s->tls, name) && splice_dst_intercepted (s, c))
     {
       /* another name on an intercepted host's address: behind it the server may route the
        * request to that host, past its rules */

@@ -36,9 +36,20 @@ struct splice *splice_new (const char *id, int netns_fd, const struct policy_pla
 void splice_name_resolved (struct splice *s, const char *name, uint32_t ttl);
 
 /* The answer for `name` let address `addr` (text, IPv4 or IPv6) through with TTL ttl seconds:
- * when the TLS relay intercepts `name`, the address is noted for as long as the answer's set
- * elements live, and a connection to it that names another host (SNI or Host) is refused. */
+ * when the TLS relay intercepts `name`, the address is an intercepted address for the rest of
+ * the container's life (the TTL is not used: an address may still serve the host after it), and
+ * a connection to it that names another host (SNI or Host) is refused. Called for the
+ * container's answers (monitor/dnsstub.h), the monitor's own resolution of the intercepted
+ * names (monitor/dns_intercept.h), and with the intercepted name of a CNAME chain. */
 void splice_addr_resolved (struct splice *s, const char *name, const char *addr, uint32_t ttl);
+
+/* Whether `name` (lower case) is intercepted: TLS to it goes through the TLS relay
+ * (monitor/tls_relay.h). False when the plan intercepts nothing. */
+bool splice_intercepts (const struct splice *s, const char *name);
+
+/* The intercepted host whose address addr (family AF_INET: 4 bytes, AF_INET6: 16) is (see
+ * splice_addr_resolved), or NULL. The string lives as long as s; the next call may change it. */
+const char *splice_addr_intercepted (const struct splice *s, int family, const unsigned char *addr);
 
 /* One fd to poll for POLLIN (an epoll set over the listeners and connections). */
 int splice_fd (const struct splice *s);

@@ -246,6 +246,13 @@ splice_http_scan (struct splice *s, struct conn *c)
               refuse_request (s, c, name, SPLICE_PLAIN_INTERCEPTED); /* a later request's Host too */
               return;
             }
+          if (strcmp (name, c->host) != 0 && splice_dst_intercepted (s, c))
+            {
+              /* a later request's other name on an address that became intercepted after the
+               * connection opened (the monitor's own resolution, monitor/dns_intercept.h) */
+              refuse_request (s, c, name, SPLICE_OTHER_NAME_INTERCEPTED);
+              return;
+            }
           if ((bad = splice_http_head (c, p, t)) != NULL
               || (strcmp (name, c->host) != 0 && !splice_name_allowed (s, name)))
             {

@@ -79,21 +79,32 @@ struct splice
     char name[256];
     uint64_t until_ns;
   } resolved[256];
-  /* addresses the answers for intercepted names (network.credentials/http hosts) gave, until
-   * their TTL ends: another name's TLS or HTTP to one of them is refused, since behind that
-   * SNI/Host the server may route the request to the intercepted host unchecked (outside test:
-   * SNI of an allowed name to the API's address carried refused methods and bodies to it) */
+  /* the intercepted addresses: every address an answer for an intercepted name (a
+   * network.credentials/http host) gave - the container's through the stub, the monitor's own
+   * (monitor/dns_intercept.h: each such name resolved at start and again when its TTL ends),
+   * and those reached through a CNAME chain that passes an intercepted name. Another name's TLS
+   * or HTTP to one of them is refused, since behind that SNI/Host the server may route the
+   * request to the intercepted host unchecked (outside test: SNI of an allowed name to the API's
+   * address carried refused methods and bodies to it). Kept for the container's life, not the
+   * answer's TTL: after it the address may still be the intercepted host's (outside retest: 62 s
+   * after a 60 s answer another name reached it); a stale entry only refuses other names there.
+   * When full, the entry seen longest ago makes room. */
   struct
   {
     struct in6_addr addr; /* IPv4 as v4-mapped */
-    uint64_t until_ns;
-  } intercepted_addrs[256];
+    uint64_t seen_ns;     /* 0: a free entry */
+    char host[256];       /* the intercepted name it was an address of (audited) */
+  } intercepted_addrs[512];
 };
 
 /* the refusal of plain HTTP to a host the TLS relay intercepts (monitor/tls_relay.h) */
 #define SPLICE_PLAIN_INTERCEPTED "http: plain HTTP to an intercepted host (HTTPS only)"
 /* the refusal of another name on an address an intercepted host's answer gave */
 #define SPLICE_OTHER_NAME_INTERCEPTED "sni: another name on an intercepted host's address"
+
+/* splice.c: the intercepted host whose address c's destination is (see intercepted_addrs), or
+ * NULL */
+const char *splice_dst_intercepted (const struct splice *s, const struct conn *c);
 
 /* splice.c: `host` (lowercase) was let through by the DNS stub and its answer still lives */
 bool splice_name_allowed (struct splice *s, const char *host);

@@ -115,6 +115,13 @@ as_rebuilt (const unsigned char *data, size_t len, size_t qend_in, const char *n
   lim = lim > sizeof out ? sizeof out : lim;
   size_t r = dns_rebuild_answer (up, n, q, qend, q + 12, qend - 12, true, data[2] & 1, out, lim, fz_admit, &f);
   CHECK (r <= lim);
+  /* the CNAME chain the stub checks for intercepted names: the question first, no name twice */
+  char chain[8][256];
+  size_t nc = dns_answer_chain (up, n, qend, chain, 8);
+  CHECK (nc <= 8 && (nc == 0 || strcmp (chain[0], name) == 0));
+  for (size_t a = 0; a < nc; a++)
+    for (size_t b = a + 1; b < nc; b++)
+      CHECK (strcmp (chain[a], chain[b]) != 0);
   if (r)
     {
       char back[256];

@@ -327,6 +327,32 @@ def https(name, cafile, request, alpn=None, chunks=None):
             "alpn": proto}
 
 
+def https_as(addr, sni, request):
+    """One request over TLS to a literal address with SNI `sni` (certificates not checked: the
+    fronting case, where only what reaches the server matters) -> the answer's status line, or
+    how the connection ended."""
+    s = socket.create_connection((addr, 443), timeout=10)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    try:
+        s = ctx.wrap_socket(s, server_hostname=sni)
+        s.sendall(request.encode())
+        data = b""
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            data += b
+    except ssl.SSLError:
+        return {"handshake": "ssl-error", "status": None}
+    except OSError as e:
+        return {"handshake": err_name(e), "status": None}
+    finally:
+        s.close()
+    return {"handshake": "done", "status": data.decode("latin-1").split("\r\n")[0]}
+
+
 HELD = []
 
 
@@ -361,7 +387,7 @@ def run(*argv):
 
 ACTIONS = {"connect": connect, "udp": udp, "resolve": resolve, "http": http, "tls": tls,
            "loopback": loopback, "run": run, "rawdns": rawdns, "tcpdns": tcpdns,
-           "http_as": http_as, "tls_as": tls_as, "http_reqs": http_reqs, "raw": raw, "dnsmsg": dnsmsg,
+           "http_as": http_as, "tls_as": tls_as, "https_as": https_as, "http_reqs": http_reqs, "raw": raw, "dnsmsg": dnsmsg,
            "http_expect": http_expect, "http_expect_now": http_expect_now,
            "flood": flood, "https": https, "wait_file": wait_file,
            "hold": hold}
