@@ -37,8 +37,8 @@ struct tls_relay_keys;
  * held and put to the approval broker (monitor/approvals.h) bound in state_dirfd; allow-once
  * forwards the held queries, allow-always also adds the name to the stub's allowlist, deny and
  * the timeout's deny answer REFUSED. keys: the container's egress CA and environment secrets for
- * the splice's TLS interception (monitor/tls_relay.h; unused when nothing is intercepted). Returns NULL with *err ("network: DNS
- * stub: bind 127.0.0.1:53 in the container's network namespace: Address in use"). */
+ * the splice's TLS interception (monitor/tls_relay.h; unused when nothing is intercepted). Returns NULL with *err
+ * ("network: DNS stub: bind 127.0.0.1:53 in the container's network namespace: Address in use"). */
 struct dnsstub *dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int audit_fd,
                              int state_dirfd, const struct tls_relay_keys *keys, asbx_err_t *err);
 

@@ -81,7 +81,8 @@ secret_append (int dirfd, int envfd, const char *name, size_t n, char *v, size_t
       /* no file of that name: the runtime's environment (whole length, so too long is seen) */
       if (!env_lookup (envfd, name, n, buf, sizeof buf, &got))
         {
-          snprintf (why, wl, "credential: secret %.100s: %s (nor " SECRET_ENV_PREFIX "%.100s in the runtime's environment)",
+          snprintf (why, wl,
+                    "credential: secret %.100s: %s (nor " SECRET_ENV_PREFIX "%.100s in the runtime's environment)",
                     file, strerror (ENOENT), file);
           return -1;
         }

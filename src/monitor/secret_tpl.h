@@ -20,7 +20,7 @@
 #define VALUE_MAX 8192  /* one expanded value, NUL included */
 
 #define SECRET_ENV_PREFIX "AGENTSBX_SECRET_" /* the runtime's environment: AGENTSBX_SECRET_<NAME> */
-#define SECRET_ENV_MAX (1 << 20)            /* the whole memfd of environment secrets (bytes) */
+#define SECRET_ENV_MAX (1 << 20)             /* the whole memfd of environment secrets (bytes) */
 
 /* The value of template tpl, secrets read from dirfd (-1: none can be), else from envfd (the
  * memfd of environment secrets, -1: none). Returns a heap string

@@ -38,8 +38,7 @@ secret_entry (const char *e, size_t *n)
 static bool
 valid_name (const char *name, size_t n)
 {
-  return n > 0 && n < 256
-         && strspn (name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") >= n
+  return n > 0 && n < 256 && strspn (name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") >= n
          && !(n <= 2 && strncmp (name, "..", n) == 0);
 }
 
