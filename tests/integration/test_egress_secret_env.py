@@ -10,7 +10,8 @@ variable AGENTSBX_SECRET_NAME of the runtime's environment, as an engine passes 
     but another container that shares the pid namespace (a Kubernetes pod's sidecar with
     shareProcessNamespace) sees that init: such a container, with every capability, probes it;
     so does `exec` (run with the variable too, as an engine does) and the container's own process
-    after start. Each searches every /proc/*/environ, the memory of every process it can read
+    after start. A createRuntime hook (the runtime's environment) does not get it either. Each
+    searches every /proc/*/environ, the memory of every process it can read
     (/proc/PID/mem) and every readable file: no secret; nor in the audit log or the state
     directory.
 (b) refusals: a name that is both a file and a variable; a name that is in neither.
@@ -121,6 +122,9 @@ def test_env_secret_injected_and_never_inside(rt, cbundle, lab, tmp_path, upstre
     b = secret_probe(rt, cbundle, probe_args(value), None)
     probe = " ".join(["/usr/bin/python3", "/egress/secret_probe.py", *[str(a) for a in probe_args(value)], "/usr"])
     b.args("/bin/sh", "-c", f"{CURL} -sS https://api.test/v1/user; echo; {probe}")
+    # a hook without `env` gets the runtime's environment (runc's rule): the variable is gone
+    hook_env = tmp_path / "hook.env"
+    b.hook("createRuntime", "/bin/sh", ["sh", "-c", f"cat /proc/$$/environ > {hook_env}; env >> {hook_env}"])
     env = env_with(value)
     r, cid = rt.create(b, global_args=gargs(tmp_path, config, gh_policy()), env=env)
     assert r.ok, r
@@ -151,6 +155,8 @@ def test_env_secret_injected_and_never_inside(rt, cbundle, lab, tmp_path, upstre
     audit = (tmp_path / "audit" / f"{cid}.jsonl").read_text()
     assert value not in audit and '"http"' in audit
     assert files_holding(rt.root, value) == []
+    hook_text = hook_env.read_text()
+    assert "AGENTSBX_UPSTREAM_DNS" in hook_text and "AGENTSBX_SECRET" not in hook_text and value not in hook_text
 
 
 def test_env_secret_probe_control(rt, cbundle, lab, tmp_path, make_bundle, usr_template):
