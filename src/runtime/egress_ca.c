@@ -113,7 +113,9 @@ build_cert (X509 *x, EVP_PKEY *key, const struct policy_plan *p, const char *id,
   const uint64_t year = UINT64_C (365) * 86400;
   long life = p->wall_clock_seconds ? (long) (p->wall_clock_seconds > year ? year : p->wall_clock_seconds) + 86400L
                                     : (long) EGRESS_CA_DEFAULT_VALIDITY;
-  cleanup_free char *cn = xasprintf ("agentsbx egress CA %s", id);
+  /* a commonName is at most 64 characters (RFC 5280 ub-common-name; OpenSSL refuses more) and
+   * engines use 64-character ids (Docker, containerd): the id is cut to fit (45 characters) */
+  cleanup_free char *cn = xasprintf ("agentsbx egress CA %.45s", id);
   cleanup_free char *nc = name_constraints (p);
   X509_NAME *name = X509_get_subject_name (x);
 

@@ -35,7 +35,8 @@ bool egress_intercepts (const struct policy_plan *p);
 /* Make the CA of container `id` for plan `p` (which must intercept) into *ca (zeroed by the
  * caller). Validity: from one hour before now (clock skew between host and container) to one day
  * past limits.wallClockSeconds when the policy sets it, else EGRESS_CA_DEFAULT_VALIDITY. Subject
- * CN "agentsbx egress CA <id>", a random 128-bit serial. 0, or -1 with *err (an OpenSSL failure,
+ * CN "agentsbx egress CA <id>" (the id's first 45 characters: a CN holds 64), a random 128-bit
+ * serial. 0, or -1 with *err (an OpenSSL failure,
  * its error queue in the message; *ca left empty). */
 int egress_ca_make (const struct policy_plan *p, const char *id, struct egress_ca *ca, asbx_err_t *err);
 
