@@ -144,8 +144,10 @@ secret_env_adopt (void)
   char *end = NULL;
   long fd = v ? strtol (v, &end, 10) : -1;
   struct stat st;
-  if (v && end && *end == '\0' && fd > 2 && fd < 1L << 20 && fstat ((int) fd, &st) == 0 && S_ISREG (st.st_mode)
-      && (fcntl ((int) fd, F_GET_SEALS) & SEALS) == SEALS && fcntl ((int) fd, F_SETFD, FD_CLOEXEC) == 0)
+  int seals = -1;
+  if (v && end && *end == '\0' && fd > 2 && fd < 1L << 20 && fstat ((int) fd, &st) == 0 && S_ISREG (st.st_mode))
+    seals = fcntl ((int) fd, F_GET_SEALS); /* -1 (EINVAL) for anything but a memfd */
+  if (seals >= 0 && (seals & SEALS) == SEALS && fcntl ((int) fd, F_SETFD, FD_CLOEXEC) == 0)
     env_fd = (int) fd;
   drop_from_environ ();
 }
