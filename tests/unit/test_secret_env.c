@@ -62,7 +62,7 @@ test_stash_and_adopt (void **state)
   assert_true (environ_has ("PATH=") && environ_has ("HOME="));
   const char *v = getenv (SECRET_ENV_FD_VAR);
   assert_non_null (v);
-  int fd = atoi (v);
+  int fd = v ? atoi (v) : -1;
   assert_true (fd > 2);
   assert_int_equal (fcntl (fd, F_GETFD) & FD_CLOEXEC, 0); /* for the one execve */
   assert_true ((fcntl (fd, F_GET_SEALS) & F_SEAL_WRITE) != 0);
