@@ -13,20 +13,22 @@
 #include "cli/cli.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "runtime/secret_env.h"
 #include "runtime/userdirs.h"
 
 static const struct
 {
   const char *name;
   cli_verb_fn fn;
-  int spawns; /* re-exec from a sealed memfd before touching a container */
+  int spawns; /* re-exec from a sealed memfd before touching a container; 2: and create one,
+                 keeping the AGENTSBX_SECRET_* variables for its monitor (runtime/secret_env.h) */
   const char *help;
 } verbs[] = {
-  { "create", cli_create, 1, "create a container" },
+  { "create", cli_create, 2, "create a container" },
   { "start", cli_start, 0, "executes the user defined process in a created container" },
-  { "run", cli_run, 1, "create and run a container" },
+  { "run", cli_run, 2, "create and run a container" },
   { "exec", cli_exec, 1, "execute new process inside the container" },
-  { "sandbox", cli_sandbox, 1, "run one command under an agent policy (quick mode)" },
+  { "sandbox", cli_sandbox, 2, "run one command under an agent policy (quick mode)" },
   { "state", cli_state, 0, "output the state of a container" },
   { "kill", cli_kill, 0, "kill sends the specified signal (default: SIGTERM) to the container's init process" },
   { "delete", cli_delete, 0, "delete any resources held by the container" },
@@ -223,7 +225,9 @@ main (int argc, char **argv)
     if (strcmp (verbs[i].name, verb) == 0)
       {
         if (verbs[i].spawns)
-          asbx_ensure_sealed_exe (argv);
+          asbx_ensure_sealed_exe (argv, verbs[i].spawns == 2);
+        else
+          secret_env_stash (false); /* no memfd: cannot fail; its hooks and children do not get them */
         if (asbx_uses_user_dirs () && user_dirs (&g, verb, root_given) < 0)
           return 1;
         int vargc = argc - optind;

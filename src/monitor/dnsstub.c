@@ -205,7 +205,7 @@ open_in_netns (struct dnsstub *d, int netns, asbx_err_t *err)
 
 struct dnsstub *
 dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int audit_fd, int state_dirfd,
-             const char *ca_cert_pem, const char *ca_key_pem, asbx_err_t *err)
+             const struct tls_relay_keys *keys, asbx_err_t *err)
 {
   struct dnsstub *d = xmalloc0 (sizeof *d);
   cleanup_free char *nspath = xasprintf ("/proc/%d/ns/net", (int) init_pid);
@@ -230,7 +230,7 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
     }
   if (open_in_netns (d, netns, err) < 0)
     goto fail;
-  d->splice = splice_new (id, netns, plan, audit_fd, ca_cert_pem, ca_key_pem, err);
+  d->splice = splice_new (id, netns, plan, audit_fd, keys, err);
   if (!d->splice)
     goto fail;
   d->netns = steal_fd (&netns);

@@ -31,6 +31,8 @@
 
 struct dnsstub;
 
+struct tls_relay_keys;
+
 /* Set up the stub for the container whose init is init_pid: open its network namespace, bring
  * its loopback up if it is down, bind UDP 127.0.0.1:53 (and [::1]:53 when IPv6 is there) inside
  * it, open the upstream socket here, and a libnftables context for the sets. Called in the
@@ -38,11 +40,11 @@ struct dnsstub;
  * open by the caller). approvals.network `ask`: an unlisted name (not a deniedDomains one) is
  * held and put to the approval broker (monitor/approvals.h) bound in state_dirfd; allow-once
  * forwards the held queries, allow-always also adds the name to the stub's allowlist, deny and
- * the timeout's deny answer REFUSED. ca_cert_pem/ca_key_pem: the container's egress CA for the
- * splice's TLS interception (monitor/splice.h; NULL when nothing is intercepted). Returns NULL with *err ("network: DNS
- * stub: bind 127.0.0.1:53 in the container's network namespace: Address in use"). */
+ * the timeout's deny answer REFUSED. keys: the container's egress CA and environment secrets for
+ * the splice's TLS interception (monitor/tls_relay.h; unused when nothing is intercepted). Returns NULL with *err
+ * ("network: DNS stub: bind 127.0.0.1:53 in the container's network namespace: Address in use"). */
 struct dnsstub *dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int audit_fd,
-                             int state_dirfd, const char *ca_cert_pem, const char *ca_key_pem, asbx_err_t *err);
+                             int state_dirfd, const struct tls_relay_keys *keys, asbx_err_t *err);
 
 /* The container's processes, searched for the sender of a held query (approvals `ask`,
  * monitor/querier.h). Until set, a question's pid and exe are null. */

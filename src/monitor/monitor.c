@@ -50,6 +50,7 @@
 #include "monitor/denials.h"
 #include "monitor/dnsstub.h"
 #include "monitor/execfail.h"
+#include "monitor/tls_relay.h"
 #include "monitor/egress_table.h"
 #include "monitor/monitor.h"
 #include "monitor/monitor_internal.h"
@@ -398,8 +399,10 @@ mon_setup (struct mon *m, asbx_err_t *err)
     return asbx_error (err, 0, "network.credentials/network.http: need network.mode filtered (the egress relay)");
   if (pl->net_mode == POLICY_NET_FILTERED)
     {
-      m->dns = dnsstub_new (m->o->id, m->o->init_pid, pl, m->audit_fd, m->dirfd, m->o->egress_ca_cert_pem,
-                            m->o->egress_ca_key_pem, err);
+      const struct tls_relay_keys keys = { .ca_cert_pem = m->o->egress_ca_cert_pem,
+                                           .ca_key_pem = m->o->egress_ca_key_pem,
+                                           .secrets_envfd = m->o->secrets_env_fd };
+      m->dns = dnsstub_new (m->o->id, m->o->init_pid, pl, m->audit_fd, m->dirfd, &keys, err);
       if (!m->dns)
         return -1;
       dnsstub_set_members (m->dns, mon_members, m);
@@ -519,7 +522,7 @@ static void __attribute__ ((noreturn)) mon_main (struct mon *m, int ready)
   for (int s = SIGHUP; s <= SIGTERM; s++)
     if (s != SIGKILL && s != SIGPIPE && s != SIGSEGV)
       signal (s, SIG_DFL);
-  int keep[] = { m->audit_fd, m->init_pidfd, m->dirfd, m->conn, ready, m->o->unixsock_fd };
+  int keep[] = { m->audit_fd, m->init_pidfd, m->dirfd, m->conn, ready, m->o->unixsock_fd, m->o->secrets_env_fd };
   if (close_all_but (keep, ASBX_ARRAY_SIZE (keep)) < 0)
     asbx_error (&err, errno, "monitor: close inherited fds");
   else if (mon_setup (m, &err) == 0)

@@ -60,6 +60,8 @@ struct monitor_opts
                                      the key never touches disk. NULL when the plan intercepts
                                      nothing */
   const char *egress_ca_key_pem;
+  int secrets_env_fd; /* the memfd of the runtime's environment secrets (runtime/secret_env.h),
+                         or -1: M keeps it (the same open file) for the interception's lookups */
 };
 
 /* Fork the monitor (see above) and wait until it is ready: subscribed to process events, the

@@ -601,8 +601,8 @@ listeners (void *arg, int *fds, size_t nfds, char **out, asbx_err_t *err)
 }
 
 struct splice *
-splice_new (const char *id, int netns_fd, const struct policy_plan *plan, int audit_fd, const char *ca_cert_pem,
-            const char *ca_key_pem, asbx_err_t *err)
+splice_new (const char *id, int netns_fd, const struct policy_plan *plan, int audit_fd,
+            const struct tls_relay_keys *keys, asbx_err_t *err)
 {
   struct splice *s = xmalloc0 (sizeof *s);
   /* field by field: a compound literal of this 2 MiB struct would be built on the stack */
@@ -633,7 +633,7 @@ splice_new (const char *id, int netns_fd, const struct policy_plan *plan, int au
     goto fail_epoll;
   if (plan->credentials_len || plan->http_hosts_len)
     {
-      s->tls = tls_relay_new (id, plan, netns_fd, audit_fd, ca_cert_pem, ca_key_pem, err);
+      s->tls = tls_relay_new (id, plan, netns_fd, audit_fd, keys, err);
       if (!s->tls)
         goto fail;
       ev.data.u64 = UINT64_MAX - 2;

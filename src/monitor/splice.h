@@ -20,14 +20,16 @@
 
 struct splice;
 
+struct tls_relay_keys;
+
 /* Listen on 127.0.0.1 and [::1] port POLICY_NFT_SPLICE_PORT inside the network namespace
  * netns_fd (kept by the caller for the splice's lifetime: upstream sockets are made there).
  * When the plan has network.credentials or network.http hosts, TLS connections to those hosts
- * are intercepted (monitor/tls_relay.h) with leaves of the container's CA, ca_cert_pem and
- * ca_key_pem (PEM text; required then, else ignored and may be NULL).
+ * are intercepted (monitor/tls_relay.h) with leaves of the container's CA and the secrets of
+ * `keys` (required then, else ignored).
  * NULL with *err. */
 struct splice *splice_new (const char *id, int netns_fd, const struct policy_plan *plan, int audit_fd,
-                           const char *ca_cert_pem, const char *ca_key_pem, asbx_err_t *err);
+                           const struct tls_relay_keys *keys, asbx_err_t *err);
 
 /* The DNS stub let an answer for `name` (lowercase, no trailing dot) through with TTL ttl
  * seconds: a TLS SNI / HTTP Host of that name is allowed as long as the answer's set elements

@@ -502,8 +502,8 @@ load_cafile (X509_STORE *store, int fd)
 }
 
 struct tls_relay *
-tls_relay_new (const char *id, const struct policy_plan *plan, int netns_fd, int audit_fd, const char *ca_cert_pem,
-               const char *ca_key_pem, asbx_err_t *err)
+tls_relay_new (const char *id, const struct policy_plan *plan, int netns_fd, int audit_fd,
+               const struct tls_relay_keys *keys, asbx_err_t *err)
 {
   struct tls_relay *r = xmalloc0 (sizeof *r);
   r->id = id;
@@ -511,6 +511,8 @@ tls_relay_new (const char *id, const struct policy_plan *plan, int netns_fd, int
   r->netns = netns_fd;
   r->audit_fd = audit_fd;
   r->ep = r->secrets_dirfd = -1;
+  r->secrets_envfd = keys->secrets_envfd;
+  const char *ca_cert_pem = keys->ca_cert_pem, *ca_key_pem = keys->ca_key_pem;
   if (!ca_cert_pem || !ca_key_pem)
     {
       asbx_error (err, 0, "network.credentials/network.http: the container's egress CA is missing");
@@ -523,7 +525,8 @@ tls_relay_new (const char *id, const struct policy_plan *plan, int netns_fd, int
     {
       const char *dir = plan->secrets_dir ? plan->secrets_dir : "/etc/agentsbx/secrets";
       r->secrets_dirfd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      if (r->secrets_dirfd < 0)
+      /* Docker/CRI: the secrets may all be in the runtime's environment, with no directory */
+      if (r->secrets_dirfd < 0 && !(errno == ENOENT && r->secrets_envfd >= 0))
         {
           asbx_error (err, errno, "network.credentials: secrets directory %s", dir);
           goto fail;

@@ -15,6 +15,7 @@
  *      body's end, so the server never sees a complete request).
  *   3. The credentials: every network.credentials entry of the host sets its header (replacing
  *      any the agent sent); `${secret:NAME}` is read from plan->secrets_dir at EACH request
+ *      (else from the runtime's environment secrets, monitor/secret_tpl.h)
  *      (openat on a dirfd opened at start, O_NOFOLLOW, a regular file, one line; a trailing
  *      newline dropped), so a rotated secret applies to the next request. A missing secret is a
  *      502 to the agent. Values are never logged, and are wiped from the relay's memory once sent.
@@ -49,13 +50,25 @@
 
 struct tls_relay;
 
-/* For the container `id` (kept by the caller) and its plan: load the CA (PEM text, see
+/* What the interception holds that the container must never see: the container's egress CA
+ * (PEM text, runtime/egress_ca.h) and the memfd of the runtime's environment secrets
+ * (runtime/secret_env.h; -1 = none), kept open by the monitor for the container's life. */
+struct tls_relay_keys
+{
+  const char *ca_cert_pem;
+  const char *ca_key_pem;
+  int secrets_envfd;
+};
+
+/* For the container `id` (kept by the caller) and its plan: load the CA (keys->ca_*_pem, see
  * monitor/tls_leaf.h), the upstream trust (the host's default paths, plan->upstream_ca_file),
- * open plan->secrets_dir when the plan has credentials. netns_fd and audit_fd are kept by the
- * caller for the relay's life. NULL with *err ("network.credentials: secrets directory
- * /etc/agentsbx/secrets: No such file or directory"). */
+ * open plan->secrets_dir when the plan has credentials (a directory that does not exist is no
+ * error when keys->secrets_envfd holds environment secrets: create checked that every secret is
+ * in one of them). netns_fd, audit_fd and keys->secrets_envfd are kept by the caller for the
+ * relay's life. NULL with *err ("network.credentials: secrets directory /etc/agentsbx/secrets:
+ * No such file or directory"). */
 struct tls_relay *tls_relay_new (const char *id, const struct policy_plan *plan, int netns_fd, int audit_fd,
-                                 const char *ca_cert_pem, const char *ca_key_pem, asbx_err_t *err);
+                                 const struct tls_relay_keys *keys, asbx_err_t *err);
 
 /* Whether connections to `host` (lower case, the SNI) are intercepted. */
 bool tls_relay_wants (const struct tls_relay *r, const char *host);

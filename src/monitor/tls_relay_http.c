@@ -40,7 +40,7 @@ build_uhead (struct tls_relay *r, struct tconn *c, char *why, size_t wl)
       const struct policy_credential *cr = &r->plan->credentials[i];
       if (strcmp (cr->host, c->host) != 0)
         continue;
-      char *v = secret_expand (r->secrets_dirfd, cr->value, why, wl);
+      char *v = secret_expand (r->secrets_dirfd, r->secrets_envfd, cr->value, why, wl);
       unsigned char *nh = v ? http_head_set (h, n, cr->header, v, &n) : NULL;
       if (v)
         {

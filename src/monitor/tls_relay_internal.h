@@ -88,6 +88,7 @@ struct tls_relay
   const char *id;
   const struct policy_plan *plan;
   int netns, audit_fd, ep, secrets_dirfd;
+  int secrets_envfd; /* the memfd of the runtime's environment secrets (kept by the monitor), or -1 */
   struct tls_leaf *leaf;
   SSL_CTX *sctx, *uctx;
   struct tconn *c[TCONNS_MAX];

@@ -70,7 +70,10 @@ int asbx_container_wait (pid_t pid);
 
 /* Re-execute the running binary from a sealed memfd copy unless already running from one, so
  * no process in the container can ever open or overwrite the runtime binary through
- * /proc/PID/exe (CVE-2019-5736). Returns only if already sealed; on failure exits. */
-void asbx_ensure_sealed_exe (char **argv);
+ * /proc/PID/exe (CVE-2019-5736). Before that execve the AGENTSBX_SECRET_* variables leave the
+ * environment (runtime/secret_env.h): into a sealed memfd the re-executed runtime takes when
+ * keep_secrets (a verb that creates a container and its monitor), else dropped. Returns only if
+ * already sealed; on failure exits. */
+void asbx_ensure_sealed_exe (char **argv, bool keep_secrets);
 
 #endif

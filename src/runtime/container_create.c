@@ -47,6 +47,7 @@
 #include "monitor/monitor.h"
 #include "runtime/policy_apply.h"
 #include "runtime/process.h"
+#include "runtime/secret_env.h"
 #include "runtime/spawn.h"
 #include "runtime/policy_pin.h"
 #include "runtime/state.h"
@@ -370,7 +371,8 @@ create_record (const struct asbx_global *g, const struct asbx_create_opts *o, co
                                  .degradations = nd ? degr : NULL,
                                  .degradations_len = nd,
                                  .egress_ca_cert_pem = c->egress_ca.cert_pem,
-                                 .egress_ca_key_pem = c->egress_ca.key_pem };
+                                 .egress_ca_key_pem = c->egress_ca.key_pem,
+                                 .secrets_env_fd = plan->credentials_len ? secret_env_fd () : -1 };
       pid_t mpid;
       int mr = monitor_start (&mo, &mpid, err);
       egress_ca_wipe_key (&c->egress_ca); /* the monitor has its copy; the key is nowhere else */
@@ -549,7 +551,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
     .no_pivot = o->no_pivot,
     .no_new_keyring = o->no_new_keyring,
     .seccomp_filter = sc_filter.insns ? &sc_filter : NULL,
-    .close_fds = { rootfd, dirfd, -1, c.ws.lockfd },
+    .close_fds = { rootfd, dirfd, -1, c.ws.lockfd, secret_env_fd () },
     .plan = plan,
     .unixsock_fd = -1,
     .rootless = rootless_caller (),

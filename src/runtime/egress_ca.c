@@ -17,7 +17,9 @@
 #include "core/openssl_err.h"
 #include "core/util.h"
 #include "monitor/monitor.h"
+#include "monitor/secret_tpl.h"
 #include "runtime/egress_ca.h"
+#include "runtime/secret_env.h"
 
 bool
 egress_intercepts (const struct policy_plan *p)
@@ -102,7 +104,9 @@ build_cert (X509 *x, EVP_PKEY *key, const struct policy_plan *p, const char *id,
   const uint64_t year = UINT64_C (365) * 86400;
   long life = p->wall_clock_seconds ? (long) (p->wall_clock_seconds > year ? year : p->wall_clock_seconds) + 86400L
                                     : (long) EGRESS_CA_DEFAULT_VALIDITY;
-  cleanup_free char *cn = xasprintf ("agentsbx egress CA %s", id);
+  /* a commonName is at most 64 characters (RFC 5280 ub-common-name; OpenSSL refuses more) and
+   * engines use 64-character ids (Docker, containerd): the id is cut to fit (45 characters) */
+  cleanup_free char *cn = xasprintf ("agentsbx egress CA %.45s", id);
   cleanup_free char *nc = name_constraints (p);
   X509_NAME *name = X509_get_subject_name (x);
 
@@ -181,7 +185,8 @@ egress_ca_clear (struct egress_ca *ca)
 
 struct secret_check
 {
-  int dirfd;
+  int dirfd; /* -1: the directory does not exist (then every secret is in the environment) */
+  int envfd; /* runtime/secret_env.h, or -1 */
   const char *dir;
   const struct policy_credential *cred;
   size_t index;
@@ -198,9 +203,27 @@ check_one_secret (void *ud, const char *name, size_t len)
     return;
   cleanup_free char *n = xasprintf ("%.*s", (int) len, name);
   /* the name was checked at parse ([A-Za-z0-9_.-]+, not . or ..): one entry of the directory */
-  if (fstatat (sc->dirfd, n, &st, AT_SYMLINK_NOFOLLOW) < 0)
-    sc->r = asbx_error (sc->err, errno, "network.credentials[%zu] (%s, header %s): secret \"%s\" in %s", sc->index,
-                        sc->cred->host, sc->cred->header, n, sc->dir);
+  int fr = sc->dirfd < 0 ? -1 : fstatat (sc->dirfd, n, &st, AT_SYMLINK_NOFOLLOW);
+  int e = sc->dirfd < 0 ? ENOENT : errno;
+  bool in_env = secret_env_has (sc->envfd, name, len) == 1;
+  if (fr < 0 && e == ENOENT && in_env)
+    return; /* the runtime's environment has it (runtime/secret_env.h) */
+  if (fr == 0 && in_env)
+    {
+      /* one source per name: a file that shadows (or is shadowed by) the variable would make
+       * rotating the file do nothing, or the reverse, without a word */
+      sc->r = asbx_error (sc->err, 0,
+                          "network.credentials[%zu] (%s, header %s): secret \"%s\" is both a file of %s and the "
+                          "runtime's environment variable " SECRET_ENV_PREFIX "%s: keep one of them - refused",
+                          sc->index, sc->cred->host, sc->cred->header, n, sc->dir, n);
+      if (*sc->err)
+        (*sc->err)->errnum = EEXIST;
+    }
+  else if (fr < 0)
+    sc->r = asbx_error (sc->err, e,
+                        "network.credentials[%zu] (%s, header %s): secret \"%s\" in %s (nor " SECRET_ENV_PREFIX
+                        "%s in the runtime's environment)",
+                        sc->index, sc->cred->host, sc->cred->header, n, sc->dir, n);
   else if (!S_ISREG (st.st_mode))
     {
       sc->r = asbx_error (sc->err, 0,
@@ -222,7 +245,10 @@ egress_secrets_check (const struct policy_plan *p, asbx_err_t *err)
     return 0;
   if (p->secrets_dir == NULL)
     return asbx_error (err, ENOENT, "network.credentials: no secrets directory (host config secretsDir)");
+  const int envfd = secret_env_fd ();
   cleanup_close int fd = open (p->secrets_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT && envfd >= 0)
+    goto check; /* Docker/CRI: no directory, the secrets come from the runtime's environment */
   if (fd < 0 && (errno == ENOTDIR || errno == ELOOP) && lstat (p->secrets_dir, &st) == 0 && S_ISLNK (st.st_mode))
     return asbx_error (err, ELOOP,
                        "network.credentials: secrets directory %s (host config secretsDir) is a symbolic link: name "
@@ -244,7 +270,8 @@ egress_secrets_check (const struct policy_plan *p, asbx_err_t *err)
         (*err)->errnum = EACCES;
       return -1;
     }
-  struct secret_check sc = { .dirfd = fd, .dir = p->secrets_dir, .err = err };
+check:;
+  struct secret_check sc = { .dirfd = fd, .envfd = envfd, .dir = p->secrets_dir, .err = err };
   for (size_t i = 0; i < p->credentials_len && sc.r == 0; i++)
     {
       sc.cred = &p->credentials[i];

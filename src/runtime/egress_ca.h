@@ -35,7 +35,8 @@ bool egress_intercepts (const struct policy_plan *p);
 /* Make the CA of container `id` for plan `p` (which must intercept) into *ca (zeroed by the
  * caller). Validity: from one hour before now (clock skew between host and container) to one day
  * past limits.wallClockSeconds when the policy sets it, else EGRESS_CA_DEFAULT_VALIDITY. Subject
- * CN "agentsbx egress CA <id>", a random 128-bit serial. 0, or -1 with *err (an OpenSSL failure,
+ * CN "agentsbx egress CA <id>" (the id's first 45 characters: a CN holds 64), a random 128-bit
+ * serial. 0, or -1 with *err (an OpenSSL failure,
  * its error queue in the message; *ca left empty). */
 int egress_ca_make (const struct policy_plan *p, const char *id, struct egress_ca *ca, asbx_err_t *err);
 
@@ -47,10 +48,13 @@ void egress_ca_clear (struct egress_ca *ca);
 
 /* The create-time checks of plan->secrets_dir when the plan has credentials: the directory
  * opened with O_DIRECTORY|O_NOFOLLOW must be owned by root (a non-root caller: by the caller)
- * with no group or other permission bits, and every ${secret:NAME} of every credential must be a
- * regular file in it (fstatat AT_SYMLINK_NOFOLLOW: a secret's value is never read here). 0, or -1
- * with *err naming the credential, the secret and the directory (EACCES for a bad owner or mode,
- * ENOENT for a missing secret, the errno of the failed call otherwise). */
+ * with no group or other permission bits, and every ${secret:NAME} of every credential must be
+ * either a regular file in it (fstatat AT_SYMLINK_NOFOLLOW: a file secret's value is never read
+ * here) or a variable AGENTSBX_SECRET_NAME of the runtime's environment (runtime/secret_env.h) -
+ * not both. A directory that does not exist is no error when the runtime has environment
+ * secrets. 0, or -1 with *err naming the credential, the secret and the directory (EACCES for a
+ * bad owner or mode, ENOENT for a missing secret, EEXIST for one in both places, the errno of the
+ * failed call otherwise). */
 int egress_secrets_check (const struct policy_plan *p, asbx_err_t *err);
 
 #endif

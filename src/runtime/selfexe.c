@@ -52,6 +52,7 @@
 
 #include "core/cleanup.h"
 #include "runtime/container.h"
+#include "runtime/secret_env.h"
 
 #define SEALS (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
 
@@ -330,16 +331,33 @@ prime_keep (void)
 }
 
 void
-asbx_ensure_sealed_exe (char **argv)
+asbx_ensure_sealed_exe (char **argv, bool keep_secrets)
 {
   extern char **environ;
   cleanup_close int src = -1, mfd = -1, ofd = -1;
   struct stat sb;
 
-  if (running_sealed ())
+  const bool sealed = running_sealed (); /* once: it consumes the overlay's mark */
+  if (sealed && !secret_env_present ())
     {
+      secret_env_adopt (); /* the memfd our previous image made, when it was asked to keep one */
       prime_keep ();
       return;
+    }
+  /* the environment's secrets leave environ before any execve of ours (runtime/secret_env.h); a
+   * sealed image started with them (not by us) is re-executed once more without them */
+  if (secret_env_stash (keep_secrets) < 0)
+    {
+      fprintf (stderr, "agentsbx: cannot move the AGENTSBX_SECRET_* variables out of the environment: %s\n",
+               strerror (errno));
+      exit (1);
+    }
+  if (sealed)
+    {
+      src = open ("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+      if (src >= 0)
+        fexecve (src, argv, environ);
+      goto fail;
     }
   prime_start ();
   src = open ("/proc/self/exe", O_RDONLY | O_CLOEXEC);

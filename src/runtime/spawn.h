@@ -36,8 +36,9 @@ struct init_args
   bool no_pivot;
   bool no_new_keyring;
   /* fds of the runtime the children must close at once: the state dir fd carries the
-   * container's flock, which a child would otherwise hold until exec */
-  int close_fds[4];
+   * container's flock, which a child would otherwise hold until exec; the memfd of the
+   * environment's secrets (runtime/secret_env.h) must never be open in the container */
+  int close_fds[5];
   const struct policy_plan *plan; /* the agent policy (inactive plan or NULL: plain OCI) */
   /* linux.seccomp as P compiled it (through the state root's cache, linux/seccomp_cache.h, which
    * the init cannot reach after pivot_root and should not touch at all); the init has its own

@@ -38,6 +38,7 @@ class Docker:
         self.env["DOCKER_CONFIG"] = os.path.join(d, "client")
         self.audit_dir = os.path.join(d, "audit")
         self.proc = None
+        self.daemon_env = None  # dockerd's environment (None: ours); containerd and the shim inherit it
 
     def config(self, live_restore=False):
         return {
@@ -65,7 +66,7 @@ class Docker:
         with open(cfg, "w") as f:
             json.dump(self.config(live_restore), f, indent=1)
         self.proc = start_daemon(["dockerd", "--config-file", cfg],
-                                 os.path.join(self.dir, "dockerd.log"))
+                                 os.path.join(self.dir, "dockerd.log"), env=self.daemon_env)
 
         def up():
             assert self.proc.poll() is None, "dockerd exited:\n" + self.log()[-3000:]

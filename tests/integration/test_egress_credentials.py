@@ -303,7 +303,9 @@ def upstream_certs(tmp_path):
     ossl("req", "-x509", *ec, "-days", "2", "-subj", "/CN=upstream test CA", "-keyout", d / "ca.key",
          "-out", d / "ca.pem", "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign")
     ossl("req", *ec, "-subj", "/CN=api.test", "-keyout", d / "server.key", "-out", d / "server.csr")
-    (d / "ext.cnf").write_text("subjectAltName=DNS:api.test,DNS:git.test\nextendedKeyUsage=serverAuth\n")
+    # pypi.test and npm.test: test_egress_tools.py's package index and registry
+    (d / "ext.cnf").write_text("subjectAltName=DNS:api.test,DNS:git.test,DNS:pypi.test,DNS:npm.test\n"
+                               "extendedKeyUsage=serverAuth\n")
     ossl("x509", "-req", "-in", d / "server.csr", "-CA", d / "ca.pem", "-CAkey", d / "ca.key", "-CAcreateserial",
          "-days", "2", "-extfile", d / "ext.cnf", "-out", d / "server.pem")
     work, www = d / "work", d / "www" / "git"

@@ -165,6 +165,26 @@ test_ca_validity (void **state)
   (void) state;
 }
 
+/* an engine's 64-character id (Docker, containerd): the CN holds 64 characters, so the id is cut */
+static void
+test_ca_long_id (void **state)
+{
+  struct policy_plan p = plan_of ();
+  struct egress_ca ca = { 0 };
+  asbx_err_t err = NULL;
+  const char *id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+  char cn[128];
+
+  assert_int_equal (egress_ca_make (&p, id, &ca, &err), 0);
+  X509 *x = cert_of (ca.cert_pem);
+  X509_NAME_get_text_by_NID (X509_get_subject_name (x), NID_commonName, cn, sizeof cn);
+  assert_string_equal (cn, "agentsbx egress CA 0123456789abcdef0123456789abcdef0123456789abc");
+  assert_int_equal (strlen (cn), 64);
+  X509_free (x);
+  egress_ca_clear (&ca);
+  (void) state;
+}
+
 static void
 put (const char *dir, const char *name, const char *text)
 {
@@ -279,8 +299,8 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_ca_constraints), cmocka_unit_test (test_ca_validity), cmocka_unit_test (test_secrets_dir),
-    cmocka_unit_test (test_secret_refs),    cmocka_unit_test (test_trust_env),
+    cmocka_unit_test (test_ca_constraints), cmocka_unit_test (test_ca_validity), cmocka_unit_test (test_ca_long_id),
+    cmocka_unit_test (test_secrets_dir),    cmocka_unit_test (test_secret_refs), cmocka_unit_test (test_trust_env),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }

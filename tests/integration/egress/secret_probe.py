@@ -36,6 +36,9 @@ def pids():
     return sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
 
 
+ENV_PIDS, MEM_PIDS = [], []   # the pids whose environ / some memory this process could read
+
+
 def search_env():
     hits, seen = [], 0
     for pid in pids():
@@ -45,6 +48,7 @@ def search_env():
         except OSError:
             continue
         seen += 1
+        ENV_PIDS.append(pid)
         if holds(data):
             hits.append(pid)
     return hits, seen
@@ -98,6 +102,8 @@ def search_memory():
                 except (OSError, OverflowError, ValueError):
                     continue
                 readable += 1
+                if pid not in MEM_PIDS:
+                    MEM_PIDS.append(pid)
                 if holds(data):
                     hits.append(f"{pid}:{fields[0]}:{fields[-1] if len(fields) > 5 else ''}")
     return hits, regions, readable
@@ -124,7 +130,8 @@ def main():
     print(json.dumps({"env_hits": env_hits, "env_seen": env_seen, "file_hits": file_hits, "files": files,
                       "file_errors": file_errors, "truncated": truncated, "mem_hits": mem_hits,
                       "regions": regions, "readable_regions": readable, "trust": trust, "bundle": bundle,
-                      "listed": extra}))
+                      "listed": extra, "env_pids": ENV_PIDS, "mem_pids": MEM_PIDS,
+                      "pid": os.getpid()}))
 
 
 main()

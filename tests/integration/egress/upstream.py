@@ -19,8 +19,11 @@ network namespace (no default route: it can only answer the host side of its vet
   ClientHello, records its SNI in STATEDIR/sni.log and closes.
 - $UPSTREAM_TLS ("name=cert:key,...") set: TCP 443 is a fake HTTPS API instead (HTTPSReq: every
   request logged as JSON to STATEDIR/https.log), with the certificate of the SNI's name; with
-  $UPSTREAM_WWW=DIR, GET/HEAD below /git/ answer the files of DIR/git/ (test_egress_credentials.py:
-  a git repository in dumb-HTTP form).
+  $UPSTREAM_WWW=DIR, GET/HEAD below /git/, /simple/, /files/ and /npm/ answer the files of DIR
+  there (test_egress_credentials.py: a git repository in dumb-HTTP form; test_egress_tools.py: a
+  PEP 503 simple index with its wheel, an npm registry document with its tarball): a path ending
+  in / is its index.html, the Content-Type follows the name (.html text/html, .json or no
+  extension below /npm/ application/json - an npm registry document -, else application/octet-stream).
 - UDP 9999: counts datagrams in STATEDIR/udp.log.
 Writes STATEDIR/ready when all sockets are bound."""
 import http.server
@@ -258,7 +261,7 @@ class HTTPSReq(http.server.BaseHTTPRequestHandler):
         log("https.log", json.dumps({"method": self.command, "path": self.path, "body": n,
                                      "sni": getattr(self.request, "sni", None),
                                      "headers": [[k, v] for k, v in self.headers.items()]}))
-        if WWW and self.command in ("GET", "HEAD") and self.path.startswith("/git/"):
+        if WWW and self.command in ("GET", "HEAD") and self.path.startswith(WWW_PREFIXES):
             return self.www()
         if self.path == "/chunked":  # a chunked response, in pieces
             self.send_response(200)
@@ -280,10 +283,18 @@ class HTTPSReq(http.server.BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def www(self):
-        """$UPSTREAM_WWW: the files under DIR/git/ (a git repository in dumb-HTTP form)"""
-        local = os.path.realpath(os.path.join(WWW, self.path.split("?")[0].lstrip("/")))
+        """$UPSTREAM_WWW: the files under DIR/git/, DIR/simple/, DIR/files/, DIR/npm/"""
+        rel = self.path.split("?")[0].lstrip("/")
+        if rel.endswith("/"):
+            rel += "index.html"
+        local = os.path.realpath(os.path.join(WWW, rel))
         data = open(local, "rb").read() if local.startswith(WWW + "/") and os.path.isfile(local) else None
         self.send_response(200 if data is not None else 404)
+        base = os.path.basename(local)
+        ctype = ("text/html" if base.endswith(".html") else
+                 "application/json" if base.endswith(".json") or (rel.startswith("npm/") and "." not in base)
+                 else "application/octet-stream")
+        self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data or b"")))
         self.end_headers()
         if data and self.command != "HEAD":
@@ -296,6 +307,7 @@ class HTTPSReq(http.server.BaseHTTPRequestHandler):
 
 
 WWW = os.path.realpath(os.environ["UPSTREAM_WWW"]) if os.environ.get("UPSTREAM_WWW") else None
+WWW_PREFIXES = ("/git/", "/simple/", "/files/", "/npm/")
 
 
 def tls_contexts():
