@@ -12,7 +12,8 @@ network namespace (no default route: it can only answer the host side of its vet
   for a refused name leaked - and every message as received, byte for byte, to STATEDIR/dns.raw
   (each after its 2-byte length; the tests grep it for markers). Unknown names: NXDOMAIN.
 - TCP 80 and 8080: a tiny HTTP/1.1 server (keep-alive; see HTTP) that answers "ok <Host header>"
-  and logs each request's Host to STATEDIR/http.log - except on the addresses listed in
+  and logs each request's Host to STATEDIR/http.log (with $UPSTREAM_WWW, GET/HEAD below /git/
+  answer its files, as on 443) - except on the addresses listed in
   $UPSTREAM_NAIVE (comma-separated), where Python's own http.server answers (keep-alive, and like
   most handlers it never reads a request body) and logs "request-line Host" to
   STATEDIR/naive.log; TCP 443: reads the TLS
@@ -144,7 +145,14 @@ class HTTP(socketserver.StreamRequestHandler):
             path = parts[1] if len(parts) > 1 else "/"
             keep = first.rstrip().endswith(b"HTTP/1.1") and headers.get("connection", "").lower() != "close"
             status = "HTTP/1.1 200 OK" if keep else "HTTP/1.0 200 OK"
-            if path.startswith("/bytes/"):
+            if WWW and path.startswith("/git/") and parts[0] in ("GET", "HEAD"):
+                # $UPSTREAM_WWW over plain HTTP too (test_sandbox_seed_url.py: a dumb-HTTP clone)
+                data = www_file(path)
+                code = status if data is not None else status.replace("200 OK", "404 Not Found")
+                self.wfile.write(f"{code}\r\nContent-Length: {len(data or b'')}\r\n\r\n".encode())
+                if data and parts[0] == "GET":
+                    self.wfile.write(data)
+            elif path.startswith("/bytes/"):
                 n = int(path[7:])
                 self.wfile.write(f"{status}\r\nContent-Length: {n}\r\n\r\n".encode())
                 chunk = b"x" * 65536
@@ -281,8 +289,7 @@ class HTTPSReq(http.server.BaseHTTPRequestHandler):
 
     def www(self):
         """$UPSTREAM_WWW: the files under DIR/git/ (a git repository in dumb-HTTP form)"""
-        local = os.path.realpath(os.path.join(WWW, self.path.split("?")[0].lstrip("/")))
-        data = open(local, "rb").read() if local.startswith(WWW + "/") and os.path.isfile(local) else None
+        data = www_file(self.path)
         self.send_response(200 if data is not None else 404)
         self.send_header("Content-Length", str(len(data or b"")))
         self.end_headers()
@@ -296,6 +303,12 @@ class HTTPSReq(http.server.BaseHTTPRequestHandler):
 
 
 WWW = os.path.realpath(os.environ["UPSTREAM_WWW"]) if os.environ.get("UPSTREAM_WWW") else None
+
+
+def www_file(path):
+    """the bytes of $UPSTREAM_WWW/PATH (query dropped), None when not a file below it"""
+    local = os.path.realpath(os.path.join(WWW, path.split("?")[0].lstrip("/")))
+    return open(local, "rb").read() if local.startswith(WWW + "/") and os.path.isfile(local) else None
 
 
 def tls_contexts():
