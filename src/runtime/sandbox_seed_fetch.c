@@ -34,6 +34,9 @@ static const char fetch_script[] =
     "-c credential.helper= -c http.followRedirects=false -c advice.detachedHead=false \"$@\"; }\n"
     "g clone --quiet --no-checkout --no-recurse-submodules --template=/tmp/.seed-template -- \"$url\" /workspace\n"
     "cd /workspace\n"
+    /* transfer.fsckObjects checks what the smart protocols send; the dumb HTTP walker checks
+     * nothing: every object is checked once more, whatever the transport was */
+    "g fsck --no-progress --no-dangling\n"
     "sha=$(g rev-parse --verify --quiet --end-of-options \"$rev^{commit}\") || "
     "sha=$(g rev-parse --verify --quiet --end-of-options \"refs/remotes/origin/$rev^{commit}\") || "
     "{ echo \"agentsbx seed: revision \\`$rev': not a commit of the repository\" >&2; exit 3; }\n"

@@ -12,7 +12,8 @@
  * (GIT_CONFIG_NOSYSTEM, GIT_CONFIG_GLOBAL=/dev/null, HOME an empty directory of the sandbox's
  * /tmp), no credential helper, no prompt, hooks pointed at an empty directory (core.hooksPath)
  * and an empty template, no fsmonitor, no submodules, protocol.allow=never but for the URL's own
- * scheme, no redirect followed, transfer.fsckObjects=true. ssh is refused before this (no key
+ * scheme, no redirect followed, transfer.fsckObjects=true and a `git fsck` of the clone before
+ * the checkout (the dumb HTTP walker checks nothing itself). ssh is refused before this (no key
  * reaches the sandbox: runtime/workspace_seed.h workspace_seed_url). The commit checked out is
  * read back from the clone's .git/HEAD by the host (opened O_NOFOLLOW below the lower's fd,
  * never by running git on the host over what the sandbox wrote) and must be a full commit id. */

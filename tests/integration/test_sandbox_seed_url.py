@@ -70,6 +70,16 @@ def served(tmp_path):
             p.write_text(hook)
             p.chmod(0o755)
         git(www / name, "update-server-info")
+    # evil.git: repo.git plus a tag on a commit object that fails git's fsck (no author email or
+    # date), kept loose, so the dumb-HTTP walker (which checks nothing itself) fetches it as is
+    subprocess.run(["git", "clone", "-q", "--bare", "--no-local", str(work), str(www / "evil.git")], check=True,
+                   env=GIT_ENV)
+    tree = git(work, "rev-parse", "v1^{tree}")
+    bad = subprocess.run(["git", "-C", str(www / "evil.git"), "hash-object", "-w", "-t", "commit", "--literally",
+                          "--stdin"], input=f"tree {tree}\nauthor nobody\ncommitter nobody\n\nevil\n", check=True,
+                         capture_output=True, text=True, env=GIT_ENV).stdout.strip()
+    git(www / "evil.git", "update-ref", "refs/tags/evil", bad)
+    git(www / "evil.git", "update-server-info")
     return {"www": str(d / "www"), "v1": v1, "head": head, "marker": marker}
 
 
@@ -172,6 +182,16 @@ def test_unknown_rev_leaves_nothing(rt, lab, config):
     r = seed(rt, config, sid, "http://seed.test/git/repo.git@no-such-tag", "echo ran")
     assert r.rc != 0 and "ran" not in r.out, r
     assert "no-such-tag" in r.err, r
+    assert left_behind(rt, config, sid) == []
+
+
+def test_object_failing_fsck_refused(rt, lab, config):
+    """a hostile object (a commit git's fsck rejects) fails the seed, whatever the transport"""
+    lab.zone(ZONE)
+    sid = f"su-{uuid.uuid4().hex[:8]}"
+    r = seed(rt, config, sid, "http://seed.test/git/evil.git@v1", "echo ran")
+    assert r.rc != 0 and "ran" not in r.out, r
+    assert "fsck" in r.err or "error in commit" in r.err or "missing" in r.err.lower(), r
     assert left_behind(rt, config, sid) == []
 
 
