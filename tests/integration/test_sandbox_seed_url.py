@@ -1,8 +1,9 @@
 """`agentsbx sandbox --seed-git URL[@REV]` (issue 18, agentsbx-sandbox(8), runtime/sandbox_seed_fetch.h):
 the clone of a network repository is made inside a throwaway sandbox under the run's policy, so it
 reaches the network through that policy's egress (DNS stub allowlist, nftables, Host check) and
-nothing else. The egress lab of test_egress.py is the network: its upstream serves a bare repository
-in dumb-HTTP form ($UPSTREAM_WWW over plain HTTP on port 80) at a lab name the policy allows, through
+nothing else. The egress lab of test_egress.py is the network: its upstream serves bare repositories
+($UPSTREAM_WWW over plain HTTP on port 80: dumb HTTP below /git/, git-http-backend's smart HTTP
+below /smart/) at a lab name the policy allows, through
 the sandbox's own network namespace and pasta (as test_sandbox_new_netns_pasta). What is judged: the
 lower's files and the recorded full commit id, read from the host; the lab's logs (the fetch went
 through the policy's DNS and HTTP path); and that a refused seed (an unlisted host, a policy without
@@ -150,6 +151,24 @@ def test_url_seed_at_tag(rt, lab, config, served):
         rt.cmd("workspace", "discard", sid, global_args=["--config", config, "--audit-dir", audit_dir(rt)])
 
 
+def test_url_seed_smart_http(rt, lab, config, served):
+    """git's smart protocol (git-http-backend behind the lab's HTTP), the one real servers speak:
+    the tag resolves to the same full id, and the objects came as a pack through it"""
+    lab.zone(ZONE)
+    sid = f"su-{uuid.uuid4().hex[:8]}"
+    url = "http://seed.test/smart/repo.git"
+    r = seed(rt, config, sid, f"{url}@v1", "cat README")
+    try:
+        assert r.rc == 0 and r.out.split() == ["one"], r.err
+        wsd = os.path.join(json.load(open(config))["workspacesDir"], sid)
+        assert git(os.path.join(wsd, "lower"), "rev-parse", "HEAD") == served["v1"]
+        assert json.load(open(os.path.join(wsd, "meta.json")))["seed"] == {"repo": url, "rev": served["v1"]}
+        assert any(x.startswith("POST /repo.git/git-upload-pack") for x in lab.log("smart.log")), lab.log("smart.log")
+        assert not served["marker"].exists()
+    finally:
+        rt.cmd("workspace", "discard", sid, global_args=["--config", config, "--audit-dir", audit_dir(rt)])
+
+
 def test_url_seed_default_head(rt, lab, config, served):
     lab.zone(ZONE)
     sid = f"su-{uuid.uuid4().hex[:8]}"
@@ -185,11 +204,13 @@ def test_unknown_rev_leaves_nothing(rt, lab, config):
     assert left_behind(rt, config, sid) == []
 
 
-def test_object_failing_fsck_refused(rt, lab, config):
-    """a hostile object (a commit git's fsck rejects) fails the seed, whatever the transport"""
+@pytest.mark.parametrize("kind", ["git", "smart"])
+def test_object_failing_fsck_refused(rt, lab, config, kind):
+    """a hostile object (a commit git's fsck rejects) fails the seed, whatever the transport: over
+    smart HTTP transfer.fsckObjects rejects the pack, over dumb HTTP the fsck before the checkout"""
     lab.zone(ZONE)
     sid = f"su-{uuid.uuid4().hex[:8]}"
-    r = seed(rt, config, sid, "http://seed.test/git/evil.git@v1", "echo ran")
+    r = seed(rt, config, sid, f"http://seed.test/{kind}/evil.git@v1", "echo ran")
     assert r.rc != 0 and "ran" not in r.out, r
     assert "fsck" in r.err or "error in commit" in r.err or "missing" in r.err.lower(), r
     assert left_behind(rt, config, sid) == []

@@ -13,7 +13,8 @@ network namespace (no default route: it can only answer the host side of its vet
   (each after its 2-byte length; the tests grep it for markers). Unknown names: NXDOMAIN.
 - TCP 80 and 8080: a tiny HTTP/1.1 server (keep-alive; see HTTP) that answers "ok <Host header>"
   and logs each request's Host to STATEDIR/http.log (with $UPSTREAM_WWW, GET/HEAD below /git/
-  answer its files, as on 443) - except on the addresses listed in
+  answer its files, as on 443, and /smart/REPO/... is git's smart protocol by git-http-backend
+  over DIR/git, each request logged to STATEDIR/smart.log) - except on the addresses listed in
   $UPSTREAM_NAIVE (comma-separated), where Python's own http.server answers (keep-alive, and like
   most handlers it never reads a request body) and logs "request-line Host" to
   STATEDIR/naive.log; TCP 443: reads the TLS
@@ -30,6 +31,7 @@ import os
 import socket
 import socketserver
 import struct
+import subprocess
 import sys
 import threading
 import time
@@ -114,13 +116,36 @@ class HTTP(socketserver.StreamRequestHandler):
     download), /simple/<file> a small fixed "package" (the demo), anything else "ok <Host>"."""
 
     def body(self, headers):
+        data = b""
         if headers.get("transfer-encoding", "").lower() == "chunked":
             while (n := int(self.rfile.readline(100).split(b";")[0], 16)) > 0:
-                self.rfile.read(n + 2)
+                data += self.rfile.read(n + 2)[:n]
             while self.rfile.readline(4096) not in (b"\r\n", b"\n", b""):
                 pass  # trailers
         elif "content-length" in headers:
-            self.rfile.read(int(headers["content-length"]))
+            data = self.rfile.read(int(headers["content-length"]))
+        return data
+
+    def smart(self, method, path, headers, data):
+        """/smart/...: git's smart HTTP protocol, git-http-backend as a CGI over $UPSTREAM_WWW/git"""
+        info, _, query = path[len("/smart"):].partition("?")
+        env = {"PATH": "/usr/bin:/bin", "GIT_PROJECT_ROOT": os.path.join(WWW, "git"), "GIT_HTTP_EXPORT_ALL": "1",
+               "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "HOME": "/nonexistent",
+               "REQUEST_METHOD": method, "PATH_INFO": info, "QUERY_STRING": query,
+               "CONTENT_TYPE": headers.get("content-type", ""), "CONTENT_LENGTH": str(len(data)),
+               "GIT_PROTOCOL": headers.get("git-protocol", ""), "REMOTE_ADDR": "203.0.113.2"}
+        out = subprocess.run(["/usr/lib/git-core/git-http-backend"], input=data, capture_output=True, env=env,
+                             timeout=60).stdout
+        head, _, body = out.partition(b"\r\n\r\n")
+        status, lines = "200 OK", []
+        for line in head.decode("latin-1").split("\r\n"):
+            k, _, v = line.partition(":")
+            if k.lower() == "status":
+                status = v.strip()
+            elif k:
+                lines.append(f"{k}:{v}")
+        log("smart.log", f"{method} {info}")
+        return status, lines, body
 
     def handle(self):
         served = 0
@@ -140,12 +165,16 @@ class HTTP(socketserver.StreamRequestHandler):
                 headers[k.strip().lower()] = v.strip()
             host = headers.get("host", "")
             log("http.log", host)
-            self.body(headers)
+            data = self.body(headers)
             parts = first.decode("latin-1").split()
             path = parts[1] if len(parts) > 1 else "/"
             keep = first.rstrip().endswith(b"HTTP/1.1") and headers.get("connection", "").lower() != "close"
             status = "HTTP/1.1 200 OK" if keep else "HTTP/1.0 200 OK"
-            if WWW and path.startswith("/git/") and parts[0] in ("GET", "HEAD"):
+            if WWW and path.startswith("/smart/"):
+                code, lines, out = self.smart(parts[0], path, headers, data)
+                self.wfile.write((f"{status.split()[0]} {code}\r\n" + "".join(f"{x}\r\n" for x in lines)
+                                  + f"Content-Length: {len(out)}\r\n\r\n").encode() + out)
+            elif WWW and path.startswith("/git/") and parts[0] in ("GET", "HEAD"):
                 # $UPSTREAM_WWW over plain HTTP too (test_sandbox_seed_url.py: a dumb-HTTP clone)
                 data = www_file(path)
                 code = status if data is not None else status.replace("200 OK", "404 Not Found")
