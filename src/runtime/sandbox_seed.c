@@ -49,34 +49,24 @@ sandbox_seed_prepare (const struct asbx_global *g, const char *arg, const char *
 {
   cleanup_close int rootfd = -1, dfd = -1, lk = -1, lfd = -1;
   cleanup_free char *where = NULL;
-  struct seed_url url = { 0 };
+  cleanup_seed_url struct seed_url url = { 0 };
   int is_url;
 
   *s = (struct sandbox_seed){ 0 };
   if (workspace_seed_parse (arg, &s->repo, &s->rev, err) < 0 || (is_url = workspace_seed_url (s->repo, &url, err)) < 0)
     return -1;
   if (s->rev && (!*s->rev || s->rev[0] == '-'))
-    {
-      workspace_seed_url_free (&url);
-      return asbx_error (err, 0, "--seed-git: revision `%s`: expected a branch, tag or commit id", s->rev);
-    }
+    return asbx_error (err, 0, "--seed-git: revision `%s`: expected a branch, tag or commit id", s->rev);
   /* before anything is made: a URL the policy's network would refuse fails here, naming why */
   if (is_url && sandbox_seed_fetch_check (g, s->repo, &url, err) < 0)
-    {
-      workspace_seed_url_free (&url);
-      return -1;
-    }
+    return -1;
   s->dir = policy_workspaces_dir (g->config_path, err);
   if (!s->dir || (rootfd = ws_root_open (s->dir, true, err)) < 0)
-    {
-      workspace_seed_url_free (&url);
-      return -1;
-    }
+    return -1;
   where = xasprintf ("%s/%s", s->dir, id);
   dfd = ws_create (rootfd, id, geteuid (), getegid (), &lk, err);
   if (dfd < 0)
     {
-      workspace_seed_url_free (&url);
       if (*err && (*err)->errnum == EEXIST)
         {
           asbx_error_free (err);
@@ -90,9 +80,7 @@ sandbox_seed_prepare (const struct asbx_global *g, const char *arg, const char *
   s->made = true;
   if (is_url)
     {
-      int r = sandbox_seed_fetch (g, id, dfd, where, s->repo, &url, s->rev, s, err);
-      workspace_seed_url_free (&url);
-      if (r < 0)
+      if (sandbox_seed_fetch (g, id, dfd, where, s->repo, &url, s->rev, s, err) < 0)
         goto fail;
     }
   else

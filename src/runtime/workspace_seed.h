@@ -40,6 +40,7 @@ int workspace_seed_parse (const char *arg, char **repo, char **rev, asbx_err_t *
  * ("ext::..."), a user or password in the URL, an address literal as host, a bad port. */
 int workspace_seed_url (const char *repo, struct seed_url *u, asbx_err_t *err);
 void workspace_seed_url_free (struct seed_url *u);
+#define cleanup_seed_url __attribute__ ((cleanup (workspace_seed_url_free)))
 
 /* workspace_seed_url without the URL's parts: 0 (local or an accepted URL) or -1 with *err. */
 int workspace_seed_check_repo (const char *repo, asbx_err_t *err);
