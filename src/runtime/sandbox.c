@@ -614,7 +614,7 @@ asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o
     return -1;
   if (o->image && o->rootfs)
     return asbx_error (err, 0, "sandbox: --image and --rootfs are exclusive (both name the root filesystem)");
-  if (o->seed_git && o->workspace)
+  if (o->seed_git && (o->workspace || o->seed_fetch))
     return asbx_error (err, 0, "sandbox: --seed-git and --workspace are exclusive (the clone is the workspace)");
   if (o->seed_git)
     {
@@ -633,7 +633,7 @@ asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o
       oo.rootfs = image_rootfs;
       log_info ("sandbox %s: image %s (%s)", id, o->image, image_digest);
     }
-  if (sandbox_bundle (g, o, id, o->seed_git ? &seed : NULL, &bundle, &ws_st, ws, err) < 0)
+  if (sandbox_bundle (g, o, id, o->seed_git ? &seed : o->seed_fetch, &bundle, &ws_st, ws, err) < 0)
     goto out;
   struct asbx_create_opts co = {
     .id = id, .bundle = bundle, .default_profile = "agent", .workspace_review = o->review

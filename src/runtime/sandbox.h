@@ -16,6 +16,8 @@ enum asbx_sandbox_summary
   ASBX_SANDBOX_SUMMARY_NONE,     /* nothing (--quiet) */
 };
 
+struct sandbox_seed;
+
 struct asbx_sandbox_opts
 {
   const char *workspace; /* host dir bound at /workspace (default: the current directory) */
@@ -31,6 +33,10 @@ struct asbx_sandbox_opts
   size_t argc;
   enum asbx_sandbox_summary summary;
   bool quiet; /* --quiet: no summary text and no warnings of ours (errors still go to stderr) */
+  /* internal (runtime/sandbox_seed_fetch.h): this run is the seed sandbox of a URL seed; its
+   * workspace (o->workspace, the clone's fresh empty directory) is that seed's, checked as ours
+   * (sandbox_seed_is_ours) instead of as a host directory */
+  const struct sandbox_seed *seed_fetch;
 };
 
 /* Build the in-memory bundle under <root>/sandbox/<id>/, create + start the container through

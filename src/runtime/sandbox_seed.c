@@ -11,6 +11,7 @@
 #include "core/util.h"
 #include "policy/policy.h"
 #include "runtime/sandbox_seed.h"
+#include "runtime/sandbox_seed_fetch.h"
 #include "runtime/workspace_layout.h"
 #include "runtime/workspace_seed.h"
 
@@ -48,15 +49,19 @@ sandbox_seed_prepare (const struct asbx_global *g, const char *arg, const char *
 {
   cleanup_close int rootfd = -1, dfd = -1, lk = -1, lfd = -1;
   cleanup_free char *where = NULL;
+  cleanup_seed_url struct seed_url url = { 0 };
+  int is_url;
 
   *s = (struct sandbox_seed){ 0 };
-  if (workspace_seed_parse (arg, &s->repo, &s->rev, err) < 0 || workspace_seed_check_repo (s->repo, err) < 0)
+  if (workspace_seed_parse (arg, &s->repo, &s->rev, err) < 0 || (is_url = workspace_seed_url (s->repo, &url, err)) < 0)
+    return -1;
+  if (s->rev && (!*s->rev || s->rev[0] == '-'))
+    return asbx_error (err, 0, "--seed-git: revision `%s`: expected a branch, tag or commit id", s->rev);
+  /* before anything is made: a URL the policy's network would refuse fails here, naming why */
+  if (is_url && sandbox_seed_fetch_check (g, s->repo, &url, err) < 0)
     return -1;
   s->dir = policy_workspaces_dir (g->config_path, err);
-  if (!s->dir)
-    return -1;
-  rootfd = ws_root_open (s->dir, true, err);
-  if (rootfd < 0)
+  if (!s->dir || (rootfd = ws_root_open (s->dir, true, err)) < 0)
     return -1;
   where = xasprintf ("%s/%s", s->dir, id);
   dfd = ws_create (rootfd, id, geteuid (), getegid (), &lk, err);
@@ -73,15 +78,23 @@ sandbox_seed_prepare (const struct asbx_global *g, const char *arg, const char *
       return -1;
     }
   s->made = true;
-  if (workspace_seed_git (dfd, s->repo, s->rev, &s->sha, err) < 0)
-    goto fail;
-  lfd = openat (dfd, "lower", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (lfd < 0 || fstat (lfd, &s->lower_st) < 0)
+  if (is_url)
     {
-      asbx_error (err, errno, "sandbox --seed-git: open `%s/lower`", where);
-      goto fail;
+      if (sandbox_seed_fetch (g, id, dfd, where, s->repo, &url, s->rev, s, err) < 0)
+        goto fail;
     }
-  s->lower = xasprintf ("%s/lower", where);
+  else
+    {
+      if (workspace_seed_git (dfd, s->repo, s->rev, &s->sha, err) < 0)
+        goto fail;
+      lfd = openat (dfd, "lower", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (lfd < 0 || fstat (lfd, &s->lower_st) < 0)
+        {
+          asbx_error (err, errno, "sandbox --seed-git: open `%s/lower`", where);
+          goto fail;
+        }
+      s->lower = xasprintf ("%s/lower", where);
+    }
   if (write_seed_meta (dfd, where, id, s, err) < 0)
     goto fail;
   log_info ("sandbox %s: seeded from %s at %s", id, s->repo, s->sha);

@@ -1,7 +1,8 @@
 /* sandbox_seed.h - quick mode's side of `sandbox --seed-git REPO[@REV]` (issue 18, REVIEW.md
  * "The layout"): before the bundle is made, the review workspace <workspacesDir>/<id>/ is
  * created here with its lower, a clone of REPO at REV (runtime/workspace_seed.h), and a
- * meta.json in state "stopped" naming <id>/lower as the workspace and carrying the seed. create
+ * meta.json in state "stopped" naming <id>/lower as the workspace and carrying the seed (a URL
+ * REPO is cloned in a seed sandbox under the run's policy: runtime/sandbox_seed_fetch.h). create
  * then resumes that directory as it resumes any stopped review workspace over the same lower
  * (runtime/workspace_review.h): the overlay's lowerdir is the clone.
  *

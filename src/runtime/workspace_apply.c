@@ -175,7 +175,7 @@ still_same (int parent, const char *base, const struct ws_change *c, const struc
   if (fstatat (parent, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
     return -1;
   if (st.st_dev != c->old_dev || st.st_ino != c->old_ino
-      || (!S_ISDIR (st.st_mode) && ws_ctime_ns (&st) > m->started_ns))
+      || (!S_ISDIR (st.st_mode) && ws_ctime_ns (&st) > (int64_t) m->started_ns))
     {
       errno = ESTALE;
       return -1;
@@ -527,7 +527,7 @@ ws_apply (const struct ws_apply_opts *o, FILE *out, asbx_err_t *err)
   struct apply a = { .o = o, .h = &h, .out = out, .dirty_dir = -1 };
   if ((lockfd = take_lock (&h, err)) < 0)
     goto out;
-  if (h.meta.running && !o->running)
+  if (ws_meta_running (&h.meta) && !o->running)
     {
       asbx_error (err, EBUSY,
                   "workspace `%s`: its container is still running (meta.json \"state\"); stop it first, or pass "

@@ -4,6 +4,7 @@
  *
  *   <workspacesDir>/<id>/           0700, owned by the caller
  *     meta.json                     written atomically (temp file + rename), read with yajl
+ *                                   (runtime/workspace_meta.h: the one reader)
  *     lock                          flock(LOCK_EX) by every verb (LOCK_NB for a running container)
  *     upper/ work/                  the overlay's upperdir and workdir, owned by the container's
  *                                   root (its host uid) so that an overlay mounted in the
@@ -26,46 +27,12 @@
 #include <sys/types.h>
 
 #include "core/error.h"
+#include "runtime/workspace_meta.h" /* struct ws_meta, its reader and writer */
 
-#define WS_META "meta.json"
 #define WS_LOCK "lock"
 #define WS_UPPER "upper"
 #define WS_WORK "work"
 #define WS_SNAPSHOTS "snapshots"
-
-/* meta.json, every key of the shared design plus `protect` */
-struct ws_meta
-{
-  char *id;
-  char *workspace;    /* the lower: the host workspace's realpath */
-  uint64_t lower_dev; /* st_dev / st_ino of the lower as pinned (the fd given to overlayfs) */
-  uint64_t lower_ino;
-  char *created;       /* RFC 3339 UTC */
-  uint64_t started_ns; /* CLOCK_REALTIME ns taken just before the first overlay mount */
-  char *xattr;         /* "trusted" or "user" (userxattr: mounted in a user namespace) */
-  char *state;         /* "running" or "stopped" */
-  char **snapshots;    /* oldest first, NULL-terminated */
-  size_t snapshots_len;
-  char *image;     /* NULL or "sha256:..." (rv-image) */
-  char *seed_repo; /* seed: NULL, or {repo, rev} (rv-image) */
-  char *seed_rev;
-  /* workspace-relative paths the policy's denyWrite rules name inside the workspace (".git/hooks"):
-   * `workspace apply` refuses writes at or below them */
-  char **protect;
-  size_t protect_len;
-};
-
-void ws_meta_clear (struct ws_meta *m);
-
-/* Read <id dir>/meta.json (dirfd: the id directory). Unknown keys are kept out (ignored) so
- * that the other verbs' additions do not break an older reader; a missing or mistyped known
- * key is an error naming `<dir>/meta.json` and the JSON path. `where` names the directory in
- * messages. 0, or -1 with *err (errno of a failed read, EINVAL for bad JSON). */
-int ws_meta_read (int dirfd, const char *where, struct ws_meta *m, asbx_err_t *err);
-
-/* Write meta.json atomically: meta.json.tmp (O_EXCL after unlinking a stale one), fsync,
- * renameat over meta.json. 0, or -1 with *err. */
-int ws_meta_write (int dirfd, const char *where, const struct ws_meta *m, asbx_err_t *err);
 
 /* The workspaces directory (created 0700 with its parents when `create`), as an O_PATH
  * directory fd; `dir` must be absolute. With !create and a missing directory: -1 with errnum

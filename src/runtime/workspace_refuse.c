@@ -285,7 +285,7 @@ host_conflict (const struct ws_meta *m, int lowerfd, const char *rel, const stru
           const char *base;
           struct stat pst;
           cleanup_close int p = ws_host_parent (lowerfd, rel, &base);
-          if (p >= 0 && fstat (p, &pst) == 0 && ws_ctime_ns (&pst) > m->started_ns)
+          if (p >= 0 && fstat (p, &pst) == 0 && ws_ctime_ns (&pst) > (int64_t) m->started_ns)
             return xstrdup ("conflict: copied up from a host file that vanished on the host since the run started");
         }
       return NULL;
@@ -294,7 +294,7 @@ host_conflict (const struct ws_meta *m, int lowerfd, const char *rel, const stru
     return xstrdup ("conflict: the path vanished on the host since the run started");
   if (st.st_dev != c->old_dev || st.st_ino != c->old_ino)
     return xstrdup ("conflict: the host path was replaced since the diff was taken");
-  if (ws_ctime_ns (&st) > m->started_ns)
+  if (ws_ctime_ns (&st) > (int64_t) m->started_ns)
     return xstrdup ("conflict: changed on the host since the run started");
   return NULL;
 }

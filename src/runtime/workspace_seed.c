@@ -1,4 +1,5 @@
-/* workspace_seed.c - a review workspace's lower from a local git repository (workspace_seed.h). */
+/* workspace_seed.c - a review workspace's lower from a local git repository, and the checks of a
+ * seed URL (workspace_seed.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -25,11 +26,91 @@ static const char *const git_safe[] = {
   "-c", "protocol.file.allow=always", "-c", "submodule.recurse=false", "-c", "advice.detachedHead=false",
 };
 
-int
-workspace_seed_check_repo (const char *repo, asbx_err_t *err)
-{
-  const char *colon = strchr (repo, ':'), *slash = strchr (repo, '/');
+/* the schemes a seed may fetch with: git's own transports that carry no credential of ours */
+static const char *const url_schemes[] = { "https", "http", "git" };
 
+static unsigned
+default_port (const char *scheme)
+{
+  return strcmp (scheme, "https") == 0 ? 443 : strcmp (scheme, "http") == 0 ? 80 : 9418;
+}
+
+void
+workspace_seed_url_free (struct seed_url *u)
+{
+  free (u->scheme);
+  free (u->host);
+  *u = (struct seed_url){ 0 };
+}
+
+/* "scheme://host[:port]/path" with scheme one of url_schemes: *u filled, 0; else -1 with *err */
+static int
+parse_url (const char *repo, size_t slen, struct seed_url *u, asbx_err_t *err)
+{
+  const char *auth = repo + slen + 3, *end = auth + strcspn (auth, "/?#");
+  const char *colon = NULL;
+  bool known = false;
+
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (url_schemes); i++)
+    known = known || (strlen (url_schemes[i]) == slen && strncmp (repo, url_schemes[i], slen) == 0);
+  if (!known)
+    return asbx_error (err, 0,
+                       "--seed-git `%s`: scheme `%.*s` refused: a URL seed is fetched with https://, http:// or "
+                       "git:// only (ssh is refused: no keys reach the seed sandbox)",
+                       repo, (int) slen, repo);
+  if (memchr (auth, '@', (size_t) (end - auth)))
+    return asbx_error (err, 0,
+                       "--seed-git `%s`: a user or password in the URL is refused (it would be kept in meta.json "
+                       "and the audit log, and no credential reaches the seed sandbox)",
+                       repo);
+  if (*end != '/' || !end[1])
+    return asbx_error (err, 0, "--seed-git `%s`: expected scheme://HOST[:PORT]/PATH", repo);
+  for (const char *p = auth; p < end; p++)
+    if (*p == ':')
+      colon = p;
+  const char *hend = colon ? colon : end;
+  if (hend == auth)
+    return asbx_error (err, 0, "--seed-git `%s`: the URL names no host", repo);
+  cleanup_free char *host = xasprintf ("%.*s", (int) (hend - auth), auth);
+  bool digits_only = true;
+  for (char *p = host; *p; p++)
+    {
+      *p = (char) (*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+      if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '.'))
+        return asbx_error (err, 0,
+                           "--seed-git `%s`: host `%s`: expected a host name (letters, digits, '-', '.'); an "
+                           "address literal is refused: the policy's network.allowedDomains names hosts",
+                           repo, host);
+      digits_only = digits_only && ((*p >= '0' && *p <= '9') || *p == '.');
+    }
+  if (digits_only)
+    return asbx_error (err, 0,
+                       "--seed-git `%s`: host `%s`: an address literal is refused: the policy's "
+                       "network.allowedDomains names hosts",
+                       repo, host);
+  unsigned port = 0;
+  if (colon)
+    {
+      char *e = NULL;
+      unsigned long v = colon + 1 < end ? strtoul (colon + 1, &e, 10) : 0;
+      if (!e || e != end || v == 0 || v > 65535)
+        return asbx_error (err, 0, "--seed-git `%s`: expected a port 1-65535 after the host", repo);
+      port = (unsigned) v;
+    }
+  u->scheme = xasprintf ("%.*s", (int) slen, repo);
+  u->port = port ? port : default_port (u->scheme);
+  u->host = steal_ptr (&host);
+  return 0;
+}
+
+int
+workspace_seed_url (const char *repo, struct seed_url *u, asbx_err_t *err)
+{
+  const char *colon = strchr (repo, ':'), *slash = strchr (repo, '/'), *sep = strstr (repo, "://");
+  struct seed_url tmp = { 0 };
+
+  if (u)
+    *u = (struct seed_url){ 0 };
   if (strncmp (repo, "file://", 7) == 0)
     {
       if (repo[7] != '/')
@@ -37,32 +118,52 @@ workspace_seed_check_repo (const char *repo, asbx_err_t *err)
       return 0;
     }
   /* git's own rule (connect.c url_is_local_not_ssh): a ':' before any '/' is a URL or
-   * host:path, not a local file */
-  if (strstr (repo, "://") || strstr (repo, "::"))
+   * host:path, not a local file; "X::" is a remote helper (ext:: runs a command) */
+  if (strstr (repo, "::") && (!sep || strstr (repo, "::") < sep))
     return asbx_error (err, 0,
-                       "--seed-git `%s`: network URLs are not supported yet (only a local path or a file:// URL; "
-                       "clone it on the host first, then seed from that clone)",
+                       "--seed-git `%s`: a remote helper (TRANSPORT::ADDRESS, such as ext::) is refused: only "
+                       "https://, http:// and git:// URLs are fetched",
                        repo);
+  if (sep && (!slash || sep < slash))
+    {
+      if (parse_url (repo, (size_t) (sep - repo), &tmp, err) < 0)
+        return -1;
+      if (u)
+        *u = tmp;
+      else
+        workspace_seed_url_free (&tmp);
+      return 1;
+    }
   if (colon && (!slash || colon < slash))
     return asbx_error (err, 0,
-                       "--seed-git `%s`: a host:path (ssh) repository is a network URL, not supported yet (only a "
-                       "local path or a file:// URL); a local path with ':' in its first component can be given "
+                       "--seed-git `%s`: a host:path repository is an ssh URL, refused (no keys reach the seed "
+                       "sandbox; use an https:// URL); a local path with ':' in its first component can be given "
                        "as ./%s",
                        repo, repo);
   return 0;
 }
 
 int
+workspace_seed_check_repo (const char *repo, asbx_err_t *err)
+{
+  return workspace_seed_url (repo, NULL, err) < 0 ? -1 : 0;
+}
+
+int
 workspace_seed_parse (const char *arg, char **repo, char **rev, asbx_err_t *err)
 {
   struct stat st;
-  const char *at = strrchr (arg, '@');
+  const char *at = strrchr (arg, '@'), *sep = strstr (arg, "://");
 
   *repo = *rev = NULL;
   if (!*arg)
     return asbx_error (err, 0, "--seed-git: expected REPO[@REV]");
-  /* a network URL is kept whole, so that its refusal names it (git@host:r has an '@' too) */
-  if (!at || stat (arg, &st) == 0 || workspace_seed_check_repo (arg, NULL) < 0)
+  /* in a URL, an '@' before the path is a user (refused by workspace_seed_url, naming the URL
+   * whole); one in the path separates REV */
+  bool in_auth = sep && at && at < sep + 3 + strcspn (sep + 3, "/");
+  /* a repository refused as a whole (host:path has an '@' too) is kept whole, so that its
+   * refusal names it */
+  if (!at || in_auth || stat (arg, &st) == 0 || (!sep && workspace_seed_check_repo (arg, NULL) < 0))
     {
       *repo = xstrdup (arg);
       return 0;
@@ -161,8 +262,8 @@ git_argv (const char *const *args)
   return v;
 }
 
-static bool
-is_full_sha (const char *s)
+bool
+workspace_seed_is_commit_id (const char *s)
 {
   size_t n = strspn (s, "0123456789abcdef");
   return (n == 40 || n == 64) && s[n] == '\0';
@@ -197,7 +298,7 @@ resolve_rev (int layout_dirfd, const char *rev, asbx_err_t *err)
       return NULL;
     }
   out[strcspn (out, "\n")] = '\0';
-  if (!is_full_sha (out))
+  if (!workspace_seed_is_commit_id (out))
     {
       asbx_error (err, 0, "--seed-git: git rev-parse `%s` printed `%.80s`, not a commit id", rev, out);
       free (out);
@@ -216,8 +317,14 @@ workspace_seed_git (int layout_dirfd, const char *repo, const char *rev, char **
   cleanup_free char *sha = NULL;
 
   *sha_out = NULL;
-  if (workspace_seed_check_repo (repo, err) < 0)
+  int k = workspace_seed_url (repo, NULL, err);
+  if (k < 0)
     return -1;
+  if (k > 0)
+    return asbx_error (err, 0,
+                       "--seed-git `%s`: a network URL is not cloned on the host (sandbox_seed_fetch clones it "
+                       "in a seed sandbox under the policy's network)",
+                       repo);
   if (rev && (!*rev || rev[0] == '-'))
     return asbx_error (err, EINVAL, "--seed-git: revision `%s`: expected a branch, tag or commit id", rev);
   if (strncmp (repo, "file://", 7) != 0)

@@ -8,26 +8,48 @@
  * `-c core.hooksPath=/dev/null -c core.fsmonitor=false -c protocol.allow=never
  * -c protocol.file.allow=always -c submodule.recurse=false`: no hook, fsmonitor daemon, filter
  * or transport other than local files runs, whatever the source repository says. Submodules
- * are not cloned. A network URL is refused for now: fetching it would need the policy's egress
- * rules at seed time (the issue's "a URL reachable under the policy"). */
+ * are not cloned. A network URL (https://, http://, git://) is not cloned here: it is fetched
+ * inside a throwaway sandbox under the policy's network (runtime/sandbox_seed_fetch.h); this
+ * module only checks it (workspace_seed_url). */
 #ifndef ASBX_RUNTIME_WORKSPACE_SEED_H
 #define ASBX_RUNTIME_WORKSPACE_SEED_H
 
+#include <stdbool.h>
+
 #include "core/error.h"
 
-/* Split "REPO[@REV]". A REPO that exists as a whole (a path containing '@') or that is a network
- * URL (refused later by workspace_seed_check_repo, naming it whole) is taken whole; otherwise the text after the last
- * '@' is REV. *repo and *rev (NULL when none: HEAD) are heap strings. Returns 0, or -1 with *err when REPO or REV is
+/* A seed URL as workspace_seed_url accepted it */
+struct seed_url
+{
+  char *scheme;  /* "https", "http" or "git" (git's protocol.<name>.allow) */
+  char *host;    /* lower case host name (never an address literal) */
+  unsigned port; /* as given, else the scheme's default (443, 80, 9418) */
+};
+
+/* Split "REPO[@REV]". A REPO that exists as a whole (a path containing '@'), a URL whose last
+ * '@' lies before its path (a user: refused later, naming it whole) or a repository refused by
+ * workspace_seed_check_repo (git@host:r) is taken whole; otherwise the text after the last '@'
+ * is REV. *repo and *rev (NULL when none: HEAD) are heap strings. Returns 0, or -1 with *err when REPO or REV is
  * empty. */
 int workspace_seed_parse (const char *arg, char **repo, char **rev, asbx_err_t *err);
 
-/* Is `repo` one we seed from: a local path or a file:// URL? A URL of another scheme (https://,
- * ssh://, git://, ext::...) or scp-like "host:path" is refused naming it ("network URLs are not
- * supported yet"). Returns 0, or -1 with *err. */
+/* Classify `repo`: a local path or file:// URL (0), a network URL we fetch (1: https://, http://
+ * or git://HOST[:PORT]/PATH with a host name; *u filled when u is not NULL, free with
+ * workspace_seed_url_free), or refused (-1 with *err, EINVAL, naming `repo` and why): ssh:// and
+ * scp-like "host:path" (no keys reach the seed sandbox), other schemes, remote helpers
+ * ("ext::..."), a user or password in the URL, an address literal as host, a bad port. */
+int workspace_seed_url (const char *repo, struct seed_url *u, asbx_err_t *err);
+void workspace_seed_url_free (struct seed_url *u);
+#define cleanup_seed_url __attribute__ ((cleanup (workspace_seed_url_free)))
+
+/* workspace_seed_url without the URL's parts: 0 (local or an accepted URL) or -1 with *err. */
 int workspace_seed_check_repo (const char *repo, asbx_err_t *err);
 
-/* Clone `repo` (workspace_seed_check_repo) into <layout_dirfd>/lower (which must not exist) and
- * check out `rev` (NULL = HEAD; a branch or tag of the source, or a commit id) detached.
+/* Is `s` a full commit id (40 or 64 lowercase hex digits, nothing else)? */
+bool workspace_seed_is_commit_id (const char *s);
+
+/* Clone the local `repo` (a path or file:// URL; a network URL is refused, EINVAL) into <layout_dirfd>/lower (which
+ * must not exist) and check out `rev` (NULL = HEAD; a branch or tag of the source, or a commit id) detached.
  * layout_dirfd: an fd of the workspace's directory <workspacesDir>/<id> (the clone is made
  * relative to it: git runs with that directory as its cwd). *sha_out: the full commit id
  * (heap, 40 or 64 lowercase hex) for meta.json's "seed" and the audit record. On failure the

@@ -1,8 +1,9 @@
 """`agentsbx sandbox --seed-git REPO[@REV]` (issue 18, agentsbx-sandbox(8)): the review workspace's
 lower is a fresh clone of REPO at REV. What is judged: what the command inside sees and writes in
 /workspace, the source repository afterwards (git's own view), `workspace diff`'s output, meta.json
-and the audit log's `workspace` records; and that a refused seed (a network URL, an unknown
-revision, an existing workspace) leaves nothing behind. The clone itself (hooks, file:// URLs) is
+and the audit log's `workspace` records; and that a refused seed (a URL the policy does not
+reach, an ssh URL, an unknown revision, an existing workspace) leaves nothing behind; URL seeds
+through the egress lab: test_sandbox_seed_url.py. The clone itself (hooks, file:// URLs) is
 tested against the real git binary in tests/unit/test_workspace_seed.c."""
 
 import json
@@ -144,11 +145,12 @@ def test_existing_workspace_refused(rt, config, wsdir, repo):
 
 
 @pytest.mark.parametrize("url,what", [
-    ("https://example.com/r.git", "network URLs are not supported yet"),
-    ("https://example.com/r.git@v1", "network URLs are not supported yet"),
-    ("ssh://git@example.com/r", "network URLs are not supported yet"),
-    ("git@example.com:o/r.git", "network URL, not supported yet"),
-    ("ext::sh -c id", "network URLs are not supported yet"),
+    # a URL is fetched under the policy (test_sandbox_seed_url.py); `agent`'s allowlist is empty
+    ("https://example.com/r.git", "not in the policy's network.allowedDomains"),
+    ("https://example.com/r.git@v1", "not in the policy's network.allowedDomains"),
+    ("ssh://git@example.com/r", "no keys reach the seed sandbox"),
+    ("git@example.com:o/r.git", "no keys reach the seed sandbox"),
+    ("ext::sh -c id", "remote helper"),
 ])
 def test_network_url_refused(rt, url, what):
     sid = f"seed-{uuid.uuid4().hex[:8]}"

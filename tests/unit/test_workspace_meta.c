@@ -1,4 +1,4 @@
-/* test_workspace_meta.c - src/runtime/workspace_layout.c: meta.json written and read back (every
+/* test_workspace_meta.c - src/runtime/workspace_meta.c and workspace_layout.c: meta.json written and read back (every
  * key of the shared layout, a uint64 beyond INT64_MAX, the seed object, snapshots and protect),
  * a broken meta.json refused naming the file and the JSON path, snapshot names, and the tree
  * removal that never follows a symlink out of the directory. */

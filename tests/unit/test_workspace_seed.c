@@ -188,11 +188,14 @@ test_refusals (void **state)
   char *sha = NULL, p[256];
   int fd = new_layout ("refused");
 
+  /* never cloned on the host: a URL is the seed sandbox's (sandbox_seed_fetch.h), the others refused */
+  static const char *const why[] = { "not cloned on the host", "scheme `ssh` refused", "no keys", "remote helper",
+                                     "no keys" };
   for (size_t i = 0; i < sizeof net / sizeof net[0]; i++)
     {
       assert_int_equal (workspace_seed_git (fd, net[i], NULL, &sha, &err), -1);
-      assert_non_null (strstr (err->msg, "network URL"));
-      assert_non_null (strstr (err->msg, "not supported yet"));
+      if (!strstr (err->msg, why[i]))
+        fail_msg ("%s: %s", net[i], err->msg);
       asbx_error_free (&err);
     }
   /* an unknown revision: an error naming it, and no partial clone left */
@@ -234,6 +237,70 @@ test_parse (void **state)
   free (r);
   assert_int_equal (workspace_seed_parse ("x@", &r, &v, &err), -1);
   asbx_error_free (&err);
+  /* a URL: REV after the path's last '@'; a user before the path keeps it whole (refused) */
+  assert_int_equal (workspace_seed_parse ("https://h.test/r.git@v1", &r, &v, &err), 0);
+  assert_string_equal (r, "https://h.test/r.git");
+  assert_string_equal (v, "v1");
+  free (r), free (v);
+  assert_int_equal (workspace_seed_parse ("https://u@h.test/r.git", &r, &v, &err), 0);
+  assert_string_equal (r, "https://u@h.test/r.git");
+  assert_null (v);
+  free (r);
+}
+
+static void
+test_url (void **state)
+{
+  (void) state;
+  static const struct
+  {
+    const char *url, *scheme, *host;
+    unsigned port;
+  } ok[] = {
+    { "https://Git.Example.test/o/r.git", "https", "git.example.test", 443 },
+    { "http://seed.test:8080/r", "http", "seed.test", 8080 },
+    { "git://seed.test/r.git", "git", "seed.test", 9418 },
+  };
+  static const struct
+  {
+    const char *url, *why;
+  } bad[] = {
+    { "ssh://h.test/r", "no keys" },
+    { "git+ssh://h.test/r", "scheme `git+ssh` refused" },
+    { "h.test:r.git", "no keys" },
+    { "https://u:p@h.test/r", "user or password" },
+    { "https://10.0.0.1/r", "address literal" },
+    { "https://[::1]/r", "expected a host name" },
+    { "https://h.test:0/r", "port" },
+    { "https://h.test:99999/r", "port" },
+    { "https://h.test", "HOST[:PORT]/PATH" },
+    { "https:///r", "no host" },
+    { "ext::sh -c id", "remote helper" },
+    { "ftp://h.test/r", "scheme `ftp` refused" },
+  };
+  asbx_err_t err = NULL;
+  struct seed_url u;
+
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+    {
+      if (workspace_seed_url (ok[i].url, &u, &err) != 1)
+        fail_msg ("%s: %s", ok[i].url, err ? err->msg : "taken as local");
+      assert_string_equal (u.scheme, ok[i].scheme);
+      assert_string_equal (u.host, ok[i].host);
+      assert_int_equal (u.port, ok[i].port);
+      workspace_seed_url_free (&u);
+    }
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    {
+      assert_int_equal (workspace_seed_url (bad[i].url, &u, &err), -1);
+      if (!strstr (err->msg, bad[i].why) || !strstr (err->msg, bad[i].url))
+        fail_msg ("%s: %s", bad[i].url, err->msg);
+      assert_null (u.host);
+      asbx_error_free (&err);
+    }
+  assert_int_equal (workspace_seed_url ("/srv/repo", &u, &err), 0);
+  assert_int_equal (workspace_seed_url ("file:///srv/repo", &u, &err), 0);
+  assert_int_equal (workspace_seed_url ("./h:x", &u, &err), 0);
 }
 
 int
@@ -242,7 +309,7 @@ main (void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_head_default), cmocka_unit_test (test_tag_branch_and_commit),
     cmocka_unit_test (test_file_url),     cmocka_unit_test (test_refusals),
-    cmocka_unit_test (test_parse),
+    cmocka_unit_test (test_parse),        cmocka_unit_test (test_url),
   };
   return cmocka_run_group_tests (tests, setup, teardown);
 }

@@ -357,22 +357,24 @@ test_meta_parse (void **state)
   asbx_err_t err = NULL;
   (void) state;
   const char *good = "{\"id\":\"c1\",\"workspace\":\"/w\",\"lowerDev\":1,\"lowerIno\":2,\"startedNs\":3,"
+                     "\"created\":\"2026-12-01T00:00:00Z\","
                      "\"xattr\":\"user\",\"state\":\"stopped\",\"protect\":[\"/secrets/\",\"a/b\",\"/w/c/d\"]}";
   assert_int_equal (ws_meta_parse (good, "meta.json", &m, &err), 0);
   assert_string_equal (m.workspace, "/w");
   assert_int_equal (m.started_ns, 3);
-  assert_false (m.running);
+  assert_false (ws_meta_running (&m));
   assert_int_equal (m.protect_len, 3);
   assert_string_equal (m.protect[0], "secrets");
   assert_string_equal (m.protect[2], "c/d"); /* a host path inside the workspace */
-  ws_meta_free (&m);
+  ws_meta_clear (&m);
   const char *bad = "{\"id\":\"c1\",\"workspace\":\"/w\",\"lowerDev\":1,\"lowerIno\":2,\"startedNs\":3,"
+                    "\"created\":\"2026-12-01T00:00:00Z\","
                     "\"xattr\":\"other\",\"state\":\"stopped\"}";
   assert_int_equal (ws_meta_parse (bad, "meta.json", &m, &err), -1);
-  assert_non_null (strstr (err->msg, "`xattr`"));
+  assert_non_null (strstr (err->msg, "xattr"));
   asbx_error_free (&err);
   assert_int_equal (ws_meta_parse ("{\"id\":\"c1\"}", "meta.json", &m, &err), -1);
-  assert_non_null (strstr (err->msg, "`workspace`"));
+  assert_non_null (strstr (err->msg, "workspace"));
   asbx_error_free (&err);
 }
 

@@ -12,7 +12,9 @@ network namespace (no default route: it can only answer the host side of its vet
   for a refused name leaked - and every message as received, byte for byte, to STATEDIR/dns.raw
   (each after its 2-byte length; the tests grep it for markers). Unknown names: NXDOMAIN.
 - TCP 80 and 8080: a tiny HTTP/1.1 server (keep-alive; see HTTP) that answers "ok <Host header>"
-  and logs each request's Host to STATEDIR/http.log - except on the addresses listed in
+  and logs each request's Host to STATEDIR/http.log (with $UPSTREAM_WWW, GET/HEAD below /git/
+  answer its files, as on 443, and /smart/REPO/... is git's smart protocol by git-http-backend
+  over DIR/git, each request logged to STATEDIR/smart.log) - except on the addresses listed in
   $UPSTREAM_NAIVE (comma-separated), where Python's own http.server answers (keep-alive, and like
   most handlers it never reads a request body) and logs "request-line Host" to
   STATEDIR/naive.log; TCP 443: reads the TLS
@@ -32,6 +34,7 @@ import os
 import socket
 import socketserver
 import struct
+import subprocess
 import sys
 import threading
 import time
@@ -116,13 +119,36 @@ class HTTP(socketserver.StreamRequestHandler):
     download), /simple/<file> a small fixed "package" (the demo), anything else "ok <Host>"."""
 
     def body(self, headers):
+        data = b""
         if headers.get("transfer-encoding", "").lower() == "chunked":
             while (n := int(self.rfile.readline(100).split(b";")[0], 16)) > 0:
-                self.rfile.read(n + 2)
+                data += self.rfile.read(n + 2)[:n]
             while self.rfile.readline(4096) not in (b"\r\n", b"\n", b""):
                 pass  # trailers
         elif "content-length" in headers:
-            self.rfile.read(int(headers["content-length"]))
+            data = self.rfile.read(int(headers["content-length"]))
+        return data
+
+    def smart(self, method, path, headers, data):
+        """/smart/...: git's smart HTTP protocol, git-http-backend as a CGI over $UPSTREAM_WWW/git"""
+        info, _, query = path[len("/smart"):].partition("?")
+        env = {"PATH": "/usr/bin:/bin", "GIT_PROJECT_ROOT": os.path.join(WWW, "git"), "GIT_HTTP_EXPORT_ALL": "1",
+               "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "HOME": "/nonexistent",
+               "REQUEST_METHOD": method, "PATH_INFO": info, "QUERY_STRING": query,
+               "CONTENT_TYPE": headers.get("content-type", ""), "CONTENT_LENGTH": str(len(data)),
+               "GIT_PROTOCOL": headers.get("git-protocol", ""), "REMOTE_ADDR": "203.0.113.2"}
+        out = subprocess.run(["/usr/lib/git-core/git-http-backend"], input=data, capture_output=True, env=env,
+                             timeout=60).stdout
+        head, _, body = out.partition(b"\r\n\r\n")
+        status, lines = "200 OK", []
+        for line in head.decode("latin-1").split("\r\n"):
+            k, _, v = line.partition(":")
+            if k.lower() == "status":
+                status = v.strip()
+            elif k:
+                lines.append(f"{k}:{v}")
+        log("smart.log", f"{method} {info}")
+        return status, lines, body
 
     def handle(self):
         served = 0
@@ -142,12 +168,23 @@ class HTTP(socketserver.StreamRequestHandler):
                 headers[k.strip().lower()] = v.strip()
             host = headers.get("host", "")
             log("http.log", host)
-            self.body(headers)
+            data = self.body(headers)
             parts = first.decode("latin-1").split()
             path = parts[1] if len(parts) > 1 else "/"
             keep = first.rstrip().endswith(b"HTTP/1.1") and headers.get("connection", "").lower() != "close"
             status = "HTTP/1.1 200 OK" if keep else "HTTP/1.0 200 OK"
-            if path.startswith("/bytes/"):
+            if WWW and path.startswith("/smart/"):
+                code, lines, out = self.smart(parts[0], path, headers, data)
+                self.wfile.write((f"{status.split()[0]} {code}\r\n" + "".join(f"{x}\r\n" for x in lines)
+                                  + f"Content-Length: {len(out)}\r\n\r\n").encode() + out)
+            elif WWW and path.startswith("/git/") and parts[0] in ("GET", "HEAD"):
+                # $UPSTREAM_WWW over plain HTTP too (test_sandbox_seed_url.py: a dumb-HTTP clone)
+                data = www_file(path)
+                code = status if data is not None else status.replace("200 OK", "404 Not Found")
+                self.wfile.write(f"{code}\r\nContent-Length: {len(data or b'')}\r\n\r\n".encode())
+                if data and parts[0] == "GET":
+                    self.wfile.write(data)
+            elif path.startswith("/bytes/"):
                 n = int(path[7:])
                 self.wfile.write(f"{status}\r\nContent-Length: {n}\r\n\r\n".encode())
                 chunk = b"x" * 65536
@@ -287,8 +324,8 @@ class HTTPSReq(http.server.BaseHTTPRequestHandler):
         rel = self.path.split("?")[0].lstrip("/")
         if rel.endswith("/"):
             rel += "index.html"
-        local = os.path.realpath(os.path.join(WWW, rel))
-        data = open(local, "rb").read() if local.startswith(WWW + "/") and os.path.isfile(local) else None
+        local = os.path.join(WWW, rel)
+        data = www_file(self.path)
         self.send_response(200 if data is not None else 404)
         base = os.path.basename(local)
         ctype = ("text/html" if base.endswith(".html") else
@@ -308,6 +345,16 @@ class HTTPSReq(http.server.BaseHTTPRequestHandler):
 
 WWW = os.path.realpath(os.environ["UPSTREAM_WWW"]) if os.environ.get("UPSTREAM_WWW") else None
 WWW_PREFIXES = ("/git/", "/simple/", "/files/", "/npm/")
+
+
+def www_file(path):
+    """the bytes of $UPSTREAM_WWW/PATH (query dropped; a directory's index.html), None when not a
+    file below it"""
+    rel = path.split("?")[0].lstrip("/")
+    if rel.endswith("/"):
+        rel += "index.html"
+    local = os.path.realpath(os.path.join(WWW, rel))
+    return open(local, "rb").read() if local.startswith(WWW + "/") and os.path.isfile(local) else None
 
 
 def tls_contexts():
