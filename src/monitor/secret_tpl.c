@@ -38,7 +38,7 @@ env_lookup (int envfd, const char *name, size_t n, char *out, size_t cap, size_t
         }
       at += rl + 1;
     }
-  OPENSSL_cleanse (all, size + 1);
+  explicit_bzero (all, size + 1);
   free (all);
   return found;
 }
@@ -49,7 +49,7 @@ secret_env_has (int envfd, const char *name, size_t n)
   char buf[SECRET_MAX + 1];
   size_t len = 0;
   int r = env_lookup (envfd, name, n, buf, sizeof buf, &len);
-  OPENSSL_cleanse (buf, sizeof buf);
+  explicit_bzero (buf, sizeof buf);
   return r;
 }
 
