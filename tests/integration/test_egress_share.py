@@ -108,3 +108,28 @@ def test_sharer_killed_when_the_owner_stops(rt, pair, lab, tmp_path):
     assert [x for x in recs if x["event"] == "network" and x.get("egressOwner") == owner], recs
     # a container joining now gets no stale egress: it becomes the namespace's owner itself
     # (the old owner's record names a dead monitor), so it is not refused
+
+
+def test_owner_in_a_fresh_namespace(rt, make_bundle, usr_template, tmp_path):
+    """The owner's namespace is one agentsbx made (pasta attaches it at the first query; no lab
+    upstream here): a sharer joining /proc/<owner init>/ns/net is answered by the owner's stub
+    (REFUSED for an unlisted name, sent to 127.0.0.1:53 directly)."""
+    pol = tmp_path / "policy.json"
+    pol.write_text(json.dumps(POLICY))
+    args = audit_args(tmp_path, "--policy", str(pol))
+    b = make_bundle(rootfs_template=usr_template)
+    b.add_mount("/usr", "bind", "/usr", ["rbind", "ro", "nosuid", "nodev"])
+    b.args("/usr/bin/sleep", "600")
+    r, owner = rt.create(b, global_args=args)
+    assert r.ok, r
+    pid = rt.state(owner).json()["pid"]
+    s = make_bundle(rootfs_template=usr_template)
+    s.add_mount("/usr", "bind", "/usr", ["rbind", "ro", "nosuid", "nodev"])
+    s.set_namespace("network", f"/proc/{pid}/ns/net")
+    s.args("/usr/bin/python3", "/egress/client.py", json.dumps([["rawdns", "127.0.0.1", "unlisted.invalid"]]))
+    r, cid = rt.run(s, global_args=args)
+    assert r.ok, r
+    raw, = json.loads(r.out.strip().splitlines()[-1])
+    assert raw["ok"] and raw["rcode"] == 5, raw
+    odns = {(x["host"], x["decision"]) for x in records(tmp_path, owner) if x["event"] == "dns"}
+    assert ("unlisted.invalid", "refused") in odns, odns
