@@ -166,11 +166,14 @@ egress_share_prepare (int rootfd, const char *id, const struct policy_plan *plan
   if (!plan || !plan->active || (plan->net_mode != POLICY_NET_NONE && plan->net_mode != POLICY_NET_FILTERED))
     return 0;
   s->fields = policy_egress_fields (plan);
-  if (share_lock (rootfd, s, err) < 0)
-    return -1;
   s->owner = true;
+  /* a fresh namespace: nobody joins it before this create returns (an engine joins a container
+   * it has created), so the lock is taken only to write the record, and creates of fresh
+   * namespaces never wait on each other */
   if (netns_fd < 0)
     return 0;
+  if (share_lock (rootfd, s, err) < 0)
+    return -1;
   /* the fd the init joins (linux/ns.h ns_plan_build), not the path again */
   if (fstat (netns_fd, &st) < 0)
     return asbx_error (err, errno, "linux.namespaces: network path %s: fstat", netns_path);
@@ -230,6 +233,8 @@ egress_share_record (int rootfd, struct egress_share *s, const char *id, pid_t i
 
   if (!s->owner)
     return 0;
+  if (share_lock (rootfd, s, err) < 0)
+    return -1;
   snprintf (nspath, sizeof nspath, "/proc/%d/ns/net", (int) init_pid);
   if (stat (nspath, &st) < 0)
     return asbx_error (err, errno, "egress: stat %s", nspath);

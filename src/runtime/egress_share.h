@@ -53,9 +53,10 @@ struct egress_share
 void egress_share_init (struct egress_share *s);
 
 /* At create, in the runtime, before the init is spawned, for an active plan with network.mode
- * none or filtered (anything else: returns 0 and does nothing). Takes the lock (kept until
- * egress_share_release: concurrent creates in one namespace are serialised, so two never both
- * become its owner). netns_fd: the nsfs fd of linux.namespaces' network path (ns_plan_build
+ * none or filtered (anything else: returns 0 and does nothing). For a joined namespace takes the
+ * lock, kept until egress_share_release: creates joining namespaces are serialised, so two never
+ * both become one namespace's owner (a fresh namespace's create takes it only in
+ * egress_share_record: nobody joins a namespace before its create has returned). netns_fd: the nsfs fd of linux.namespaces' network path (ns_plan_build
  * opened it; netns_path is its path, for messages), or -1 for a fresh namespace (then this
  * container is the owner). For a joined one: the record of that namespace is read; a live
  * owner with the same field digests makes this container a sharer (s->shared and the owner_*
@@ -66,7 +67,8 @@ int egress_share_prepare (int rootfd, const char *id, const struct policy_plan *
                           const char *netns_path, struct egress_share *s, asbx_err_t *err);
 
 /* For an owner, once its monitor (monitor_pid) is ready: writes the record of the network
- * namespace of init_pid (temp file + rename, under the lock), ca_pem (may be NULL) included. Not
+ * namespace of init_pid (temp file + rename, under the lock, taken here if prepare did not),
+ * ca_pem (may be NULL) included. Not
  * an owner: 0 at once. 0 / -1 with *err. */
 int egress_share_record (int rootfd, struct egress_share *s, const char *id, pid_t init_pid, pid_t monitor_pid,
                          const char *ca_pem, asbx_err_t *err);
