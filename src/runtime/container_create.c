@@ -412,7 +412,8 @@ create_egress_share (struct create_ctx *c, const struct spec_model *model, const
   for (size_t i = 0; i < ns->len; i++)
     if (ns->entries[i].clone_flag == CLONE_NEWNET)
       fd = ns->entries[i].fd;
-  if (egress_share_prepare (c->rootfd, c->id, plan, fd, path, &c->share, err) < 0)
+  if (egress_share_prepare (c->rootfd, c->id, plan, fd, path, &c->share, err) < 0
+      || egress_share_table_ensure (&c->share, plan, fd, err) < 0)
     return -1;
   if (!c->share.shared || !egress_intercepts (plan))
     return 0;

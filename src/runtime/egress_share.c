@@ -16,7 +16,10 @@
 #include "core/cleanup.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "linux/nft.h"
+#include "monitor/egress_table.h"
 #include "policy/egress_digest.h"
+#include "policy/nft_ruleset.h"
 #include "runtime/egress_share.h"
 #include "runtime/state.h"
 
@@ -194,9 +197,6 @@ egress_share_prepare (int rootfd, const char *id, const struct policy_plan *plan
       log_warning ("egress: %s/%s in the state root is not a record; ignored", EGRESS_SHARE_DIR, name);
       return 0;
     }
-  if (strcmp (r.owner, id) == 0)
-    return asbx_error (err, EINVAL, "egress: container `%s` already owns the egress of network namespace %s", id,
-                       netns_path);
   int pidfd = owner_alive (&r);
   if (pidfd < 0)
     {
@@ -222,6 +222,28 @@ egress_share_prepare (int rootfd, const char *id, const struct policy_plan *plan
   s->owner_pidfd = pidfd;
   s->owner_ca_pem = r.ca && *r.ca ? xstrdup (r.ca) : NULL;
   return 0;
+}
+
+int
+egress_share_table_ensure (const struct egress_share *s, const struct policy_plan *plan, int netns_fd,
+                           asbx_err_t *err)
+{
+  struct stat self;
+  asbx_err_t e = NULL;
+
+  if (!s->shared || netns_fd < 0)
+    return 0;
+  struct linux_nft *n = linux_nft_new (netns_fd, err);
+  if (!n)
+    return asbx_error_wrap (err, "egress: the shared namespace's table");
+  int there = linux_nft_run (n, "list table inet " POLICY_NFT_TABLE "\n", &e);
+  linux_nft_free (n);
+  asbx_error_free (&e);
+  if (there == 0)
+    return 0;
+  if (stat ("/proc/self/ns/net", &self) < 0)
+    return asbx_error (err, errno, "egress: stat the runtime's network namespace");
+  return egress_table_load (plan, netns_fd, &self, err);
 }
 
 int

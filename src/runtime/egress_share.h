@@ -66,6 +66,16 @@ void egress_share_init (struct egress_share *s);
 int egress_share_prepare (int rootfd, const char *id, const struct policy_plan *plan, int netns_fd,
                           const char *netns_path, struct egress_share *s, asbx_err_t *err);
 
+/* For a sharer, before its init is spawned: the owner's table may not be in the namespace yet
+ * (runtime/init.c network_table_deferred: in a namespace of the owner's own with only `lo`, the
+ * owner's monitor loads it right before pasta attaches, at the first DNS activity), and this
+ * container's hooks or processes could wire the namespace before that. So when `table inet
+ * agentsbx` is missing from netns_fd it is loaded here (monitor/egress_table.h: the same plan
+ * fields give the same text as the owner's; the owner's later load replaces it in one
+ * transaction). Not a sharer: 0 at once. 0 / -1 with *err. */
+int egress_share_table_ensure (const struct egress_share *s, const struct policy_plan *plan, int netns_fd,
+                               asbx_err_t *err);
+
 /* For an owner, once its monitor (monitor_pid) is ready: writes the record of the network
  * namespace of init_pid (temp file + rename, under the lock, taken here if prepare did not),
  * ca_pem (may be NULL) included. Not

@@ -5,6 +5,7 @@ refused at create with nothing left behind; when the owner's monitor exits, the 
 What is asserted is what the sharer's client sees and what the upstream and the audit logs hold."""
 import json
 import os
+import subprocess
 import time
 
 import pytest
@@ -114,8 +115,13 @@ def test_owner_in_a_fresh_namespace(rt, make_bundle, usr_template, tmp_path):
     """The owner's namespace is one agentsbx made (pasta attaches it at the first query; no lab
     upstream here): a sharer joining /proc/<owner init>/ns/net is answered by the owner's stub
     (REFUSED for an unlisted name, sent to 127.0.0.1:53 directly)."""
+    # no allowedCidrs and no `network` audit: the owner's table is deferred (see below)
+    fresh = {"version": 1,
+             "network": {"mode": "filtered", "allowedDomains": ["pkg.test"], "allowLocalBinding": True},
+             "approvals": {"network": "deny"},
+             "audit": {"events": ["lifecycle", "policy", "dns"]}}
     pol = tmp_path / "policy.json"
-    pol.write_text(json.dumps(POLICY))
+    pol.write_text(json.dumps(fresh))
     args = audit_args(tmp_path, "--policy", str(pol))
     b = make_bundle(rootfs_template=usr_template)
     b.add_mount("/usr", "bind", "/usr", ["rbind", "ro", "nosuid", "nodev"])
@@ -123,9 +129,22 @@ def test_owner_in_a_fresh_namespace(rt, make_bundle, usr_template, tmp_path):
     r, owner = rt.create(b, global_args=args)
     assert r.ok, r
     pid = rt.state(owner).json()["pid"]
+
+    def table():
+        r = subprocess.run(["nsenter", f"--net=/proc/{pid}/ns/net", "nft", "list", "table", "inet", "agentsbx"],
+                           capture_output=True, text=True, timeout=60)
+        return r.stdout if r.returncode == 0 else None
+    # the owner's table waits for its first DNS activity (runtime/init.c network_table_deferred);
+    # a sharer (whose hooks could wire the namespace) gets it loaded at its create
+    assert table() is None
     s = make_bundle(rootfs_template=usr_template)
     s.add_mount("/usr", "bind", "/usr", ["rbind", "ro", "nosuid", "nodev"])
     s.set_namespace("network", f"/proc/{pid}/ns/net")
+    s.args("/usr/bin/sleep", "600")
+    r, held = rt.create(s, global_args=args)
+    assert r.ok, r
+    assert "policy drop" in (table() or ""), table()
+    assert rt.delete(held, force=True).ok
     s.args("/usr/bin/python3", "/egress/client.py", json.dumps([["rawdns", "127.0.0.1", "unlisted.invalid"]]))
     r, cid = rt.run(s, global_args=args)
     assert r.ok, r
