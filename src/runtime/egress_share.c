@@ -1,6 +1,5 @@
 /* egress_share.c - one egress per network namespace: the owner's record under the state root
  * and the sharer's checks; see egress_share.h. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -247,8 +246,8 @@ egress_share_table_ensure (const struct egress_share *s, const struct policy_pla
 }
 
 int
-egress_share_record (int rootfd, struct egress_share *s, const char *id, pid_t init_pid, pid_t monitor_pid,
-                     const char *ca_pem, asbx_err_t *err)
+egress_share_record (int rootfd, int state_dirfd, struct egress_share *s, const char *id, pid_t init_pid,
+                     pid_t monitor_pid, const char *ca_pem, asbx_err_t *err)
 {
   struct stat st;
   char nspath[64];
@@ -277,6 +276,11 @@ egress_share_record (int rootfd, struct egress_share *s, const char *id, pid_t i
       unlinkat (dir, tmp, 0);
       return asbx_error (err, e, "egress: write %s/%s in the state root", EGRESS_SHARE_DIR, name);
     }
+  /* for egress_share_forget at delete */
+  cleanup_close int nf = openat (state_dirfd, EGRESS_SHARE_STATE_FILE,
+                                 O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (nf < 0 || write_all (nf, name, strlen (name)) < 0)
+    return asbx_error (err, errno, "egress: write %s in the state directory", EGRESS_SHARE_STATE_FILE);
   return 0;
 }
 
@@ -285,8 +289,17 @@ egress_share_forget (int rootfd, const char *id)
 {
   struct egress_share s;
   asbx_err_t e = NULL;
-  struct dirent *de;
+  char name[64];
 
+  /* the name of the record this container wrote (egress_share_record): no walk of the directory */
+  cleanup_close int sd = openat (rootfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  cleanup_close int nf = sd >= 0 ? openat (sd, EGRESS_SHARE_STATE_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+  ssize_t n = nf >= 0 ? read (nf, name, sizeof name - 1) : -1;
+  if (n <= 0)
+    return;
+  name[n] = '\0';
+  if (strspn (name, "0123456789:") != (size_t) n || !strchr (name, ':'))
+    return;
   cleanup_close int dir = openat (rootfd, EGRESS_SHARE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dir < 0)
     return;
@@ -296,28 +309,13 @@ egress_share_forget (int rootfd, const char *id)
       asbx_error_free (&e);
       return;
     }
-  int d2 = dup (dir);
-  DIR *d = d2 >= 0 ? fdopendir (d2) : NULL;
-  if (!d)
-    {
-      if (d2 >= 0)
-        close (d2);
-      egress_share_release (&s);
-      return;
-    }
-  while ((de = readdir (d)))
-    {
-      if (!strchr (de->d_name, ':') || de->d_name[0] == '.')
-        continue;
-      cleanup_close int fd = openat (dir, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-      cleanup_free char *text = NULL;
-      size_t len;
-      struct record r;
-      if (fd < 0 || read_all_fd (fd, RECORD_MAX, &text, &len) < 0)
-        continue;
-      if (record_parse (text, &r) == 0 && strcmp (r.owner, id) == 0)
-        unlinkat (dir, de->d_name, 0);
-    }
-  closedir (d);
+  cleanup_close int fd = openat (dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  cleanup_free char *text = NULL;
+  size_t len;
+  struct record r;
+  /* the namespace may have a new owner by now (this one's monitor gone): only our own record */
+  if (fd >= 0 && read_all_fd (fd, RECORD_MAX, &text, &len) == 0 && record_parse (text, &r) == 0
+      && strcmp (r.owner, id) == 0)
+    unlinkat (dir, name, 0);
   egress_share_release (&s);
 }

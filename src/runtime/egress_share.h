@@ -35,7 +35,8 @@
 #include "core/error.h"
 #include "policy/plan.h"
 
-#define EGRESS_SHARE_DIR "@egress" /* '@' is never in a container id */
+#define EGRESS_SHARE_DIR "@egress"            /* '@' is never in a container id */
+#define EGRESS_SHARE_STATE_FILE "egress-record" /* in an owner's state dir: its record's name */
 
 struct egress_share
 {
@@ -78,16 +79,20 @@ int egress_share_table_ensure (const struct egress_share *s, const struct policy
 
 /* For an owner, once its monitor (monitor_pid) is ready: writes the record of the network
  * namespace of init_pid (temp file + rename, under the lock, taken here if prepare did not),
- * ca_pem (may be NULL) included. Not
- * an owner: 0 at once. 0 / -1 with *err. */
-int egress_share_record (int rootfd, struct egress_share *s, const char *id, pid_t init_pid, pid_t monitor_pid,
-                         const char *ca_pem, asbx_err_t *err);
+ * ca_pem (may be NULL) included, and the record's name into the container's state directory
+ * (state_dirfd, file EGRESS_SHARE_STATE_FILE) for egress_share_forget. Not an owner: 0 at once.
+ * 0 / -1 with *err. */
+int egress_share_record (int rootfd, int state_dirfd, struct egress_share *s, const char *id, pid_t init_pid,
+                         pid_t monitor_pid, const char *ca_pem, asbx_err_t *err);
 
 /* Unlock and free what prepare took (the pidfd too, unless the caller stole it). */
 void egress_share_release (struct egress_share *s);
 
-/* Remove the records naming container `id` as owner (delete, a failed create). Best effort
- * (a record left behind is stale once the monitor is gone). */
+/* Remove the record container `id` wrote as owner (its name read from the state directory
+ * <root>/<id>/EGRESS_SHARE_STATE_FILE), if it still names `id`: called by asbx_state_dir_remove
+ * (delete, a failed create, the end of a sandbox) before the directory goes. Best effort (a
+ * record left behind is stale once the monitor is gone). Takes the lock: the caller must not hold
+ * it. */
 void egress_share_forget (int rootfd, const char *id);
 
 #endif

@@ -152,3 +152,13 @@ def test_owner_in_a_fresh_namespace(rt, make_bundle, usr_template, tmp_path):
     assert raw["ok"] and raw["rcode"] == 5, raw
     odns = {(x["host"], x["decision"]) for x in records(tmp_path, owner) if x["event"] == "dns"}
     assert ("unlisted.invalid", "refused") in odns, odns
+    # the owner's record (runtime/egress_share.h) is under the state root until its delete
+    assert owned_records(rt, owner) and not owned_records(rt, cid)
+    assert rt.delete(owner, force=True).ok
+    assert not owned_records(rt, owner)
+
+
+def owned_records(rt, cid):
+    d = os.path.join(rt.root, "@egress")
+    names = [n for n in os.listdir(d) if ":" in n and not n.startswith(".")] if os.path.isdir(d) else []
+    return [n for n in names if open(os.path.join(d, n)).read().startswith(f"owner {cid}\n")]
