@@ -384,7 +384,8 @@ create_record (const struct asbx_global *g, const struct asbx_create_opts *o, co
       if (mr < 0)
         return asbx_error_wrap (err, "policy monitor");
       /* the namespace's egress is this container's: recorded for the containers joining it */
-      if (egress_share_record (c->rootfd, c->dirfd, &c->share, o->id, c->init_pid, mpid, c->egress_ca.cert_pem, err) < 0)
+      if (egress_share_record (c->rootfd, c->dirfd, &c->share, o->id, c->init_pid, mpid, c->egress_ca.cert_pem, err)
+          < 0)
         return -1;
     }
   if (asbx_state_write (c->dirfd, &st, err) < 0)

@@ -159,8 +159,8 @@ owner_alive (const struct record *r)
 }
 
 int
-egress_share_prepare (int rootfd, const char *id, const struct policy_plan *plan, int netns_fd,
-                      const char *netns_path, struct egress_share *s, asbx_err_t *err)
+egress_share_prepare (int rootfd, const char *id, const struct policy_plan *plan, int netns_fd, const char *netns_path,
+                      struct egress_share *s, asbx_err_t *err)
 {
   struct stat st;
   struct record r;
@@ -224,8 +224,7 @@ egress_share_prepare (int rootfd, const char *id, const struct policy_plan *plan
 }
 
 int
-egress_share_table_ensure (const struct egress_share *s, const struct policy_plan *plan, int netns_fd,
-                           asbx_err_t *err)
+egress_share_table_ensure (const struct egress_share *s, const struct policy_plan *plan, int netns_fd, asbx_err_t *err)
 {
   struct stat self;
   asbx_err_t e = NULL;

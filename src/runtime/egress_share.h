@@ -35,7 +35,7 @@
 #include "core/error.h"
 #include "policy/plan.h"
 
-#define EGRESS_SHARE_DIR "@egress"            /* '@' is never in a container id */
+#define EGRESS_SHARE_DIR "@egress"              /* '@' is never in a container id */
 #define EGRESS_SHARE_STATE_FILE "egress-record" /* in an owner's state dir: its record's name */
 
 struct egress_share
@@ -57,13 +57,13 @@ void egress_share_init (struct egress_share *s);
  * none or filtered (anything else: returns 0 and does nothing). For a joined namespace takes the
  * lock, kept until egress_share_release: creates joining namespaces are serialised, so two never
  * both become one namespace's owner (a fresh namespace's create takes it only in
- * egress_share_record: nobody joins a namespace before its create has returned). netns_fd: the nsfs fd of linux.namespaces' network path (ns_plan_build
- * opened it; netns_path is its path, for messages), or -1 for a fresh namespace (then this
- * container is the owner). For a joined one: the record of that namespace is read; a live
- * owner with the same field digests makes this container a sharer (s->shared and the owner_*
- * fields); a live owner with other digests is refused (EINVAL naming both ids, the path and the
- * first differing field; nothing is left); no record or a stale one makes it the owner.
- * 0 / -1 with *err (errno of a failed open/flock/read, EINVAL for a bad record or a mismatch). */
+ * egress_share_record: nobody joins a namespace before its create has returned).
+ * netns_fd: the nsfs fd of linux.namespaces' network path (ns_plan_build opened it; netns_path is
+ * its path, for messages), or -1 for a fresh namespace (then this container is the owner). For a joined one: the record
+ * of that namespace is read; a live owner with the same field digests makes this container a sharer (s->shared and the
+ * owner_* fields); a live owner with other digests is refused (EINVAL naming both ids, the path and the first differing
+ * field; nothing is left); no record or a stale one makes it the owner. 0 / -1 with *err (errno of a failed
+ * open/flock/read, EINVAL for a bad record or a mismatch). */
 int egress_share_prepare (int rootfd, const char *id, const struct policy_plan *plan, int netns_fd,
                           const char *netns_path, struct egress_share *s, asbx_err_t *err);
 

@@ -80,8 +80,8 @@ test_each_field_its_line (void **state)
   base (&p);
   char *a = policy_egress_fields (&p);
   /* the field each edit below touches, in order */
-  static const char *const fields[] = { "network.mode", "network.allowedDomains", "network.ports",
-                                        "approvals.network", "audit.events (network, dns)" };
+  static const char *const fields[] = { "network.mode", "network.allowedDomains", "network.ports", "approvals.network",
+                                        "audit.events (network, dns)" };
   for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
     {
       base (&q);
