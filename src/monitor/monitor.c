@@ -174,6 +174,17 @@ guard_start (struct mon *m, asbx_err_t *err)
 
 static void pasta_lazy_start (struct mon *m);
 
+/* the owner of the shared egress is gone: said before the container is killed */
+static void
+audit_egress_owner_gone (struct mon *m)
+{
+  struct audit_rec *r = audit_rec_new (m->o->id, "network");
+  audit_rec_str (r, "warning", "the monitor of the egress owner exited: the container is killed");
+  audit_rec_str (r, "egressOwner", m->o->egress_owner_id);
+  audit_rec_int (r, "egressOwnerMonitor", m->o->egress_owner_monitor);
+  mon_audit_put (m, r);
+}
+
 static void __attribute__ ((noreturn)) monitor_loop (struct mon *m)
 {
   enum
@@ -184,6 +195,7 @@ static void __attribute__ ((noreturn)) monitor_loop (struct mon *m)
     P_DNS,
     P_DEN,
     P_EXEC,
+    P_OWNER,
     P_N
   };
   struct pollfd p[P_N] = {
@@ -194,6 +206,8 @@ static void __attribute__ ((noreturn)) monitor_loop (struct mon *m)
     [P_DEN] = { .fd = denials_fd (m->den), .events = POLLIN },
     /* execve attempts the supervisor saw (monitor/execfail.h) */
     [P_EXEC] = { .fd = m->usock ? execfail_fd () : -1, .events = POLLIN },
+    /* the monitor whose egress this container shares (runtime/egress_share.h) */
+    [P_OWNER] = { .fd = m->o->egress_shared ? m->o->egress_owner_pidfd : -1, .events = POLLIN },
   };
 
   /* the wall clock and CPU timers are the limits thread's (monitor_limits.c) */
@@ -226,6 +240,15 @@ static void __attribute__ ((noreturn)) monitor_loop (struct mon *m)
           waitpid (m->guard_pid, NULL, WNOHANG);
           p[P_GUARD].fd = -1;
           mon_reason_set (m, "killed", "the monitor's guard died");
+          mon_container_kill (m);
+        }
+      if (p[P_OWNER].revents)
+        {
+          /* its stub, relay and sets are gone with it: the namespace's table (if still there)
+           * lets nothing new out, but the container must not outlive its egress (fail closed) */
+          p[P_OWNER].fd = -1;
+          mon_reason_set (m, "killed", "the monitor of the egress owner exited");
+          audit_egress_owner_gone (m);
           mon_container_kill (m);
         }
       if (p[P_INIT].revents)
@@ -397,7 +420,7 @@ mon_setup (struct mon *m, asbx_err_t *err)
     }
   if ((pl->credentials_len || pl->http_hosts_len) && pl->net_mode != POLICY_NET_FILTERED)
     return asbx_error (err, 0, "network.credentials/network.http: need network.mode filtered (the egress relay)");
-  if (pl->net_mode == POLICY_NET_FILTERED)
+  if (pl->net_mode == POLICY_NET_FILTERED && !m->o->egress_shared)
     {
       const struct tls_relay_keys keys = { .ca_cert_pem = m->o->egress_ca_cert_pem,
                                            .ca_key_pem = m->o->egress_ca_key_pem,
@@ -462,6 +485,13 @@ audit_created (struct mon *m)
   audit_rec_strv (r, "unreported", unreported, nu);
   if (m->o->missing_grants)
     audit_missing_grants (r, m->o->missing_grants);
+  if (m->o->egress_shared)
+    {
+      /* whose egress this container uses (runtime/egress_share.h): its DNS, connection and
+       * approval records are in that container's log */
+      audit_rec_str (r, "egressOwner", m->o->egress_owner_id);
+      audit_rec_int (r, "egressOwnerMonitor", m->o->egress_owner_monitor);
+    }
   mon_audit_put (m, r);
 }
 
@@ -522,7 +552,14 @@ static void __attribute__ ((noreturn)) mon_main (struct mon *m, int ready)
   for (int s = SIGHUP; s <= SIGTERM; s++)
     if (s != SIGKILL && s != SIGPIPE && s != SIGSEGV)
       signal (s, SIG_DFL);
-  int keep[] = { m->audit_fd, m->init_pidfd, m->dirfd, m->conn, ready, m->o->unixsock_fd, m->o->secrets_env_fd };
+  int keep[] = { m->audit_fd,
+                 m->init_pidfd,
+                 m->dirfd,
+                 m->conn,
+                 ready,
+                 m->o->unixsock_fd,
+                 m->o->secrets_env_fd,
+                 m->o->egress_shared ? m->o->egress_owner_pidfd : -1 };
   if (close_all_but (keep, ASBX_ARRAY_SIZE (keep)) < 0)
     asbx_error (&err, errno, "monitor: close inherited fds");
   else if (mon_setup (m, &err) == 0)

@@ -62,6 +62,15 @@ struct monitor_opts
   const char *egress_ca_key_pem;
   int secrets_env_fd; /* the memfd of the runtime's environment secrets (runtime/secret_env.h),
                          or -1: M keeps it (the same open file) for the interception's lookups */
+  /* this container shares the egress of another container in its network namespace
+   * (runtime/egress_share.h): no DNS stub, no pasta of its own (its `policy` record names the
+   * owner); M holds egress_owner_pidfd, a pidfd of the owner's monitor (egress_owner_monitor),
+   * and kills the container when that monitor exits (exitReason "killed"): no sharer keeps a
+   * namespace without its egress. egress_owner_pidfd is read only when egress_shared. */
+  bool egress_shared;
+  const char *egress_owner_id;
+  pid_t egress_owner_monitor;
+  int egress_owner_pidfd;
 };
 
 /* Fork the monitor (see above) and wait until it is ready: subscribed to process events, the

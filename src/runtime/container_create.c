@@ -43,6 +43,7 @@
 #include "runtime/container.h"
 #include "runtime/container_internal.h"
 #include "runtime/egress_ca.h"
+#include "runtime/egress_share.h"
 #include "runtime/hooks.h"
 #include "monitor/monitor.h"
 #include "runtime/policy_apply.h"
@@ -124,7 +125,9 @@ struct create_ctx
   /* per spec mount: the sources prepared here (idmapped clones; bind clones around the spawn) */
   struct linux_mount_src *mount_srcs;
   int unixsock_fd;            /* the monitor's end of the unix-socket confinement channel, or -1 */
-  struct egress_ca egress_ca; /* the plan intercepts: the container's CA (runtime/egress_ca.h) */
+  struct egress_ca egress_ca; /* the plan intercepts: the container's CA (runtime/egress_ca.h);
+                                 sharing an egress: the owner's certificate only */
+  struct egress_share share;  /* one egress per network namespace (runtime/egress_share.h) */
   struct ws_review ws;        /* the review workspace's layout and layer fds (runtime/workspace_review.h) */
 };
 
@@ -372,12 +375,20 @@ create_record (const struct asbx_global *g, const struct asbx_create_opts *o, co
                                  .degradations_len = nd,
                                  .egress_ca_cert_pem = c->egress_ca.cert_pem,
                                  .egress_ca_key_pem = c->egress_ca.key_pem,
-                                 .secrets_env_fd = plan->credentials_len ? secret_env_fd () : -1 };
+                                 .secrets_env_fd = plan->credentials_len ? secret_env_fd () : -1,
+                                 .egress_shared = c->share.shared,
+                                 .egress_owner_id = c->share.owner_id,
+                                 .egress_owner_monitor = c->share.owner_monitor,
+                                 .egress_owner_pidfd = c->share.owner_pidfd };
       pid_t mpid;
       int mr = monitor_start (&mo, &mpid, err);
       egress_ca_wipe_key (&c->egress_ca); /* the monitor has its copy; the key is nowhere else */
       if (mr < 0)
         return asbx_error_wrap (err, "policy monitor");
+      /* the namespace's egress is this container's: recorded for the containers joining it */
+      if (egress_share_record (c->rootfd, c->dirfd, &c->share, o->id, c->init_pid, mpid, c->egress_ca.cert_pem, err)
+          < 0)
+        return -1;
     }
   if (asbx_state_write (c->dirfd, &st, err) < 0)
     return -1;
@@ -388,6 +399,31 @@ create_record (const struct asbx_global *g, const struct asbx_create_opts *o, co
     return asbx_error (err, errno, "save config.json in the state directory");
   if (o->pid_file && write_pid_file (o->pid_file, c->init_pid, err) < 0)
     return -1;
+  return 0;
+}
+
+/* egress_share_prepare for this create: the joined network namespace's fd from the ns plan (the
+ * one the init joins). Sharing: the init trusts the owner's CA (its relay mints the leaves). */
+static int
+create_egress_share (struct create_ctx *c, const struct spec_model *model, const struct ns_plan *ns,
+                     const struct policy_plan *plan, asbx_err_t *err)
+{
+  const char *path = NULL;
+  int fd = -1;
+
+  (void) spec_model_netns (model, &path);
+  for (size_t i = 0; i < ns->len; i++)
+    if (ns->entries[i].clone_flag == CLONE_NEWNET)
+      fd = ns->entries[i].fd;
+  if (egress_share_prepare (c->rootfd, c->id, plan, fd, path, &c->share, err) < 0
+      || egress_share_table_ensure (&c->share, plan, fd, err) < 0)
+    return -1;
+  if (!c->share.shared || !egress_intercepts (plan))
+    return 0;
+  if (!c->share.owner_ca_pem)
+    return asbx_error (err, EINVAL, "egress: the owner `%s` of the network namespace's egress recorded no CA",
+                       c->share.owner_id);
+  c->egress_ca.cert_pem = xstrdup (c->share.owner_ca_pem);
   return 0;
 }
 
@@ -427,6 +463,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   int preserve = o->preserve_fds;
   int ret = -1;
 
+  egress_share_init (&c.share);
   if (asbx_id_validate (o->id, err) < 0)
     return -1;
   if (realpath (o->bundle ? o->bundle : ".", bundle) == NULL)
@@ -533,8 +570,11 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
     goto undo;
   if (create_mount_prep (&c, &ns, spec, bundle, rootfs, config_path, plan, err) < 0)
     goto undo;
+  /* a joined namespace whose egress is another live container's: shared or refused */
+  if (create_egress_share (&c, model, &ns, plan, err) < 0)
+    goto undo;
   /* the container's own CA for the intercepted hosts, before the init that trusts it */
-  if (egress_intercepts (plan) && egress_ca_make (plan, o->id, &c.egress_ca, err) < 0)
+  if (!c.share.shared && egress_intercepts (plan) && egress_ca_make (plan, o->id, &c.egress_ca, err) < 0)
     goto undo;
   struct init_args a = {
     .mount_srcs = c.mount_srcs,
@@ -551,11 +591,12 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
     .no_pivot = o->no_pivot,
     .no_new_keyring = o->no_new_keyring,
     .seccomp_filter = sc_filter.insns ? &sc_filter : NULL,
-    .close_fds = { rootfd, dirfd, -1, c.ws.lockfd, secret_env_fd () },
+    .close_fds = { rootfd, dirfd, -1, c.ws.lockfd, secret_env_fd (), c.share.lockfd, c.share.owner_pidfd },
     .plan = plan,
     .unixsock_fd = -1,
     .rootless = rootless_caller (),
     .egress_ca = c.egress_ca.cert_pem ? &c.egress_ca : NULL,
+    .egress_shared = c.share.shared,
   };
   int usp[2] = { -1, -1 };
   /* the init hands the notify fd of its unix-socket filter to the monitor over this pair */
@@ -603,9 +644,11 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   goto out;
 
 undo:
+  egress_share_release (&c.share); /* the lock first: the state dir's removal takes it */
   create_undo (&c);
   ws_review_done (&c.ws, o->id, true);
 out:
+  egress_share_release (&c.share);
   ws_review_done (&c.ws, o->id, false);
   linux_seccomp_release (&sc_filter);
   ns_plan_close (&ns);

@@ -176,7 +176,7 @@ init_main (struct init_args *a)
    * namespace as in a fresh one. Before the hooks: nothing of the container's runs unfiltered.
    * Except where nothing can leave before pasta attaches: then the monitor loads it right
    * before pasta (network_table_deferred). */
-  if (!network_table_deferred (a) && policy_apply_network (a->plan, &err) < 0)
+  if (!a->egress_shared && !network_table_deferred (a) && policy_apply_network (a->plan, &err) < 0)
     fail (a, &err);
   if (last_resort_routes (a) && linux_net_last_resort (&err) < 0)
     fail (a, &err);

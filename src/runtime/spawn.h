@@ -38,7 +38,7 @@ struct init_args
   /* fds of the runtime the children must close at once: the state dir fd carries the
    * container's flock, which a child would otherwise hold until exec; the memfd of the
    * environment's secrets (runtime/secret_env.h) must never be open in the container */
-  int close_fds[5];
+  int close_fds[7];
   const struct policy_plan *plan; /* the agent policy (inactive plan or NULL: plain OCI) */
   /* linux.seccomp as P compiled it (through the state root's cache, linux/seccomp_cache.h, which
    * the init cannot reach after pivot_root and should not touch at all); the init has its own
@@ -56,6 +56,10 @@ struct init_args
    * init binds its certificate into the trust store (runtime/egress_trust.h) and wipes its own
    * copy (through fork) of the key before anything of the container runs */
   struct egress_ca *egress_ca;
+  /* the joined network namespace's egress is another container's (runtime/egress_share.h): its
+   * table is loaded already and must not be replaced (that would empty the sets its DNS stub
+   * filled), so step 3c is skipped; egress_ca is then the owner's certificate */
+  bool egress_shared;
 };
 
 /* Fork S and, through it, I. Places S in the cgroup first (so I and a new cgroup namespace are

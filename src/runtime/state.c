@@ -20,6 +20,7 @@
 #include "core/json.h"
 #include "core/util.h"
 #include "linux/cgroup.h"
+#include "runtime/egress_share.h"
 #include "runtime/state.h"
 
 void
@@ -132,6 +133,7 @@ asbx_state_dir_open (int rootfd, const char *id, asbx_err_t *err)
 int
 asbx_state_dir_remove (int rootfd, const char *id, asbx_err_t *err)
 {
+  egress_share_forget (rootfd, id); /* a network namespace's egress it owned */
   cleanup_close int fd = openat (rootfd, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
   cleanup_closedir DIR *d = NULL;
   struct dirent *de;

@@ -123,3 +123,32 @@ def test_plain_runtime_stays_plain(pdocker):
     assert r.returncode == 0 and "etc=writable" in r.stdout, r
     assert int(r.stdout.split("CapEff:")[1].split()[0], 16) & (1 << 13), r.stdout  # NET_RAW kept
     leaks.check()
+
+
+# one query for unlisted.invalid in class CH to 127.0.0.1:53 from inside: only a DNS stub answers
+# there, at once (class IN would wait for the agent profile's approvals `ask`)
+DNS = ("import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(5); "
+       "q = bytes.fromhex('abcd01000001000000000000') + b'\\x08unlisted\\x07invalid\\x00\\x00\\x01\\x00\\x03'; "
+       "s.sendto(q, ('127.0.0.1', 53)); print('dns-rcode=%d' % (s.recv(512)[3] & 15))")
+
+
+def test_network_container_shares_the_egress(pdocker):
+    """`docker run --network container:X` under the runtime class: the second container joins X's
+    network namespace by path (after Docker's prestart hook) and uses X's egress
+    (runtime/egress_share.h): its own DNS query is answered by X's stub and decided in X's log."""
+    leaks = Leaks([pdocker.dir])
+    r = pdocker.cli("run", "-d", "--runtime=agentsbx-agent", "--network", "none", IMAGE, "sleep", "600",
+                    check=False)
+    assert r.returncode == 0, r
+    owner = leaks.track(r.stdout.strip(), *pdocker.state_roots())
+    try:
+        r = pdocker.cli("run", "--rm", "--runtime=agentsbx-agent", "--network", f"container:{owner}", IMAGE,
+                        "python3", "-c", DNS, check=False)
+        assert r.returncode == 0 and "dns-rcode=5" in r.stdout, r
+        with open(os.path.join(pdocker.audit_dir, f"{owner}.jsonl")) as f:
+            recs = [json.loads(x) for x in f.read().splitlines()]
+        assert [x for x in recs if x["event"] == "dns" and x["host"] == "unlisted.invalid"
+                and x["decision"] == "refused"], recs
+    finally:
+        pdocker.cli("rm", "-f", owner, check=False)
+    leaks.check()

@@ -86,3 +86,42 @@ def test_policy_annotation_narrows_and_widening_refused(podman):  # noqa: F811
                 IMAGE, "true")
     assert r.returncode != 0 and "capabilities" in (r.stderr + r.stdout), r
     leaks.check()
+
+
+# one query for unlisted.invalid in class CH to 127.0.0.1:53 from inside: only a DNS stub answers
+# there, at once (class IN would wait for the agent profile's approvals `ask`)
+DNS = ("import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(5); "
+       "q = bytes.fromhex('abcd01000001000000000000') + b'\\x08unlisted\\x07invalid\\x00\\x00\\x01\\x00\\x03'; "
+       "s.sendto(q, ('127.0.0.1', 53)); print('dns-rcode=%d' % (s.recv(512)[3] & 15))")
+
+
+def test_network_container_shares_the_egress(podman):  # noqa: F811
+    """`--network container:X` (as a Podman pod's containers join the infra container's) under
+    the agent profile: the second container joins the first's network namespace by path and uses
+    its egress (runtime/egress_share.h): its own DNS query is answered by the first's stub and
+    decided in the first's log; a narrower network policy for a third one is refused at create,
+    naming the field, with nothing left."""
+    leaks = Leaks([podman.dir], ignore_mounts=[os.path.join(podman.dir, "graph", "overlay")])
+    audit = os.path.join(podman.dir, "audit-share")
+    flags = ["--runtime-flag", "profile=agent", "--runtime-flag", f"audit-dir={audit}"]
+    r = podman.cli(*flags, "run", "-d", "--runtime", "agentsbx", "--network", "none", "--no-hosts",
+                   IMAGE, "sleep", "600", check=False)
+    assert r.returncode == 0, r
+    owner = leaks.track(r.stdout.strip(), rt_root_dirs("agentsbx"))
+    try:
+        r = podman.cli(*flags, "run", "--rm", "--runtime", "agentsbx", "--network", f"container:{owner}",
+                       "--no-hosts", IMAGE, "python3", "-c", DNS, check=False)
+        assert r.returncode == 0 and "dns-rcode=5" in r.stdout, r
+        assert [x for x in records(audit, owner) if x["event"] == "dns" and x["host"] == "unlisted.invalid"
+                and x["decision"] == "refused"], records(audit, owner)
+        shared = [f for f in os.listdir(audit) if f.endswith(".jsonl") and not f.startswith(owner)]
+        pols = [x for f in shared for x in records(audit, f[:-6]) if x["event"] == "policy"]
+        assert [p for p in pols if p.get("egressOwner") == owner], pols
+        narrow = {"version": 1, "extends": "agent", "network": {"ports": [443]}}
+        r = podman.cli(*flags, "run", "--rm", "--runtime", "agentsbx", "--network", f"container:{owner}",
+                       "--no-hosts", "--annotation", annotation("io.agentsbx.policy", json.dumps(narrow)),
+                       IMAGE, "true", check=False)
+        assert r.returncode != 0 and "network.ports" in r.stderr and owner in r.stderr, r
+    finally:
+        podman.cli("rm", "-f", "-t", "0", owner, check=False)
+    leaks.check()

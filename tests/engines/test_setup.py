@@ -21,6 +21,14 @@ from test_podman import Podman
 SCRIPT = ("touch /etc/asbx-x 2>/dev/null && echo etc=writable || echo etc=refused; "
           "unshare -U true 2>/dev/null && echo userns=allowed || echo userns=refused")
 
+# one query for unlisted.invalid in class CH sent to 127.0.0.1:53 from inside: the answer's rcode
+# (class IN would be held for the `agent` profile's approvals `ask`; another class is refused at
+# once, and only by a stub: nothing else listens there)
+DNS_SCRIPT = ("; python3 -c \"import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
+              "s.settimeout(5); q = bytes.fromhex('abcd01000001000000000000') + b'\\x08unlisted\\x07invalid"
+              "\\x00\\x00\\x01\\x00\\x03'; s.sendto(q, ('127.0.0.1', 53)); "
+              "print('dns-rcode=%d' % (s.recv(512)[3] & 15))\"")
+
 
 def read(path):
     with open(path, "rb") as f:
@@ -202,11 +210,15 @@ def _cri_run(cd, cri_js, rootfs_tar):
 
     def call(method, req):
         return json.loads(sh(["node", cri_js, cd.sock, method, json.dumps(req)]).stdout)
-    # `locked` (network none), not `agent`: the pod's sandbox (pause) container runs under the
-    # handler's profile too, and with `agent` its filtered egress (the DNS stub on 127.0.0.1:53)
-    # holds the pod's network namespace, so the app container's own egress cannot start there
-    # (docs/engines.md "Kubernetes": a known limit of filtered profiles in pods)
-    for handler, want in (("agentsbx", "etc=writable"), ("agentsbx-locked", "etc=refused")):
+    # `agent` (filtered): the pod's sandbox (pause) container runs under the handler's profile
+    # too and owns the pod network namespace's egress (the table, the DNS stub on 127.0.0.1:53);
+    # the app container joins that namespace by path and shares it (runtime/egress_share.h).
+    # `locked` (none): the same with the table only.
+    # Under `agent` the app container also sends one DNS query to 127.0.0.1:53 itself: the pod's
+    # egress (the sandbox container's stub) answers REFUSED (rcode 5) and the sandbox container's
+    # audit log (default directory, named by the pod sandbox id) holds the decision.
+    for handler, want in (("agentsbx", "etc=writable"), ("agentsbx-agent", "etc=refused"),
+                          ("agentsbx-locked", "etc=refused")):
         name = f"setup-{handler}-{os.getpid()}"
         pcfg = {"metadata": {"name": name, "uid": name, "namespace": "default", "attempt": 0},
                 "linux": {"security_context": {"namespace_options": {"network": "NODE", "pid": "CONTAINER",
@@ -222,9 +234,17 @@ def _cri_run(cd, cri_js, rootfs_tar):
             c = call("CreateContainer", {"pod_sandbox_id": pod, "config": ccfg,
                                          "sandbox_config": pcfg})["container_id"]
             call("StartContainer", {"container_id": c})
-            r = call("ExecSync", {"container_id": c, "cmd": ["sh", "-c", SCRIPT], "timeout": 30})
+            script = SCRIPT + (DNS_SCRIPT if handler == "agentsbx-agent" else "")
+            r = call("ExecSync", {"container_id": c, "cmd": ["sh", "-c", script], "timeout": 30})
             import base64
-            assert want in base64.b64decode(r.get("stdout", "")).decode(), (handler, r)
+            out = base64.b64decode(r.get("stdout", "")).decode()
+            assert want in out, (handler, r)
+            if handler == "agentsbx-agent":
+                assert "dns-rcode=5" in out, (handler, out, base64.b64decode(r.get("stderr", "")).decode())
+                with open(f"/var/log/agentsbx/{pod}.jsonl") as f:
+                    recs = [json.loads(line) for line in f]
+                assert [x for x in recs if x["event"] == "dns" and x["host"] == "unlisted.invalid"
+                        and x["decision"] == "refused"], recs
             call("StopContainer", {"container_id": c, "timeout": 1})
             call("RemoveContainer", {"container_id": c})
         finally:

@@ -295,3 +295,37 @@ def test_other_name_on_an_intercepted_address_refused(intercepted):
     net = [(r.get("addr"), r["decision"], r["rule"]) for r in recs
            if r["event"] == "network" and r.get("host") == "plain.test"]
     assert (UP4, "refused", "sni: another name on an intercepted host's address") in net, net
+
+
+def test_shared_egress_intercepts_for_the_sharer(rt, ebundle, make_bundle, usr_template, lab, tmp_path, certs):
+    """One egress per network namespace (runtime/egress_share.h) with interception: a container
+    joining the owner's namespace with the same policy trusts the OWNER's CA (the owner's relay
+    mints the leaves), so its verified HTTPS request to api.test passes and gets the secret."""
+    lab.zone(ZONE)
+    secrets = tmp_path / "secrets"
+    secrets.mkdir(mode=0o700)
+    for name, value in (("tok", SECRET1), ("absent", "x")):
+        (secrets / name).write_text(value + "\n")
+        os.chmod(secrets / name, 0o600)
+    pol = tmp_path / "policy.json"
+    pol.write_text(json.dumps(POLICY))
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"secretsDir": str(secrets), "upstreamCaFile": str(certs / "ca.pem")}))
+    args = audit_args(tmp_path, "--config", str(cfg), "--policy", str(pol))
+    env = dict(os.environ, AGENTSBX_UPSTREAM_DNS=HOSTUP4)
+    os.makedirs(os.path.join(ebundle.rootfs, "etc", "ssl", "certs"), exist_ok=True)
+    ebundle.args("/usr/bin/sleep", "600")
+    r, owner = rt.create(ebundle, global_args=args, env=env)
+    assert r.ok, r
+    pid = rt.state(owner).json()["pid"]
+    b = make_bundle(rootfs_template=usr_template)
+    b.add_mount("/usr", "bind", "/usr", ["rbind", "ro", "nosuid", "nodev"])
+    b.set_namespace("network", f"/proc/{pid}/ns/net")
+    os.makedirs(os.path.join(b.rootfs, "etc", "ssl", "certs"), exist_ok=True)
+    b.args("/usr/bin/python3", "/egress/client.py", json.dumps([https("api.test", get("/shared"))]))
+    r, cid = rt.run(b, global_args=args, env=env)
+    assert r.ok, r
+    res, = json.loads(r.out.strip().splitlines()[-1])
+    assert res["ok"] and res["status"] == "HTTP/1.1 200 OK", res
+    by_path = {e["path"]: e for e in (json.loads(line) for line in lab.log("https.log"))}
+    assert header(by_path["/shared"], "Authorization") == [f"Bearer {SECRET1}"], by_path
