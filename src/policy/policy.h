@@ -35,6 +35,7 @@ struct policy_inputs
   const char *const *audit_dirs_used;  /* NULL-terminated or NULL: other sandboxes' audit dirs, hidden too */
   bool workspace_review;               /* `sandbox --review`: filesystem.workspace.mode review added to the
                                           effective policy (a narrowing, always allowed) */
+  bool isolation_vm;                   /* `sandbox --isolation vm`: isolation vm added likewise */
   const char *user_config;             /* user config file (must exist; "" = none); NULL = the caller's own
                                           ($XDG_CONFIG_HOME or ~/.config/agentsbx/config.json, absent = none)
                                           when euid != 0, none for root */

@@ -30,6 +30,7 @@ struct asbx_sandbox_opts
   char **argv;           /* the command */
   size_t argc;
   enum asbx_sandbox_summary summary;
+  bool isolation_vm; /* --isolation vm: the policy's isolation becomes vm (runtime/vm.h) */
   bool quiet; /* --quiet: no summary text and no warnings of ours (errors still go to stderr) */
 };
 
