@@ -486,7 +486,9 @@ vm_run (const char *state_root, const char *id, const char *bundle, const struct
   cleanup_free char *vmroot = xasprintf ("%s/vm", state_root);
   c.dir = xasprintf ("%s/%s", vmroot, id);
   cleanup_free char *share = xasprintf ("%s/share", c.dir);
-  if ((mkdir (vmroot, 0700) < 0 && errno != EEXIST) || mkdir (c.dir, 0700) < 0 || mkdir (share, 0700) < 0)
+  /* the state root as create makes it (0700), if this is its first container */
+  if ((mkdir (state_root, 0700) < 0 && errno != EEXIST) || (mkdir (vmroot, 0700) < 0 && errno != EEXIST)
+      || mkdir (c.dir, 0700) < 0 || mkdir (share, 0700) < 0)
     {
       asbx_error (err, errno, "isolation vm: make %s", c.dir);
       if (errno != EEXIST)
