@@ -8,7 +8,8 @@
  * 2 s deadline: true when it exits with KVM_EXIT_HLT. A /dev/kvm that opens but cannot run a
  * guest (nested virtualisation without the features a vCPU needs) is false, so the caller
  * falls back to TCG instead of a QEMU that hangs or aborts; so is one whose vCPU refuses the
- * feature MSR IA32_ARCH_CAPABILITIES the host itself reports (QEMU aborts on it). Source: Documentation/virt/kvm/api.rst. */
+ * feature MSR IA32_ARCH_CAPABILITIES the host itself reports (QEMU aborts on it). Source:
+ * Documentation/virt/kvm/api.rst. */
 bool linux_kvm_usable (void);
 
 #endif

@@ -515,8 +515,9 @@ parse_section (struct oci_ctx *c, yajl_val top, const char *key, int (*fn) (stru
 static int
 parse_top (struct oci_ctx *c, yajl_val top, struct pdoc *d)
 {
-  static const char *const keys[] = { "version",      "extends", "description", "filesystem", "network", "syscalls",
-                                      "capabilities", "limits",  "approvals",   "audit",      "degrade", "isolation", NULL };
+  static const char *const keys[] = { "version",  "extends",      "description", "filesystem", "network",
+                                      "syscalls", "capabilities", "limits",      "approvals",  "audit",
+                                      "degrade",  "isolation",    NULL };
   cleanup_free char *desc = NULL;
   uint32_t version = 0;
   OCI_TRY (pparse_keys (c, top, keys));

@@ -71,7 +71,7 @@ extern const char *const policy_net_mode_names[];   /* network.mode, index = enu
 extern const char *const policy_approval_names[];   /* approvals.network, index = enum policy_approval */
 extern const char *const policy_on_timeout_names[]; /* approvals.onTimeout: 0 deny, 1 allow */
 extern const char *const policy_on_full_names[];    /* audit.onFull: 0 kill, 1 continue */
-extern const char *const policy_isolation_names[]; /* isolation, index = enum policy_isolation */
+extern const char *const policy_isolation_names[];  /* isolation, index = enum policy_isolation */
 extern const char *const policy_ws_mode_names[];    /* filesystem.workspace.mode, index = enum policy_ws_mode */
 
 /* audit event kinds (POLICY.md §6); lifecycle, policy, denial and limit are always on */

@@ -31,7 +31,7 @@ struct asbx_sandbox_opts
   size_t argc;
   enum asbx_sandbox_summary summary;
   bool isolation_vm; /* --isolation vm: the policy's isolation becomes vm (runtime/vm.h) */
-  bool quiet; /* --quiet: no summary text and no warnings of ours (errors still go to stderr) */
+  bool quiet;        /* --quiet: no summary text and no warnings of ours (errors still go to stderr) */
 };
 
 /* Build the in-memory bundle under <root>/sandbox/<id>/, create + start the container through

@@ -4,8 +4,8 @@
  *
  * QEMU runs with -nodefaults (no NIC, no display, no firmware devices), its own seccomp filter
  * (-sandbox on: no new privileges, no spawn, no obsolete syscalls), one virtio-serial device
- * (ports asbx.stdout, asbx.stderr, asbx.status; stdin is /dev/null in the guest) and one virtio-9p device per shared directory.
- * microvm has 24 virtio-mmio transports: one is the serial device. */
+ * (ports asbx.stdout, asbx.stderr, asbx.status; stdin is /dev/null in the guest) and one virtio-9p device per shared
+ * directory. microvm has 24 virtio-mmio transports: one is the serial device. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -26,22 +26,38 @@
 #include "linux/kvm_probe.h"
 #include "runtime/vm.h"
 
-#define VM_MAX_SHARES 16      /* virtio-9p devices (below microvm's transports, see above) */
-#define VM_MIN_MEM_MIB 256    /* guest kernel + our init + the container's own runtime */
-#define VM_OVERHEAD_MIB 192   /* added to the policy's memory limit: the limit stays the container's */
+#define VM_MAX_SHARES 16    /* virtio-9p devices (below microvm's transports, see above) */
+#define VM_MIN_MEM_MIB 256  /* guest kernel + our init + the container's own runtime */
+#define VM_OVERHEAD_MIB 192 /* added to the policy's memory limit: the limit stays the container's */
 #define VM_DEFAULT_MEM_MIB 512
 
 /* Load order = dependency order (the kernel package ships no modules.dep we could read cheaply). */
 static const char *const vm_modules[] = {
-  "drivers/virtio/virtio_ring.ko", "drivers/virtio/virtio.ko",  "drivers/virtio/virtio_mmio.ko",
-  "drivers/char/virtio_console.ko", "fs/netfs/netfs.ko",         "fs/fscache/fscache.ko",
-  "net/9p/9pnet.ko",               "net/9p/9pnet_virtio.ko",    "fs/9p/9p.ko",
+  "drivers/virtio/virtio_ring.ko",
+  "drivers/virtio/virtio.ko",
+  "drivers/virtio/virtio_mmio.ko",
+  "drivers/char/virtio_console.ko",
+  "fs/netfs/netfs.ko",
+  "fs/fscache/fscache.ko",
+  "net/9p/9pnet.ko",
+  "net/9p/9pnet_virtio.ko",
+  "fs/9p/9p.ko",
   /* nftables: the policy's table is loaded in the container's netns in the guest as on a host */
-  "crypto/crc32c_generic.ko", "lib/libcrc32c.ko", "net/netfilter/nfnetlink.ko", "net/netfilter/nf_tables.ko",
-  "net/ipv4/netfilter/nf_reject_ipv4.ko", "net/ipv6/netfilter/nf_reject_ipv6.ko", "net/netfilter/nft_reject.ko",
-  "net/netfilter/nft_reject_inet.ko", "net/netfilter/nft_log.ko", "net/netfilter/nft_limit.ko",
-  "net/netfilter/nfnetlink_log.ko", "net/ipv4/netfilter/nf_defrag_ipv4.ko", "net/ipv6/netfilter/nf_defrag_ipv6.ko",
-  "net/netfilter/nf_conntrack.ko", "net/netfilter/nft_ct.ko",
+  "crypto/crc32c_generic.ko",
+  "lib/libcrc32c.ko",
+  "net/netfilter/nfnetlink.ko",
+  "net/netfilter/nf_tables.ko",
+  "net/ipv4/netfilter/nf_reject_ipv4.ko",
+  "net/ipv6/netfilter/nf_reject_ipv6.ko",
+  "net/netfilter/nft_reject.ko",
+  "net/netfilter/nft_reject_inet.ko",
+  "net/netfilter/nft_log.ko",
+  "net/netfilter/nft_limit.ko",
+  "net/netfilter/nfnetlink_log.ko",
+  "net/ipv4/netfilter/nf_defrag_ipv4.ko",
+  "net/ipv6/netfilter/nf_defrag_ipv6.ko",
+  "net/netfilter/nf_conntrack.ko",
+  "net/netfilter/nft_ct.ko",
   NULL,
 };
 
@@ -69,7 +85,7 @@ vm_host_probe (struct vm_host *h)
   struct dirent *de;
   char best[NAME_MAX + 1] = "";
 
-  *h = (struct vm_host) { 0 };
+  *h = (struct vm_host){ 0 };
   h->qemu = find_in_path ("qemu-system-x86_64");
   if (!cache || !*cache)
     cache = VM_DEFAULT_CACHE;
@@ -107,7 +123,7 @@ vm_host_free (struct vm_host *h)
   free (h->qemu);
   free (h->kernel);
   free (h->moddir);
-  *h = (struct vm_host) { 0 };
+  *h = (struct vm_host){ 0 };
 }
 
 struct vm_share
@@ -302,7 +318,7 @@ wait_qemu (pid_t pid, uint64_t deadline_ns)
           return -1;
         }
       if (deadline_ns)
-        nanosleep (&(struct timespec) { .tv_nsec = 20 * 1000 * 1000 }, NULL);
+        nanosleep (&(struct timespec){ .tv_nsec = 20 * 1000 * 1000 }, NULL);
     }
 }
 
@@ -467,12 +483,14 @@ vm_run (const char *state_root, const char *id, const char *bundle, const struct
   int ret = -1;
 
   if (plan->net_mode != POLICY_NET_NONE)
-    return asbx_error (err, EINVAL,
-                       "isolation vm: network.mode \"%s\" is not built yet in the vm tier (only \"none\": the guest has "
-                       "no NIC)",
-                       policy_net_mode_names[plan->net_mode]);
+    return asbx_error (
+        err, EINVAL,
+        "isolation vm: network.mode \"%s\" is not built yet in the vm tier (only \"none\": the guest has "
+        "no NIC)",
+        policy_net_mode_names[plan->net_mode]);
   if (plan->ws_mode == POLICY_WS_REVIEW)
-    return asbx_error (err, EINVAL, "isolation vm: filesystem.workspace.mode \"review\" is not built yet in the vm tier");
+    return asbx_error (err, EINVAL,
+                       "isolation vm: filesystem.workspace.mode \"review\" is not built yet in the vm tier");
   if (spec->process && spec->process->terminal)
     return asbx_error (err, EINVAL, "isolation vm: process.terminal is not built yet in the vm tier");
   if (!vm_host_probe (&h))

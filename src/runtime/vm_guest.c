@@ -165,7 +165,8 @@ bind_file (const char *name, const char *path)
     }
 }
 
-/* the manifest's lines: debug (the host runs with --debug) / id ID / bundle PATH / share TAG ro|rw PATH / file NAME PATH */
+/* the manifest's lines: debug (the host runs with --debug) / id ID / bundle PATH / share TAG ro|rw PATH / file NAME
+ * PATH */
 static void
 apply_manifest (char **id, char **bundle)
 {
