@@ -318,7 +318,7 @@ wait_qemu (pid_t pid, uint64_t deadline_ns)
           return -1;
         }
       if (deadline_ns)
-        nanosleep (&(struct timespec){ .tv_nsec = 20 * 1000 * 1000 }, NULL);
+        nanosleep (&(struct timespec){ .tv_nsec = 20L * 1000 * 1000 }, NULL);
     }
 }
 
@@ -371,7 +371,7 @@ build_ctx (struct vm_ctx *c, const char *id, const char *bundle, const struct oc
 static void
 build_argv (struct argv *a, const struct vm_host *h, const struct vm_ctx *c, const struct policy_plan *plan)
 {
-  uint64_t mem = plan->memory_bytes ? plan->memory_bytes / (1024 * 1024) + VM_OVERHEAD_MIB : VM_DEFAULT_MEM_MIB;
+  uint64_t mem = plan->memory_bytes ? plan->memory_bytes / (1024ull * 1024) + VM_OVERHEAD_MIB : VM_DEFAULT_MEM_MIB;
   unsigned cpus = plan->cpus > 0 ? (unsigned) ceil (plan->cpus) : 1;
   long online = sysconf (_SC_NPROCESSORS_ONLN);
   if (mem < VM_MIN_MEM_MIB)
@@ -459,15 +459,17 @@ read_status (const char *dir, int *status, asbx_err_t *err)
       asbx_error_free (&e);
       len = 0;
     }
+  if (!text)
+    len = 0;
   char *nl = text ? strchr (text, '\n') : NULL;
   if (nl)
     *nl = '\0';
-  if (len && strncmp (text, "exit ", 5) == 0 && parse_u64 (text + 5, &v) == 0 && v <= 255)
+  if (len && text && strncmp (text, "exit ", 5) == 0 && parse_u64 (text + 5, &v) == 0 && v <= 255)
     {
       *status = (int) v;
       return 0;
     }
-  if (len && strncmp (text, "error ", 6) == 0)
+  if (len && text && strncmp (text, "error ", 6) == 0)
     return asbx_error (err, EIO, "isolation vm: in the guest: %s", text + 6);
   console_tail (dir);
   return asbx_error (err, EIO, "isolation vm: the VM ended without reporting an exit status");
