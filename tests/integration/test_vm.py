@@ -51,6 +51,7 @@ def _bundle(env, name, script, policy, extra_mounts=(), caps=()):
     b = os.path.join(env["work"], name)
     os.makedirs(b)
     subprocess.run(["cp", "-a", env["rootfs"], os.path.join(b, "rootfs")], check=True)
+    os.makedirs(os.path.join(b, "rootfs", "workspace"))  # a policy with filesystem makes / read-only
     ws = os.path.join(b, "ws")
     os.makedirs(ws)
     subprocess.run([env["bin"], "spec"], cwd=b, check=True)
@@ -186,3 +187,46 @@ def test_wall_clock_is_enforced_from_the_host(vm_env):
     r = _run(vm_env, b, pol, "vm-wall", timeout=200)
     assert r.returncode == 124, (r.returncode, r.stderr[-2000:])
     assert r.seconds < 120
+
+
+def test_vm_size_follows_the_policy_limits(vm_env):
+    """memoryBytes + 192 MiB of guest RAM, ceil(cpus) vCPUs (docs/policy.md §2.8)."""
+    want_cpus = 2 if (os.cpu_count() or 1) >= 2 else 1
+    b, _, pol = _bundle(vm_env, "limits",
+                        "echo memtotal=$(sed -n 's/^MemTotal: *\\([0-9]*\\) kB/\\1/p' /proc/meminfo); "
+                        "echo cpus=$(grep -c ^processor /proc/cpuinfo); "
+                        "echo cgmem=$(cat /sys/fs/cgroup/memory.max 2>/dev/null || echo none)",
+                        {"version": 1, "isolation": "vm", "network": {"mode": "none"},
+                         "limits": {"memoryBytes": 128 << 20, "cpus": 1.5}})
+    r = _run(vm_env, b, pol, "vm-limits")
+    assert r.returncode == 0, r.stderr[-2000:]
+    obs = dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
+    # 128 + 192 = 320 MiB of RAM; the kernel reserves some of it, never more than this
+    assert 200 * 1024 < int(obs["memtotal"]) <= 320 * 1024, obs
+    assert int(obs["cpus"]) == want_cpus, obs
+    # and inside, the container's own cgroup carries the policy's limit, as on a host
+    assert obs["cgmem"] == str(128 << 20), obs
+
+
+@pytest.mark.parametrize("deny", [False, True], ids=["control", "mount-denied"])
+def test_policy_applies_inside_the_guest(vm_env, deny):
+    """The guest's agentsbx enforces the same policy: with the seccomp group `mount` denied,
+    mount(2) fails with EPERM in the guest even with CAP_SYS_ADMIN; the control run (same
+    capability, group not denied) mounts. (Filesystem rules need more than Debian 12's 6.1 guest
+    kernel has: denyRead masks a unique mount id, Linux 6.8; Landlock's fs.truncate ABI 3;
+    docs/policy.md §2.8: refused, not skipped.)"""
+    policy = {"version": 1, "isolation": "vm", "network": {"mode": "none"}}
+    if deny:
+        policy["syscalls"] = {"deny": ["mount"]}
+    b, _, pol = _bundle(vm_env, "deny" if deny else "control",
+                        "/bin/busybox mount -t tmpfs none /tmp 2>/tmp/err; echo mount=$?; "
+                        "echo err=$(cat /tmp/err)", policy, caps=("CAP_SYS_ADMIN",))
+    r = _run(vm_env, b, pol, "vm-deny" if deny else "vm-control")
+    assert r.returncode == 0, r.stderr[-2000:]
+    obs = dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
+    if deny:
+        assert obs.get("mount") not in (None, "0"), obs
+        # EPERM as busybox words it (the seccomp group's errno; ENOSYS would read otherwise)
+        assert "permission denied" in obs.get("err", ""), obs
+    else:
+        assert obs.get("mount") == "0", obs
