@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -540,6 +541,10 @@ vm_run (const char *state_root, const char *id, const char *bundle, const struct
     }
   if (pid == 0)
     {
+      /* QEMU does not outlive us: a killed `run` takes its VM with it (signals are not forwarded
+       * to the guest yet) */
+      if (prctl (PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid () == 1)
+        _exit (127);
       execv (a.v[0], a.v);
       fprintf (stderr, "agentsbx: isolation vm: exec %s: %s\n", a.v[0], strerror (errno));
       _exit (127);
