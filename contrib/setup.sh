@@ -11,12 +11,13 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 # Debian rootfs, runc as the reference runtime, util-linux for unshare, file, criu for
 # checkpoint/restore (which also test why CRIU cannot work where it cannot), uidmap for the
 # rootless tests' subordinate id ranges (newuidmap/newgidmap); skopeo and umoci as the OCI
-# layout readers other than ours (sandbox --image, workspace export), git for --seed-git.
+# layout readers other than ours (sandbox --image, workspace export), git for --seed-git,
+# qemu-system-x86 for the vm isolation tier (its guest kernel: contrib/vm/fetch-kernel.sh).
 PACKAGES=(autoconf automake libtool pkg-config make gcc libc6-dev
           libyajl-dev libseccomp-dev libcap-dev libselinux1-dev libapparmor-dev libcmocka-dev libsystemd-dev
           libnftables-dev libssl-dev libarchive-dev nftables passt iproute2 uidmap
           python3 python3-pytest busybox-static mmdebstrap runc util-linux file criu
-          ca-certificates skopeo umoci git)
+          ca-certificates skopeo umoci git qemu-system-x86)
 
 if [ "$(id -u)" != 0 ]; then
 	echo "setup.sh: run as root (it installs packages and the tests need root)" >&2

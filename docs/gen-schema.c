@@ -35,6 +35,8 @@ table_values (const char *name, const char **v)
     strv = pdoc_degrade_names;
   else if (strcmp (name, "NETWORK_MODES") == 0)
     strv = policy_net_mode_names;
+  else if (strcmp (name, "ISOLATION") == 0)
+    strv = policy_isolation_names;
   else if (strcmp (name, "WORKSPACE_MODES") == 0)
     strv = policy_ws_mode_names;
   else if (strcmp (name, "APPROVALS") == 0)

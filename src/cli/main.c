@@ -15,6 +15,7 @@
 #include "core/util.h"
 #include "runtime/secret_env.h"
 #include "runtime/userdirs.h"
+#include "runtime/vm.h"
 
 static const struct
 {
@@ -191,6 +192,10 @@ main (int argc, char **argv)
   bool root_given = false;
   int c;
 
+  /* the vm tier's guest: we are its /init (runtime/vm.h), started by the kernel before anything
+   * mounted /proc (our own re-execs are PID 1 of a container's PID namespace, with /proc) */
+  if (getpid () == 1 && argv[0] && strcmp (argv[0], "/init") == 0 && access ("/proc/1", F_OK) < 0)
+    vm_guest_main ();
   signal (SIGPIPE, SIG_IGN);
   opterr = 0;
   while ((c = getopt_long_only (argc, argv, "+hv", opts, NULL)) != -1)

@@ -21,9 +21,15 @@ cli_run (struct asbx_global *g, int argc, char **argv)
     return r == -2 ? 0 : 1;
   if (detach && keep)
     return cli_usage ("run", "--keep cannot be used with --detach");
+  int vm_status = 0;
   if (!detach && !o.console_socket)
     o.tty_proxy_fd = &tty;
-  if (asbx_container_create (g, &o, &pid, &err) < 0)
+  if (!detach)
+    o.vm_status = &vm_status; /* isolation vm: create runs it all (runtime/vm.h) */
+  r = asbx_container_create (g, &o, &pid, &err);
+  if (r == 1)
+    return vm_status;
+  if (r < 0)
     {
       if (tty >= 0)
         close (tty);

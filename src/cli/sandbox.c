@@ -28,6 +28,7 @@ cli_sandbox (struct asbx_global *g, int argc, char **argv)
     { "stop-timeout", required_argument, 0, 't' },
     { "summary", required_argument, 0, 's' },
     { "quiet", no_argument, 0, 'q' },
+    { "isolation", required_argument, 0, 'V' },
     { "help", no_argument, 0, 'h' },
     { 0, 0, 0, 0 },
   };
@@ -38,7 +39,7 @@ cli_sandbox (struct asbx_global *g, int argc, char **argv)
   char *end;
   long n;
 
-  while ((c = getopt_long (argc, argv, "+p:f:w:r:I:S:i:t:s:qh", opts, NULL)) != -1)
+  while ((c = getopt_long (argc, argv, "+p:f:w:r:I:S:i:t:s:qV:h", opts, NULL)) != -1)
     switch (c)
       {
       case 'p': g->profile = optarg; break;
@@ -68,10 +69,17 @@ cli_sandbox (struct asbx_global *g, int argc, char **argv)
         summary_given = true;
         break;
       case 'q': o.quiet = true; break;
+      case 'V':
+        if (strcmp (optarg, "vm") == 0)
+          o.isolation_vm = true;
+        else if (strcmp (optarg, "container") != 0)
+          return cli_usage ("sandbox", "--isolation `%s`: expected container or vm", optarg);
+        break;
       case 'h':
         printf ("usage: agentsbx sandbox [--profile NAME] [--policy FILE] [--workspace DIR] [--rootfs DIR]\n"
                 "                        [--image LAYOUT[:TAG]] [--seed-git REPO[@REV]] [--id ID] [--review]\n"
                 "                        [--stop-timeout SECONDS] [--summary text|json|none] [--quiet]\n"
+                "                        [--isolation container|vm]\n"
                 "                        -- CMD [ARG...]\n\n"
                 "Run one command under an agent policy (default profile: agent), in the foreground.\n"
                 "The workspace (default: the current directory) is mounted at /workspace and is the\n"
@@ -85,7 +93,9 @@ cli_sandbox (struct asbx_global *g, int argc, char **argv)
                 "seconds later (default 10, or $AGENTSBX_STOP_TIMEOUT) is killed, exit status 128+signal.\n"
                 "At the end, what was denied and the limit that stopped it are printed on stderr (nothing\n"
                 "when the run was clean); --summary json prints one JSON object instead, always;\n"
-                "--quiet prints neither summary text nor notices (errors still).\n");
+                "--quiet prints neither summary text nor notices (errors still).\n"
+                "--isolation vm: the container runs inside a microVM with its own kernel (`agentsbx features`\n"
+                "says whether this host offers it; docs/security.md \"Isolation tiers\").\n");
         return 0;
       default: return cli_usage ("sandbox", "unknown option `%s`", argv[optind - 1]);
       }

@@ -304,6 +304,7 @@ policy_compile (const struct pdoc *e)
     }
   compile_runtime_masks (p, e);
   p->ws_mode = e->ws_mode == POLICY_WS_REVIEW ? POLICY_WS_REVIEW : POLICY_WS_DIRECT;
+  p->isolation = e->isolation == POLICY_ISOLATION_VM ? POLICY_ISOLATION_VM : POLICY_ISOLATION_CONTAINER;
   p->ws_path = xstrdup (e->ws_path ? e->ws_path : POLICY_DEFAULT_WS_PATH);
   p->deny_groups = e->deny_groups;
   p->deny_write_exec_memory = e->deny_wx_memory == 1;

@@ -80,6 +80,7 @@ pdoc_new (const char *source)
   d->on_timeout_allow = -1;
   d->audit_on_full = -1;
   d->ws_mode = -1;
+  d->isolation = -1;
   return d;
 }
 
@@ -208,6 +209,8 @@ pdoc_inherit (struct pdoc *d, const struct pdoc *b)
     inherit_paths (&d->fs[i], &b->fs[i], i == PDOC_DENY_READ || i == PDOC_DENY_WRITE);
   if (d->ws_mode < 0)
     d->ws_mode = b->ws_mode;
+  if (d->isolation < 0)
+    d->isolation = b->isolation;
   if (d->ws_path == NULL && b->ws_path)
     d->ws_path = xstrdup (b->ws_path);
 

@@ -116,6 +116,8 @@ struct pdoc
    * else absolute and normalised) and its mode (-1 unset, else enum policy_ws_mode) */
   char *ws_path;
   int ws_mode;
+  /* isolation (issue 22): -1 unset, else enum policy_isolation */
+  int isolation;
 
   bool has_net;
   int net_mode;            /* -1 unset, else enum policy_net_mode */

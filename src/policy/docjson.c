@@ -237,6 +237,11 @@ pdoc_gen (void *gen, const struct pdoc *d)
   yajl_gen_map_open (g);
   S (g, "version");
   yajl_gen_integer (g, 1);
+  if (d->isolation >= 0)
+    {
+      S (g, "isolation");
+      S (g, policy_isolation_names[d->isolation]);
+    }
   if (d->has_fs || d->ws_mode >= 0 || d->ws_path)
     {
       S (g, "filesystem");

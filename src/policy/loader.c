@@ -367,7 +367,7 @@ add_source (struct policy_plan *p, char *line)
 
 static struct policy_plan *
 merge_sides (struct side *ceil, struct side *req, const struct host_config *h, const struct user_config *u, bool review,
-             asbx_err_t *err)
+             bool isolation_vm, asbx_err_t *err)
 {
   struct pdoc *eff = NULL;
   char **clamps = NULL;
@@ -417,6 +417,8 @@ merge_sides (struct side *ceil, struct side *req, const struct host_config *h, c
     }
   if (review)
     eff->ws_mode = POLICY_WS_REVIEW; /* review narrows direct: nothing to check against the ceiling */
+  if (isolation_vm)
+    eff->isolation = POLICY_ISOLATION_VM; /* vm narrows container: likewise */
   struct policy_plan *p = policy_compile (eff);
   pdoc_free (eff);
   p->clamps = clamps;
@@ -458,7 +460,7 @@ policy_resolve (const struct policy_inputs *in, asbx_err_t *err)
     goto out;
   if (ceil.doc == NULL && req.doc == NULL)
     p = xmalloc0 (sizeof *p); /* plain OCI: nothing added (a user config's restrict neither) */
-  else if ((p = merge_sides (&ceil, &req, &h, &u, in->workspace_review, err)) == NULL)
+  else if ((p = merge_sides (&ceil, &req, &h, &u, in->workspace_review, in->isolation_vm, err)) == NULL)
     goto out;
   if (ceil.source)
     add_source (p, xasprintf ("ceiling: %s", ceil.source));

@@ -142,6 +142,19 @@ intersect_workspace (struct widen *w, const struct pdoc *c, const struct pdoc *r
     }
 }
 
+/* isolation: vm is the narrower tier (the container's kernel is not the host's), so a request may
+ * raise container to vm, never lower a vm ceiling */
+static void
+intersect_isolation (struct widen *w, const struct pdoc *c, const struct pdoc *r, struct pdoc *e)
+{
+  e->isolation = r->isolation >= 0 ? r->isolation : c->isolation;
+  if (c->isolation == POLICY_ISOLATION_VM && r->isolation == POLICY_ISOLATION_CONTAINER)
+    {
+      widen_report (w, "isolation", "\"container\"", 1, "\"vm\"");
+      e->isolation = POLICY_ISOLATION_VM;
+    }
+}
+
 static void
 intersect_fs (struct widen *w, const struct pdoc *c, const struct pdoc *r, struct pdoc *e)
 {
@@ -417,6 +430,7 @@ pdoc_intersect (const struct pdoc *ceiling, const struct pdoc *request, const ch
   struct widen w = { .ceiling = ceiling_name, .clamp = clamp };
   struct pdoc *e = pdoc_new ("effective policy");
 
+  intersect_isolation (&w, ceiling, request, e);
   intersect_fs (&w, ceiling, request, e);
   intersect_net (&w, ceiling, request, e);
   intersect_rest (&w, ceiling, request, e);

@@ -515,8 +515,9 @@ parse_section (struct oci_ctx *c, yajl_val top, const char *key, int (*fn) (stru
 static int
 parse_top (struct oci_ctx *c, yajl_val top, struct pdoc *d)
 {
-  static const char *const keys[] = { "version",      "extends", "description", "filesystem", "network", "syscalls",
-                                      "capabilities", "limits",  "approvals",   "audit",      "degrade", NULL };
+  static const char *const keys[] = { "version",  "extends",      "description", "filesystem", "network",
+                                      "syscalls", "capabilities", "limits",      "approvals",  "audit",
+                                      "degrade",  "isolation",    NULL };
   cleanup_free char *desc = NULL;
   uint32_t version = 0;
   OCI_TRY (pparse_keys (c, top, keys));
@@ -530,6 +531,7 @@ parse_top (struct oci_ctx *c, yajl_val top, struct pdoc *d)
       cleanup_free char *q = oci_quote (d->extends);
       return oci_fail_key (c, "extends", "%s: invalid profile name", q);
     }
+  OCI_TRY (get_enum (c, top, "isolation", policy_isolation_names, &d->isolation));
   OCI_TRY (parse_section (c, top, "filesystem", parse_fs, d));
   OCI_TRY (parse_section (c, top, "network", parse_net, d));
   OCI_TRY (parse_section (c, top, "limits", parse_limits, d));

@@ -19,6 +19,7 @@ const char *const policy_approval_names[] = { "deny", "ask", NULL };
 const char *const policy_on_timeout_names[] = { "deny", "allow", NULL };
 const char *const policy_on_full_names[] = { "kill", "continue", NULL };
 const char *const policy_ws_mode_names[] = { "direct", "review", NULL };
+const char *const policy_isolation_names[] = { "container", "vm", NULL };
 
 static void
 strv_free_n (char **v, size_t n)
@@ -287,6 +288,8 @@ gen_rest (yajl_gen g, const struct policy_plan *p)
   if (p->audit_on_full_continue)
     kv_str (g, "auditOnFull", "continue"); /* only when not the default: the golden plans stay */
   kv_str (g, "auditDir", p->audit_dir);
+  if (p->isolation == POLICY_ISOLATION_VM)
+    kv_str (g, "isolation", "vm"); /* only when not the default: the golden plans stay */
   if (p->ws_mode == POLICY_WS_REVIEW)
     {
       /* only when not the default: the golden plans stay */

@@ -71,6 +71,7 @@ extern const char *const policy_net_mode_names[];   /* network.mode, index = enu
 extern const char *const policy_approval_names[];   /* approvals.network, index = enum policy_approval */
 extern const char *const policy_on_timeout_names[]; /* approvals.onTimeout: 0 deny, 1 allow */
 extern const char *const policy_on_full_names[];    /* audit.onFull: 0 kill, 1 continue */
+extern const char *const policy_isolation_names[];  /* isolation, index = enum policy_isolation */
 extern const char *const policy_ws_mode_names[];    /* filesystem.workspace.mode, index = enum policy_ws_mode */
 
 /* audit event kinds (POLICY.md §6); lifecycle, policy, denial and limit are always on */
@@ -121,6 +122,13 @@ enum policy_ws_mode
                            by agentsbx until `workspace apply` or `discard` */
 };
 
+/* isolation (issue 22; docs/security.md "Isolation tiers"): the boundary around the container */
+enum policy_isolation
+{
+  POLICY_ISOLATION_CONTAINER = 0, /* namespaces, Landlock, seccomp, cgroups on the host kernel */
+  POLICY_ISOLATION_VM,            /* the same, inside a microVM with its own kernel (runtime/vm.h) */
+};
+
 struct policy_plan
 {
   bool active;          /* false: no ceiling and no request -> plain OCI, nothing added */
@@ -137,6 +145,7 @@ struct policy_plan
    * workspaces_dir is hidden from every container */
   char *ws_path;
   enum policy_ws_mode ws_mode;
+  enum policy_isolation isolation;
   char *workspaces_dir;
   struct policy_mount *mounts;
   size_t mounts_len;

@@ -20,6 +20,8 @@ struct asbx_global
   const char *config_path; /* --config FILE (host config), NULL = /etc/agentsbx/config.json */
   const char *audit_dir;   /* --audit-dir DIR, NULL = host config or /var/log/agentsbx */
   const char *criu;        /* --criu PATH (checkpoint/restore), NULL = "criu" in PATH */
+  bool vm_guest;           /* we are the init of a vm-tier guest (runtime/vm.h): isolation vm is the VM
+                              around us, the container is made as for isolation container */
 };
 
 struct asbx_create_opts
@@ -40,10 +42,16 @@ struct asbx_create_opts
   const char *default_profile;
   /* `sandbox --review`: the policy's filesystem.workspace.mode becomes review (issue 18) */
   bool workspace_review;
+  /* `sandbox --isolation vm`: the policy's isolation becomes vm (issue 22) */
+  bool isolation_vm;
+  /* foreground `run` and `sandbox` only (NULL otherwise): under isolation vm, create runs the
+   * whole container in a VM (runtime/vm.h), stores its exit status here and returns 1 */
+  int *vm_status;
 };
 
 /* create: everything up to `created`. *init_pid receives the container init's pid. On failure
- * nothing is left (state dir, cgroup, process). 0 / -1 with *err. */
+ * nothing is left (state dir, cgroup, process). 0 / -1 with *err; 1 when the policy's isolation
+ * is vm and o->vm_status is set: the container ran to its end in a VM (nothing is left either). */
 int asbx_container_create (const struct asbx_global *g, const struct asbx_create_opts *o, pid_t *init_pid,
                            asbx_err_t *err);
 

@@ -47,6 +47,7 @@
 #include "runtime/hooks.h"
 #include "monitor/monitor.h"
 #include "runtime/policy_apply.h"
+#include "runtime/vm.h"
 #include "runtime/process.h"
 #include "runtime/secret_env.h"
 #include "runtime/spawn.h"
@@ -486,6 +487,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
     .annotations = &parsed->annotations,
     .sandbox_default_profile = o->default_profile,
     .workspace_review = o->workspace_review,
+    .isolation_vm = o->isolation_vm,
   };
   plan = policy_resolve (&pin, err);
   if (!plan)
@@ -507,6 +509,19 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   if (spec_model_build (parsed, &narrowing, &mh, &model, err) < 0 || policy_check_spec (model, err) < 0)
     goto out;
   spec = &model->view;
+  if (plan->isolation == POLICY_ISOLATION_VM && !g->vm_guest)
+    {
+      /* the vm tier (runtime/vm.h): the whole run happens here, in a VM that applies this same
+       * config.json and policy inside; the guest's own create takes the branch below */
+      if (!o->vm_status)
+        asbx_error (err, EINVAL,
+                    "%s: isolation vm: only a foreground `run` or `sandbox` is built yet (create/start, exec, kill, "
+                    "pause are not)",
+                    config_path);
+      else if (vm_run (g->root, o->id, bundle, spec, plan, o->vm_status, err) == 0)
+        ret = 1;
+      goto out;
+    }
   if (create_check (g, spec, config_path, &ns, err) < 0)
     goto out;
   c.new_netns = (ns.new_flags & CLONE_NEWNET) != 0;

@@ -24,6 +24,7 @@
 #include "linux/nft.h"
 #include "monitor/pasta.h"
 #include "runtime/features_host.h"
+#include "runtime/vm.h"
 
 #define NOBODY 65534
 
@@ -248,6 +249,17 @@ features_host_probe (struct features_host *h)
   put_bool (h, "io.agentsbx.userns.unprivileged", userns);
   cgroup_probe (h);
   put (h, "io.agentsbx.checkpoint.enabled", "true");
+  /* the isolation tiers (runtime/vm.h): vm needs qemu-system-x86_64 and a cached guest kernel */
+  struct vm_host vh;
+  bool vm = vm_host_probe (&vh);
+  put (h, "io.agentsbx.isolation", vm ? "container,vm" : "container");
+  if (vm)
+    put (h, "io.agentsbx.isolation.vm.accel", vh.kvm ? "kvm" : "tcg");
+  else
+    put (h, "io.agentsbx.isolation.vm.error",
+         !vh.qemu ? "qemu-system-x86_64 is not in PATH"
+                  : "no guest kernel in " VM_DEFAULT_CACHE " (contrib/vm/fetch-kernel.sh) or $AGENTSBX_VM_CACHE");
+  vm_host_free (&vh);
 }
 
 void

@@ -14,6 +14,9 @@ struct features_host
 
 /* Probe the host and fill *h (free with features_host_free). The keys, values and sources:
  * - io.agentsbx.version: this build (PACKAGE_VERSION);
+ * - io.agentsbx.isolation: the tiers offered here, "container" or "container,vm" (runtime/vm.h:
+ *   qemu-system-x86_64 in PATH and a cached guest kernel); io.agentsbx.isolation.vm.accel "kvm"
+ *   (/dev/kvm opens) or "tcg"; io.agentsbx.isolation.vm.error why vm is not offered;
  * - io.agentsbx.landlock.abi: landlock_create_ruleset(LANDLOCK_CREATE_RULESET_VERSION), 0 = none;
  * - io.agentsbx.seccomp.notify: "true" when seccomp(SECCOMP_GET_ACTION_AVAIL) accepts
  *   SECCOMP_RET_USER_NOTIF (the monitor's exec and unix-socket checks need it);

@@ -635,11 +635,23 @@ asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o
     }
   if (sandbox_bundle (g, o, id, o->seed_git ? &seed : o->seed_fetch, &bundle, &ws_st, ws, err) < 0)
     goto out;
-  struct asbx_create_opts co = {
-    .id = id, .bundle = bundle, .default_profile = "agent", .workspace_review = o->review
-  };
-  if (asbx_container_create (g, &co, &pid, err) < 0)
+  int vm_status = 0;
+  struct asbx_create_opts co = { .id = id,
+                                 .bundle = bundle,
+                                 .default_profile = "agent",
+                                 .workspace_review = o->review,
+                                 .isolation_vm = o->isolation_vm,
+                                 .vm_status = &vm_status };
+  int rc = asbx_container_create (g, &co, &pid, err);
+  if (rc < 0)
     goto out;
+  if (rc == 1)
+    {
+      /* isolation vm: the command ran to its end in the VM (runtime/vm.h) */
+      *exit_status = vm_status;
+      ret = 0;
+      goto out;
+    }
   if (sandbox_workspace_mounted_is (g, id, o->review, pid, ws, &ws_st, err) < 0
       || (o->review && image_digest && sandbox_meta_image (g, id, image_digest, err) < 0))
     {

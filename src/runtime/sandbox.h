@@ -32,7 +32,8 @@ struct asbx_sandbox_opts
   char **argv;           /* the command */
   size_t argc;
   enum asbx_sandbox_summary summary;
-  bool quiet; /* --quiet: no summary text and no warnings of ours (errors still go to stderr) */
+  bool isolation_vm; /* --isolation vm: the policy's isolation becomes vm (runtime/vm.h) */
+  bool quiet;        /* --quiet: no summary text and no warnings of ours (errors still go to stderr) */
   /* internal (runtime/sandbox_seed_fetch.h): this run is the seed sandbox of a URL seed; its
    * workspace (o->workspace, the clone's fresh empty directory) is that seed's, checked as ours
    * (sandbox_seed_is_ours) instead of as a host directory */

@@ -16,37 +16,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$cache"
 cd "$cache"
 
-# The exact package linux-image-amd64 points at today (e.g. linux-image-6.1.0-57-amd64).
-resolve() {
-	apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*-amd64\)$/\1/p' | head -n1
-}
-pkg=$(resolve)
-# no or stale apt lists (a fresh machine): refresh them once, unless a kernel is cached already
-if [ -z "$pkg" ] || { [ ! -d "$cache/kernel-$pkg/boot" ] && ! apt-get download --print-uris "$pkg" >/dev/null 2>&1; }; then
-	if ! ls -d "$cache"/kernel-linux-image-*/boot >/dev/null 2>&1; then
-		apt-get update -q >&2 || true
-		pkg=$(resolve)
-	fi
-fi
-if [ -z "$pkg" ]; then
-	# no apt lists (fresh container): reuse whatever kernel is cached
-	pkg=$(ls -d kernel-linux-image-*/ 2>/dev/null | sed 's,^kernel-,,;s,/$,,' | sort -V | tail -n1)
-	[ -n "$pkg" ] || { echo "build-initramfs: cannot resolve linux-image-amd64 (apt-get update?)" >&2; exit 1; }
-fi
-kdir=$cache/kernel-$pkg
-if [ ! -d "$kdir/boot" ]; then
-	echo "build-initramfs: fetching $pkg" >&2
-	rm -rf "$kdir.tmp" && mkdir -p "$kdir.tmp"
-	if ! (cd "$kdir.tmp" && apt-get download "$pkg" >&2); then
-		# stale lists (the version was superseded on the mirror): refresh once and start over
-		rm -rf "$kdir.tmp"
-		[ -z "${ASBX_VM_APT_RETRIED:-}" ] || exit 1
-		apt-get update -q >&2 || true
-		ASBX_VM_APT_RETRIED=1 exec "$0" "$@"
-	fi
-	dpkg-deb -x "$kdir.tmp"/"$pkg"_*.deb "$kdir.tmp/x"
-	mv "$kdir.tmp/x" "$kdir" && rm -rf "$kdir.tmp"
-fi
+# the kernel: fetched and cached by the script the vm isolation tier shares
+kdir=$("$here/../../contrib/vm/fetch-kernel.sh" "$cache")
+pkg=${kdir##*/kernel-}
 kver=$(ls "$kdir/lib/modules" | head -n1)
 mods=$kdir/lib/modules/$kver/kernel
 

@@ -1,0 +1,579 @@
+/* vm.c - the host side of the vm tier (vm.h): find QEMU and the guest kernel, write the
+ * initramfs and the manifest the guest reads, start QEMU's `microvm` machine, enforce the wall
+ * clock from the host (SIGKILL to QEMU), read the exit status the guest sends.
+ *
+ * QEMU runs with -nodefaults (no NIC, no display, no firmware devices), its own seccomp filter
+ * (-sandbox on: no new privileges, no spawn, no obsolete syscalls), one virtio-serial device
+ * (ports asbx.stdout, asbx.stderr, asbx.status; stdin is /dev/null in the guest) and one virtio-9p device per shared
+ * directory. microvm has 24 virtio-mmio transports: one is the serial device. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "linux/kvm_probe.h"
+#include "runtime/vm.h"
+
+#define VM_MAX_SHARES 16    /* virtio-9p devices (below microvm's transports, see above) */
+#define VM_MIN_MEM_MIB 256  /* guest kernel + our init + the container's own runtime */
+#define VM_OVERHEAD_MIB 192 /* added to the policy's memory limit: the limit stays the container's */
+#define VM_DEFAULT_MEM_MIB 512
+
+/* Load order = dependency order (the kernel package ships no modules.dep we could read cheaply). */
+static const char *const vm_modules[] = {
+  "drivers/virtio/virtio_ring.ko",
+  "drivers/virtio/virtio.ko",
+  "drivers/virtio/virtio_mmio.ko",
+  "drivers/char/virtio_console.ko",
+  "fs/netfs/netfs.ko",
+  "fs/fscache/fscache.ko",
+  "net/9p/9pnet.ko",
+  "net/9p/9pnet_virtio.ko",
+  "fs/9p/9p.ko",
+  /* nftables: the policy's table is loaded in the container's netns in the guest as on a host */
+  "crypto/crc32c_generic.ko",
+  "lib/libcrc32c.ko",
+  "net/netfilter/nfnetlink.ko",
+  "net/netfilter/nf_tables.ko",
+  "net/ipv4/netfilter/nf_reject_ipv4.ko",
+  "net/ipv6/netfilter/nf_reject_ipv6.ko",
+  "net/netfilter/nft_reject.ko",
+  "net/netfilter/nft_reject_inet.ko",
+  "net/netfilter/nft_log.ko",
+  "net/netfilter/nft_limit.ko",
+  "net/netfilter/nfnetlink_log.ko",
+  "net/ipv4/netfilter/nf_defrag_ipv4.ko",
+  "net/ipv6/netfilter/nf_defrag_ipv6.ko",
+  "net/netfilter/nf_conntrack.ko",
+  "net/netfilter/nft_ct.ko",
+  NULL,
+};
+
+static char *
+find_in_path (const char *name)
+{
+  const char *path = getenv ("PATH");
+  cleanup_free char *copy = xstrdup (path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+  char *save = NULL;
+  for (char *d = strtok_r (copy, ":", &save); d; d = strtok_r (NULL, ":", &save))
+    {
+      char *p = xasprintf ("%s/%s", d, name);
+      if (d[0] == '/' && access (p, X_OK) == 0)
+        return p;
+      free (p);
+    }
+  return NULL;
+}
+
+bool
+vm_host_probe (struct vm_host *h)
+{
+  const char *cache = getenv ("AGENTSBX_VM_CACHE");
+  cleanup_closedir DIR *d = NULL;
+  struct dirent *de;
+  char best[NAME_MAX + 1] = "";
+
+  *h = (struct vm_host){ 0 };
+  h->qemu = find_in_path ("qemu-system-x86_64");
+  if (!cache || !*cache)
+    cache = VM_DEFAULT_CACHE;
+  d = opendir (cache);
+  while (d && (de = readdir (d)) != NULL)
+    if (strncmp (de->d_name, "kernel-linux-image-", 19) == 0 && !strstr (de->d_name, ".tmp")
+        && (!best[0] || strverscmp (de->d_name, best) > 0))
+      snprintf (best, sizeof best, "%s", de->d_name);
+  if (best[0])
+    {
+      /* kernel-linux-image-6.1.0-57-amd64/{boot/vmlinuz-6.1.0-57-amd64, lib/modules/6.1.0-57-amd64} */
+      const char *rel = best + strlen ("kernel-linux-image-");
+      char *k = xasprintf ("%s/%s/boot/vmlinuz-%s", cache, best, rel);
+      char *m = xasprintf ("%s/%s/lib/modules/%s/kernel", cache, best, rel);
+      if (access (k, R_OK) == 0 && access (m, R_OK) == 0)
+        {
+          h->kernel = k;
+          h->moddir = m;
+        }
+      else
+        {
+          free (k);
+          free (m);
+        }
+    }
+  /* AGENTSBX_VM_ACCEL=tcg|kvm overrides the probe (a host whose KVM passes it and still fails) */
+  const char *accel = getenv ("AGENTSBX_VM_ACCEL");
+  h->kvm = accel && *accel ? strcmp (accel, "kvm") == 0 : linux_kvm_usable ();
+  return h->qemu && h->kernel;
+}
+
+void
+vm_host_free (struct vm_host *h)
+{
+  free (h->qemu);
+  free (h->kernel);
+  free (h->moddir);
+  *h = (struct vm_host){ 0 };
+}
+
+struct vm_share
+{
+  char *path; /* host directory, absolute, shared at the same path in the guest */
+  bool ro;
+};
+
+struct vm_ctx
+{
+  struct vm_share shares[VM_MAX_SHARES];
+  size_t nshares;
+  char *manifest; /* the text the guest reads (vm_guest.c) */
+  char *dir;      /* <state root>/vm/<id> */
+  unsigned nfiles;
+};
+
+static void
+append (char **s, const char *fmt, const char *a, const char *b)
+{
+  char *n = xasprintf (fmt, *s ? *s : "", a, b);
+  free (*s);
+  *s = n;
+}
+
+static bool
+under (const char *path, const char *dir)
+{
+  size_t n = strlen (dir);
+  return strncmp (path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/' || (n == 1 && dir[0] == '/'));
+}
+
+static int
+add_share (struct vm_ctx *c, const char *path, bool ro, asbx_err_t *err)
+{
+  for (size_t i = 0; i < c->nshares; i++)
+    if (under (path, c->shares[i].path) && c->shares[i].ro == ro)
+      return 0;
+  if (c->nshares == VM_MAX_SHARES)
+    return asbx_error (err, EINVAL,
+                       "isolation vm: more than %d host directories to share (one virtio-9p device each): not built "
+                       "yet",
+                       VM_MAX_SHARES);
+  if (strchr (path, '\n'))
+    return asbx_error (err, EINVAL, "isolation vm: a path with a newline cannot be shared: %s", path);
+  c->shares[c->nshares].path = xstrdup (path);
+  c->shares[c->nshares].ro = ro;
+  char *line = xasprintf ("%sshare s%zu %s %s\n", c->manifest ? c->manifest : "", c->nshares, ro ? "ro" : "rw", path);
+  free (c->manifest);
+  c->manifest = line;
+  c->nshares++;
+  return 0;
+}
+
+static bool
+mount_is_bind (const struct oci_mount *m)
+{
+  if (m->type && strcmp (m->type, "bind") == 0)
+    return true;
+  for (size_t i = 0; i < m->options_len; i++)
+    if (strcmp (m->options[i], "bind") == 0 || strcmp (m->options[i], "rbind") == 0)
+      return true;
+  return false;
+}
+
+static bool
+mount_is_ro (const struct oci_mount *m)
+{
+  bool ro = false;
+  for (size_t i = 0; i < m->options_len; i++)
+    if (strcmp (m->options[i], "ro") == 0)
+      ro = true;
+    else if (strcmp (m->options[i], "rw") == 0)
+      ro = false;
+  return ro;
+}
+
+/* a bind mount's source: a directory is shared; a file is copied into the run's own share
+ * (read-only) and bound from there by the guest; what the guest has of its own (/dev, /proc,
+ * /sys) is not shared */
+static int
+plan_bind (struct vm_ctx *c, const char *bundle, const struct oci_mount *m, asbx_err_t *err)
+{
+  char src[PATH_MAX];
+  struct stat st;
+  if (!m->source)
+    return 0;
+  if (m->source[0] == '/')
+    snprintf (src, sizeof src, "%s", m->source);
+  else
+    snprintf (src, sizeof src, "%s/%s", bundle, m->source);
+  if (under (src, "/dev") || under (src, "/proc") || under (src, "/sys"))
+    return 0;
+  if (stat (src, &st) < 0)
+    return asbx_error (err, errno, "isolation vm: bind mount source %s", src);
+  if (S_ISDIR (st.st_mode))
+    return add_share (c, src, mount_is_ro (m), err);
+  if (!S_ISREG (st.st_mode))
+    return asbx_error (err, EINVAL, "isolation vm: bind mount source %s: only directories and regular files", src);
+  char name[32];
+  snprintf (name, sizeof name, "f%u", c->nfiles++);
+  cleanup_free char *dst = xasprintf ("%s/share/%s", c->dir, name);
+  cleanup_free char *data = NULL;
+  size_t len = 0;
+  cleanup_close int fd = -1;
+  if (read_file_at (AT_FDCWD, src, 64u << 20, &data, &len, err) < 0)
+    return -1;
+  fd = open (dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0 || write_all (fd, data, len) < 0)
+    return asbx_error (err, errno, "isolation vm: copy %s", src);
+  append (&c->manifest, "%sfile %s %s\n", name, src);
+  return 0;
+}
+
+/* a qemu option value: commas are doubled (qemu-options: "," inside a value is ",,") */
+static char *
+qopt (const char *s)
+{
+  size_t n = 0;
+  for (const char *p = s; *p; p++)
+    n += *p == ',' ? 2 : 1;
+  char *o = xmalloc (n + 1), *q = o;
+  for (const char *p = s; *p; p++)
+    {
+      *q++ = *p;
+      if (*p == ',')
+        *q++ = ',';
+    }
+  *q = '\0';
+  return o;
+}
+
+struct argv
+{
+  char **v;
+  size_t n;
+};
+
+static void
+arg (struct argv *a, char *s) /* takes s */
+{
+  a->v = xrealloc (a->v, (a->n + 2) * sizeof (char *));
+  a->v[a->n++] = s;
+  a->v[a->n] = NULL;
+}
+
+static int
+write_text (const char *dir, const char *name, const char *text, asbx_err_t *err)
+{
+  cleanup_free char *p = xasprintf ("%s/%s", dir, name);
+  cleanup_close int fd = open (p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0 || write_all (fd, text, strlen (text)) < 0)
+    return asbx_error (err, errno, "isolation vm: write %s", p);
+  return 0;
+}
+
+/* rm -r of the run's directory (made by us, holds only regular files and share/) */
+static void
+remove_run_dir (const char *dir)
+{
+  cleanup_free char *share = xasprintf ("%s/share", dir);
+  const char *subs[] = { share, dir };
+  for (size_t i = 0; i < 2; i++)
+    {
+      cleanup_closedir DIR *d = opendir (subs[i]);
+      struct dirent *de;
+      while (d && (de = readdir (d)) != NULL)
+        if (strcmp (de->d_name, ".") != 0 && strcmp (de->d_name, "..") != 0)
+          unlinkat (dirfd (d), de->d_name, 0);
+      rmdir (subs[i]);
+    }
+}
+
+/* Wait for QEMU; SIGKILL it when the wall clock runs out (deadline_ns 0 = none). Returns the
+ * wait status, or -1 when it was killed for the wall clock. */
+static int
+wait_qemu (pid_t pid, uint64_t deadline_ns)
+{
+  int st = 0;
+  for (;;)
+    {
+      pid_t r = waitpid (pid, &st, deadline_ns ? WNOHANG : 0);
+      if (r == pid)
+        return st;
+      if (r < 0 && errno != EINTR)
+        return st;
+      if (deadline_ns && now_ns () >= deadline_ns)
+        {
+          kill (pid, SIGKILL);
+          while (waitpid (pid, &st, 0) < 0 && errno == EINTR)
+            ;
+          return -1;
+        }
+      if (deadline_ns)
+        nanosleep (&(struct timespec){ .tv_nsec = 20L * 1000 * 1000 }, NULL);
+    }
+}
+
+static void
+console_tail (const char *dir)
+{
+  cleanup_free char *p = xasprintf ("%s/console.log", dir);
+  cleanup_free char *text = NULL;
+  size_t len = 0;
+  asbx_err_t e = NULL;
+  if (read_file_at (AT_FDCWD, p, 16u << 20, &text, &len, &e) < 0)
+    {
+      asbx_error_free (&e);
+      return;
+    }
+  const char *t = len > 3000 ? text + len - 3000 : text;
+  log_warning ("isolation vm: the guest's console (last lines):\n%s", t);
+}
+
+static int
+build_ctx (struct vm_ctx *c, const char *id, const char *bundle, const struct oci_spec *spec,
+           const struct policy_plan *plan, asbx_err_t *err)
+{
+  char rootfs[PATH_MAX];
+  bool ro = spec->root && spec->root->readonly;
+  if (asbx_log_debug_enabled ())
+    append (&c->manifest, "%sdebug%s%s\n", "", "");
+  append (&c->manifest, "%sid %s%s\n", id, "");
+  append (&c->manifest, "%sbundle %s%s\n", bundle, "");
+  if (!spec->root || !spec->root->path)
+    return asbx_error (err, EINVAL, "isolation vm: config.json has no root.path");
+  if (spec->root->path[0] == '/')
+    snprintf (rootfs, sizeof rootfs, "%s", spec->root->path);
+  else
+    snprintf (rootfs, sizeof rootfs, "%s/%s", bundle, spec->root->path);
+  /* the bundle (config.json and, usually, the rootfs), read-only when the root is */
+  if (add_share (c, bundle, ro, err) < 0)
+    return -1;
+  if (!under (rootfs, bundle) && add_share (c, rootfs, ro, err) < 0)
+    return -1;
+  for (size_t i = 0; i < spec->mounts_len; i++)
+    if (mount_is_bind (&spec->mounts[i]) && plan_bind (c, bundle, &spec->mounts[i], err) < 0)
+      return -1;
+  if (write_text (c->dir, "share/policy.json", plan->effective_json, err) < 0
+      || write_text (c->dir, "share/manifest", c->manifest, err) < 0)
+    return -1;
+  return 0;
+}
+
+static void
+build_argv (struct argv *a, const struct vm_host *h, const struct vm_ctx *c, const struct policy_plan *plan)
+{
+  uint64_t mem = plan->memory_bytes ? plan->memory_bytes / (1024ull * 1024) + VM_OVERHEAD_MIB : VM_DEFAULT_MEM_MIB;
+  unsigned cpus = plan->cpus > 0 ? (unsigned) ceil (plan->cpus) : 1;
+  long online = sysconf (_SC_NPROCESSORS_ONLN);
+  if (mem < VM_MIN_MEM_MIB)
+    mem = VM_MIN_MEM_MIB;
+  if (online > 0 && cpus > (unsigned) online)
+    cpus = (unsigned) online;
+  cleanup_free char *d = qopt (c->dir);
+  arg (a, xstrdup (h->qemu));
+  arg (a, xstrdup ("-nodefaults"));
+  arg (a, xstrdup ("-no-user-config"));
+  arg (a, xstrdup ("-no-reboot"));
+  arg (a, xstrdup ("-M"));
+  arg (a, xstrdup ("microvm")); /* acpi on: the virtio-mmio devices are in the DSDT (Debian's
+                                   virtio_mmio has no virtio_mmio.device= command-line devices) */
+  arg (a, xstrdup ("-accel"));
+  arg (a, xstrdup (h->kvm ? "kvm" : "tcg"));
+  arg (a, xstrdup ("-cpu"));
+  arg (a, xstrdup (h->kvm ? "host" : "max"));
+  arg (a, xstrdup ("-smp"));
+  arg (a, xasprintf ("%u", cpus));
+  arg (a, xstrdup ("-m"));
+  arg (a, xasprintf ("%llu", (unsigned long long) mem));
+  arg (a, xstrdup ("-display"));
+  arg (a, xstrdup ("none"));
+  arg (a, xstrdup ("-sandbox"));
+  arg (a, xstrdup ("on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"));
+  arg (a, xstrdup ("-kernel"));
+  arg (a, xstrdup (h->kernel));
+  arg (a, xstrdup ("-initrd"));
+  arg (a, xasprintf ("%s/initrd.cpio", c->dir));
+  arg (a, xstrdup ("-serial"));
+  arg (a, xasprintf ("file:%s/console.log", c->dir));
+  arg (a, xstrdup ("-append"));
+  /* microvm has no HPET, PIT or PM timer to calibrate the TSC against; under TCG on a loaded
+   * host the kernel's PIT-less calibration fails and the boot stops at "Marking TSC unstable".
+   * A stated TSC frequency and lpj skip both calibrations (the guest's clock is QEMU's virtual
+   * TSC; its absolute rate does not matter to a container's run) */
+  arg (a, xstrdup ("console=ttyS0 quiet loglevel=3 panic=-1 tsc_early_khz=2000000 tsc=reliable no_timer_check "
+                   "lpj=2000000"));
+  arg (a, xstrdup ("-device"));
+  arg (a, xstrdup ("virtio-serial-device,max_ports=4"));
+  /* stdout, stderr: QEMU's own, one port each. Not QEMU's `stdio` chardev: at the end of its
+   * input it closes, and the guest's writes to a port whose host side is closed block. stdin is
+   * not forwarded yet (QEMU 7.2's file chardev has no input path): the process reads /dev/null */
+  arg (a, xstrdup ("-chardev"));
+  arg (a, xstrdup ("file,id=out,path=/dev/stdout,append=on"));
+  arg (a, xstrdup ("-device"));
+  arg (a, xstrdup ("virtserialport,chardev=out,name=asbx.stdout"));
+  arg (a, xstrdup ("-chardev"));
+  arg (a, xstrdup ("file,id=er,path=/dev/stderr,append=on"));
+  arg (a, xstrdup ("-device"));
+  arg (a, xstrdup ("virtserialport,chardev=er,name=asbx.stderr"));
+  arg (a, xstrdup ("-chardev"));
+  arg (a, xasprintf ("file,id=st,path=%s/status", d));
+  arg (a, xstrdup ("-device"));
+  arg (a, xstrdup ("virtserialport,chardev=st,name=asbx.status"));
+  /* the run's own share: manifest, policy, copied files (tag asbx, read-only) */
+  arg (a, xstrdup ("-fsdev"));
+  arg (a, xasprintf ("local,id=asbx,path=%s/share,security_model=none,readonly=on", d));
+  arg (a, xstrdup ("-device"));
+  arg (a, xstrdup ("virtio-9p-device,fsdev=asbx,mount_tag=asbx"));
+  for (size_t i = 0; i < c->nshares; i++)
+    {
+      cleanup_free char *p = qopt (c->shares[i].path);
+      /* security_model=none: the guest's chown/chmod of the host's files are not applied as
+       * such; files are created with QEMU's credentials, as a bind mount's would be by root */
+      arg (a, xstrdup ("-fsdev"));
+      arg (a, xasprintf ("local,id=s%zu,path=%s,security_model=none%s", i, p, c->shares[i].ro ? ",readonly=on" : ""));
+      arg (a, xstrdup ("-device"));
+      arg (a, xasprintf ("virtio-9p-device,fsdev=s%zu,mount_tag=s%zu", i, i));
+    }
+}
+
+/* the status line the guest wrote: "exit N" or "error MESSAGE" */
+static int
+read_status (const char *dir, int *status, asbx_err_t *err)
+{
+  cleanup_free char *p = xasprintf ("%s/status", dir);
+  cleanup_free char *text = NULL;
+  size_t len = 0;
+  asbx_err_t e = NULL;
+  uint64_t v;
+  if (read_file_at (AT_FDCWD, p, 65536, &text, &len, &e) < 0)
+    {
+      asbx_error_free (&e);
+      len = 0;
+    }
+  if (!text)
+    len = 0;
+  char *nl = text ? strchr (text, '\n') : NULL;
+  if (nl)
+    *nl = '\0';
+  if (len && text && strncmp (text, "exit ", 5) == 0 && parse_u64 (text + 5, &v) == 0 && v <= 255)
+    {
+      *status = (int) v;
+      return 0;
+    }
+  if (len && text && strncmp (text, "error ", 6) == 0)
+    return asbx_error (err, EIO, "isolation vm: in the guest: %s", text + 6);
+  console_tail (dir);
+  return asbx_error (err, EIO, "isolation vm: the VM ended without reporting an exit status");
+}
+
+int
+vm_run (const char *state_root, const char *id, const char *bundle, const struct oci_spec *spec,
+        const struct policy_plan *plan, int *status, asbx_err_t *err)
+{
+  struct vm_host h;
+  struct vm_ctx c = { 0 };
+  struct argv a = { 0 };
+  int ret = -1;
+
+  if (plan->net_mode != POLICY_NET_NONE)
+    return asbx_error (
+        err, EINVAL,
+        "isolation vm: network.mode \"%s\" is not built yet in the vm tier (only \"none\": the guest has "
+        "no NIC)",
+        policy_net_mode_names[plan->net_mode]);
+  if (plan->ws_mode == POLICY_WS_REVIEW)
+    return asbx_error (err, EINVAL,
+                       "isolation vm: filesystem.workspace.mode \"review\" is not built yet in the vm tier");
+  if (spec->process && spec->process->terminal)
+    return asbx_error (err, EINVAL, "isolation vm: process.terminal is not built yet in the vm tier");
+  if (!vm_host_probe (&h))
+    {
+      asbx_error (err, ENOENT, "isolation vm: %s",
+                  !h.qemu ? "qemu-system-x86_64 is not in PATH (apt-get install qemu-system-x86)"
+                          : "no guest kernel in the cache (contrib/vm/fetch-kernel.sh " VM_DEFAULT_CACHE ")");
+      vm_host_free (&h);
+      return -1;
+    }
+  cleanup_free char *vmroot = xasprintf ("%s/vm", state_root);
+  c.dir = xasprintf ("%s/%s", vmroot, id);
+  cleanup_free char *share = xasprintf ("%s/share", c.dir);
+  /* the state root as create makes it (0700), if this is its first container */
+  if ((mkdir (state_root, 0700) < 0 && errno != EEXIST) || (mkdir (vmroot, 0700) < 0 && errno != EEXIST)
+      || mkdir (c.dir, 0700) < 0 || mkdir (share, 0700) < 0)
+    {
+      asbx_error (err, errno, "isolation vm: make %s", c.dir);
+      if (errno != EEXIST)
+        rmdir (c.dir);
+      free (c.dir);
+      vm_host_free (&h);
+      return -1;
+    }
+  if (build_ctx (&c, id, bundle, spec, plan, err) < 0)
+    goto out;
+  {
+    cleanup_free char *ip = xasprintf ("%s/initrd.cpio", c.dir);
+    cleanup_close int ifd = open (ip, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (ifd < 0)
+      {
+        asbx_error (err, errno, "isolation vm: create %s", ip);
+        goto out;
+      }
+    if (vm_cpio_write (ifd, h.moddir, vm_modules, err) < 0)
+      goto out;
+  }
+  build_argv (&a, &h, &c, plan);
+  uint64_t deadline = plan->wall_clock_seconds ? now_ns () + plan->wall_clock_seconds * 1000000000ull : 0;
+  pid_t pid = fork ();
+  if (pid < 0)
+    {
+      asbx_error (err, errno, "isolation vm: fork");
+      goto out;
+    }
+  if (pid == 0)
+    {
+      /* QEMU does not outlive us: a killed `run` takes its VM with it (signals are not forwarded
+       * to the guest yet) */
+      if (prctl (PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid () == 1)
+        _exit (127);
+      execv (a.v[0], a.v);
+      fprintf (stderr, "agentsbx: isolation vm: exec %s: %s\n", a.v[0], strerror (errno));
+      _exit (127);
+    }
+  int st = wait_qemu (pid, deadline);
+  if (st == -1)
+    {
+      *status = 124; /* the wall clock, as for a container (docs/policy.md limits) */
+      ret = 0;
+      goto out;
+    }
+  if (!WIFEXITED (st) || WEXITSTATUS (st) != 0)
+    {
+      console_tail (c.dir);
+      asbx_error (err, EIO, "isolation vm: qemu ended with %s %d", WIFEXITED (st) ? "status" : "signal",
+                  WIFEXITED (st) ? WEXITSTATUS (st) : WTERMSIG (st));
+      goto out;
+    }
+  ret = read_status (c.dir, status, err);
+out:
+  if (!getenv ("AGENTSBX_VM_KEEP"))
+    remove_run_dir (c.dir);
+  for (size_t i = 0; i < c.nshares; i++)
+    free (c.shares[i].path);
+  free (c.manifest);
+  free (c.dir);
+  for (size_t i = 0; i < a.n; i++)
+    free (a.v[i]);
+  free (a.v);
+  vm_host_free (&h);
+  return ret;
+}

@@ -1,0 +1,57 @@
+/* vm.h - the microVM isolation tier (issue 22; docs/security.md "Isolation tiers").
+ *
+ * Under `isolation: "vm"` a foreground `run` (and `sandbox`) boots QEMU's `microvm` machine with
+ * Debian's guest kernel (fetched by contrib/vm/fetch-kernel.sh into /var/cache/agentsbx-vm) and an
+ * initramfs whose /init is this binary (vm_cpio.c). The bundle and every host directory a bind
+ * mount names are shared with virtio-9p at the same paths; stdio and the exit status travel over
+ * virtio-serial ports. Inside, agentsbx (vm_guest.c) runs the same config.json under the same
+ * effective policy, so the VM is a boundary added around the container, not a replacement.
+ *
+ * What this slice does not do (refused with an error, never skipped): create/start as separate
+ * verbs, exec, kill, pause, a terminal, network modes other than none. */
+#ifndef ASBX_RUNTIME_VM_H
+#define ASBX_RUNTIME_VM_H
+
+#include <stdbool.h>
+
+#include "core/error.h"
+#include "libocispec/oci_spec.h"
+#include "policy/plan.h"
+
+#define VM_DEFAULT_CACHE "/var/cache/agentsbx-vm"
+
+/* What this host offers for the vm tier (`features`). */
+struct vm_host
+{
+  char *qemu;   /* absolute path of qemu-system-x86_64, or NULL */
+  char *kernel; /* the guest kernel (vmlinuz) in the cache, or NULL */
+  char *moddir; /* its lib/modules/<release>/kernel directory */
+  bool kvm;     /* /dev/kvm runs a guest (linux/kvm_probe.h): -accel kvm, else TCG */
+};
+
+/* Look for qemu-system-x86_64 in PATH and the newest cached kernel under $AGENTSBX_VM_CACHE or
+ * /var/cache/agentsbx-vm (kernel-linux-image-*, the layout contrib/vm/fetch-kernel.sh writes),
+ * and whether KVM can run a guest ($AGENTSBX_VM_ACCEL=kvm|tcg decides instead when set).
+ * Returns true when both are there. Fills h (vm_host_free); never fails otherwise. */
+bool vm_host_probe (struct vm_host *h);
+void vm_host_free (struct vm_host *h);
+
+/* Boot the VM for container `id` of `bundle` (absolute) whose model is `spec`, run its process
+ * under `plan` inside, wait, and store the process's status (or 128+N for a signal, 124 when the
+ * policy's wall clock ran out: the host kills QEMU) in *status. Everything made for the run
+ * (<state root>/vm/<id>/) is removed before return. Errors: EINVAL for what this tier does not
+ * build yet (a filtered or open network, a terminal, more shares than microvm has transports),
+ * ENOENT without qemu or kernel, the errno of a failed step otherwise; 0 / -1 with *err. */
+int vm_run (const char *state_root, const char *id, const char *bundle, const struct oci_spec *spec,
+            const struct policy_plan *plan, int *status, asbx_err_t *err);
+
+/* The guest side: /init of the initramfs (PID 1 in the VM). Never returns: powers the VM off. */
+_Noreturn void vm_guest_main (void);
+
+/* Write the initramfs (cpio "newc", uncompressed) to fd: /init is /proc/self/exe, the shared
+ * objects this process has loaded at their paths (and the ELF interpreter's name), the kernel
+ * modules `mods` (NULL-terminated, ".ko" paths under moddir, in load order) under /modules with
+ * /modules/order. 0 / -1 with *err. */
+int vm_cpio_write (int fd, const char *moddir, const char *const *mods, asbx_err_t *err);
+
+#endif

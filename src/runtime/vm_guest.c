@@ -1,0 +1,269 @@
+/* vm_guest.c - /init of the vm tier's guest (vm.h): PID 1 in the VM, this same binary.
+ *
+ *  1. the root: a bind mount of the initramfs moved onto / (pivot_root refuses the initramfs
+ *     itself, and the container's runtime below pivots as it does on a host);
+ *  2. proc, sysfs, devtmpfs, cgroup2, a tmpfs on /run; the modules of /modules/order;
+ *  3. stdout and stderr on the virtio-serial ports asbx.stdout, asbx.stderr; stdin /dev/null;
+ *  4. the run's share (tag asbx: manifest, policy.json, copied files) and every share of the
+ *     manifest at its host path, read-only where the host said so;
+ *  5. create + start + wait of the container exactly as `agentsbx run` does on a host, under the
+ *     effective policy the host resolved (as the ceiling: nothing can widen it here);
+ *  6. "exit N" (or "error MESSAGE") on asbx.status, then power off. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/cleanup.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "runtime/container.h"
+#include "runtime/vm.h"
+
+#define G_SHARE "/run/asbx-vm"
+#define G_9P_OPTS "trans=virtio,version=9p2000.L,msize=512000"
+
+static int status_fd = -1;
+
+static _Noreturn void
+power_off (void)
+{
+  sync ();
+  reboot (RB_POWER_OFF);
+  for (;;)
+    pause ();
+}
+
+static _Noreturn void
+guest_fail (const char *what, int errnum)
+{
+  char line[1024];
+  snprintf (line, sizeof line, "error %s%s%s\n", what, errnum ? ": " : "", errnum ? strerror (errnum) : "");
+  if (status_fd >= 0)
+    write_all (status_fd, line, strlen (line));
+  else
+    dprintf (2, "agentsbx (vm guest): %s", line);
+  power_off ();
+}
+
+static void
+mkdir_p (const char *path, mode_t mode)
+{
+  cleanup_free char *p = xstrdup (path);
+  for (char *s = strchr (p + 1, '/'); s; s = strchr (s + 1, '/'))
+    {
+      *s = '\0';
+      mkdir (p, mode);
+      *s = '/';
+    }
+  mkdir (p, mode);
+}
+
+static void
+load_modules (void)
+{
+  cleanup_free char *order = NULL;
+  size_t len = 0;
+  asbx_err_t e = NULL;
+  if (read_file_at (AT_FDCWD, "/modules/order", 65536, &order, &len, &e) < 0)
+    guest_fail ("read /modules/order", e->errnum);
+  char *save = NULL;
+  for (char *m = strtok_r (order, "\n", &save); m; m = strtok_r (NULL, "\n", &save))
+    {
+      cleanup_free char *p = xasprintf ("/modules/%s", m);
+      cleanup_close int fd = open (p, O_RDONLY | O_CLOEXEC);
+      if (fd < 0 || (syscall (SYS_finit_module, fd, "", 0) < 0 && errno != EEXIST))
+        guest_fail (p, errno);
+    }
+}
+
+/* the /dev node of the virtio-serial port named `name` (its sysfs name attribute) */
+static int
+open_port (const char *name, int flags)
+{
+  for (int tries = 0; tries < 200; tries++)
+    {
+      cleanup_closedir DIR *d = opendir ("/sys/class/virtio-ports");
+      struct dirent *de;
+      while (d && (de = readdir (d)) != NULL)
+        {
+          if (de->d_name[0] == '.')
+            continue;
+          char buf[64] = "";
+          cleanup_free char *np = xasprintf ("/sys/class/virtio-ports/%s/name", de->d_name);
+          cleanup_close int nfd = open (np, O_RDONLY | O_CLOEXEC);
+          ssize_t n = nfd >= 0 ? read (nfd, buf, sizeof buf - 1) : -1;
+          if (n <= 0)
+            continue;
+          buf[strcspn (buf, "\n")] = '\0';
+          if (strcmp (buf, name) != 0)
+            continue;
+          cleanup_free char *dev = xasprintf ("/dev/%s", de->d_name);
+          int fd = open (dev, flags);
+          if (fd >= 0)
+            return fd;
+        }
+      usleep (10000); /* the port appears once the host side has announced it */
+    }
+  return -1;
+}
+
+static void
+stdio_on_ports (void)
+{
+  int in = open ("/dev/null", O_RDONLY | O_NOCTTY); /* stdin is not forwarded yet (vm.c) */
+  int out = open_port ("asbx.stdout", O_WRONLY | O_NOCTTY);
+  int er = open_port ("asbx.stderr", O_WRONLY | O_NOCTTY);
+  status_fd = open_port ("asbx.status", O_WRONLY | O_NOCTTY | O_CLOEXEC);
+  if (in < 0 || out < 0 || er < 0 || status_fd < 0)
+    guest_fail ("the virtio-serial ports asbx.stdout, asbx.stderr, asbx.status", errno);
+  if (dup2 (in, 0) < 0 || dup2 (out, 1) < 0 || dup2 (er, 2) < 0)
+    guest_fail ("dup2 onto the ports", errno);
+  for (int fd = 3; fd <= (in > out ? (in > er ? in : er) : (out > er ? out : er)); fd++)
+    if (fd == in || fd == out || fd == er)
+      close (fd);
+}
+
+static void
+mount_share (const char *tag, const char *path, bool ro)
+{
+  cleanup_free char *opts = xasprintf ("%s", G_9P_OPTS);
+  mkdir_p (path, 0755);
+  if (mount (tag, path, "9p", MS_NOSUID | MS_NODEV | (ro ? MS_RDONLY : 0), opts) < 0)
+    {
+      cleanup_free char *w = xasprintf ("mount 9p %s on %s", tag, path);
+      guest_fail (w, errno);
+    }
+}
+
+static void
+bind_file (const char *name, const char *path)
+{
+  cleanup_free char *src = xasprintf (G_SHARE "/%s", name);
+  cleanup_free char *dir = xstrdup (path);
+  char *slash = strrchr (dir, '/');
+  if (slash && slash != dir)
+    {
+      *slash = '\0';
+      mkdir_p (dir, 0755);
+    }
+  int fd = open (path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd >= 0)
+    close (fd);
+  if (mount (src, path, NULL, MS_BIND, NULL) < 0
+      || mount (NULL, path, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+    {
+      cleanup_free char *w = xasprintf ("bind %s on %s", src, path);
+      guest_fail (w, errno);
+    }
+}
+
+/* the manifest's lines: debug (the host runs with --debug) / id ID / bundle PATH / share TAG ro|rw PATH / file NAME
+ * PATH */
+static void
+apply_manifest (char **id, char **bundle)
+{
+  cleanup_free char *text = NULL;
+  size_t len = 0;
+  asbx_err_t e = NULL;
+  if (read_file_at (AT_FDCWD, G_SHARE "/manifest", 1 << 20, &text, &len, &e) < 0)
+    guest_fail ("read the manifest", e->errnum);
+  char *save = NULL;
+  for (char *l = strtok_r (text, "\n", &save); l; l = strtok_r (NULL, "\n", &save))
+    {
+      char tag[32], mode[4];
+      int off = 0;
+      if (strcmp (l, "debug") == 0)
+        {
+          asbx_err_t e2 = NULL;
+          if (asbx_log_init (NULL, ASBX_LOG_TEXT, 1, &e2) < 0)
+            asbx_error_free (&e2);
+        }
+      else if (strncmp (l, "id ", 3) == 0)
+        *id = xstrdup (l + 3);
+      else if (strncmp (l, "bundle ", 7) == 0)
+        *bundle = xstrdup (l + 7);
+      else if (sscanf (l, "share %31s %3s %n", tag, mode, &off) == 2 && off > 0)
+        mount_share (tag, l + off, strcmp (mode, "ro") == 0);
+      else if (sscanf (l, "file %31s %n", tag, &off) == 1 && off > 0)
+        bind_file (tag, l + off);
+      else
+        guest_fail ("a manifest line this agentsbx does not read", EINVAL);
+    }
+  if (!*id || !*bundle)
+    guest_fail ("the manifest names no id or bundle", EINVAL);
+}
+
+/* / as a mount with a parent: bind the initramfs on /newroot, move it onto /, chroot there (as
+ * switch_root does, without deleting anything: the files are this binary and its libraries) */
+static void
+movable_root (void)
+{
+  mkdir ("/newroot", 0755);
+  if (mount ("/", "/newroot", NULL, MS_BIND, NULL) < 0 || chdir ("/newroot") < 0
+      || mount (".", "/", NULL, MS_MOVE, NULL) < 0 || chroot (".") < 0 || chdir ("/") < 0)
+    guest_fail ("make the initramfs a movable root", errno);
+}
+
+_Noreturn void
+vm_guest_main (void)
+{
+  cleanup_free char *id = NULL, *bundle = NULL;
+  asbx_err_t err = NULL;
+  pid_t pid;
+  int status;
+
+  movable_root ();
+  if (mount ("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0
+      || mount ("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0
+      || mount ("devtmpfs", "/dev", "devtmpfs", MS_NOSUID, "mode=0755") < 0
+      || mount ("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0
+      || mount ("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0)
+    guest_fail ("mount proc, sysfs, devtmpfs, tmpfs", errno);
+  if (mount ("cgroup2", "/sys/fs/cgroup", "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, "nsdelegate") < 0)
+    guest_fail ("mount cgroup2", errno);
+  load_modules ();
+  stdio_on_ports ();
+  mount_share ("asbx", G_SHARE, true);
+  apply_manifest (&id, &bundle);
+  /* every controller for the container's cgroup (the policy's limits apply in here too) */
+  cleanup_free char *ctrls = NULL;
+  size_t clen = 0;
+  if (read_file_at (AT_FDCWD, "/sys/fs/cgroup/cgroup.controllers", 4096, &ctrls, &clen, &err) == 0)
+    {
+      char *save = NULL;
+      for (char *c = strtok_r (ctrls, " \n", &save); c; c = strtok_r (NULL, " \n", &save))
+        {
+          cleanup_free char *w = xasprintf ("+%s", c);
+          asbx_err_t e2 = NULL;
+          if (write_file_at (AT_FDCWD, "/sys/fs/cgroup/cgroup.subtree_control", w, strlen (w), &e2) < 0)
+            asbx_error_free (&e2);
+        }
+    }
+  asbx_error_free (&err);
+
+  struct asbx_global g = {
+    .root = "/run/agentsbx",
+    .policy_file = G_SHARE "/policy.json",
+    /* config_path NULL: /etc/agentsbx/config.json, absent in the guest: the host resolved it */
+    .vm_guest = true,
+  };
+  struct asbx_create_opts o = { .id = id, .bundle = bundle };
+  if (asbx_container_create (&g, &o, &pid, &err) < 0 || asbx_container_start (&g, id, &err) < 0)
+    guest_fail (err->msg, 0);
+  status = asbx_container_wait (pid);
+  if (asbx_container_delete (&g, id, true, &err) < 0)
+    asbx_error_free (&err);
+  char line[32];
+  snprintf (line, sizeof line, "exit %d\n", status);
+  write_all (status_fd, line, strlen (line));
+  fsync (status_fd);
+  power_off ();
+}
