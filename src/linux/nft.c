@@ -97,6 +97,12 @@ nft_lib_load (asbx_err_t *err)
   return asbx_error (err, ENOENT, "nft: the policy's network table needs libnftables: %s", nft_failure);
 }
 
+int
+linux_nft_preload (asbx_err_t *err)
+{
+  return nft_lib_load (err);
+}
+
 #define nft_ctx_buffer_error (*nft_api.nft_ctx_buffer_error)
 #define nft_ctx_buffer_output (*nft_api.nft_ctx_buffer_output)
 #define nft_ctx_free (*nft_api.nft_ctx_free)

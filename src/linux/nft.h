@@ -32,6 +32,12 @@ int linux_nft_run (struct linux_nft *n, const char *cmds, asbx_err_t *err);
  * counter does not exist), EPROTO when the listing has no count. */
 int linux_nft_counter (struct linux_nft *n, const char *table, const char *name, uint64_t *packets, asbx_err_t *err);
 
+/* Load libnftables now (dlopen, once per process) without making a context: for a caller that
+ * must have it mapped before it looks at its own loaded objects (runtime/vm_cpio.c copies them
+ * into the guest's initramfs, whose agentsbx loads the container's table). 0, or -1 with *err
+ * (ENOENT: not installed) as linux_nft_new. */
+int linux_nft_preload (asbx_err_t *err);
+
 /* One-shot: run `cmds` in the current network namespace. 0 / -1 with *err as above. */
 int linux_nft_load (const char *cmds, asbx_err_t *err);
 

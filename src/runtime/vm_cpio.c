@@ -16,6 +16,7 @@
 
 #include "core/cleanup.h"
 #include "core/util.h"
+#include "linux/nft.h"
 #include "runtime/vm.h"
 
 struct cpio
@@ -153,7 +154,10 @@ vm_cpio_write (int fd, const char *moddir, const char *const *mods, asbx_err_t *
   cleanup_free char *order = xstrdup ("");
   int ret = -1;
 
-  if (cpio_file (&c, "/proc/self/exe", "/init", 0755, err) < 0 || cpio_loaded_libs (&c, err) < 0)
+  /* libnftables is loaded on use (linux/nft.c); the guest's agentsbx loads the container's
+   * table, so it is mapped here first and then copied with the rest */
+  if (linux_nft_preload (err) < 0 || cpio_file (&c, "/proc/self/exe", "/init", 0755, err) < 0
+      || cpio_loaded_libs (&c, err) < 0)
     goto out;
   /* the loader's name as the binary asks for it (a symlink into /usr on a merged-/usr host) */
   if (interp && interp[0] == '/' && !cpio_seen (&c, interp + 1))
