@@ -10,11 +10,16 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "linux/splice_pipe.h"
 #include "monitor/splice.h"
 
-#define CONNS_MAX 64
+/* connections at once (a package manager opens 100 in parallel); a free slot costs its struct
+ * only: the buffers are allocated at accept and freed at close */
+#define CONNS_MAX 512
 #define HELLO_MAX SPLICE_HELLO_MAX /* monitor/sni_parse.h */
 #define BUF_MAX 16384
+/* the capacity asked of each direction's splice(2) pipe (linux/splice_pipe.h) */
+#define PIPE_WANT (256u << 10)
 
 enum
 {
@@ -26,7 +31,7 @@ enum
 
 struct rbuf
 {
-  unsigned char b[BUF_MAX];
+  unsigned char *b; /* BUF_MAX bytes while the connection is open, else NULL */
   size_t off, len;
   size_t chk;  /* c2u: bytes before b[chk] are checked and may be sent (off <= chk <= len) */
   size_t hold; /* c2u, while conn.bstart: bytes from b[hold] wait for the body check (hold <= chk) */
@@ -64,6 +69,11 @@ struct conn
   char blocked[300];        /* H_REFUSED: the X-Agentsbx-Blocked value of the 403 to come */
   size_t status_len;
   struct rbuf c2u, u2c; /* c2u holds the hello first */
+  /* once a direction's bytes need no more looking at, they go through a pipe with splice(2)
+   * instead of the rbuf (splice.c: u2c unless a 101 is awaited, c2u once opaque); a pipe is
+   * opened at its first use; at most one of a direction's rbuf and pipe holds bytes */
+  struct splice_pipe c2u_pipe, u2c_pipe;
+  uint32_t ev_c, ev_u; /* the epoll interests registered for cfd and ufd (changed only when they differ) */
 };
 
 struct splice

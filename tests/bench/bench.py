@@ -529,7 +529,7 @@ class Bench:
     def s_egress(self):
         import egress_bench  # tests/bench/egress_bench.py (sys.path[0] is this directory)
         try:
-            egress_bench.run(self, rounds=max(3, self.a.n // 4))
+            egress_bench.run(self, rounds=max(3, self.a.n // 4), baseline=self.a.egress_baseline)
         except RuntimeError as e:
             print(f"egress: {e}", file=sys.stderr)
 
@@ -637,6 +637,8 @@ def main():
                     + " (default: all but " + ",".join(OPTIONAL) + ")")
     ap.add_argument("--no-install", action="store_true")
     ap.add_argument("--no-save", action="store_true", help="do not write bench/results/*.json")
+    ap.add_argument("--egress-baseline", metavar="AGENTSBX", help="egress: another agentsbx binary, its runs "
+                    "alternated with this tree's (labels filtered@base, open@base)")
     a = ap.parse_args()
     ensure_packages(a)
     work = tempfile.mkdtemp(prefix="agentsbx-bench-")

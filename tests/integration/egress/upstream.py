@@ -12,6 +12,8 @@ network namespace (no default route: it can only answer the host side of its vet
   for a refused name leaked - and every message as received, byte for byte, to STATEDIR/dns.raw
   (each after its 2-byte length; the tests grep it for markers). Unknown names: NXDOMAIN.
 - TCP 80 and 8080: a tiny HTTP/1.1 server (keep-alive; see HTTP) that answers "ok <Host header>"
+  (/bytes/N: N bytes at once; /trickle/COUNT/SIZE/MS: COUNT pieces of SIZE bytes MS ms apart,
+  each starting with its send time, for tests/bench/egress_bench.py)
   and logs each request's Host to STATEDIR/http.log - except on the addresses listed in
   $UPSTREAM_NAIVE (comma-separated), where Python's own http.server answers (keep-alive, and like
   most handlers it never reads a request body) and logs "request-line Host" to
@@ -144,7 +146,18 @@ class HTTP(socketserver.StreamRequestHandler):
             path = parts[1] if len(parts) > 1 else "/"
             keep = first.rstrip().endswith(b"HTTP/1.1") and headers.get("connection", "").lower() != "close"
             status = "HTTP/1.1 200 OK" if keep else "HTTP/1.0 200 OK"
-            if path.startswith("/bytes/"):
+            if path.startswith("/trickle/"):
+                # /trickle/COUNT/SIZE/MS: COUNT pieces of SIZE bytes, one every MS ms, each
+                # starting with its send time (time.time(), 8 bytes, big-endian double): the
+                # bench's streaming case measures each piece's delay through the relay
+                count, size, ms = (int(x) for x in path[9:].split("/"))
+                self.wfile.write(f"{status}\r\nContent-Length: {count * size}\r\n\r\n".encode())
+                self.wfile.flush()
+                for _ in range(count):
+                    self.wfile.write(struct.pack("!d", time.time()) + b"t" * (size - 8))
+                    self.wfile.flush()
+                    time.sleep(ms / 1000)
+            elif path.startswith("/bytes/"):
                 n = int(path[7:])
                 self.wfile.write(f"{status}\r\nContent-Length: {n}\r\n\r\n".encode())
                 chunk = b"x" * 65536
@@ -337,6 +350,7 @@ class UDPCount(socketserver.BaseRequestHandler):
 class T(socketserver.ThreadingMixIn):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 256  # the listen backlog (socketserver's default 5 dropped 100 parallel SYNs)
 
 
 def serve(kind, handler, family, port):
