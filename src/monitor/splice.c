@@ -218,7 +218,7 @@ sendable (const struct conn *c)
 static bool
 c2u_piped (const struct conn *c)
 {
-  return c->state == ST_RELAY && c->hs == H_OPAQUE && c->c2u.len == 0;
+  return c->state == ST_RELAY && c->hs == H_OPAQUE && c->c2u.len == 0 && c->c2u_bulk;
 }
 
 /* the upstream's bytes go through u2c_pipe: nothing reads them but H_WAIT101's status check,
@@ -226,7 +226,7 @@ c2u_piped (const struct conn *c)
 static bool
 u2c_piped (const struct conn *c)
 {
-  return c->state == ST_RELAY && c->hs != H_WAIT101 && c->u2c.len == 0;
+  return c->state == ST_RELAY && c->hs != H_WAIT101 && c->u2c.len == 0 && c->u2c_bulk;
 }
 
 static void
@@ -261,7 +261,24 @@ interests (struct splice *s, struct conn *c)
 static int
 upstream_socket (struct splice *s, int family)
 {
+  int *spare = &s->spare[family == AF_INET6];
+  if (*spare >= 0)
+    {
+      int fd = *spare;
+      *spare = -1;
+      return fd;
+    }
   return linux_netns_marked_stream (s->netns, family, POLICY_NFT_SPLICE_MARK);
+}
+
+/* make the next connection's upstream socket of `family` now (see struct splice's spare);
+ * a failure leaves none, and upstream_socket then tries again and reports it */
+static void
+spare_refill (struct splice *s, int family)
+{
+  int *spare = &s->spare[family == AF_INET6];
+  if (*spare < 0)
+    *spare = linux_netns_marked_stream (s->netns, family, POLICY_NFT_SPLICE_MARK);
 }
 
 /* the X-Agentsbx-Blocked value of a refusal (without the host name of "host not allowed: ") */
@@ -372,6 +389,7 @@ on_hello (struct splice *s, struct conn *c)
     }
   splice_audit_conn (s, c, name, "allowed", tls ? "sni" : "host");
   c->state = ST_CONNECTING;
+  spare_refill (s, c->dst.ss_family); /* while the SYN is out */
 }
 
 static void
@@ -440,6 +458,7 @@ relay_round (struct splice *s, struct conn *c, bool upstream, uint32_t events)
       else if (c->u2c_pipe.held == 0 && (got = (ssize_t) fill (c->ufd, &c->u2c, &c->u_eof)) > 0)
         {
           moved = true;
+          c->u2c_bulk = c->u2c_bulk || c->u2c.len == BUF_MAX;
           if (c->hs == H_WAIT101)
             splice_http_status (c, c->u2c.b + c->u2c.len - (size_t) got, (size_t) got);
         }
@@ -455,7 +474,10 @@ relay_round (struct splice *s, struct conn *c, bool upstream, uint32_t events)
           moved = splice_pipe_fill (&c->c2u_pipe, c->cfd, &c->c_eof) > 0 || c->c_eof;
         }
       else
-        moved = fill (c->cfd, &c->c2u, &c->c_eof) > 0 || c->c_eof;
+        {
+          moved = fill (c->cfd, &c->c2u, &c->c_eof) > 0 || c->c_eof;
+          c->c2u_bulk = c->c2u_bulk || c->c2u.len == BUF_MAX;
+        }
     }
   splice_http_scan (s, c);
   size_t keep = sendable (c) > c->c2u.off ? sendable (c) : c->c2u.off;
@@ -708,6 +730,7 @@ splice_new (const char *id, int netns_fd, const struct policy_plan *plan, int au
   s->audit_fd = audit_fd;
   s->netns = netns_fd;
   s->ep = s->l4 = s->l6 = -1;
+  s->spare[0] = s->spare[1] = -1;
   for (size_t i = 0; i < CONNS_MAX; i++)
     s->c[i].cfd = s->c[i].ufd = -1;
   int l[2];
@@ -754,7 +777,7 @@ splice_free (struct splice *s)
     if (s->c[i].state != ST_FREE)
       conn_close (s, &s->c[i], false);
   tls_relay_free (s->tls);
-  int fds[] = { s->ep, s->l4, s->l6 };
+  int fds[] = { s->ep, s->l4, s->l6, s->spare[0], s->spare[1] };
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (fds); i++)
     if (fds[i] >= 0)
       close (fds[i]);

@@ -73,6 +73,8 @@ struct conn
    * instead of the rbuf (splice.c: u2c unless a 101 is awaited, c2u once opaque); a pipe is
    * opened at its first use; at most one of a direction's rbuf and pipe holds bytes */
   struct splice_pipe c2u_pipe, u2c_pipe;
+  bool c2u_bulk, u2c_bulk; /* a read filled the whole rbuf: more is coming, worth a pipe (a small
+                            * answer is cheaper through the rbuf than pipe2 + fcntl + 2 splices) */
   uint32_t ev_c, ev_u; /* the epoll interests registered for cfd and ufd (changed only when they differ) */
 };
 
@@ -81,6 +83,10 @@ struct splice
   const char *id;
   const struct policy_plan *plan;
   int audit_fd, netns, ep, l4, l6;
+  /* one upstream socket per family (v4, v6) made ahead, in the container's namespace and
+   * marked (upstream_socket): the next connection's connect does not wait for the namespace
+   * round trip, which is done while the previous one's SYN is out; -1 when none */
+  int spare[2];
   struct tls_relay *tls; /* the interception (monitor/tls_relay.h); NULL when nothing is intercepted */
   struct conn c[CONNS_MAX];
   /* names whose answers the DNS stub let through, until their TTL ends: what may be named */
