@@ -251,10 +251,8 @@ interests (struct splice *s, struct conn *c)
   bool uin = c->state == ST_RELAY && !c->u_eof
              && (u2c_piped (c) ? c->u2c_pipe.held < c->u2c_pipe.cap || c->u2c_pipe.rd < 0
                                : c->u2c.len < BUF_MAX && c->u2c_pipe.held == 0);
-  interest (s, c->ufd, k * 2 + 1,
-            (c->state == ST_CONNECTING || sendable (c) > c->c2u.off || c->c2u_pipe.held ? EPOLLOUT : 0) /* checked bytes only */
-                | (uin ? EPOLLIN : 0),
-            &c->ev_u);
+  bool uout = c->state == ST_CONNECTING || sendable (c) > c->c2u.off || c->c2u_pipe.held; /* checked bytes only */
+  interest (s, c->ufd, k * 2 + 1, (uout ? EPOLLOUT : 0) | (uin ? EPOLLIN : 0), &c->ev_u);
 }
 
 /* a socket in the container's namespace (the filter chain applies to it), marked */

@@ -75,7 +75,7 @@ struct conn
   struct splice_pipe c2u_pipe, u2c_pipe;
   bool c2u_bulk, u2c_bulk; /* a read filled the whole rbuf: more is coming, worth a pipe (a small
                             * answer is cheaper through the rbuf than pipe2 + fcntl + 2 splices) */
-  uint32_t ev_c, ev_u; /* the epoll interests registered for cfd and ufd (changed only when they differ) */
+  uint32_t ev_c, ev_u;     /* the epoll interests registered for cfd and ufd (changed only when they differ) */
 };
 
 struct splice
