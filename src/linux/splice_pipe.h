@@ -33,7 +33,8 @@ ssize_t splice_pipe_fill (struct splice_pipe *p, int fd, bool *eof);
 
 /* Move the pipe's bytes to fd (a non-blocking socket). Returns the bytes moved (>= 0; 0: fd's
  * send buffer is full, EAGAIN, or the pipe is empty), or -1 with errno (EPIPE, ECONNRESET: the
- * peer is gone). */
+ * peer is gone). splice(2) has no MSG_NOSIGNAL: the caller ignores SIGPIPE (the monitor does,
+ * monitor.c), else a gone peer kills it. */
 ssize_t splice_pipe_drain (struct splice_pipe *p, int fd);
 
 /* Close p's pipe (its bytes are dropped); p is closed as after splice_pipe_init, `done` kept. */

@@ -25,8 +25,10 @@ noise hits all runtimes alike; two warm-up rounds are not counted):
                (sandbox --review vs sandbox of /bin/true), a 10,000-file npm-style write inside,
                `workspace diff --json` and `workspace apply` of those files
   egress       network.mode filtered vs open, same container: TCP connect, a small HTTP request
-               and a 64 MiB download through the SNI/Host splice, DNS through the stub (see
-               tests/bench/egress_bench.py; a fake upstream in namespaces of its own)
+               and a 64 MiB download through the SNI/Host splice, DNS through the stub, TLS on
+               the SNI-only and the intercepted (network.credentials) path, 100 parallel
+               connections, a streaming connection (see tests/bench/egress_bench.py; a fake
+               upstream in namespaces of its own; --egress-baseline BIN alternates another binary)
 Numbers only, never pass/fail; not part of `make check`. JSON lands in bench/results/.
 
 crun 1.8 refuses this machine's hybrid cgroup layout; on hybrid hosts it runs in a private mount

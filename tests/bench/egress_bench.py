@@ -10,6 +10,14 @@ through the monitor's stub, TCP through the SNI/Host splice) and the same policy
   download  one GET of 64 MiB (MiB/s)
   dns       one A query to the resolver address (filtered: redirected to the stub, which asks the
             upstream from the host's namespace; open: straight to the upstream)
+  tls-request-sni / tls-download-sni    a fresh TLS connection + small GET, and 64 MiB over TLS,
+            to a name the relay passes opaque after its SNI check (the upstream's own CA)
+  tls-request-icpt / tls-download-icpt  the same to a network.credentials host, in a third
+            container (`intercepted`, port 443 only): the TLS relay terminates and re-encrypts
+  parallel  100 connections at once, each one small GET (wall time of all; failures counted)
+  stream-delay / stream-delay-max  one connection, 40 pieces of 16 KiB 100 ms apart, each
+            stamped with its send time: each piece's delay to the client, and the largest
+With --egress-baseline (bench.py) a second agentsbx binary's runs alternate with this tree's.
 Medians per run, then the median over the runs. The fake upstream is the tests' upstream.py in
 its own namespace: veths to the container's namespace and to the host (the stub's way there), no
 default route anywhere, IP forwarding never touched, addresses 203.0.113.128/25 and
