@@ -367,8 +367,8 @@ on_hello (struct splice *s, struct conn *c)
       splice_audit_conn (s, c, name, "allowed", "sni: intercepted");
       epoll_ctl (s->ep, EPOLL_CTL_DEL, c->cfd, NULL);
       tls_relay_adopt (s->tls, c->cfd, &c->dst, c->dlen, name, c->c2u.b, c->c2u.len);
-      c->cfd = -1;
-      c->state = ST_FREE;
+      c->cfd = -1;              /* the relay's now */
+      conn_close (s, c, false); /* the slot and its buffers */
       return;
     }
   /* TLS: one name per connection (the SNI); HTTP: http_scan checks this request again and
