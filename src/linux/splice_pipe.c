@@ -27,7 +27,7 @@ splice_pipe_open (struct splice_pipe *p, size_t want)
   p->rd = fds[0];
   p->wr = fds[1];
   p->held = 0;
-  if (want <= INT32_MAX)
+  if (want && want <= INT32_MAX)
     (void) fcntl (p->wr, F_SETPIPE_SZ, (int) want); /* EPERM/EBUSY: the default stays */
   int cap = fcntl (p->wr, F_GETPIPE_SZ);
   p->cap = cap > 0 ? (size_t) cap : 65536;

@@ -20,9 +20,9 @@ struct splice_pipe
 /* The pipe closed (rd = wr = -1, counts 0): call before splice_pipe_open or _close. */
 void splice_pipe_init (struct splice_pipe *p);
 
-/* Open p's pipe (O_NONBLOCK, O_CLOEXEC) and ask for want bytes of capacity (F_SETPIPE_SZ; a
- * refusal - fs.pipe-max-size, or the caller's fs.pipe-user-pages-soft spent - keeps the
- * default, 16 pages). Returns 0, or -1 with errno (pipe2: EMFILE, ENFILE). */
+/* Open p's pipe (O_NONBLOCK, O_CLOEXEC) and ask for want bytes of capacity (F_SETPIPE_SZ; 0
+ * asks nothing; a refusal - fs.pipe-max-size, or the caller's fs.pipe-user-pages-soft spent -
+ * keeps the default, 16 pages). Returns 0, or -1 with errno (pipe2: EMFILE, ENFILE). */
 int splice_pipe_open (struct splice_pipe *p, size_t want);
 
 /* Move what fd (a non-blocking socket) has into the pipe, up to its free room. Returns the

@@ -196,8 +196,13 @@ conn_close (struct splice *s, struct conn *c, bool reset)
       epoll_ctl (s->ep, EPOLL_CTL_DEL, c->ufd, NULL);
       close (c->ufd);
     }
-  splice_pipe_close (&c->c2u_pipe);
-  splice_pipe_close (&c->u2c_pipe);
+  struct splice_pipe *pipes[] = { &c->c2u_pipe, &c->u2c_pipe };
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (pipes); i++)
+    {
+      if (pipes[i]->rd >= 0 && pipes[i]->cap > 65536)
+        s->pipes_big--;
+      splice_pipe_close (pipes[i]);
+    }
   free (c->c2u.b);
   free (c->u2c.b);
   c->c2u.b = c->u2c.b = NULL;
@@ -435,6 +440,17 @@ drain (int fd, struct rbuf *b, size_t end)
   return n;
 }
 
+/* open p (a direction's pipe) at its first use: a big one while there are few (PIPES_BIG) */
+static int
+pipe_open (struct splice *s, struct splice_pipe *p)
+{
+  if (splice_pipe_open (p, s->pipes_big < PIPES_BIG ? PIPE_WANT : 0) < 0)
+    return -1;
+  if (p->cap > 65536)
+    s->pipes_big++;
+  return 0;
+}
+
 /* one pass of the relay for the side that had `events` (upstream: ufd, else cfd): read what it
  * has, check it (the client's plain HTTP), send what may leave both ways, pass half-closes on.
  * Returns 1 when bytes moved, 0 when none did, -1 to close with a reset, -2 to close (both
@@ -449,7 +465,7 @@ relay_round (struct splice *s, struct conn *c, bool upstream, uint32_t events)
     {
       if (u2c_piped (c))
         {
-          if (c->u2c_pipe.rd < 0 && splice_pipe_open (&c->u2c_pipe, PIPE_WANT) < 0)
+          if (c->u2c_pipe.rd < 0 && pipe_open (s, &c->u2c_pipe) < 0)
             return -1;
           moved = splice_pipe_fill (&c->u2c_pipe, c->ufd, &c->u_eof) > 0 || c->u_eof;
         }
@@ -467,7 +483,7 @@ relay_round (struct splice *s, struct conn *c, bool upstream, uint32_t events)
     {
       if (c2u_piped (c))
         {
-          if (c->c2u_pipe.rd < 0 && splice_pipe_open (&c->c2u_pipe, PIPE_WANT) < 0)
+          if (c->c2u_pipe.rd < 0 && pipe_open (s, &c->c2u_pipe) < 0)
             return -1;
           moved = splice_pipe_fill (&c->c2u_pipe, c->cfd, &c->c_eof) > 0 || c->c_eof;
         }

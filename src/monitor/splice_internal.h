@@ -18,8 +18,11 @@
 #define CONNS_MAX 512
 #define HELLO_MAX SPLICE_HELLO_MAX /* monitor/sni_parse.h */
 #define BUF_MAX 16384
-/* the capacity asked of each direction's splice(2) pipe (linux/splice_pipe.h) */
+/* the capacity asked of a direction's splice(2) pipe (linux/splice_pipe.h) while fewer than
+ * PIPES_BIG pipes have it; the others keep the kernel's default (64 KiB): the container opens the
+ * connections, and this bounds the pipes' memory at about 8 MiB + 64 KiB per direction */
 #define PIPE_WANT (256u << 10)
+#define PIPES_BIG 32u
 
 enum
 {
@@ -87,6 +90,7 @@ struct splice
    * marked (upstream_socket): the next connection's connect does not wait for the namespace
    * round trip, which is done while the previous one's SYN is out; -1 when none */
   int spare[2];
+  unsigned pipes_big;    /* open pipes with more than the default capacity (PIPES_BIG at most) */
   struct tls_relay *tls; /* the interception (monitor/tls_relay.h); NULL when nothing is intercepted */
   struct conn c[CONNS_MAX];
   /* names whose answers the DNS stub let through, until their TTL ends: what may be named */
