@@ -224,6 +224,16 @@ conn_close (struct splice *s, struct conn *c, bool reset)
       epoll_ctl (s->ep, EPOLL_CTL_DEL, c->ufd, NULL);
       close (c->ufd);
     }
+  struct splice_pipe *pipes[] = { &c->c2u_pipe, &c->u2c_pipe };
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (pipes); i++)
+    {
+      if (pipes[i]->rd >= 0 && pipes[i]->cap > 65536)
+        s->pipes_big--;
+      splice_pipe_close (pipes[i]);
+    }
+  free (c->c2u.b);
+  free (c->u2c.b);
+  c->c2u.b = c->u2c.b = NULL;
   c->state = ST_FREE;
   c->cfd = c->ufd = -1;
 }
@@ -236,27 +246,70 @@ sendable (const struct conn *c)
   return c->bstart ? c->c2u.hold : c->c2u.chk;
 }
 
+/* the client's bytes go through c2u_pipe: the stream is opaque (TLS after its ClientHello, an
+ * upgraded connection) and the hello or head before it is sent */
+static bool
+c2u_piped (const struct conn *c)
+{
+  return c->state == ST_RELAY && c->hs == H_OPAQUE && c->c2u.len == 0 && c->c2u_bulk;
+}
+
+/* the upstream's bytes go through u2c_pipe: nothing reads them but H_WAIT101's status check,
+ * and the rbuf holds nothing (the 403 after a refusal, the bytes that answered an Upgrade) */
+static bool
+u2c_piped (const struct conn *c)
+{
+  return c->state == ST_RELAY && c->hs != H_WAIT101 && c->u2c.len == 0 && c->u2c_bulk;
+}
+
+static void
+interest (struct splice *s, int fd, uint64_t key, uint32_t want, uint32_t *have)
+{
+  struct epoll_event ev = { .events = want, .data.u64 = key };
+  if (want != *have && epoll_ctl (s->ep, EPOLL_CTL_MOD, fd, &ev) == 0)
+    *have = want; /* unchanged interests cost no syscall (one of the relay's per-wake-up costs) */
+}
+
 static void
 interests (struct splice *s, struct conn *c)
 {
   size_t k = (size_t) (c - s->c);
-  struct epoll_event ev = { .data.u64 = k * 2 };
-  ev.events = (c->state == ST_HELLO || (c->state == ST_RELAY && !c->c_eof && c->c2u.len < BUF_MAX) ? EPOLLIN : 0)
-              | (c->u2c.len ? EPOLLOUT : 0);
-  epoll_ctl (s->ep, EPOLL_CTL_MOD, c->cfd, &ev);
+  bool cin = c->state == ST_RELAY && !c->c_eof
+             && (c2u_piped (c) ? c->c2u_pipe.held < c->c2u_pipe.cap || c->c2u_pipe.rd < 0 : c->c2u.len < BUF_MAX);
+  interest (s, c->cfd, k * 2,
+            (c->state == ST_HELLO || cin ? EPOLLIN : 0) | (c->u2c.len || c->u2c_pipe.held ? EPOLLOUT : 0), &c->ev_c);
   if (c->ufd < 0)
     return;
-  ev.data.u64 = k * 2 + 1;
-  ev.events = (c->state == ST_CONNECTING || sendable (c) > c->c2u.off ? EPOLLOUT : 0) /* checked bytes only */
-              | (c->state == ST_RELAY && !c->u_eof && c->u2c.len < BUF_MAX ? EPOLLIN : 0);
-  epoll_ctl (s->ep, EPOLL_CTL_MOD, c->ufd, &ev);
+  /* the rbuf fills only once the pipe is empty, the pipe only once the rbuf is (the order) */
+  bool uin = c->state == ST_RELAY && !c->u_eof
+             && (u2c_piped (c) ? c->u2c_pipe.held < c->u2c_pipe.cap || c->u2c_pipe.rd < 0
+                               : c->u2c.len < BUF_MAX && c->u2c_pipe.held == 0);
+  bool uout = c->state == ST_CONNECTING || sendable (c) > c->c2u.off || c->c2u_pipe.held; /* checked bytes only */
+  interest (s, c->ufd, k * 2 + 1, (uout ? EPOLLOUT : 0) | (uin ? EPOLLIN : 0), &c->ev_u);
 }
 
 /* a socket in the container's namespace (the filter chain applies to it), marked */
 static int
 upstream_socket (struct splice *s, int family)
 {
+  int *spare = &s->spare[family == AF_INET6];
+  if (*spare >= 0)
+    {
+      int fd = *spare;
+      *spare = -1;
+      return fd;
+    }
   return linux_netns_marked_stream (s->netns, family, POLICY_NFT_SPLICE_MARK);
+}
+
+/* make the next connection's upstream socket of `family` now (see struct splice's spare);
+ * a failure leaves none, and upstream_socket then tries again and reports it */
+static void
+spare_refill (struct splice *s, int family)
+{
+  int *spare = &s->spare[family == AF_INET6];
+  if (*spare < 0)
+    *spare = linux_netns_marked_stream (s->netns, family, POLICY_NFT_SPLICE_MARK);
 }
 
 /* the X-Agentsbx-Blocked value of a refusal (without the host name of "host not allowed: ") */
@@ -347,8 +400,8 @@ on_hello (struct splice *s, struct conn *c)
       splice_audit_conn (s, c, name, "allowed", "sni: intercepted");
       epoll_ctl (s->ep, EPOLL_CTL_DEL, c->cfd, NULL);
       tls_relay_adopt (s->tls, c->cfd, &c->dst, c->dlen, name, c->c2u.b, c->c2u.len);
-      c->cfd = -1;
-      c->state = ST_FREE;
+      c->cfd = -1;              /* the relay's now */
+      conn_close (s, c, false); /* the slot and its buffers */
       return;
     }
   /* TLS: one name per connection (the SNI); HTTP: http_scan checks this request again and
@@ -357,6 +410,7 @@ on_hello (struct splice *s, struct conn *c)
   snprintf (c->host, sizeof c->host, "%s", name);
   c->ufd = upstream_socket (s, c->dst.ss_family);
   struct epoll_event ev = { .events = EPOLLOUT, .data.u64 = (uint64_t) (c - s->c) * 2 + 1 };
+  c->ev_u = EPOLLOUT;
   if (c->ufd < 0 || epoll_ctl (s->ep, EPOLL_CTL_ADD, c->ufd, &ev) < 0
       || (connect (c->ufd, (struct sockaddr *) &c->dst, c->dlen) < 0 && errno != EINPROGRESS))
     {
@@ -366,6 +420,7 @@ on_hello (struct splice *s, struct conn *c)
     }
   splice_audit_conn (s, c, name, "allowed", tls ? "sni" : "host");
   c->state = ST_CONNECTING;
+  spare_refill (s, c->dst.ss_family); /* while the SYN is out */
 }
 
 static void
@@ -391,25 +446,147 @@ fill (int fd, struct rbuf *b, bool *eof)
   return n > 0 ? (size_t) n : 0;
 }
 
-/* send b's bytes before `end` (c2u: the checked ones; u2c: all) */
-static bool
+/* send b's bytes before `end` (c2u: the checked ones; u2c: all); returns how many left (0:
+ * none to send, or EAGAIN), -1 on an error */
+static ssize_t
 drain (int fd, struct rbuf *b, size_t end)
 {
   if (end <= b->off)
     {
       if (b->off == b->len)
         b->off = b->len = b->chk = b->hold = 0;
-      return true;
+      return 0;
     }
   ssize_t n = send (fd, b->b + b->off, end - b->off, MSG_DONTWAIT | MSG_NOSIGNAL);
   if (n < 0)
-    return errno == EAGAIN || errno == EINTR;
+    return errno == EAGAIN || errno == EINTR ? 0 : -1;
   b->off += (size_t) n;
   if (b->off == b->len)
     b->off = b->len = b->chk = b->hold = 0;
   else if (b->len == BUF_MAX)
     compact (b); /* full, with unchecked bytes waiting for the rest of a head: make room */
-  return true;
+  return n;
+}
+
+/* open p (a direction's pipe) at its first use: a big one while there are few (PIPES_BIG) */
+static int
+pipe_open (struct splice *s, struct splice_pipe *p)
+{
+  if (splice_pipe_open (p, s->pipes_big < PIPES_BIG ? PIPE_WANT : 0) < 0)
+    return -1;
+  if (p->cap > 65536)
+    s->pipes_big++;
+  return 0;
+}
+
+/* one pass of the relay for the side that had `events` (upstream: ufd, else cfd): read what it
+ * has, check it (the client's plain HTTP), send what may leave both ways, pass half-closes on.
+ * Returns 1 when bytes moved, 0 when none did, -1 to close with a reset, -2 to close (both
+ * sides done). Ordering and checks: c2u bytes leave only up to sendable() (splice_http.c); the
+ * pipes carry only bytes nothing needs to look at (c2u_piped, u2c_piped). */
+static int
+relay_round (struct splice *s, struct conn *c, bool upstream, uint32_t events)
+{
+  bool moved = false;
+  ssize_t got;
+  if (upstream && (events & EPOLLIN) && !c->u_eof)
+    {
+      if (u2c_piped (c))
+        {
+          if (c->u2c_pipe.rd < 0 && pipe_open (s, &c->u2c_pipe) < 0)
+            return -1;
+          moved = splice_pipe_fill (&c->u2c_pipe, c->ufd, &c->u_eof) > 0 || c->u_eof;
+        }
+      else if (c->u2c_pipe.held == 0 && (got = (ssize_t) fill (c->ufd, &c->u2c, &c->u_eof)) > 0)
+        {
+          moved = true;
+          c->u2c_bulk = c->u2c_bulk || c->u2c.len == BUF_MAX;
+          if (c->hs == H_WAIT101)
+            splice_http_status (c, c->u2c.b + c->u2c.len - (size_t) got, (size_t) got);
+        }
+      else
+        moved = c->u_eof;
+    }
+  if (!upstream && (events & EPOLLIN) && !c->c_eof)
+    {
+      if (c2u_piped (c))
+        {
+          if (c->c2u_pipe.rd < 0 && pipe_open (s, &c->c2u_pipe) < 0)
+            return -1;
+          moved = splice_pipe_fill (&c->c2u_pipe, c->cfd, &c->c_eof) > 0 || c->c_eof;
+        }
+      else
+        {
+          moved = fill (c->cfd, &c->c2u, &c->c_eof) > 0 || c->c_eof;
+          c->c2u_bulk = c->c2u_bulk || c->c2u.len == BUF_MAX;
+        }
+    }
+  splice_http_scan (s, c);
+  size_t keep = sendable (c) > c->c2u.off ? sendable (c) : c->c2u.off;
+  if (c->c_eof && c->c2u.len > keep)
+    {
+      /* the client is done, and bytes wait for a check that needs more of them (the start of a
+       * body - an `Expect: 100-continue` client that sent part of it at once - a head without
+       * its end, what follows an Upgrade): they can never leave. Drop them, so the half-close
+       * goes on and the connection can end - else the client's EPOLLHUP, reported whatever the
+       * interests, woke the relay in a loop (100% of a core) until the monitor ended. */
+      c->c2u.len = keep;
+      if (c->c2u.chk > c->c2u.len)
+        c->c2u.chk = c->c2u.len;
+      if (c->c2u.hold > c->c2u.len)
+        c->c2u.hold = c->c2u.len;
+    }
+  if (c->u_eof && c->u2c.len == 0 && c->u2c_pipe.held == 0 && c->refuse_403)
+    {
+      /* every response before the refused request is delivered: now the refusal */
+      char resp[512];
+      int n = snprintf (resp, sizeof resp,
+                        "HTTP/1.1 403 Forbidden\r\nX-Agentsbx-Blocked: %s\r\n"
+                        "Content-Type: text/plain\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                        c->blocked);
+      memcpy (c->u2c.b, resp, (size_t) n); /* n < sizeof resp: blocked is at most 299 bytes */
+      c->u2c.len = c->u2c.chk = (size_t) n;
+      c->refuse_403 = false;
+    }
+  if (c->state == ST_RELAY)
+    {
+      /* each direction: the pipe's bytes came before the rbuf's (the rbuf fills only when the
+       * pipe is empty), so the pipe drains first */
+      if (c->c2u_pipe.held && (got = splice_pipe_drain (&c->c2u_pipe, c->ufd)) != 0)
+        {
+          if (got < 0)
+            return -1;
+          moved = true;
+        }
+      if (c->u2c_pipe.held && (got = splice_pipe_drain (&c->u2c_pipe, c->cfd)) != 0)
+        {
+          if (got < 0)
+            return -1;
+          moved = true;
+        }
+      if (c->c2u_pipe.held == 0 && (got = drain (c->ufd, &c->c2u, sendable (c))) != 0)
+        {
+          if (got < 0)
+            return -1;
+          moved = true;
+        }
+      if (c->u2c_pipe.held == 0 && (got = drain (c->cfd, &c->u2c, c->u2c.len)) != 0)
+        {
+          if (got < 0)
+            return -1;
+          moved = true;
+        }
+    }
+  if (events & EPOLLERR)
+    return -1;
+  /* pass half-closes on once everything before them is delivered */
+  if (c->c_eof && c->c2u.len == 0 && c->c2u_pipe.held == 0 && c->state == ST_RELAY)
+    shutdown (c->ufd, SHUT_WR);
+  if (c->u_eof && c->u2c.len == 0 && c->u2c_pipe.held == 0)
+    shutdown (c->cfd, SHUT_WR);
+  if (c->c_eof && c->u_eof && c->c2u.len == 0 && c->u2c.len == 0 && c->c2u_pipe.held == 0 && c->u2c_pipe.held == 0)
+    return -2;
+  return moved ? 1 : 0;
 }
 
 static void
@@ -436,55 +613,19 @@ on_event (struct splice *s, struct conn *c, bool upstream, uint32_t events)
         }
       c->state = ST_RELAY;
     }
-  bool ok = true;
-  size_t got;
-  if (upstream && (events & EPOLLIN) && !c->u_eof && (got = fill (c->ufd, &c->u2c, &c->u_eof)) && c->hs == H_WAIT101)
-    splice_http_status (c, c->u2c.b + c->u2c.len - got, got);
-  if (!upstream && (events & EPOLLIN) && !c->c_eof)
-    fill (c->cfd, &c->c2u, &c->c_eof);
-  splice_http_scan (s, c);
-  size_t keep = sendable (c) > c->c2u.off ? sendable (c) : c->c2u.off;
-  if (c->c_eof && c->c2u.len > keep)
+  /* a few rounds per wake-up while bytes move (fewer epoll round trips per byte), bounded so
+   * that one busy connection cannot starve the others */
+  for (int round = 0; round < 8; round++)
     {
-      /* the client is done, and bytes wait for a check that needs more of them (the start of a
-       * body - an `Expect: 100-continue` client that sent part of it at once - a head without
-       * its end, what follows an Upgrade): they can never leave. Drop them, so the half-close
-       * goes on and the connection can end - else the client's EPOLLHUP, reported whatever the
-       * interests, woke the relay in a loop (100% of a core) until the monitor ended. */
-      c->c2u.len = keep;
-      if (c->c2u.chk > c->c2u.len)
-        c->c2u.chk = c->c2u.len;
-      if (c->c2u.hold > c->c2u.len)
-        c->c2u.hold = c->c2u.len;
-    }
-  if (c->u_eof && c->u2c.len == 0 && c->refuse_403)
-    {
-      /* every response before the refused request is delivered: now the refusal */
-      char resp[512];
-      int n = snprintf (resp, sizeof resp,
-                        "HTTP/1.1 403 Forbidden\r\nX-Agentsbx-Blocked: %s\r\n"
-                        "Content-Type: text/plain\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                        c->blocked);
-      memcpy (c->u2c.b, resp, (size_t) n); /* n < sizeof resp: blocked is at most 299 bytes */
-      c->u2c.len = c->u2c.chk = (size_t) n;
-      c->refuse_403 = false;
-    }
-  if (c->state == ST_RELAY)
-    ok = drain (c->ufd, &c->c2u, sendable (c)) && drain (c->cfd, &c->u2c, c->u2c.len);
-  if (!ok || (events & EPOLLERR))
-    {
-      conn_close (s, c, true);
-      return;
-    }
-  /* pass half-closes on once everything before them is delivered */
-  if (c->c_eof && c->c2u.len == 0 && c->state == ST_RELAY)
-    shutdown (c->ufd, SHUT_WR);
-  if (c->u_eof && c->u2c.len == 0)
-    shutdown (c->cfd, SHUT_WR);
-  if (c->c_eof && c->u_eof && c->c2u.len == 0 && c->u2c.len == 0)
-    {
-      conn_close (s, c, false);
-      return;
+      int r = relay_round (s, c, upstream, events);
+      if (r < 0)
+        {
+          conn_close (s, c, r == -1);
+          return;
+        }
+      if (r == 0)
+        break;
+      events &= EPOLLIN | EPOLLOUT; /* later rounds: the same side again, until EAGAIN */
     }
   interests (s, c);
 }
@@ -505,12 +646,13 @@ dst_is_relay (const struct sockaddr_storage *ss)
          && ntohs (a6->sin6_port) == POLICY_NFT_SPLICE_PORT;
 }
 
-static void
-on_accept (struct splice *s, int lfd)
+/* one connection from the listener; false when none was waiting */
+static bool
+accept_one (struct splice *s, int lfd)
 {
   int fd = accept4 (lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
   if (fd < 0)
-    return;
+    return false;
   struct conn *c = NULL;
   for (size_t i = 0; i < CONNS_MAX && !c; i++)
     if (s->c[i].state == ST_FREE)
@@ -518,9 +660,13 @@ on_accept (struct splice *s, int lfd)
   if (!c)
     {
       close (fd); /* full: the client sees a close */
-      return;
+      return true;
     }
-  *c = (struct conn){ .state = ST_HELLO, .cfd = fd, .ufd = -1, .dlen = sizeof c->dst };
+  *c = (struct conn){ .state = ST_HELLO, .cfd = fd, .ufd = -1, .dlen = sizeof c->dst, .ev_c = EPOLLIN };
+  splice_pipe_init (&c->c2u_pipe);
+  splice_pipe_init (&c->u2c_pipe);
+  c->c2u.b = xmalloc (BUF_MAX);
+  c->u2c.b = xmalloc (BUF_MAX);
   int r = lfd == s->l4 ? getsockopt (fd, SOL_IP, SO_ORIGINAL_DST, &c->dst, &c->dlen)
                        : getsockopt (fd, SOL_IPV6, IP6T_SO_ORIGINAL_DST, &c->dst, &c->dlen);
   struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uint64_t) (c - s->c) * 2 };
@@ -531,10 +677,25 @@ on_accept (struct splice *s, int lfd)
        * make the relay dial itself until its slots run out */
       splice_audit_conn (s, c, NULL, "refused", "relay: not a redirected connection");
       conn_close (s, c, true);
-      return;
+      return true;
     }
   if (r < 0 || epoll_ctl (s->ep, EPOLL_CTL_ADD, fd, &ev) < 0)
-    conn_close (s, c, true); /* not a redirected connection (someone dialled the port itself) */
+    {
+      conn_close (s, c, true); /* not a redirected connection (someone dialled the port itself) */
+      return true;
+    }
+  /* the client's first bytes often came with the handshake's end (connect returns, the request
+   * is sent before we run): read them now rather than after one more epoll round trip */
+  on_event (s, c, false, EPOLLIN);
+  return true;
+}
+
+/* every connection waiting, up to a batch (100 parallel connects come in one wake-up) */
+static void
+on_accept (struct splice *s, int lfd)
+{
+  for (int i = 0; i < 64 && accept_one (s, lfd); i++)
+    ;
 }
 
 void
@@ -611,6 +772,7 @@ splice_new (const char *id, int netns_fd, const struct policy_plan *plan, int au
   s->audit_fd = audit_fd;
   s->netns = netns_fd;
   s->ep = s->l4 = s->l6 = -1;
+  s->spare[0] = s->spare[1] = -1;
   for (size_t i = 0; i < CONNS_MAX; i++)
     s->c[i].cfd = s->c[i].ufd = -1;
   int l[2];
@@ -657,7 +819,7 @@ splice_free (struct splice *s)
     if (s->c[i].state != ST_FREE)
       conn_close (s, &s->c[i], false);
   tls_relay_free (s->tls);
-  int fds[] = { s->ep, s->l4, s->l6 };
+  int fds[] = { s->ep, s->l4, s->l6, s->spare[0], s->spare[1] };
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (fds); i++)
     if (fds[i] >= 0)
       close (fds[i]);

@@ -10,11 +10,19 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "linux/splice_pipe.h"
 #include "monitor/splice.h"
 
-#define CONNS_MAX 64
+/* connections at once (a package manager opens 100 in parallel); a free slot costs its struct
+ * only: the buffers are allocated at accept and freed at close */
+#define CONNS_MAX 512
 #define HELLO_MAX SPLICE_HELLO_MAX /* monitor/sni_parse.h */
 #define BUF_MAX 16384
+/* the capacity asked of a direction's splice(2) pipe (linux/splice_pipe.h) while fewer than
+ * PIPES_BIG pipes have it; the others keep the kernel's default (64 KiB): the container opens the
+ * connections, and this bounds the pipes' memory at about 8 MiB + 64 KiB per direction */
+#define PIPE_WANT (256u << 10)
+#define PIPES_BIG 32u
 
 enum
 {
@@ -26,7 +34,7 @@ enum
 
 struct rbuf
 {
-  unsigned char b[BUF_MAX];
+  unsigned char *b; /* BUF_MAX bytes while the connection is open, else NULL */
   size_t off, len;
   size_t chk;  /* c2u: bytes before b[chk] are checked and may be sent (off <= chk <= len) */
   size_t hold; /* c2u, while conn.bstart: bytes from b[hold] wait for the body check (hold <= chk) */
@@ -64,6 +72,13 @@ struct conn
   char blocked[300];        /* H_REFUSED: the X-Agentsbx-Blocked value of the 403 to come */
   size_t status_len;
   struct rbuf c2u, u2c; /* c2u holds the hello first */
+  /* once a direction's bytes need no more looking at, they go through a pipe with splice(2)
+   * instead of the rbuf (splice.c: u2c unless a 101 is awaited, c2u once opaque); a pipe is
+   * opened at its first use; at most one of a direction's rbuf and pipe holds bytes */
+  struct splice_pipe c2u_pipe, u2c_pipe;
+  bool c2u_bulk, u2c_bulk; /* a read filled the whole rbuf: more is coming, worth a pipe (a small
+                            * answer is cheaper through the rbuf than pipe2 + fcntl + 2 splices) */
+  uint32_t ev_c, ev_u;     /* the epoll interests registered for cfd and ufd (changed only when they differ) */
 };
 
 struct splice
@@ -71,6 +86,11 @@ struct splice
   const char *id;
   const struct policy_plan *plan;
   int audit_fd, netns, ep, l4, l6;
+  /* one upstream socket per family (v4, v6) made ahead, in the container's namespace and
+   * marked (upstream_socket): the next connection's connect does not wait for the namespace
+   * round trip, which is done while the previous one's SYN is out; -1 when none */
+  int spare[2];
+  unsigned pipes_big;    /* open pipes with more than the default capacity (PIPES_BIG at most) */
   struct tls_relay *tls; /* the interception (monitor/tls_relay.h); NULL when nothing is intercepted */
   struct conn c[CONNS_MAX];
   /* names whose answers the DNS stub let through, until their TTL ends: what may be named */

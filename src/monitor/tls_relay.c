@@ -366,7 +366,8 @@ static void
 drive (struct tls_relay *r, size_t k)
 {
   struct tconn *c = r->c[k];
-  for (int rounds = 0; rounds < 1000; rounds++)
+  int rounds;
+  for (rounds = 0; rounds < 1000; rounds++)
     {
       bool moved = false;
       c->cw = c->uw = 0;
@@ -392,6 +393,14 @@ drive (struct tls_relay *r, size_t k)
         }
       if (!moved)
         break;
+    }
+  if (rounds == 1000)
+    {
+      /* the round cap (other connections get their turn) ended a connection that still moves:
+       * the last round blocked on nothing, so cw/uw are empty and no event would ever drive it
+       * again (a 64 MiB download stalled at 16 MiB: the egress bench). Wait for anything. */
+      c->cw = EPOLLIN | EPOLLOUT;
+      c->uw = EPOLLIN | EPOLLOUT;
     }
   interests (r, k);
 }

@@ -17,7 +17,7 @@
 #include "monitor/tls_leaf.h"
 #include "monitor/tls_relay.h"
 
-#define TCONNS_MAX 64
+#define TCONNS_MAX 256 /* pointers; a tconn is allocated per connection */
 #define IO_MAX 16384
 #define IN_MAX (HTTP_HEAD_MAX + IO_MAX)
 #define OUT_MAX (HTTP_HEAD_MAX + IO_MAX)

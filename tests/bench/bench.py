@@ -25,8 +25,10 @@ noise hits all runtimes alike; two warm-up rounds are not counted):
                (sandbox --review vs sandbox of /bin/true), a 10,000-file npm-style write inside,
                `workspace diff --json` and `workspace apply` of those files
   egress       network.mode filtered vs open, same container: TCP connect, a small HTTP request
-               and a 64 MiB download through the SNI/Host splice, DNS through the stub (see
-               tests/bench/egress_bench.py; a fake upstream in namespaces of its own)
+               and a 64 MiB download through the SNI/Host splice, DNS through the stub, TLS on
+               the SNI-only and the intercepted (network.credentials) path, 100 parallel
+               connections, a streaming connection (see tests/bench/egress_bench.py; a fake
+               upstream in namespaces of its own; --egress-baseline BIN alternates another binary)
 Numbers only, never pass/fail; not part of `make check`. JSON lands in bench/results/.
 
 crun 1.8 refuses this machine's hybrid cgroup layout; on hybrid hosts it runs in a private mount
@@ -535,7 +537,7 @@ class Bench:
     def s_egress(self):
         import egress_bench  # tests/bench/egress_bench.py (sys.path[0] is this directory)
         try:
-            egress_bench.run(self, rounds=max(3, self.a.n // 4))
+            egress_bench.run(self, rounds=max(3, self.a.n // 4), baseline=self.a.egress_baseline)
         except RuntimeError as e:
             print(f"egress: {e}", file=sys.stderr)
 
@@ -645,6 +647,8 @@ def main():
     ap.add_argument("--no-save", action="store_true", help="do not write bench/results/*.json")
     ap.add_argument("--baseline", metavar="AGENTSBX", help="a second agentsbx binary (say main's, copied aside) run"
                     " interleaved with this tree's as runtime agentsbx-base (and base-* in the sandbox scenario)")
+    ap.add_argument("--egress-baseline", metavar="AGENTSBX", help="egress: another agentsbx binary, its runs "
+                    "alternated with this tree's (labels filtered@base, open@base)")
     a = ap.parse_args()
     ensure_packages(a)
     work = tempfile.mkdtemp(prefix="agentsbx-bench-")

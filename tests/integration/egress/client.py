@@ -18,6 +18,8 @@ Actions: ["connect", host, port] | ["udp", host, port] | ["resolve", name] |
          ["flood", addr, port, n] (n non-blocking TCP connects, each socket closed at once: one SYN
          each, as fast as Python goes; how many connect calls returned) |
          ["https", name, cafile, request, alpn, chunks] (one request over verified TLS: the answer) |
+         ["https_count", name, cafile, request] (the same, the answer's bytes counted, not kept:
+         its status line and how many bytes came) |
          ["wait_file", path] (until path exists: the test acts on the host meanwhile) |
          ["hold", "hello"|"tls"|"noread", name, cafile, request] (a connection left stalled)"""
 import errno
@@ -353,6 +355,27 @@ def https_as(addr, sni, request):
     return {"handshake": "done", "status": data.decode("latin-1").split("\r\n")[0]}
 
 
+def https_count(name, cafile, request):
+    """One request over verified TLS to name:443; the answer is read to its end and counted (a
+    big download without keeping it): the status line and the number of bytes after the head.
+    Nothing for 10 s is an error (the socket's timeout)."""
+    addrs = resolve(name)["addrs"]
+    s = ssl.create_default_context(cafile=cafile).wrap_socket(socket.create_connection((addrs[0], 443), timeout=10),
+                                                              server_hostname=name)
+    s.sendall(request.encode())
+    head, n = b"", None
+    while (b := s.recv(1 << 20)):
+        if n is None:
+            head += b
+            if b"\r\n\r\n" in head:
+                head, _, rest = head.partition(b"\r\n\r\n")
+                n = len(rest)
+        else:
+            n += len(b)
+    s.close()
+    return {"status": head.decode("latin-1").split("\r\n")[0], "bytes": n}
+
+
 HELD = []
 
 
@@ -389,6 +412,6 @@ ACTIONS = {"connect": connect, "udp": udp, "resolve": resolve, "http": http, "tl
            "loopback": loopback, "run": run, "rawdns": rawdns, "tcpdns": tcpdns,
            "http_as": http_as, "tls_as": tls_as, "https_as": https_as, "http_reqs": http_reqs, "raw": raw, "dnsmsg": dnsmsg,
            "http_expect": http_expect, "http_expect_now": http_expect_now,
-           "flood": flood, "https": https, "wait_file": wait_file,
+           "flood": flood, "https": https, "https_count": https_count, "wait_file": wait_file,
            "hold": hold}
 print(json.dumps([timed(lambda a=a: ACTIONS[a[0]](*a[1:])) for a in json.loads(sys.argv[1])]))

@@ -14,7 +14,9 @@ network namespace (no default route: it can only answer the host side of its vet
 - TCP 80 and 8080: a tiny HTTP/1.1 server (keep-alive; see HTTP) that answers "ok <Host header>"
   and logs each request's Host to STATEDIR/http.log (with $UPSTREAM_WWW, GET/HEAD below /git/
   answer its files, as on 443, and /smart/REPO/... is git's smart protocol by git-http-backend
-  over DIR/git, each request logged to STATEDIR/smart.log) - except on the addresses listed in
+  over DIR/git, each request logged to STATEDIR/smart.log; /bytes/N: N bytes at once;
+  /trickle/COUNT/SIZE/MS: COUNT pieces of SIZE bytes MS ms apart, each starting with its send
+  time, for tests/bench/egress_bench.py) - except on the addresses listed in
   $UPSTREAM_NAIVE (comma-separated), where Python's own http.server answers (keep-alive, and like
   most handlers it never reads a request body) and logs "request-line Host" to
   STATEDIR/naive.log; TCP 443: reads the TLS
@@ -184,6 +186,17 @@ class HTTP(socketserver.StreamRequestHandler):
                 self.wfile.write(f"{code}\r\nContent-Length: {len(data or b'')}\r\n\r\n".encode())
                 if data and parts[0] == "GET":
                     self.wfile.write(data)
+            elif path.startswith("/trickle/"):
+                # /trickle/COUNT/SIZE/MS: COUNT pieces of SIZE bytes, one every MS ms, each
+                # starting with its send time (time.time(), 8 bytes, big-endian double): the
+                # bench's streaming case measures each piece's delay through the relay
+                count, size, ms = (int(x) for x in path[9:].split("/"))
+                self.wfile.write(f"{status}\r\nContent-Length: {count * size}\r\n\r\n".encode())
+                self.wfile.flush()
+                for _ in range(count):
+                    self.wfile.write(struct.pack("!d", time.time()) + b"t" * (size - 8))
+                    self.wfile.flush()
+                    time.sleep(ms / 1000)
             elif path.startswith("/bytes/"):
                 n = int(path[7:])
                 self.wfile.write(f"{status}\r\nContent-Length: {n}\r\n\r\n".encode())
@@ -396,6 +409,7 @@ class UDPCount(socketserver.BaseRequestHandler):
 class T(socketserver.ThreadingMixIn):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 256  # the listen backlog (socketserver's default 5 dropped 100 parallel SYNs)
 
 
 def serve(kind, handler, family, port):
