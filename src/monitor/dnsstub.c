@@ -203,6 +203,8 @@ open_in_netns (struct dnsstub *d, int netns, asbx_err_t *err)
   return r;
 }
 
+static void icpt_set_add (void *data, int family, const unsigned char *addr);
+
 struct dnsstub *
 dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int audit_fd, int state_dirfd,
              const struct tls_relay_keys *keys, asbx_err_t *err)
@@ -235,6 +237,8 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
     goto fail;
   d->netns = steal_fd (&netns);
   d->init_pid = init_pid;
+  if (policy_nft_has_intercept_sets (plan))
+    splice_on_intercepted (d->splice, icpt_set_add, d);
   /* the intercepted names' addresses, known before the container's first connect (bounded wait) */
   if (plan->credentials_len || plan->http_hosts_len)
     {
@@ -656,6 +660,29 @@ nft_set_allow (struct dnsstub *d, const char *cmd, asbx_err_t *err)
   if (!d->nft)
     return asbx_error_wrap (err, "network: DNS stub: nftables context");
   return linux_nft_run (d->nft, cmd, err);
+}
+
+/* splice_intercepted_fn: a new intercepted address goes into POLICY_NFT_ICPT4/6, which the
+ * output chain refuses before the allowedCidrs ranges (policy/nft_ruleset.h). A failure is
+ * audited: that address stays reachable through a range that holds it. */
+static void
+icpt_set_add (void *data, int family, const unsigned char *addr)
+{
+  struct dnsstub *d = data;
+  char text[INET6_ADDRSTRLEN];
+  asbx_err_t e = NULL;
+  inet_ntop (family, addr, text, sizeof text);
+  cleanup_free char *cmd = xasprintf ("add element inet " POLICY_NFT_TABLE " %s { %s }\n",
+                                      family == AF_INET ? POLICY_NFT_ICPT4 : POLICY_NFT_ICPT6, text);
+  if (nft_set_allow (d, cmd, &e) == 0)
+    return;
+  struct audit_rec *r = audit_rec_new (d->id, "network");
+  audit_rec_str (r, "addr", text);
+  audit_rec_str (r, "decision", "error");
+  audit_rec_str (r, "reason", e ? e->msg : "nftables");
+  asbx_error_free (&e);
+  if (audit_rec_write (r, d->audit_fd, &e) < 0)
+    asbx_error_free (&e);
 }
 
 /* one answer being rebuilt: what admit_addr let in */

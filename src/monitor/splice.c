@@ -98,11 +98,19 @@ addr_host (const struct splice *s, const struct in6_addr *a)
 }
 
 void
+splice_on_intercepted (struct splice *s, splice_intercepted_fn fn, void *data)
+{
+  s->on_icpt = fn;
+  s->on_icpt_data = data;
+}
+
+void
 splice_addr_resolved (struct splice *s, const char *name, const char *addr, uint32_t ttl)
 {
   struct in6_addr a = { 0 };
   struct in_addr a4;
   size_t slot = 0;
+  bool known = false;
 
   (void) ttl; /* kept for the container's life (splice_internal.h: intercepted_addrs) */
   if (!splice_intercepts (s, name))
@@ -119,6 +127,7 @@ splice_addr_resolved (struct splice *s, const char *name, const char *addr, uint
       if (s->intercepted_addrs[i].seen_ns && memcmp (&s->intercepted_addrs[i].addr, &a, sizeof a) == 0)
         {
           slot = i;
+          known = true;
           break;
         }
       if (s->intercepted_addrs[i].seen_ns < s->intercepted_addrs[slot].seen_ns)
@@ -127,6 +136,12 @@ splice_addr_resolved (struct splice *s, const char *name, const char *addr, uint
   s->intercepted_addrs[slot].addr = a;
   s->intercepted_addrs[slot].seen_ns = now_ns ();
   snprintf (s->intercepted_addrs[slot].host, sizeof s->intercepted_addrs[slot].host, "%s", name);
+  if (!known && s->on_icpt)
+    {
+      static const unsigned char v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+      bool v4 = memcmp (a.s6_addr, v4mapped, sizeof v4mapped) == 0;
+      s->on_icpt (s->on_icpt_data, v4 ? AF_INET : AF_INET6, v4 ? &a.s6_addr[12] : a.s6_addr);
+    }
 }
 
 const char *

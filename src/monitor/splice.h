@@ -45,6 +45,13 @@ void splice_name_resolved (struct splice *s, const char *name, uint32_t ttl);
  * names (monitor/dns_intercept.h), and with the intercepted name of a CNAME chain. */
 void splice_addr_resolved (struct splice *s, const char *name, const char *addr, uint32_t ttl);
 
+/* Called once for each address that becomes intercepted (a new entry of splice_addr_resolved),
+ * family AF_INET (4 bytes) or AF_INET6 (16, IPv4 never v4-mapped here): the DNS stub puts it
+ * into the nftables sets of policy_nft_has_intercept_sets, before the answer that carried it is
+ * sent. One callback per splice; NULL removes it. */
+typedef void (*splice_intercepted_fn) (void *data, int family, const unsigned char *addr);
+void splice_on_intercepted (struct splice *s, splice_intercepted_fn fn, void *data);
+
 /* Whether `name` (lower case) is intercepted: TLS to it goes through the TLS relay
  * (monitor/tls_relay.h). False when the plan intercepts nothing. */
 bool splice_intercepts (const struct splice *s, const char *name);

@@ -90,8 +90,10 @@ struct splice
    * marked (upstream_socket): the next connection's connect does not wait for the namespace
    * round trip, which is done while the previous one's SYN is out; -1 when none */
   int spare[2];
-  unsigned pipes_big;    /* open pipes with more than the default capacity (PIPES_BIG at most) */
-  struct tls_relay *tls; /* the interception (monitor/tls_relay.h); NULL when nothing is intercepted */
+  unsigned pipes_big;            /* open pipes with more than the default capacity (PIPES_BIG at most) */
+  struct tls_relay *tls;         /* the interception (monitor/tls_relay.h); NULL when nothing is intercepted */
+  splice_intercepted_fn on_icpt; /* splice_on_intercepted */
+  void *on_icpt_data;
   struct conn c[CONNS_MAX];
   /* names whose answers the DNS stub let through, until their TTL ends: what may be named */
   struct

@@ -65,9 +65,19 @@ cidr_split (const char *s, char *pfx, size_t pfxlen, int *family, unsigned *port
   return 0;
 }
 
-static void
-emit_sets (FILE *f)
+bool
+policy_nft_has_intercept_sets (const struct policy_plan *plan)
 {
+  return plan && plan->net_mode == POLICY_NET_FILTERED && plan->allowed_cidrs_len
+         && (plan->credentials_len || plan->http_hosts_len);
+}
+
+static void
+emit_sets (FILE *f, const struct policy_plan *plan)
+{
+  if (policy_nft_has_intercept_sets (plan))
+    fprintf (f, "\tset " POLICY_NFT_ICPT4 " {\n\t\ttype ipv4_addr\n\t}\n\tset " POLICY_NFT_ICPT6
+                " {\n\t\ttype ipv6_addr\n\t}\n");
   fprintf (f, "\tset " POLICY_NFT_SET4 " {\n\t\ttype ipv4_addr . inet_service\n\t\tflags timeout\n\t}\n");
   fprintf (f, "\tset " POLICY_NFT_SET6 " {\n\t\ttype ipv6_addr . inet_service\n\t\tflags timeout\n\t}\n");
   /* every DNS query, to any address, goes to the stub (nat runs before the filter chains) */
@@ -132,6 +142,20 @@ emit_output (FILE *f, const struct policy_plan *plan, asbx_err_t *err)
       /* TCP only: what a name opened is checked by name (SNI/Host), which UDP (QUIC) is not */
       fprintf (f, "\t\tip daddr . tcp dport @" POLICY_NFT_SET4 " accept\n");
       fprintf (f, "\t\tip6 daddr . tcp dport @" POLICY_NFT_SET6 " accept\n");
+      /* an intercepted host's address is reached only through the TLS relay (redirected by
+       * the nat chain when a name opened it, so never seen here as such): not by a range */
+      if (policy_nft_has_intercept_sets (plan))
+        {
+          const char *fam[] = { "ip daddr @" POLICY_NFT_ICPT4, "ip6 daddr @" POLICY_NFT_ICPT6 };
+          for (size_t k = 0; k < 2; k++)
+            {
+              if (plan->audit_events & POLICY_AUDIT_NETWORK)
+                fprintf (f, "\t\t%s jump " POLICY_NFT_LOG_CHAIN "\n", fam[k]);
+              fprintf (
+                  f, "\t\t%s meta l4proto tcp reject with tcp reset\n\t\t%s reject with icmpx type admin-prohibited\n",
+                  fam[k], fam[k]);
+            }
+        }
       for (size_t i = 0; i < plan->allowed_cidrs_len; i++)
         {
           char pfx[INET6_ADDRSTRLEN + 8];
@@ -194,7 +218,7 @@ policy_nft_ruleset (const struct policy_plan *plan, char **out, asbx_err_t *err)
   fprintf (f, "table inet " POLICY_NFT_TABLE "\ndelete table inet " POLICY_NFT_TABLE "\n");
   fprintf (f, "table inet " POLICY_NFT_TABLE " {\n");
   if (plan->net_mode == POLICY_NET_FILTERED)
-    emit_sets (f);
+    emit_sets (f, plan);
   if (plan->net_mode == POLICY_NET_FILTERED && (plan->audit_events & POLICY_AUDIT_NETWORK))
     emit_log_chain (f); /* before the output chain that jumps to it */
   r = emit_output (f, plan, err);

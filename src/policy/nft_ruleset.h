@@ -16,6 +16,8 @@
 #define POLICY_NFT_TABLE "agentsbx"          /* one `inet` table: IPv4 and IPv6 by the same rules */
 #define POLICY_NFT_SET4 "allow4"             /* ipv4_addr . inet_service, flags timeout */
 #define POLICY_NFT_SET6 "allow6"             /* ipv6_addr . inet_service, flags timeout */
+#define POLICY_NFT_ICPT4 "icpt4"             /* ipv4_addr: intercepted hosts' addresses (with allowedCidrs) */
+#define POLICY_NFT_ICPT6 "icpt6"             /* ipv6_addr: the same for IPv6 */
 #define POLICY_NFT_DNS_PORT 53               /* the stub listens on 127.0.0.1:53 and [::1]:53 in the netns */
 #define POLICY_NFT_SPLICE_PORT 10053         /* the monitor's SNI/Host check listens here (monitor/splice.h) */
 #define POLICY_NFT_SPLICE_MARK 0x41534258u   /* SO_MARK of the monitor's own upstream sockets: not redirected */
@@ -26,6 +28,14 @@
 #define POLICY_NFT_UNLOGGED "unlogged"                    /* named counter: refused packets the limit kept from NFLOG */
 #define POLICY_NFT_TTL_FLOOR 60                           /* seconds: shorter DNS TTLs are raised to this */
 #define POLICY_NFT_TTL_CEIL 86400                         /* seconds: longer DNS TTLs are lowered to this */
+
+/* Does the ruleset carry the intercepted-address sets (POLICY_NFT_ICPT4/6)? Only a plan with
+ * intercepted hosts (network.credentials/http) and allowedCidrs needs them: an allowedCidrs range
+ * is accepted without the SNI/Host check, so an intercepted host's address inside one would be
+ * reached around the TLS relay's rules; the monitor adds each intercepted address it learns
+ * (monitor/splice.h) and the output chain refuses direct connections to them before the
+ * ranges. */
+bool policy_nft_has_intercept_sets (const struct policy_plan *plan);
 
 /* The ruleset that replaces `table inet agentsbx` atomically (a leading add + delete, so loading
  * twice into one namespace - two containers of a pod - neither fails nor duplicates rules).

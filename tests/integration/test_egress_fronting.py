@@ -58,7 +58,9 @@ def fronting(rt, ebundle, lab, tmp_path, certs):
     os.makedirs(os.path.join(ebundle.rootfs, "etc", "ssl", "certs"), exist_ok=True)
     env = dict(os.environ, AGENTSBX_UPSTREAM_DNS=HOSTUP4)
 
-    def go(actions, rotate_after=None):
+    def go(actions, rotate_after=None, policy=None):
+        if policy is not None:
+            pol.write_text(json.dumps(policy))
         ebundle.args("/usr/bin/python3", "/egress/client.py", json.dumps(actions))
         out = {}
         t = threading.Thread(target=lambda: out.update(
@@ -192,3 +194,26 @@ def test_rotation_keeps_old_and_new_address_intercepted(fronting):
     relayed = [r.get("addr") for r in recs if r["event"] == "network" and r.get("host") == "api.test"
                and r["decision"] == "allowed"]
     assert UP4 in relayed and UP4B in relayed, relayed
+
+
+def test_allowed_cidr_holding_an_intercepted_address_is_refused(fronting):
+    """An allowedCidrs range is accepted without the SNI/Host check; one that holds api.test's
+    address (learnt by the monitor's own resolution at start, the container never asked) would
+    reach the API around its rules (a DELETE). That address is refused before the ranges
+    (policy/nft_ruleset.h POLICY_NFT_ICPT4); the same address through api.test's name still goes
+    through the relay and its rules."""
+    pol = json.loads(json.dumps(POLICY))
+    pol["network"]["allowedCidrs"] = [f"{UP4}/32:443"]
+    res, recs, api = fronting([
+        ["run", "/usr/bin/python3", "-c", "import time; time.sleep(2.5)"],  # the monitor's first answers
+        ["https_as", UP4, "api.test", req("DELETE", "/cidr-direct")],
+        ["https_as", UP4, "plain.test", req("DELETE", "/cidr-other")],
+        ["https", "api.test", CA, req("GET", "/via-relay")],
+        ["https", "api.test", CA, req("DELETE", "/via-relay-refused")],
+    ], policy=pol)
+    _, direct, other, via, refused_by_rule = res
+    assert refused(direct), direct
+    assert refused(other), other
+    assert via["status"] == "HTTP/1.1 200 OK", via
+    assert refused_by_rule["status"].startswith("HTTP/1.1 403"), refused_by_rule
+    assert [e["path"] for e in api] == ["/via-relay"], api
