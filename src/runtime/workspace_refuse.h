@@ -28,4 +28,27 @@ int ws_host_parent (int lowerfd, const char *rel, const char **base);
 /* st_ctim in nanoseconds (CLOCK_REALTIME, comparable with meta.json startedNs) */
 int64_t ws_ctime_ns (const struct stat *st);
 
+/* Which of git's ref files `path` (a walker path) is below a `.git` directory: HEAD, *_HEAD and
+ * every file under refs/ (WS_GIT_REF), packed-refs (WS_GIT_PACKED_REFS). */
+enum ws_git_ref
+{
+  WS_GIT_NOT_REF,
+  WS_GIT_REF,
+  WS_GIT_PACKED_REFS,
+};
+enum ws_git_ref ws_git_ref_kind (const char *path);
+
+/* Is buf[0..n) content apply may write for a ref file of this kind? WS_GIT_REF: exactly
+ * `ref: refs/NAME\n` (NAME as git check-ref-format accepts it) or 40 or 64 lowercase hex digits
+ * and a newline; WS_GIT_PACKED_REFS: lines `# ...`, `<hex> refs/NAME`, `^<hex>`, each ending in a
+ * newline. NULL when it is (always for WS_GIT_NOT_REF), else the reason (heap, caller frees). */
+char *ws_git_ref_invalid (enum ws_git_ref kind, const char *buf, size_t n);
+
+/* The most bytes a ref file of this kind may hold (4 KiB; packed-refs 64 MiB) */
+size_t ws_git_ref_max (enum ws_git_ref kind);
+
+/* Read all of fd (from its offset) into a NUL-terminated heap buffer (*buf, caller frees; *len
+ * bytes without the NUL). 0, or -1 with errno (EFBIG: more than max bytes). */
+int ws_read_small (int fd, size_t max, char **buf, size_t *len);
+
 #endif
