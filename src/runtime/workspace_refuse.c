@@ -610,7 +610,9 @@ ws_refusal (const struct ws_change *c, const struct ws_meta *m, int upperfd, int
     {
       /* the workspace's own top-level .git directory stays (its mode may change) */
       bool top_git = strcmp (c->path, ".git") == 0 && S_ISDIR (md) && c->has_old && S_ISDIR (c->old_mode);
-      if (!top_git)
+      /* a `.git` that is not a directory has its own reason below */
+      bool dot_git_file = strcmp (base_name (c->path), ".git") == 0 && !S_ISDIR (md);
+      if (!top_git && !dot_git_file)
         {
           cleanup_free char *e = ws_escape (base_name (c->path));
           return xasprintf ("an entry named `%s` outside `.git` (HEAD, commondir, gitdir, config.worktree, .git, in any "
