@@ -89,7 +89,8 @@ put_header (struct walk *w, struct archive_entry *e, const char *path, asbx_err_
   if (archive_write_header (w->gz, e) != ARCHIVE_OK)
     return ws_error_path (err, archive_errno (w->gz), "layer: entry `%s`: %s", path, archive_error_string (w->gz));
   if (archive_write_header (w->plain, e) != ARCHIVE_OK)
-    return ws_error_path (err, archive_errno (w->plain), "layer: entry `%s`: %s", path, archive_error_string (w->plain));
+    return ws_error_path (err, archive_errno (w->plain), "layer: entry `%s`: %s", path,
+                          archive_error_string (w->plain));
   return 0;
 }
 
@@ -99,7 +100,8 @@ put_data (struct walk *w, const void *buf, size_t n, const char *path, asbx_err_
   if (archive_write_data (w->gz, buf, n) != (la_ssize_t) n)
     return ws_error_path (err, archive_errno (w->gz), "layer: entry `%s`: %s", path, archive_error_string (w->gz));
   if (archive_write_data (w->plain, buf, n) != (la_ssize_t) n)
-    return ws_error_path (err, archive_errno (w->plain), "layer: entry `%s`: %s", path, archive_error_string (w->plain));
+    return ws_error_path (err, archive_errno (w->plain), "layer: entry `%s`: %s", path,
+                          archive_error_string (w->plain));
   return 0;
 }
 

@@ -49,7 +49,7 @@ char *ws_escape (const char *s);
  * shows (outside attack 06: ESC sequences in a file name). fmt's first conversion takes it.
  * Evaluates errnum before the escaping; returns what asbx_error returns (-1). */
 #define ws_error_path(err, errnum, fmt, path, ...)                                                                     \
-  __extension__ ({                                                                                                     \
+  __extension__({                                                                                                      \
     int ws_en_ = (errnum);                                                                                             \
     char *ws_ep_ = ws_escape (path);                                                                                   \
     int ws_r_ = asbx_error (err, ws_en_, fmt, ws_ep_, ##__VA_ARGS__);                                                  \

@@ -35,9 +35,9 @@ static const char *const git_data_dirs[] = { "objects", "refs", "logs" };
  * the next `git checkout -- .`: `.git/hooks/post-checkout`, `sub/../../x`; the reviewer runs
  * `git reset` after applying, and git rebuilds it from the applied commit, checking every path),
  * FETCH_HEAD (free text after the hash; the reviewer does not need the agent's fetch state). */
-static const char *const git_data_files[] = { "HEAD",           "ORIG_HEAD",  "MERGE_HEAD",     "MERGE_MSG",
-                                              "MERGE_MODE",     "CHERRY_PICK_HEAD", "REVERT_HEAD", "COMMIT_EDITMSG",
-                                              "packed-refs",    "shallow" };
+static const char *const git_data_files[] = { "HEAD",        "ORIG_HEAD",        "MERGE_HEAD",  "MERGE_MSG",
+                                              "MERGE_MODE",  "CHERRY_PICK_HEAD", "REVERT_HEAD", "COMMIT_EDITMSG",
+                                              "packed-refs", "shallow" };
 
 #define GIT_RULE                                                                                                       \
   "below a `.git` directory only git's data is written: objects/ (not objects/info/), refs/, logs/, HEAD, "            \
@@ -65,6 +65,8 @@ git_marker (const char *name)
 static bool
 below_dot_git (const char *path)
 {
+  if (!path)
+    return false;
   for (const char *p = path;;)
     {
       if (strncmp (p, ".git/", 5) == 0)
@@ -100,6 +102,8 @@ git_data (const char *rest, bool is_dir)
 enum ws_git_ref
 ws_git_ref_kind (const char *path)
 {
+  if (!path)
+    return WS_GIT_NOT_REF;
   for (const char *p = path;;)
     {
       if (strncmp (p, ".git/", 5) == 0)
@@ -583,6 +587,8 @@ ws_refusal (const struct ws_change *c, const struct ws_meta *m, int upperfd, int
   const char *paths[2] = { c->path, c->op == WS_RENAMED ? c->old_path : NULL };
   mode_t md = c->mode;
   *conflict = false;
+  if (!c->path)
+    return xstrdup ("a change without a path"); /* never made by ws_walk */
 
   for (size_t k = 0; k < 2 && paths[k]; k++)
     {
@@ -615,9 +621,10 @@ ws_refusal (const struct ws_change *c, const struct ws_meta *m, int upperfd, int
       if (!top_git && !dot_git_file)
         {
           cleanup_free char *e = ws_escape (base_name (c->path));
-          return xasprintf ("an entry named `%s` outside `.git` (HEAD, commondir, gitdir, config.worktree, .git, in any "
-                            "case): git would take its directory for a repository with the agent's config and hooks",
-                            e);
+          return xasprintf (
+              "an entry named `%s` outside `.git` (HEAD, commondir, gitdir, config.worktree, .git, in any "
+              "case): git would take its directory for a repository with the agent's config and hooks",
+              e);
         }
     }
   if (c->op != WS_DELETED && S_ISLNK (md) && c->target)

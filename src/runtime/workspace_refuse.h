@@ -15,9 +15,12 @@
  * upper, `upperfd`, or of the host) on its way, or ends at a host symlink the upper keeps; hard links (nlink > 1);
  * device nodes, fifos, sockets; setuid/setgid/sticky and world-writable modes; below a ".git" directory at any depth
  * anything but git's data (the allow list in workspace_refuse.c), a .git that is not a directory, meta.json "protect"
- * paths; conflicts: the host path's ctime later than m->started_ns, a path that appeared or vanished since, a symlink
- * on the host path. `lowerfd` is the host workspace. *conflict is set for the conflicts (shown like a merge conflict by
- * the caller). Returns the reason, a heap string (caller frees). */
+ * paths; outside any ".git" directory an entry named HEAD, commondir, gitdir, config.worktree or .git (any case; the
+ * existing top-level .git directory excepted) or a symlink whose target ends in one; below ".git" a HEAD, *_HEAD, refs/
+ * file or packed-refs whose content (read from `upperfd`) is not a ref git accepts (ws_git_ref_invalid); conflicts: the
+ * host path's ctime later than m->started_ns, a path that appeared or vanished since, a symlink on the host path.
+ * `lowerfd` is the host workspace. *conflict is set for the conflicts (shown like a merge conflict by the caller).
+ * Returns the reason, a heap string (caller frees). */
 char *ws_refusal (const struct ws_change *c, const struct ws_meta *m, int upperfd, int lowerfd, bool *conflict);
 
 /* Open the host directory holding `rel` (a walker path) from the host workspace's fd, as
