@@ -1016,7 +1016,7 @@ BAD_REFS = {
     ".git/HEAD": [b"ref: heads/main\n", b"ref: refs/heads/main", b"ref: refs/heads/../x\n",
                   b"ref: refs/heads/a b\n", b"ref: refs/heads/x.lock\n", b"A" * 40 + b"\n",
                   b"ref: refs/heads/main\n[core]\n"],
-    ".git/refs/heads/x": [b"0" * 39 + b"\n", b"ref: refs/heads/.hidden\n", b"0" * 40 + b"\n0" * 40],
+    ".git/refs/heads/x": [b"0" * 39 + b"\n", b"ref: refs/heads/.hidden\n", b"0" * 40 + b"\n" + b"1" * 40 + b"\n"],
     ".git/ORIG_HEAD": [b"gitdir: /x\n"],
     ".git/packed-refs": [b"0" * 40 + b" refs/heads/a\n[core]\n", b"0" * 40 + b" heads/a\n"],
 }
