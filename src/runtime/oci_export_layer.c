@@ -26,6 +26,7 @@
 #include "core/util.h"
 #include "runtime/oci_export.h"
 #include "runtime/oci_image.h"
+#include "runtime/workspace_diff.h"
 
 struct sink
 {
@@ -86,9 +87,10 @@ static int
 put_header (struct walk *w, struct archive_entry *e, const char *path, asbx_err_t *err)
 {
   if (archive_write_header (w->gz, e) != ARCHIVE_OK)
-    return asbx_error (err, archive_errno (w->gz), "layer: entry `%s`: %s", path, archive_error_string (w->gz));
+    return ws_error_path (err, archive_errno (w->gz), "layer: entry `%s`: %s", path, archive_error_string (w->gz));
   if (archive_write_header (w->plain, e) != ARCHIVE_OK)
-    return asbx_error (err, archive_errno (w->plain), "layer: entry `%s`: %s", path, archive_error_string (w->plain));
+    return ws_error_path (err, archive_errno (w->plain), "layer: entry `%s`: %s", path,
+                          archive_error_string (w->plain));
   return 0;
 }
 
@@ -96,9 +98,10 @@ static int
 put_data (struct walk *w, const void *buf, size_t n, const char *path, asbx_err_t *err)
 {
   if (archive_write_data (w->gz, buf, n) != (la_ssize_t) n)
-    return asbx_error (err, archive_errno (w->gz), "layer: entry `%s`: %s", path, archive_error_string (w->gz));
+    return ws_error_path (err, archive_errno (w->gz), "layer: entry `%s`: %s", path, archive_error_string (w->gz));
   if (archive_write_data (w->plain, buf, n) != (la_ssize_t) n)
-    return asbx_error (err, archive_errno (w->plain), "layer: entry `%s`: %s", path, archive_error_string (w->plain));
+    return ws_error_path (err, archive_errno (w->plain), "layer: entry `%s`: %s", path,
+                          archive_error_string (w->plain));
   return 0;
 }
 
@@ -156,14 +159,14 @@ put_file (struct walk *w, int fd, const char *path, const struct stat *st, asbx_
       if (n < 0 && errno == EINTR)
         continue;
       if (n < 0)
-        return asbx_error (err, errno, "layer: read `%s`", path);
+        return ws_error_path (err, errno, "layer: read `%s`", path);
       if (n > left) /* grew since the stat: the header said st_size */
         n = (ssize_t) left;
       ret = put_data (w, buf, (size_t) n, path, err);
       left -= n;
     }
   if (ret == 0 && left > 0)
-    return asbx_error (err, 0, "layer: `%s` shrank while it was read (%lld bytes missing)", path, (long long) left);
+    return ws_error_path (err, 0, "layer: `%s` shrank while it was read (%lld bytes missing)", path, (long long) left);
   return ret;
 }
 
@@ -187,7 +190,7 @@ list_dir (int dfd, size_t *n, const char *path, asbx_err_t *err)
     {
       if (fd >= 0)
         close (fd);
-      asbx_error (err, errno, "layer: read the directory `%s`", *path ? path : "/");
+      ws_error_path (err, errno, "layer: read the directory `%s`", *path ? path : "/");
       return NULL;
     }
   while ((de = readdir (d)) != NULL)
@@ -215,7 +218,7 @@ walk_entry (struct walk *w, int dfd, const char *name, const char *rel, const ch
   struct stat st;
 
   if (fstatat (dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-    return asbx_error (err, errno, "layer: stat `%s`", path);
+    return ws_error_path (err, errno, "layer: stat `%s`", path);
   if (S_ISCHR (st.st_mode) && st.st_rdev == makedev (0, 0))
     {
       w->out->whiteouts++;
@@ -232,7 +235,7 @@ walk_entry (struct walk *w, int dfd, const char *name, const char *rel, const ch
     {
       cleanup_close int fd = openat (dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (fd < 0)
-        return asbx_error (err, errno, "layer: open the directory `%s`", path);
+        return ws_error_path (err, errno, "layer: open the directory `%s`", path);
       struct archive_entry *e = entry_for (tpath, &st);
       int ret = put_header (w, e, tpath, err);
       archive_entry_free (e);
@@ -252,7 +255,7 @@ walk_entry (struct walk *w, int dfd, const char *name, const char *rel, const ch
       char target[4096];
       ssize_t n = readlinkat (dfd, name, target, sizeof target - 1);
       if (n < 0)
-        return asbx_error (err, errno, "layer: readlink `%s`", path);
+        return ws_error_path (err, errno, "layer: readlink `%s`", path);
       target[n] = '\0';
       struct archive_entry *e = entry_for (tpath, &st);
       archive_entry_set_symlink (e, target);
@@ -278,9 +281,9 @@ walk_entry (struct walk *w, int dfd, const char *name, const char *rel, const ch
   cleanup_close int fd = openat (dfd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
   struct stat fst;
   if (fd < 0 || fstat (fd, &fst) < 0)
-    return asbx_error (err, errno, "layer: open `%s`", path);
+    return ws_error_path (err, errno, "layer: open `%s`", path);
   if (!S_ISREG (fst.st_mode) || fst.st_ino != st.st_ino)
-    return asbx_error (err, EAGAIN, "layer: `%s` changed while the upper was read", path);
+    return ws_error_path (err, EAGAIN, "layer: `%s` changed while the upper was read", path);
   if (fst.st_size == 0 && has_xattr (fd, w->ns, "whiteout", NULL))
     {
       w->out->whiteouts++;

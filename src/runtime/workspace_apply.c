@@ -137,6 +137,35 @@ copy_data (int src, int dst)
     }
 }
 
+/* Copy a ref file (ws_git_ref_kind) of the upper into dst: read once into memory, validated
+ * (ws_git_ref_invalid), and those very bytes written, so what reaches the host is what was
+ * checked even when the agent still runs (apply --running). -1 with errno (EINVAL: not a ref). */
+static int
+copy_ref (int src, int dst, const char *path)
+{
+  enum ws_git_ref kind = ws_git_ref_kind (path);
+  cleanup_free char *buf = NULL;
+  size_t n, off = 0;
+  if (ws_read_small (src, ws_git_ref_max (kind), &buf, &n) < 0)
+    return -1;
+  cleanup_free char *why = ws_git_ref_invalid (kind, buf, n);
+  if (why)
+    {
+      errno = EINVAL;
+      return -1;
+    }
+  while (off < n)
+    {
+      ssize_t w = write (dst, buf + off, n - off);
+      if (w < 0 && errno == EINTR)
+        continue;
+      if (w < 0)
+        return -1;
+      off += (size_t) w;
+    }
+  return 0;
+}
+
 /* A fresh named temporary in the parent (O_EXCL, never followed) */
 static int
 named_tmp (struct apply *a, int parent, char *name, size_t len)
@@ -200,8 +229,8 @@ stage_file (struct apply *a, size_t idx, const struct ws_change *c)
   int fd = openat (parent, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
   if (fd < 0 && (fd = named_tmp (a, parent, b->tmp, sizeof b->tmp)) < 0)
     return -1;
-  if (copy_data (src, fd) < 0 || fchown (fd, a->uid, a->gid) < 0 || fchmod (fd, c->mode & 0777) < 0
-      || fstat (fd, &st) < 0)
+  if ((ws_git_ref_kind (c->path) != WS_GIT_NOT_REF ? copy_ref (src, fd, c->path) : copy_data (src, fd)) < 0
+      || fchown (fd, a->uid, a->gid) < 0 || fchmod (fd, c->mode & 0777) < 0 || fstat (fd, &st) < 0)
     {
       int e = errno;
       if (b->tmp[0])

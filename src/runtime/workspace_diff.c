@@ -378,7 +378,7 @@ print_content (FILE *out, const struct ws_change *c, const struct ws_view *ov, c
   if (new_reg && c->op != WS_DELETED)
     nfd = ws_open_rel (c->new_up ? nv->upper : nv->lower, c->path);
   if ((old_reg && ofd < 0) || (new_reg && c->op != WS_DELETED && nfd < 0))
-    return asbx_error (err, errno, "workspace `%s`: open to diff", c->path);
+    return ws_error_path (err, errno, "workspace `%s`: open to diff", c->path);
   if (!ws_is_text (ofd) || !ws_is_text (nfd))
     {
       if (c->has_old && c->op != WS_ADDED)

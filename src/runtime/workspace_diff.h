@@ -44,6 +44,19 @@ int ws_unified_diff (FILE *out, int old_fd, int new_fd, const char *old_label, c
  * escapes, so an agent's file name cannot drive the terminal. Heap string. */
 char *ws_escape (const char *s);
 
+/* asbx_error (err, errnum, fmt, ESCAPED, ...) where ESCAPED is ws_escape (path): a path from a
+ * workspace (agent-chosen bytes) is never written raw into an error the reviewer's terminal
+ * shows (outside attack 06: ESC sequences in a file name). fmt's first conversion takes it.
+ * Evaluates errnum before the escaping; returns what asbx_error returns (-1). */
+#define ws_error_path(err, errnum, fmt, path, ...)                                                                     \
+  __extension__({                                                                                                      \
+    int ws_en_ = (errnum);                                                                                             \
+    char *ws_ep_ = ws_escape (path);                                                                                   \
+    int ws_r_ = asbx_error (err, ws_en_, fmt, ws_ep_, ##__VA_ARGS__);                                                  \
+    free (ws_ep_);                                                                                                     \
+    ws_r_;                                                                                                             \
+  })
+
 /* A JSON text with DEL and the C1 controls (UTF-8 C2 80..C2 9F) written as \u007f and \u0080..
  * \u009f: the same JSON value (those bytes only occur inside strings), and nothing a terminal
  * acts on (yajl already escapes C0 as \u00XX). Heap string. */

@@ -18,6 +18,7 @@
 #include "core/util.h"
 #include "libocispec/oci_json.h"
 #include "runtime/state.h"
+#include "runtime/workspace_diff.h"
 #include "runtime/workspace_layout.h"
 
 int
@@ -145,12 +146,12 @@ remove_children (int dfd, const char *where, unsigned depth, asbx_err_t *err)
   int r = 0;
 
   if (depth > 4096)
-    return asbx_error (err, ELOOP, "remove `%s`: deeper than 4096 directories", where);
+    return ws_error_path (err, ELOOP, "remove `%s`: deeper than 4096 directories", where);
   d = fdopendir (dfd);
   if (d == NULL)
     {
       close (dfd);
-      return asbx_error (err, errno, "remove `%s`: read directory", where);
+      return ws_error_path (err, errno, "remove `%s`: read directory", where);
     }
   while (r == 0 && (errno = 0, de = readdir (d)) != NULL)
     {
@@ -160,7 +161,9 @@ remove_children (int dfd, const char *where, unsigned depth, asbx_err_t *err)
         continue;
       if (errno != EISDIR && errno != EPERM)
         {
-          r = asbx_error (err, errno, "remove `%s/%s`", where, de->d_name);
+          int en = errno;
+          cleanup_free char *p = xasprintf ("%s/%s", where, de->d_name);
+          r = ws_error_path (err, en, "remove `%s`", p);
           break;
         }
       int sub = openat (dirfd (d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -169,13 +172,15 @@ remove_children (int dfd, const char *where, unsigned depth, asbx_err_t *err)
         sub = openat (dirfd (d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (sub < 0)
         {
-          r = asbx_error (err, errno, "remove `%s/%s`", where, de->d_name);
+          int en = errno;
+          cleanup_free char *p = xasprintf ("%s/%s", where, de->d_name);
+          r = ws_error_path (err, en, "remove `%s`", p);
           break;
         }
       cleanup_free char *w = xasprintf ("%s/%s", where, de->d_name);
       r = remove_children (sub, w, depth + 1, err);
       if (r == 0 && unlinkat (dirfd (d), de->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-        r = asbx_error (err, errno, "remove `%s`", w);
+        r = ws_error_path (err, errno, "remove `%s`", w);
     }
   closedir (d);
   return r;

@@ -7,6 +7,7 @@
 #include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,13 +31,52 @@
  * neither a regular file nor a directory, is refused. A submodule's git directory (modules/)
  * is refused as a whole: where in modules/a/b/... a git directory starts is ambiguous. */
 static const char *const git_data_dirs[] = { "objects", "refs", "logs" };
-static const char *const git_data_files[] = { "index",       "HEAD",           "ORIG_HEAD",   "FETCH_HEAD",
-                                              "MERGE_HEAD",  "MERGE_MSG",      "MERGE_MODE",  "CHERRY_PICK_HEAD",
-                                              "REVERT_HEAD", "COMMIT_EDITMSG", "packed-refs", "shallow" };
+/* Not on the list (outside attack 06): `index` (a list of paths git writes into the worktree at
+ * the next `git checkout -- .`: `.git/hooks/post-checkout`, `sub/../../x`; the reviewer runs
+ * `git reset` after applying, and git rebuilds it from the applied commit, checking every path),
+ * FETCH_HEAD (free text after the hash; the reviewer does not need the agent's fetch state). */
+static const char *const git_data_files[] = { "HEAD",        "ORIG_HEAD",        "MERGE_HEAD",  "MERGE_MSG",
+                                              "MERGE_MODE",  "CHERRY_PICK_HEAD", "REVERT_HEAD", "COMMIT_EDITMSG",
+                                              "packed-refs", "shallow" };
 
 #define GIT_RULE                                                                                                       \
-  "below a `.git` directory only git's data is written: objects/ (not objects/info/), refs/, logs/, index, HEAD, "     \
-  "*_HEAD, MERGE_MSG, MERGE_MODE, COMMIT_EDITMSG, packed-refs, shallow"
+  "below a `.git` directory only git's data is written: objects/ (not objects/info/), refs/, logs/, HEAD, "            \
+  "ORIG_HEAD, MERGE_HEAD, CHERRY_PICK_HEAD, REVERT_HEAD, MERGE_MSG, MERGE_MODE, COMMIT_EDITMSG, packed-refs, shallow " \
+  "(never index: run `git reset` after applying)"
+
+/* The names git takes for a repository's own files when it looks at a directory (setup.c
+ * is_git_directory: a valid HEAD; read_gitfile: a `.git` file; commondir, gitdir and
+ * config.worktree redirect or configure it). Outside a `.git` directory an agent-written entry
+ * with one of these names is refused (ws_refusal): with no agent-written HEAD there, no
+ * directory can become a repository, whatever the upper holds at any moment. Compared
+ * case-insensitively: the reviewer's checkout may live on a case-insensitive file system. */
+static const char *const git_markers[] = { "HEAD", "commondir", "gitdir", "config.worktree", ".git" };
+
+static bool
+git_marker (const char *name)
+{
+  for (size_t i = 0; i < sizeof git_markers / sizeof *git_markers; i++)
+    if (strcasecmp (name, git_markers[i]) == 0)
+      return true;
+  return false;
+}
+
+/* Is path below a component named exactly ".git" (git_refused's rules apply there)? */
+static bool
+below_dot_git (const char *path)
+{
+  if (!path)
+    return false;
+  for (const char *p = path;;)
+    {
+      if (strncmp (p, ".git/", 5) == 0)
+        return true;
+      const char *slash = strchr (p, '/');
+      if (!slash)
+        return false;
+      p = slash + 1;
+    }
+}
 
 /* Is rest (what follows "/.git/" or ".git/") git's data by the allow list above? is_dir: the
  * entry is a directory (a data directory itself or one below it) */
@@ -57,6 +97,181 @@ git_data (const char *rest, bool is_dir)
     if (strcmp (rest, git_data_files[i]) == 0)
       return true;
   return false;
+}
+
+enum ws_git_ref
+ws_git_ref_kind (const char *path)
+{
+  if (!path)
+    return WS_GIT_NOT_REF;
+  for (const char *p = path;;)
+    {
+      if (strncmp (p, ".git/", 5) == 0)
+        {
+          const char *rest = p + 5;
+          size_t l = strlen (rest);
+          if (strncmp (rest, "refs/", 5) == 0)
+            return WS_GIT_REF;
+          if (!strchr (rest, '/') && (strcmp (rest, "HEAD") == 0 || (l > 5 && strcmp (rest + l - 5, "_HEAD") == 0)))
+            return WS_GIT_REF;
+          if (strcmp (rest, "packed-refs") == 0)
+            return WS_GIT_PACKED_REFS;
+        }
+      const char *slash = strchr (p, '/');
+      if (!slash)
+        return WS_GIT_NOT_REF;
+      p = slash + 1;
+    }
+}
+
+/* Is name[0..n) a full ref name git's check-ref-format accepts (refs.c check_refname_component):
+ * components not empty, not starting with '.', not ending with ".lock"; no "..", no "@{", no
+ * control byte, space, DEL, ~ ^ : ? * [ \; not ending with '.' or '/' */
+static bool
+refname_ok (const char *name, size_t n)
+{
+  size_t comp = 0; /* length of the current component */
+  if (n == 0 || name[n - 1] == '.' || name[n - 1] == '/' || (n == 1 && name[0] == '@'))
+    return false;
+  for (size_t i = 0; i < n; i++)
+    {
+      unsigned char ch = (unsigned char) name[i];
+      if (ch < 0x20 || ch == 0x7f || strchr (" ~^:?*[\\", ch))
+        return false;
+      if (ch == '.' && (comp == 0 || (i > 0 && name[i - 1] == '.')))
+        return false;
+      if (ch == '{' && i > 0 && name[i - 1] == '@')
+        return false;
+      if (ch == '/')
+        {
+          if (comp == 0 || (comp >= 5 && strncmp (name + i - 5, ".lock", 5) == 0))
+            return false;
+          comp = 0;
+          continue;
+        }
+      comp++;
+    }
+  return !(comp >= 5 && strncmp (name + n - 5, ".lock", 5) == 0);
+}
+
+/* Are b[0..n) lowercase hex digits, 40 (SHA-1) or 64 (SHA-256) of them? */
+static bool
+hex_oid (const char *b, size_t n)
+{
+  if (n != 40 && n != 64)
+    return false;
+  for (size_t i = 0; i < n; i++)
+    if (!((b[i] >= '0' && b[i] <= '9') || (b[i] >= 'a' && b[i] <= 'f')))
+      return false;
+  return true;
+}
+
+/* One ref file's line (without its newline): `ref: refs/NAME` or an object id */
+static bool
+ref_line_ok (const char *b, size_t n)
+{
+  if (n > 10 && strncmp (b, "ref: refs/", 10) == 0)
+    return refname_ok (b + 5, n - 5);
+  return hex_oid (b, n);
+}
+
+char *
+ws_git_ref_invalid (enum ws_git_ref kind, const char *buf, size_t n)
+{
+  if (kind == WS_GIT_NOT_REF)
+    return NULL;
+  if (kind == WS_GIT_REF)
+    {
+      if (n == 0 || buf[n - 1] != '\n' || memchr (buf, '\n', n - 1) || !ref_line_ok (buf, n - 1))
+        return xstrdup ("its content is not a ref git accepts (`ref: refs/NAME` or a 40 or 64 digit lowercase hex "
+                        "object id, and a newline)");
+      return NULL;
+    }
+  if (n && buf[n - 1] != '\n')
+    return xstrdup ("packed-refs: its last line has no newline");
+  size_t lineno = 0;
+  for (size_t i = 0; i < n; lineno++)
+    {
+      const char *l = buf + i, *e = memchr (l, '\n', n - i);
+      size_t len = (size_t) (e - l);
+      const char *sp = memchr (l, ' ', len);
+      i += len + 1;
+      if (len && l[0] == '#' && !memchr (l, '\0', len))
+        continue;
+      if (len && l[0] == '^' && hex_oid (l + 1, len - 1))
+        continue;
+      if (sp && hex_oid (l, (size_t) (sp - l)) && (size_t) (l + len - sp) > 6 && strncmp (sp + 1, "refs/", 5) == 0
+          && refname_ok (sp + 1, (size_t) (l + len - sp - 1)))
+        continue;
+      return xasprintf ("packed-refs line %zu is none of `# comment`, `<hex> refs/NAME`, `^<hex>`", lineno + 1);
+    }
+  return NULL;
+}
+
+int
+ws_read_small (int fd, size_t max, char **buf, size_t *len)
+{
+  size_t cap = 4096, n = 0;
+  char *b = xmalloc (cap + 1);
+  for (;;)
+    {
+      if (n == cap)
+        {
+          if (cap > max)
+            {
+              free (b);
+              errno = EFBIG;
+              return -1;
+            }
+          cap *= 2;
+          b = xrealloc (b, cap + 1);
+        }
+      ssize_t r = read (fd, b + n, cap - n);
+      if (r < 0 && errno == EINTR)
+        continue;
+      if (r < 0)
+        {
+          int e = errno;
+          free (b);
+          errno = e;
+          return -1;
+        }
+      if (r == 0)
+        break;
+      n += (size_t) r;
+    }
+  if (n > max)
+    {
+      free (b);
+      errno = EFBIG;
+      return -1;
+    }
+  b[n] = '\0';
+  *buf = b;
+  *len = n;
+  return 0;
+}
+
+size_t
+ws_git_ref_max (enum ws_git_ref kind)
+{
+  return kind == WS_GIT_PACKED_REFS ? (size_t) 64 << 20 : 4096;
+}
+
+/* The content rule for a ref file change (ws_git_ref_kind), read from the upper: NULL or a heap
+ * reason. apply validates again the bytes it copies (stage_file): this is the early report. */
+static char *
+ref_content_refused (const struct ws_change *c, int upperfd)
+{
+  enum ws_git_ref kind = ws_git_ref_kind (c->path);
+  cleanup_free char *buf = NULL;
+  size_t n;
+  if (kind == WS_GIT_NOT_REF)
+    return NULL;
+  cleanup_close int fd = ws_open_rel (upperfd, c->path);
+  if (fd < 0 || ws_read_small (fd, ws_git_ref_max (kind), &buf, &n) < 0)
+    return xasprintf ("cannot read it to check it is a ref: %s", strerror (errno));
+  return ws_git_ref_invalid (kind, buf, n);
 }
 
 /* Is path below a component named ".git" and not git's data (git_data)? mode: the entry's type
@@ -359,7 +574,7 @@ gitdir_refused (const char *path, mode_t mode, int upperfd, int lowerfd)
           if ((mode && !S_ISDIR (mode) && !S_ISREG (mode))
               || (!git_data (rest, is_dir) && !(mode == 0 && git_data (rest, true))))
             return xasprintf ("it lies in `%s`, a git repository (HEAD, objects/, refs/): %s", e,
-                              "only git's data is written there (objects/, refs/, logs/, index, HEAD...)");
+                              "only git's data is written there (objects/, refs/, logs/, HEAD...)");
         }
       if (cut == dir)
         return NULL;
@@ -372,6 +587,8 @@ ws_refusal (const struct ws_change *c, const struct ws_meta *m, int upperfd, int
   const char *paths[2] = { c->path, c->op == WS_RENAMED ? c->old_path : NULL };
   mode_t md = c->mode;
   *conflict = false;
+  if (!c->path)
+    return xstrdup ("a change without a path"); /* never made by ws_walk */
 
   for (size_t k = 0; k < 2 && paths[k]; k++)
     {
@@ -394,6 +611,40 @@ ws_refusal (const struct ws_change *c, const struct ws_meta *m, int upperfd, int
             cleanup_free char *ep = ws_escape (m->protect[i]);
             return xasprintf ("`%s` is under the protected path `%s` (meta.json \"protect\")", e, ep);
           }
+    }
+  if (c->op != WS_DELETED && !below_dot_git (c->path) && git_marker (base_name (c->path)))
+    {
+      /* the workspace's own top-level .git directory stays (its mode may change) */
+      bool top_git = strcmp (c->path, ".git") == 0 && S_ISDIR (md) && c->has_old && S_ISDIR (c->old_mode);
+      /* a `.git` that is not a directory has its own reason below */
+      bool dot_git_file = strcmp (base_name (c->path), ".git") == 0 && !S_ISDIR (md);
+      if (!top_git && !dot_git_file)
+        {
+          cleanup_free char *e = ws_escape (base_name (c->path));
+          return xasprintf (
+              "an entry named `%s` outside `.git` (HEAD, commondir, gitdir, config.worktree, .git, in any "
+              "case): git would take its directory for a repository with the agent's config and hooks",
+              e);
+        }
+    }
+  if (c->op != WS_DELETED && S_ISLNK (md) && c->target)
+    {
+      cleanup_free char *t = xstrdup (c->target);
+      for (size_t l = strlen (t); l > 1 && t[l - 1] == '/'; l--)
+        t[l - 1] = '\0';
+      if (git_marker (base_name (t)))
+        {
+          cleanup_free char *et = ws_escape (c->target);
+          return xasprintf ("a symlink whose target `%s` ends in a git repository marker (HEAD, commondir, gitdir, "
+                            "config.worktree, .git)",
+                            et);
+        }
+    }
+  if (c->op != WS_DELETED && c->op != WS_MODE && S_ISREG (md))
+    {
+      char *why = ref_content_refused (c, upperfd);
+      if (why)
+        return why;
     }
   if (c->op != WS_DELETED)
     {

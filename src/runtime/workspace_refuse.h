@@ -15,9 +15,12 @@
  * upper, `upperfd`, or of the host) on its way, or ends at a host symlink the upper keeps; hard links (nlink > 1);
  * device nodes, fifos, sockets; setuid/setgid/sticky and world-writable modes; below a ".git" directory at any depth
  * anything but git's data (the allow list in workspace_refuse.c), a .git that is not a directory, meta.json "protect"
- * paths; conflicts: the host path's ctime later than m->started_ns, a path that appeared or vanished since, a symlink
- * on the host path. `lowerfd` is the host workspace. *conflict is set for the conflicts (shown like a merge conflict by
- * the caller). Returns the reason, a heap string (caller frees). */
+ * paths; outside any ".git" directory an entry named HEAD, commondir, gitdir, config.worktree or .git (any case; the
+ * existing top-level .git directory excepted) or a symlink whose target ends in one; below ".git" a HEAD, *_HEAD, refs/
+ * file or packed-refs whose content (read from `upperfd`) is not a ref git accepts (ws_git_ref_invalid); conflicts: the
+ * host path's ctime later than m->started_ns, a path that appeared or vanished since, a symlink on the host path.
+ * `lowerfd` is the host workspace. *conflict is set for the conflicts (shown like a merge conflict by the caller).
+ * Returns the reason, a heap string (caller frees). */
 char *ws_refusal (const struct ws_change *c, const struct ws_meta *m, int upperfd, int lowerfd, bool *conflict);
 
 /* Open the host directory holding `rel` (a walker path) from the host workspace's fd, as
@@ -27,5 +30,28 @@ int ws_host_parent (int lowerfd, const char *rel, const char **base);
 
 /* st_ctim in nanoseconds (CLOCK_REALTIME, comparable with meta.json startedNs) */
 int64_t ws_ctime_ns (const struct stat *st);
+
+/* Which of git's ref files `path` (a walker path) is below a `.git` directory: HEAD, *_HEAD and
+ * every file under refs/ (WS_GIT_REF), packed-refs (WS_GIT_PACKED_REFS). */
+enum ws_git_ref
+{
+  WS_GIT_NOT_REF,
+  WS_GIT_REF,
+  WS_GIT_PACKED_REFS,
+};
+enum ws_git_ref ws_git_ref_kind (const char *path);
+
+/* Is buf[0..n) content apply may write for a ref file of this kind? WS_GIT_REF: exactly
+ * `ref: refs/NAME\n` (NAME as git check-ref-format accepts it) or 40 or 64 lowercase hex digits
+ * and a newline; WS_GIT_PACKED_REFS: lines `# ...`, `<hex> refs/NAME`, `^<hex>`, each ending in a
+ * newline. NULL when it is (always for WS_GIT_NOT_REF), else the reason (heap, caller frees). */
+char *ws_git_ref_invalid (enum ws_git_ref kind, const char *buf, size_t n);
+
+/* The most bytes a ref file of this kind may hold (4 KiB; packed-refs 64 MiB) */
+size_t ws_git_ref_max (enum ws_git_ref kind);
+
+/* Read all of fd (from its offset) into a NUL-terminated heap buffer (*buf, caller frees; *len
+ * bytes without the NUL). 0, or -1 with errno (EFBIG: more than max bytes). */
+int ws_read_small (int fd, size_t max, char **buf, size_t *len);
 
 #endif

@@ -14,6 +14,7 @@
 #include "core/cleanup.h"
 #include "core/json.h"
 #include "core/util.h"
+#include "runtime/workspace_diff.h"
 #include "runtime/workspace_layout.h"
 #include "runtime/workspace_snap.h"
 
@@ -40,23 +41,33 @@ copy_xattrs (int sdir, const char *sname, int ddir, const char *dname, const cha
   if (n < 0 && (errno == ENOTSUP || errno == EOPNOTSUPP))
     return 0;
   if (n < 0)
-    return asbx_error (err, errno, "snapshot: list the xattrs of `%s`", where);
+    return ws_error_path (err, errno, "snapshot: list the xattrs of `%s`", where);
   if (n == 0)
     return 0;
   list = xmalloc ((size_t) n);
   n = llistxattr (sp, list, (size_t) n);
   if (n < 0)
-    return asbx_error (err, errno, "snapshot: list the xattrs of `%s`", where);
+    return ws_error_path (err, errno, "snapshot: list the xattrs of `%s`", where);
   for (char *k = list; k < list + n; k += strlen (k) + 1)
     {
       ssize_t vn = lgetxattr (sp, k, NULL, 0);
       if (vn < 0)
-        return asbx_error (err, errno, "snapshot: read xattr %s of `%s`", k, where);
+        {
+          int en = errno;
+          cleanup_free char *ek = ws_escape (k);
+          cleanup_free char *ew = ws_escape (where);
+          return asbx_error (err, en, "snapshot: read xattr `%s` of `%s`", ek, ew);
+        }
       free (val);
       val = xmalloc ((size_t) vn + 1);
       vn = lgetxattr (sp, k, val, (size_t) vn);
       if (vn < 0 || lsetxattr (dp, k, val, (size_t) vn, 0) < 0)
-        return asbx_error (err, errno, "snapshot: copy xattr %s of `%s`", k, where);
+        {
+          int en = errno;
+          cleanup_free char *ek = ws_escape (k);
+          cleanup_free char *ew = ws_escape (where);
+          return asbx_error (err, en, "snapshot: copy xattr `%s` of `%s`", ek, ew);
+        }
     }
   return 0;
 }
@@ -68,10 +79,10 @@ copy_file (int sdir, int ddir, const char *name, const struct stat *st, const ch
   cleanup_close int out = -1;
 
   if (in < 0)
-    return asbx_error (c->err, errno, "snapshot: open `%s`", where);
+    return ws_error_path (c->err, errno, "snapshot: open `%s`", where);
   out = openat (ddir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (out < 0)
-    return asbx_error (c->err, errno, "snapshot: create `%s`", where);
+    return ws_error_path (c->err, errno, "snapshot: create `%s`", where);
   for (off_t left = st->st_size; left > 0;)
     {
       ssize_t n = copy_file_range (in, NULL, out, NULL, (size_t) left, 0);
@@ -84,7 +95,7 @@ copy_file (int sdir, int ddir, const char *name, const struct stat *st, const ch
             n = -1;
         }
       if (n < 0)
-        return asbx_error (c->err, errno, "snapshot: copy `%s`", where);
+        return ws_error_path (c->err, errno, "snapshot: copy `%s`", where);
       if (n == 0)
         break; /* shrank while copied (a running container's write): what is there */
       left -= n;
@@ -104,17 +115,17 @@ copy_entry (int sdir, int ddir, const char *name, const char *where, unsigned de
   int r = 0;
 
   if (fstatat (sdir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-    return errno == ENOENT ? 0 : asbx_error (c->err, errno, "snapshot: stat `%s`", where);
+    return errno == ENOENT ? 0 : ws_error_path (c->err, errno, "snapshot: stat `%s`", where);
   switch (st.st_mode & S_IFMT)
     {
     case S_IFDIR:
       {
         if (mkdirat (ddir, name, 0700) < 0)
-          return asbx_error (c->err, errno, "snapshot: create `%s`", where);
+          return ws_error_path (c->err, errno, "snapshot: create `%s`", where);
         int s2 = openat (sdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         int d2 = s2 < 0 ? -1 : openat (ddir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (s2 < 0 || d2 < 0)
-          r = asbx_error (c->err, errno, "snapshot: open `%s`", where);
+          r = ws_error_path (c->err, errno, "snapshot: open `%s`", where);
         else
           r = copy_dir (s2, d2, where, depth + 1, c);
         if (s2 >= 0)
@@ -129,10 +140,10 @@ copy_entry (int sdir, int ddir, const char *name, const char *where, unsigned de
         char target[PATH_MAX];
         ssize_t n = readlinkat (sdir, name, target, sizeof target - 1);
         if (n < 0)
-          return asbx_error (c->err, errno, "snapshot: read the link `%s`", where);
+          return ws_error_path (c->err, errno, "snapshot: read the link `%s`", where);
         target[n] = '\0';
         if (symlinkat (target, ddir, name) < 0)
-          return asbx_error (c->err, errno, "snapshot: create the link `%s`", where);
+          return ws_error_path (c->err, errno, "snapshot: create the link `%s`", where);
         break;
       }
     case S_IFCHR:
@@ -140,21 +151,21 @@ copy_entry (int sdir, int ddir, const char *name, const char *where, unsigned de
     case S_IFIFO:
       /* whiteouts are char 0:0 (mknod of a whiteout needs no CAP_MKNOD since Linux 5.8) */
       if (mknodat (ddir, name, st.st_mode & S_IFMT, st.st_rdev) < 0)
-        return asbx_error (c->err, errno, "snapshot: create `%s`", where);
+        return ws_error_path (c->err, errno, "snapshot: create `%s`", where);
       break;
     default: return 0; /* sockets: overlayfs copies none up */
     }
   if (r < 0)
     return -1;
   if (fchownat (ddir, name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) < 0 && errno != EPERM)
-    return asbx_error (c->err, errno, "snapshot: chown `%s`", where);
+    return ws_error_path (c->err, errno, "snapshot: chown `%s`", where);
   if (copy_xattrs (sdir, name, ddir, name, where, c->err) < 0)
     return -1;
   if (!S_ISLNK (st.st_mode) && fchmodat (ddir, name, st.st_mode & 07777, 0) < 0)
-    return asbx_error (c->err, errno, "snapshot: chmod `%s`", where);
+    return ws_error_path (c->err, errno, "snapshot: chmod `%s`", where);
   struct timespec times[2] = { st.st_atim, st.st_mtim };
   if (utimensat (ddir, name, times, AT_SYMLINK_NOFOLLOW) < 0)
-    return asbx_error (c->err, errno, "snapshot: set the times of `%s`", where);
+    return ws_error_path (c->err, errno, "snapshot: set the times of `%s`", where);
   return 0;
 }
 
@@ -167,12 +178,12 @@ copy_dir (int sdir, int ddir, const char *where, unsigned depth, struct copy *c)
   int r = 0;
 
   if (depth > MAX_DEPTH)
-    return asbx_error (c->err, ELOOP, "snapshot: `%s`: deeper than %d directories", where, MAX_DEPTH);
+    return ws_error_path (c->err, ELOOP, "snapshot: `%s`: deeper than %d directories", where, MAX_DEPTH);
   if (fd < 0 || (d = fdopendir (fd)) == NULL)
     {
       if (fd >= 0)
         close (fd);
-      return asbx_error (c->err, errno, "snapshot: read `%s`", where);
+      return ws_error_path (c->err, errno, "snapshot: read `%s`", where);
     }
   while (r == 0 && (de = readdir (d)) != NULL)
     {
@@ -195,17 +206,17 @@ ws_copy_tree (int src_parent, const char *src_name, int dst_parent, const char *
   cleanup_close int d = -1;
 
   if (s < 0 || fstat (s, &st) < 0)
-    return asbx_error (err, errno, "snapshot: open `%s`", where);
+    return ws_error_path (err, errno, "snapshot: open `%s`", where);
   if (mkdirat (dst_parent, dst_name, 0700) < 0)
-    return asbx_error (err, errno, "snapshot: create the copy of `%s`", where);
+    return ws_error_path (err, errno, "snapshot: create the copy of `%s`", where);
   d = openat (dst_parent, dst_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (d < 0)
-    return asbx_error (err, errno, "snapshot: open the copy of `%s`", where);
+    return ws_error_path (err, errno, "snapshot: open the copy of `%s`", where);
   if (copy_dir (s, d, where, 0, &c) < 0)
     return -1;
   /* the top directory's own owner, mode and xattrs (an opaque upper root) */
   if ((fchown (d, st.st_uid, st.st_gid) < 0 && errno != EPERM) || fchmod (d, st.st_mode & 07777) < 0)
-    return asbx_error (err, errno, "snapshot: set the owner and mode of the copy of `%s`", where);
+    return ws_error_path (err, errno, "snapshot: set the owner and mode of the copy of `%s`", where);
   if (copy_xattrs (src_parent, src_name, dst_parent, dst_name, where, err) < 0)
     return -1;
   if (files)

@@ -22,6 +22,7 @@
 #include "core/cleanup.h"
 #include "core/sha256.h"
 #include "core/util.h"
+#include "runtime/workspace_diff.h"
 #include "runtime/workspace_walk.h"
 
 #define WS_TARGET_MAX 4096
@@ -221,30 +222,30 @@ resolve (struct walk *w, const struct level *l, int lofd, const char *name, cons
               cleanup_close int fd = open_entry (l->up, name, &e->st);
               int r;
               if (fd < 0)
-                return asbx_error (w->err, errno, "workspace upper `%s`: open", rel);
+                return ws_error_path (w->err, errno, "workspace upper `%s`: open", rel);
               if (S_ISREG (e->st.st_mode) && e->st.st_size == 0)
                 {
                   if ((r = has_xattr (fd, w->ns, "whiteout", NULL, 0)) < 0)
-                    return asbx_error (w->err, errno, "workspace upper `%s`: fgetxattr", rel);
+                    return ws_error_path (w->err, errno, "workspace upper `%s`: fgetxattr", rel);
                   if (r)
                     return 0; /* xattr whiteout */
                 }
               if (S_ISDIR (e->st.st_mode))
                 {
                   if ((r = has_xattr (fd, w->ns, "opaque", v, sizeof v - 1)) < 0)
-                    return asbx_error (w->err, errno, "workspace upper `%s`: fgetxattr", rel);
+                    return ws_error_path (w->err, errno, "workspace upper `%s`: fgetxattr", rel);
                   /* "y" = opaque; "x" only marks a directory holding xattr whiteouts */
                   e->opaque = r && strcmp (v, "y") == 0;
                 }
               if ((r = has_xattr (fd, w->ns, "origin", NULL, 0)) < 0)
-                return asbx_error (w->err, errno, "workspace upper `%s`: fgetxattr", rel);
+                return ws_error_path (w->err, errno, "workspace upper `%s`: fgetxattr", rel);
               e->origin = r;
             }
           e->present = e->from_up = true;
           return 0;
         }
       if (errno != ENOENT)
-        return asbx_error (w->err, errno, "workspace upper `%s`: fstatat", rel);
+        return ws_error_path (w->err, errno, "workspace upper `%s`: fstatat", rel);
     }
   if (l->lo_vis && lofd >= 0)
     {
@@ -254,7 +255,7 @@ resolve (struct walk *w, const struct level *l, int lofd, const char *name, cons
           return 0;
         }
       if (errno != ENOENT)
-        return asbx_error (w->err, errno, "workspace lower `%s`: fstatat", rel);
+        return ws_error_path (w->err, errno, "workspace lower `%s`: fstatat", rel);
     }
   return 0;
 }
@@ -271,14 +272,14 @@ digest (struct walk *w, int dirfd, const char *name, const struct stat *st, cons
         return -1;
       cleanup_close int fd = open_entry (dirfd, name, st);
       if (fd < 0 || ws_sha256_fd (fd, sha) < 0)
-        return asbx_error (w->err, errno, "workspace `%s`: read", rel);
+        return ws_error_path (w->err, errno, "workspace `%s`: read", rel);
     }
   else if (S_ISLNK (st->st_mode))
     {
       char buf[WS_TARGET_MAX];
       ssize_t n = readlinkat (dirfd, name, buf, sizeof buf);
       if (n < 0 || (size_t) n >= sizeof buf)
-        return asbx_error (w->err, n < 0 ? errno : ENAMETOOLONG, "workspace `%s`: readlinkat", rel);
+        return ws_error_path (w->err, n < 0 ? errno : ENAMETOOLONG, "workspace `%s`: readlinkat", rel);
       buf[n] = '\0';
       sha256_hex (buf, (size_t) n, sha);
       if (target)
@@ -352,7 +353,7 @@ child_level (struct walk *w, const struct level *l, int lofd_child, const struct
     {
       *fd = openat (l->up, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (*fd < 0)
-        return asbx_error (w->err, errno, "workspace upper `%s`: open", rel);
+        return ws_error_path (w->err, errno, "workspace upper `%s`: open", rel);
       out->up = *fd;
       out->lo_vis = l->lo_vis && !e->opaque && lofd_child >= 0;
     }
@@ -467,13 +468,13 @@ list_names (struct walk *w, int fd, const char *dir, char ***names, size_t *n, s
 {
   int d = openat (fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (d < 0)
-    return asbx_error (w->err, errno, "workspace `%s`: open", *dir ? dir : ".");
+    return ws_error_path (w->err, errno, "workspace `%s`: open", *dir ? dir : ".");
   cleanup_closedir DIR *dp = fdopendir (d);
   struct dirent *de;
   if (!dp)
     {
       close (d);
-      return asbx_error (w->err, errno, "workspace `%s`: fdopendir", *dir ? dir : ".");
+      return ws_error_path (w->err, errno, "workspace `%s`: fdopendir", *dir ? dir : ".");
     }
   errno = 0;
   while ((de = readdir (dp)))
@@ -488,7 +489,7 @@ list_names (struct walk *w, int fd, const char *dir, char ***names, size_t *n, s
       (*names)[(*n)++] = xstrdup (de->d_name);
     }
   if (errno)
-    return asbx_error (w->err, errno, "workspace `%s`: readdir", *dir ? dir : ".");
+    return ws_error_path (w->err, errno, "workspace `%s`: readdir", *dir ? dir : ".");
   return 0;
 }
 
@@ -527,7 +528,7 @@ compare_level (struct walk *w, const struct level *o, const struct level *n, int
           lofd_child = openat (lofd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
           if (lofd_child < 0)
             {
-              asbx_error (w->err, errno, "workspace lower `%s`: open", rel);
+              ws_error_path (w->err, errno, "workspace lower `%s`: open", rel);
               goto out;
             }
         }

@@ -646,17 +646,24 @@ def test_apply_git_symlink_under_git_refused(ws):
 
 
 def test_apply_git_commit_applies(ws):
-    """An agent's commit is git data (objects, refs, logs, index, HEAD...): it applies, and the
-    host's git sees it."""
+    """An agent's commit is git data (objects, refs, logs, HEAD...): it applies, and the host's
+    git sees it. The index is never written (refused): the reviewer's `git reset` rebuilds it
+    from the applied commit."""
     _host_repo(ws)
+    _write(ws.lower, ".git/packed-refs", b"# pack-refs with: peeled fully-peeled sorted\n")
 
     def agent(m):
         _write(m, "f.txt", b"agent\n")
         _git(m, "add", "f.txt")
         _git(m, "commit", "-q", "-m", "agent commit")
+        _git(m, "tag", "-a", "-m", "t", "v1")
+        _git(m, "pack-refs", "--all")
     ws.run(agent)
-    r = ws.cmd("apply", ws.id)
-    assert r.returncode == 0, (r.stdout, r.stderr)
+    r = ws.cmd("apply", "--skip-refused", ws.id)
+    assert r.returncode == 3 and "refused  modified .git/index" in r.stdout, (r.stdout, r.stderr)
+    assert r.stdout.count("refused  ") == 1, r.stdout
+    assert "applied  modified .git/packed-refs" in r.stdout, r.stdout
+    _git(ws.lower, "reset", "-q")
     log = subprocess.run(GIT + ["log", "--format=%s"], cwd=ws.lower, capture_output=True, text=True)
     assert log.stdout.splitlines()[0] == "agent commit", log.stdout
     st = subprocess.run(GIT + ["status", "--porcelain"], cwd=ws.lower, capture_output=True, text=True)
@@ -799,3 +806,237 @@ def test_diff_filter_keeps_utf8_across_reads(ws):
     assert h.returncode == 0, h.stderr
     assert b"\\x" not in h.stdout
     assert h.stdout.count("€".encode()) == 999 * 200
+
+
+# ---------------------------------------------------------------------------------------------
+# outside attack 06: repositories made outside `.git` through commondir (1) or at the root once
+# .git/HEAD is broken (5), the race under --running (3), a crafted .git/index (4, 4b), raw paths
+# in error messages (2). Judged from the host: the payload's marker file is absent after the
+# reviewer's git command.
+
+def _commondir_repo(m, d, pwned, worktree):
+    """src/HEAD + commondir "c" + config.worktree (core.fsmonitor) and c/{objects,refs,config}"""
+    pre = d + "/" if d else ""
+    _write(m, pre + "HEAD", b"ref: refs/heads/main\n")
+    _write(m, pre + "commondir", b"c\n")
+    os.makedirs(os.path.join(m, pre + "c", "objects"), exist_ok=True)
+    os.makedirs(os.path.join(m, pre + "c", "refs"), exist_ok=True)
+    _write(m, pre + "c/config", b"[core]\n\trepositoryformatversion = 1\n[extensions]\n\tworktreeConfig = true\n")
+    _write(m, pre + "config.worktree",
+           f'[core]\n\tbare = false\n\tworktree = {worktree}\n\tfsmonitor = "id > {pwned}; echo"\n'.encode())
+
+
+def test_apply_commondir_repository_refused(ws, tmp_path):
+    """Break 1: `src/` made a repository through `commondir` (no objects/ or refs/ of its own):
+    the entries named HEAD, commondir, config.worktree are refused; the host's `git status` in
+    src/ runs nothing of the agent's."""
+    pwned = tmp_path / "PWNED-commondir"
+    _host_repo(ws)
+    ws.host("src/main.c", b"int main(){}\n")
+    ws.run(lambda m: _commondir_repo(m, "src", pwned, ".."))
+    r = ws.cmd("apply", "--skip-refused", ws.id)
+    _host_git_status(ws, os.path.join(ws.lower, "src"))
+    assert not pwned.exists(), "the host's git ran the agent's core.fsmonitor"
+    assert r.returncode == 3, (r.stdout, r.stderr)
+    for n in ("src/HEAD", "src/commondir", "src/config.worktree"):
+        assert f"refused  added    {n}: an entry named" in r.stdout, r.stdout
+        assert not os.path.lexists(os.path.join(ws.lower, n)), n
+
+
+def test_apply_root_head_broken_and_commondir_refused(ws, tmp_path):
+    """Break 5: .git/HEAD rewritten to `ref: heads/main` (git then rejects .git and takes the
+    workspace root, with HEAD, commondir, config.worktree, c/, for the repository): the invalid
+    HEAD and the root's markers are refused; the host's `git status` runs nothing."""
+    pwned = tmp_path / "PWNED-rootgit"
+    _host_repo(ws)
+    head = open(os.path.join(ws.lower, ".git", "HEAD"), "rb").read()
+
+    def agent(m):
+        _write(m, ".git/HEAD", b"ref: heads/main\n")
+        _commondir_repo(m, "", pwned, ".")
+        _write(m, "notes.txt", b"fine\n")
+    ws.run(agent)
+    r = ws.cmd("apply", "--skip-refused", ws.id)
+    _host_git_status(ws)
+    assert not pwned.exists(), "the host's git ran the agent's core.fsmonitor"
+    assert r.returncode == 3, (r.stdout, r.stderr)
+    assert "refused  modified .git/HEAD: its content is not a ref git accepts" in r.stdout, r.stdout
+    assert open(os.path.join(ws.lower, ".git", "HEAD"), "rb").read() == head
+    for n in ("HEAD", "commondir", "config.worktree"):
+        assert not os.path.lexists(os.path.join(ws.lower, n)), n
+    assert open(os.path.join(ws.lower, "notes.txt"), "rb").read() == b"fine\n"
+    _host_git_status(ws)
+    assert not pwned.exists(), "the host's git ran the agent's core.fsmonitor"
+
+
+def test_apply_running_gitdir_race_refused(ws, tmp_path):
+    """Break 3: under `apply --running` the agent removes src/refs after the walk listed it (the
+    walker's read of src/refs updates its atime) and before the repository check; apply then made
+    src/ a full repository with the agent's config. src/HEAD is refused from the walk's list
+    whatever the upper holds later."""
+    pwned = tmp_path / "PWNED-race"
+    _host_repo(ws)
+    ws.host("src/main.c", b"int main(){}\n")
+    ws.state = "running"
+
+    def agent(m):
+        os.makedirs(os.path.join(m, "src", "objects"))
+        os.makedirs(os.path.join(m, "src", "refs"))
+        _write(m, "src/HEAD", b"ref: refs/heads/main\n")
+        _write(m, "src/config", b"[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n"
+               + f'\tfsmonitor = "id > {pwned}; echo"\n'.encode())
+        with open(os.path.join(m, "zzz.bin"), "wb") as f:  # hashed after src/: the window
+            for _ in range(200):
+                f.write(b"\0" * (1 << 20))
+    ws.run(agent)
+    refs = os.path.join(ws.upper, "src", "refs")
+    os.utime(refs, (1, os.stat(refs).st_mtime))
+    p = subprocess.Popen([_binary(), "--audit-dir", ws.audit, "workspace", "apply", "--running", "--skip-refused",
+                          ws.id], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while os.stat(refs).st_atime == 1 and time.time() < deadline and p.poll() is None:
+        time.sleep(0.001)
+    time.sleep(0.05)
+    os.rmdir(refs)
+    out, err = p.communicate(timeout=120)
+    _host_git_status(ws, os.path.join(ws.lower, "src"))
+    assert not pwned.exists(), "the host's git ran the agent's core.fsmonitor"
+    assert "src/HEAD: an entry named `HEAD`" in out, (out, err)
+    assert not os.path.lexists(os.path.join(ws.lower, "src", "HEAD"))
+
+
+def _craft_index(m, fake, real):
+    """Rename index entry `fake` to `real` (same length) and recompute the SHA-1 trailer"""
+    p = os.path.join(m, ".git", "index")
+    d = open(p, "rb").read()[:-20]
+    assert fake.encode() in d
+    d = d.replace(fake.encode(), real.encode())
+    with open(p, "wb") as f:
+        f.write(d + hashlib.sha1(d).digest())
+
+
+def _agent_stages(m, body, fake, real, mode="100755"):
+    b = subprocess.run(GIT + ["hash-object", "-w", "--stdin"], cwd=m, input=body, capture_output=True,
+                       check=True).stdout.decode().strip()
+    _git(m, "update-index", "--add", "--cacheinfo", f"{mode},{b},{fake}")
+    _craft_index(m, fake, real)
+
+
+def test_apply_git_index_hook_refused(ws, tmp_path):
+    """Break 4: an index entry named `.git/hooks/post-checkout`: the reviewer's `git checkout --
+    .` wrote the hook and ran it. .git/index is never written: it is refused."""
+    pwned = tmp_path / "PWNED-index"
+    ws.host("README", b"hello\n")
+    _git(ws.lower, "init", "-q")
+    _git(ws.lower, "add", "-A")
+    _git(ws.lower, "commit", "-q", "-m", "init")
+
+    def agent(m):
+        _write(m, "README", b"hello, world\n")
+        _agent_stages(m, f"#!/bin/sh\nid > {pwned}\n".encode(), "xgit/hooks/post-checkout",
+                      ".git/hooks/post-checkout")
+    ws.run(agent)
+    r = ws.cmd("apply", "--skip-refused", ws.id)
+    subprocess.run(GIT + ["checkout", "--", "."], cwd=ws.lower, capture_output=True, timeout=60)
+    assert not pwned.exists(), "the host's git ran the agent's hook"
+    assert not os.path.lexists(os.path.join(ws.lower, ".git", "hooks", "post-checkout"))
+    assert r.returncode == 3 and "refused  modified .git/index" in r.stdout, (r.stdout, r.stderr)
+
+
+def test_apply_git_index_outside_path_refused(ws, tmp_path):
+    """Break 4b: an index entry `sub/../../OUTSIDE-index`: the reviewer's `git checkout -- .`
+    wrote outside the workspace. Nothing is written outside."""
+    outside = os.path.join(os.path.dirname(ws.lower), "OUTSIDE-index")
+    ws.host("sub/f", b"hi\n")
+    _git(ws.lower, "init", "-q")
+    _git(ws.lower, "add", "-A")
+    _git(ws.lower, "commit", "-q", "-m", "init")
+    ws.run(lambda m: _agent_stages(m, b"* * * * * root id > /tmp/pwned\n", "sub/xx/xx/OUTSIDE-index",
+                                   "sub/../../OUTSIDE-index", "100644"))
+    r = ws.cmd("apply", "--skip-refused", ws.id)
+    subprocess.run(GIT + ["checkout", "--", "."], cwd=ws.lower, capture_output=True, timeout=60)
+    try:
+        assert not os.path.lexists(outside), "the reviewer's git wrote outside the workspace"
+    finally:
+        if os.path.lexists(outside):
+            os.unlink(outside)
+    assert "refused  modified .git/index" in r.stdout, (r.stdout, r.stderr)
+
+
+def test_diff_error_path_escaped(ws):
+    """Break 2: a path longer than PATH_MAX (reached by the walker through directory fds) cannot
+    be opened by path to diff it: the error names it escaped, no raw ESC/BEL reaches stderr."""
+    name = b"\x1b]0;PWNED-TITLE\x07\x1b[2J\x1b[H\x1b[32mworkspace: no changes\x1b[8m"
+
+    def agent(m):
+        fd = os.open(m, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for _ in range(30):
+                os.mkdir("0" * 200, dir_fd=fd)
+                nfd = os.open("0" * 200, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+                os.close(fd)
+                fd = nfd
+            f = os.open(name, os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+            os.write(f, b"x\n")
+            os.close(f)
+        finally:
+            os.close(fd)
+    ws.run(agent)
+    r = subprocess.run([_binary(), "--audit-dir", ws.audit, "workspace", "diff", ws.id], capture_output=True,
+                       timeout=120)
+    assert b"\x1b" not in r.stderr and b"\x07" not in r.stderr, r.stderr[-300:]
+    assert r.returncode != 0 and b"open to diff" in r.stderr, r.stderr[-300:]
+    assert b"\\x1b]0;PWNED-TITLE\\x07" in r.stderr, r.stderr[-300:]
+
+
+MARKERS = ["src/HEAD", "src/head", "src/Head", "src/CommonDir", "src/gitdir", "src/config.worktree",
+           "src/CONFIG.WORKTREE", "src/.GIT/config", "deep/er/.git/config"]
+
+
+@pytest.mark.parametrize("rel", MARKERS)
+def test_apply_git_marker_names_refused(ws, rel):
+    """Rule: outside `.git`, an entry named HEAD, commondir, gitdir, config.worktree or .git (any
+    case) is refused, and so is a symlink whose target ends in one."""
+    _host_repo(ws)
+    ws.run(lambda m: _write(m, rel, b"agent\n"))
+    before = host_tree(ws.lower)
+    r = ws.cmd("apply", ws.id)
+    assert r.returncode == 1 and "outside `.git`" in r.stdout, r.stdout
+    assert host_tree(ws.lower) == before
+
+
+def test_apply_symlink_to_marker_refused(ws):
+    _host_repo(ws)
+    ws.run(lambda m: os.symlink(".git/HEAD", os.path.join(m, "h")))
+    r = ws.cmd("apply", ws.id)
+    assert r.returncode == 1 and "ends in a git repository marker" in r.stdout, r.stdout
+
+
+BAD_REFS = {
+    ".git/HEAD": [b"ref: heads/main\n", b"ref: refs/heads/main", b"ref: refs/heads/../x\n",
+                  b"ref: refs/heads/a b\n", b"ref: refs/heads/x.lock\n", b"A" * 40 + b"\n",
+                  b"ref: refs/heads/main\n[core]\n"],
+    ".git/refs/heads/x": [b"0" * 39 + b"\n", b"ref: refs/heads/.hidden\n", b"0" * 40 + b"\n" + b"1" * 40 + b"\n"],
+    ".git/ORIG_HEAD": [b"gitdir: /x\n"],
+    ".git/packed-refs": [b"0" * 40 + b" refs/heads/a\n[core]\n", b"0" * 40 + b" heads/a\n"],
+}
+
+
+@pytest.mark.parametrize("rel,data", [(k, v) for k, vs in sorted(BAD_REFS.items()) for v in vs])
+def test_apply_git_ref_content_refused(ws, rel, data):
+    """Rule: HEAD, *_HEAD, refs/ files and packed-refs are written only with content git takes
+    for a ref (check-ref-format names, lowercase hex)."""
+    _host_repo(ws)
+    ws.run(lambda m: _write(m, rel, data))
+    before = host_tree(ws.lower)
+    r = ws.cmd("apply", ws.id)
+    assert r.returncode == 1 and f"{rel}: " in r.stdout and ("not a ref" in r.stdout or "packed-refs" in r.stdout), \
+        r.stdout
+    assert host_tree(ws.lower) == before
+
+
+def test_apply_git_fetch_head_refused(ws):
+    _host_repo(ws)
+    ws.run(lambda m: _write(m, ".git/FETCH_HEAD", b"0" * 40 + b"\t\tbranch 'x' of y\n"))
+    r = ws.cmd("apply", ws.id)
+    assert r.returncode == 1 and "`.git/FETCH_HEAD` is protected" in r.stdout, r.stdout

@@ -426,9 +426,21 @@ test_refusals (void **state)
   REFUSED (".git/HEAD/x", NULL, S_IFREG | 0644, "git's data");
   REFUSED (".git/objects/ab/cdef", NULL, S_IFREG | 0444, NULL);
   REFUSED (".git/objects/pack/pack-1.pack", NULL, S_IFREG | 0444, NULL);
-  REFUSED (".git/refs/heads/main", NULL, S_IFREG | 0644, NULL);
+  REFUSED (".git/refs/heads/main", NULL, S_IFREG | 0644, "cannot read it"); /* not in the upper: no ref */
   REFUSED ("sub/.git/logs/HEAD", NULL, S_IFREG | 0644, NULL);
-  REFUSED (".git/index", NULL, S_IFREG | 0644, NULL);
+  REFUSED (".git/index", NULL, S_IFREG | 0644, "git's data"); /* never written: `git reset` */
+  REFUSED (".git/FETCH_HEAD", NULL, S_IFREG | 0644, "git's data");
+  /* outside .git: git's repository markers, any case, and symlinks to them */
+  REFUSED ("src/HEAD", NULL, S_IFREG | 0644, "outside `.git`");
+  REFUSED ("src/head", NULL, S_IFREG | 0644, "outside `.git`");
+  REFUSED ("CommonDir", NULL, S_IFREG | 0644, "outside `.git`");
+  REFUSED ("a/gitdir", NULL, S_IFREG | 0644, "outside `.git`");
+  REFUSED ("config.WORKTREE", NULL, S_IFREG | 0644, "outside `.git`");
+  REFUSED ("sub/.git", NULL, S_IFDIR | 0755, "outside `.git`");
+  REFUSED (".GIT", NULL, S_IFDIR | 0755, "outside `.git`");
+  REFUSED (".git", NULL, S_IFDIR | 0755, "outside `.git`"); /* added: no host .git */
+  REFUSED ("l", "x/HEAD/", S_IFLNK | 0777, "repository marker");
+  REFUSED ("src/HEADS", NULL, S_IFREG | 0644, NULL);
   REFUSED (".git/COMMIT_EDITMSG", NULL, S_IFREG | 0644, NULL);
   REFUSED (".git/refs", NULL, S_IFDIR | 0755, NULL);
   REFUSED ("secrets/k", NULL, S_IFREG | 0644, "protect");
@@ -437,7 +449,7 @@ test_refusals (void **state)
   REFUSED ("hooks", ".git/hooks", S_IFLNK | 0777, "protected");
   REFUSED ("d/cfg", "../.git/./config", S_IFLNK | 0777, "protected");
   REFUSED ("d/s", "../secrets/x", S_IFLNK | 0777, "protect");
-  REFUSED ("d/ok", "../.git/HEAD", S_IFLNK | 0777, NULL);
+  REFUSED ("d/ok", "../.git/HEAD", S_IFLNK | 0777, "repository marker");
   /* symlink chains: no symlink on the way of a target, in the upper or on the host */
   assert_int_equal (mkdirat (upfd, "ch", 0755), 0);
   assert_int_equal (symlinkat ("..", upfd, "ch/up"), 0);
@@ -502,6 +514,70 @@ test_audit_record (void **state)
   ws_changes_free (&c);
 }
 
+/* the content rule for ref files (ws_git_ref_invalid): what git's check-ref-format accepts */
+static void
+test_git_ref_content (void **state)
+{
+  static const char *const ok[] = { "ref: refs/heads/main\n", "ref: refs/remotes/origin/HEAD\n",
+                                    "0123456789abcdef0123456789abcdef01234567\n",
+                                    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n",
+                                    "ref: refs/heads/feature/x-1.2\n" };
+  static const char *const bad[] = { "",
+                                     "ref: heads/main\n",
+                                     "ref: refs/heads/main",
+                                     "ref: refs/heads/main\n\n",
+                                     "ref: refs/heads/../x\n",
+                                     "ref: refs/heads/.x\n",
+                                     "ref: refs/heads/x.lock\n",
+                                     "ref: refs/heads/x.lock/y\n",
+                                     "ref: refs/heads//x\n",
+                                     "ref: refs/heads/x/\n",
+                                     "ref: refs/heads/x.\n",
+                                     "ref: refs/heads/a@{b\n",
+                                     "ref: refs/heads/a b\n",
+                                     "ref: refs/heads/a\x1b[2J\n",
+                                     "ref: refs/heads/a:b\n",
+                                     "ref: refs/\n",
+                                     "0123456789ABCDEF0123456789abcdef01234567\n",
+                                     "0123456789abcdef0123456789abcdef0123456\n",
+                                     "gitdir: ../x\n" };
+  (void) state;
+  assert_int_equal (ws_git_ref_kind (".git/HEAD"), WS_GIT_REF);
+  assert_int_equal (ws_git_ref_kind ("sub/.git/MERGE_HEAD"), WS_GIT_REF);
+  assert_int_equal (ws_git_ref_kind (".git/refs/tags/v1"), WS_GIT_REF);
+  assert_int_equal (ws_git_ref_kind (".git/packed-refs"), WS_GIT_PACKED_REFS);
+  assert_int_equal (ws_git_ref_kind (".git/logs/HEAD"), WS_GIT_NOT_REF);
+  assert_int_equal (ws_git_ref_kind ("src/HEAD"), WS_GIT_NOT_REF);
+  for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
+    {
+      char *why = ws_git_ref_invalid (WS_GIT_REF, ok[i], strlen (ok[i]));
+      if (why)
+        fail_msg ("%s: %s", ok[i], why);
+    }
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+    {
+      char *why = ws_git_ref_invalid (WS_GIT_REF, bad[i], strlen (bad[i]));
+      if (!why)
+        fail_msg ("accepted: %s", bad[i]);
+      free (why);
+    }
+  const char *pk = "# pack-refs with: peeled fully-peeled sorted\n"
+                   "0123456789abcdef0123456789abcdef01234567 refs/tags/v1\n"
+                   "^89abcdef0123456789abcdef0123456789abcdef\n";
+  assert_null (ws_git_ref_invalid (WS_GIT_PACKED_REFS, pk, strlen (pk)));
+  assert_null (ws_git_ref_invalid (WS_GIT_PACKED_REFS, "", 0));
+  static const char *const pbad[] = { "0123456789abcdef0123456789abcdef01234567 refs/tags/v1",
+                                      "0123456789abcdef0123456789abcdef01234567 tags/v1\n",
+                                      "0123456789abcdef0123456789abcdef01234567 refs/tags/..\n", "[core]\n", "\n" };
+  for (size_t i = 0; i < sizeof pbad / sizeof *pbad; i++)
+    {
+      char *why = ws_git_ref_invalid (WS_GIT_PACKED_REFS, pbad[i], strlen (pbad[i]));
+      if (!why)
+        fail_msg ("packed-refs accepted: %s", pbad[i]);
+      free (why);
+    }
+}
+
 int
 main (void)
 {
@@ -516,6 +592,7 @@ main (void)
     cmocka_unit_test (test_meta_parse),
     cmocka_unit_test (test_audit_record),
     cmocka_unit_test_setup_teardown (test_refusals, setup, teardown),
+    cmocka_unit_test (test_git_ref_content),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }
