@@ -609,6 +609,20 @@ ws_apply (const struct ws_apply_opts *o, FILE *out, asbx_err_t *err)
       bool conflict;
       if (!sel[i])
         continue;
+      /* the workspace's own git index: every git command the agent ran rewrote it (a commit, an
+       * add, even a status), and it is never applied (a list of paths git writes into the
+       * worktree: outside attack 06 planted hooks through one). Not a refusal, which would stop
+       * a plain apply of every agent that touched git: it stays the host's, and the reviewer's
+       * `git reset` rebuilds it from the applied commit through git's own path checks. */
+      if (strcmp (c->path, ".git/index") == 0 && c->op != WS_DELETED && S_ISREG (c->mode))
+        {
+          sel[i] = false;
+          fprintf (out,
+                   "kept     %-8s .git/index: git's index is not applied (after applying commits, `git reset` "
+                   "rebuilds it)\n",
+                   ws_op_name (c->op));
+          continue;
+        }
       nsel++;
       cleanup_free char *why = ws_refusal (c, &h.meta, h.upperfd, lowerfd, &conflict);
       if (!why)

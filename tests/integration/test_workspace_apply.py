@@ -647,8 +647,8 @@ def test_apply_git_symlink_under_git_refused(ws):
 
 def test_apply_git_commit_applies(ws):
     """An agent's commit is git data (objects, refs, logs, HEAD...): it applies, and the host's
-    git sees it. The index is never written (refused): the reviewer's `git reset` rebuilds it
-    from the applied commit."""
+    git sees it. The index is never written (kept, not a refusal: a plain apply goes through):
+    the reviewer's `git reset` rebuilds it from the applied commit."""
     _host_repo(ws)
     _write(ws.lower, ".git/packed-refs", b"# pack-refs with: peeled fully-peeled sorted\n")
 
@@ -659,9 +659,9 @@ def test_apply_git_commit_applies(ws):
         _git(m, "tag", "-a", "-m", "t", "v1")
         _git(m, "pack-refs", "--all")
     ws.run(agent)
-    r = ws.cmd("apply", "--skip-refused", ws.id)
-    assert r.returncode == 3 and "refused  modified .git/index" in r.stdout, (r.stdout, r.stderr)
-    assert r.stdout.count("refused  ") == 1, r.stdout
+    r = ws.cmd("apply", ws.id)
+    assert r.returncode == 0 and "kept     modified .git/index" in r.stdout, (r.stdout, r.stderr)
+    assert "refused  " not in r.stdout, r.stdout
     assert "applied  modified .git/packed-refs" in r.stdout, r.stdout
     _git(ws.lower, "reset", "-q")
     log = subprocess.run(GIT + ["log", "--format=%s"], cwd=ws.lower, capture_output=True, text=True)
@@ -924,7 +924,7 @@ def _agent_stages(m, body, fake, real, mode="100755"):
 
 def test_apply_git_index_hook_refused(ws, tmp_path):
     """Break 4: an index entry named `.git/hooks/post-checkout`: the reviewer's `git checkout --
-    .` wrote the hook and ran it. .git/index is never written: it is refused."""
+    .` wrote the hook and ran it. .git/index is never written: it is kept as the host's."""
     pwned = tmp_path / "PWNED-index"
     ws.host("README", b"hello\n")
     _git(ws.lower, "init", "-q")
@@ -940,7 +940,7 @@ def test_apply_git_index_hook_refused(ws, tmp_path):
     subprocess.run(GIT + ["checkout", "--", "."], cwd=ws.lower, capture_output=True, timeout=60)
     assert not pwned.exists(), "the host's git ran the agent's hook"
     assert not os.path.lexists(os.path.join(ws.lower, ".git", "hooks", "post-checkout"))
-    assert r.returncode == 3 and "refused  modified .git/index" in r.stdout, (r.stdout, r.stderr)
+    assert r.returncode == 0 and "kept     modified .git/index" in r.stdout, (r.stdout, r.stderr)
 
 
 def test_apply_git_index_outside_path_refused(ws, tmp_path):
@@ -960,7 +960,7 @@ def test_apply_git_index_outside_path_refused(ws, tmp_path):
     finally:
         if os.path.lexists(outside):
             os.unlink(outside)
-    assert "refused  modified .git/index" in r.stdout, (r.stdout, r.stderr)
+    assert "kept     modified .git/index" in r.stdout, (r.stdout, r.stderr)
 
 
 def test_diff_error_path_escaped(ws):
