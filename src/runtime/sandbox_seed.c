@@ -95,7 +95,7 @@ sandbox_seed_prepare (const struct asbx_global *g, const char *arg, const char *
         }
       s->lower = xasprintf ("%s/lower", where);
     }
-  if (write_seed_meta (dfd, where, id, s, err) < 0)
+  if (workspace_seed_check (dfd, s->rev, s->sha, err) < 0 || write_seed_meta (dfd, where, id, s, err) < 0)
     goto fail;
   log_info ("sandbox %s: seeded from %s at %s", id, s->repo, s->sha);
   return 0;

@@ -52,8 +52,8 @@ static const char *const git_data_files[] = { "HEAD",        "ORIG_HEAD",       
  * case-insensitively: the reviewer's checkout may live on a case-insensitive file system. */
 static const char *const git_markers[] = { "HEAD", "commondir", "gitdir", "config.worktree", ".git" };
 
-static bool
-git_marker (const char *name)
+bool
+ws_git_marker (const char *name)
 {
   for (size_t i = 0; i < sizeof git_markers / sizeof *git_markers; i++)
     if (strcasecmp (name, git_markers[i]) == 0)
@@ -612,7 +612,7 @@ ws_refusal (const struct ws_change *c, const struct ws_meta *m, int upperfd, int
             return xasprintf ("`%s` is under the protected path `%s` (meta.json \"protect\")", e, ep);
           }
     }
-  if (c->op != WS_DELETED && !below_dot_git (c->path) && git_marker (base_name (c->path)))
+  if (c->op != WS_DELETED && !below_dot_git (c->path) && ws_git_marker (base_name (c->path)))
     {
       /* the workspace's own top-level .git directory stays (its mode may change) */
       bool top_git = strcmp (c->path, ".git") == 0 && S_ISDIR (md) && c->has_old && S_ISDIR (c->old_mode);
@@ -632,7 +632,7 @@ ws_refusal (const struct ws_change *c, const struct ws_meta *m, int upperfd, int
       cleanup_free char *t = xstrdup (c->target);
       for (size_t l = strlen (t); l > 1 && t[l - 1] == '/'; l--)
         t[l - 1] = '\0';
-      if (git_marker (base_name (t)))
+      if (ws_git_marker (base_name (t)))
         {
           cleanup_free char *et = ws_escape (c->target);
           return xasprintf ("a symlink whose target `%s` ends in a git repository marker (HEAD, commondir, gitdir, "

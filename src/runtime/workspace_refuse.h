@@ -23,6 +23,12 @@
  * Returns the reason, a heap string (caller frees). */
 char *ws_refusal (const struct ws_change *c, const struct ws_meta *m, int upperfd, int lowerfd, bool *conflict);
 
+/* Is `name` (one path component) one of the names git takes for a repository's own files when
+ * it looks at a directory: HEAD, commondir, gitdir, config.worktree, .git, in any case (setup.c
+ * is_git_directory and read_gitfile)? Apply refuses such entries outside `.git` (ws_refusal), and
+ * a seeded tree may not hold one (workspace_seed_check). */
+bool ws_git_marker (const char *name);
+
 /* Open the host directory holding `rel` (a walker path) from the host workspace's fd, as
  * O_RDONLY|O_DIRECTORY, beneath it and through no symlink; *base points into rel at its last
  * component. Returns the fd (caller owns) or -1 with errno (ELOOP/EXDEV: a symlink on the way). */

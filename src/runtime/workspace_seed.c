@@ -1,5 +1,6 @@
 /* workspace_seed.c - a review workspace's lower from a local git repository, and the checks of a
  * seed URL (workspace_seed.h). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -16,6 +17,8 @@
 #include "core/util.h"
 #include "monitor/audit.h"
 #include "runtime/oci_unpack.h"
+#include "runtime/workspace_diff.h"
+#include "runtime/workspace_refuse.h"
 #include "runtime/workspace_seed.h"
 
 #define GIT_OUT_MAX (64u << 10)
@@ -305,6 +308,67 @@ resolve_rev (int layout_dirfd, const char *rev, asbx_err_t *err)
       return NULL;
     }
   return out;
+}
+
+/* the tree below parentfd/name (rel: its path for messages) holds no repository marker */
+static int
+seed_tree_check (int parentfd, const char *name, const char *rel, unsigned depth, asbx_err_t *err)
+{
+  if (depth > 512)
+    return asbx_error (err, ELOOP, "--seed-git: the clone's tree is deeper than 512 directories at `%s`", rel);
+  int fd = openat (parentfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  DIR *d = fd < 0 ? NULL : fdopendir (fd);
+  if (!d)
+    {
+      int e = errno;
+      if (fd >= 0)
+        close (fd);
+      cleanup_free char *p = ws_escape (rel);
+      return asbx_error (err, e, "--seed-git: open the clone's `%s`", p);
+    }
+  int ret = 0;
+  struct dirent *de;
+  while (ret == 0 && (errno = 0, de = readdir (d)) != NULL)
+    {
+      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
+        continue;
+      if (depth == 0 && strcmp (de->d_name, ".git") == 0)
+        continue; /* the clone's own repository */
+      cleanup_free char *sub = *rel ? xasprintf ("%s/%s", rel, de->d_name) : xstrdup (de->d_name);
+      if (ws_git_marker (de->d_name))
+        {
+          cleanup_free char *p = ws_escape (sub);
+          ret = asbx_error (err, EPERM,
+                            "--seed-git: the tree holds `%s`, named like a git repository's own file (HEAD, commondir, "
+                            "gitdir, config.worktree, .git, any case) outside the top-level .git: git run there would "
+                            "take the remote's directory for a repository, with its config (refused, as workspace "
+                            "apply refuses it)",
+                            p);
+          break;
+        }
+      struct stat st;
+      bool dir = de->d_type == DT_DIR;
+      if (de->d_type == DT_UNKNOWN)
+        dir = fstatat (dirfd (d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR (st.st_mode);
+      if (dir)
+        ret = seed_tree_check (dirfd (d), de->d_name, sub, depth + 1, err);
+    }
+  if (ret == 0 && errno != 0)
+    ret = asbx_error (err, errno, "--seed-git: read the clone's directory `%s`", *rel ? rel : ".");
+  closedir (d);
+  return ret;
+}
+
+int
+workspace_seed_check (int layout_dirfd, const char *rev, const char *sha, asbx_err_t *err)
+{
+  size_t n = rev ? strspn (rev, "0123456789abcdef") : 0;
+  if (rev && n >= 4 && n <= 64 && rev[n] == '\0' && strncmp (sha, rev, n) != 0)
+    return asbx_error (err, 0,
+                       "--seed-git: revision `%s` is a commit id, but the repository resolved it to %s (a ref of "
+                       "that name, or no such commit): refused",
+                       rev, sha);
+  return seed_tree_check (layout_dirfd, "lower", "", 0, err);
 }
 
 int

@@ -55,6 +55,17 @@ bool workspace_seed_is_commit_id (const char *s);
  * (heap, 40 or 64 lowercase hex) for meta.json's "seed" and the audit record. On failure the
  * partial clone is removed and *err carries git's own message (its last stderr line). Returns
  * 0 / -1 with *err. */
+/* Check a seed's clone before the agent sees it, whatever fetched it (local or URL seed; the
+ * remote is hostile): (1) a REV of hexadecimal digits only (4 to 64) is a commit id and `sha`
+ * must start with it - git takes a ref of that name first (`@1111...` named a branch called so,
+ * outside attack 08), and a short id is no pin against a hostile remote (a prefix is cheap to
+ * forge; docs say to pin full ids); (2) no entry of the tree below `layout_dirfd`'s "lower",
+ * outside its top-level `.git`, has a git repository marker's name (ws_git_marker): git run in
+ * such a directory takes it for a repository with the remote's config (core.fsmonitor ran as
+ * root, outside attack 08), the same rule as apply's. Walked through directory fds, O_NOFOLLOW.
+ * 0, or -1 with *err naming the revision or the (escaped) path. */
+int workspace_seed_check (int layout_dirfd, const char *rev, const char *sha, asbx_err_t *err);
+
 int workspace_seed_git (int layout_dirfd, const char *repo, const char *rev, char **sha_out, asbx_err_t *err);
 
 /* Append the audit record of a seed to <audit_dir>/<id>.jsonl: event "workspace", "op": "seed",

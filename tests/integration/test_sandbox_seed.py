@@ -214,3 +214,52 @@ def test_default_workspaces_dir_is_hidden_inside(rt, repo):
         d = rt.cmd("workspace", "discard", sid, global_args=["--audit-dir", audit_dir(rt)])
     assert d.rc == 0, d
     assert not os.path.exists(os.path.join(WS_ROOT, sid))
+
+
+def test_commit_id_pin_not_taken_for_a_branch_of_that_name(rt, config, wsdir, repo):
+    """A REV of hex digits is a commit id: a hostile repository with a branch named like the pinned
+    id (and no such commit) must not be seeded from that branch (outside attack 08: git takes the
+    ref first, and the seed recorded the branch's commit). Refused, nothing left; the commit's
+    own full id and a prefix of it still work."""
+    src, v1, head = repo
+    pin = "1" * 40
+    git(src, "branch", pin, v1)
+    sid = rt.new_id()
+    r = seed_run(rt, config, sid, f"{src}@{pin}", "echo ran")
+    assert r.rc != 0 and "ran" not in r.out, r
+    assert pin in r.err and "commit id" in r.err, r
+    assert not os.path.exists(os.path.join(wsdir, sid))
+    for rev in (head, head[:12]):
+        sid = rt.new_id()
+        r = seed_run(rt, config, sid, f"{src}@{rev}", "cat a.txt")
+        assert r.rc == 0 and r.out.split() == ["two"], r
+        assert json.load(open(os.path.join(wsdir, sid, "meta.json")))["seed"]["rev"] == head
+        assert wcmd(rt, config, "discard", sid).rc == 0
+
+
+@pytest.mark.parametrize("marker", ["sub/HEAD", "sub/commondir", "deep/er/config.worktree", "sub/Head", "x/gitdir"])
+def test_tree_with_a_repository_marker_refused(rt, config, wsdir, repo, tmp_path, marker):
+    """A seeded tree holding an embedded repository (sub/HEAD + sub/config with core.fsmonitor +
+    objects/ + refs/): git run in that directory of the clone ran the remote's fsmonitor as root
+    (outside attack 08). Any entry named like a repository's own file outside the top .git is
+    refused, as workspace apply refuses it; nothing is left, and git in the source directory is
+    not run by us (no marker file)."""
+    src, _, _ = repo
+    pwned = tmp_path / "PWNED"
+    d = os.path.dirname(os.path.join(src, marker))
+    os.makedirs(os.path.join(d, "objects"), exist_ok=True)
+    os.makedirs(os.path.join(d, "refs"), exist_ok=True)
+    for f, text in ((os.path.join(src, marker), "ref: refs/heads/main\n"),
+                    (os.path.join(d, "config"), f"[core]\n\tbare = false\n\tworktree = ..\n"
+                                                f"\tfsmonitor = \"id > {pwned}; false\"\n"),
+                    (os.path.join(d, "objects", "keep"), ""), (os.path.join(d, "refs", "keep"), "")):
+        with open(f, "w") as fh:
+            fh.write(text)
+    git(src, "add", "-A")
+    git(src, "commit", "-q", "-m", "embedded repository")
+    sid = rt.new_id()
+    r = seed_run(rt, config, sid, src, "echo ran")
+    assert r.rc != 0 and "ran" not in r.out, r
+    assert os.path.basename(marker) in r.err and "outside the top-level .git" in r.err, r
+    assert not os.path.exists(os.path.join(wsdir, sid))
+    assert not pwned.exists()
