@@ -419,3 +419,14 @@ def test_qemu_sees_its_shares_nosuid_nodev(compromised):
     # the host's own mount namespace is not changed: nothing of QEMU's shows here
     with open("/proc/self/mountinfo") as f:
         assert "/run/agentsbx-vm" not in f.read()
+
+
+def test_root_owned_bundle_is_refused(vm_env):
+    """QEMU never runs as root: it takes the bundle owner's uid, so a root-owned bundle is an
+    error before anything starts (on main's binary it boots, QEMU as root)."""
+    b, _, pol = _bundle(vm_env, "rootowned", "true",
+                        {"version": 1, "isolation": "vm", "network": {"mode": "none"}})
+    subprocess.run(["chown", "-R", "0:0", b], check=True)
+    r = _run(vm_env, b, pol, "vm-rootowned", timeout=120)
+    assert r.returncode != 0
+    assert f"the bundle {b} is owned by root" in r.stderr, r.stderr
