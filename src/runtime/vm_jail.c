@@ -1,6 +1,7 @@
 /* vm_jail.c - QEMU's confinement on the host (vm_jail.h for the design). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <grp.h>
 #include <poll.h>
 #include <sched.h>
@@ -114,32 +115,102 @@ vm_jail_free (struct vm_jail *j)
   j->alive_rd = j->alive_wr = -1;
 }
 
+/* the new root, a tmpfs mounted on the host's /run before pivot_root(2) makes it "/" */
+#define NEWROOT "/run"
+
+/* bind the host's `src` (a trusted host path: /usr, /dev/null...) at NEWROOT`dst`, read-only */
+static int
+bind_host (const char *src, const char *dst, bool file, unsigned long extra, asbx_err_t *err)
+{
+  cleanup_free char *at = xasprintf (NEWROOT "%s", dst);
+  int fd = file ? open (at, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : mkdir (at, 0755);
+  if (fd < 0)
+    return asbx_error (err, errno, "isolation vm: make %s", at);
+  if (file)
+    close (fd);
+  if (mount (src, at, NULL, MS_BIND, NULL) < 0
+      || mount (NULL, at, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | extra, NULL) < 0)
+    return asbx_error (err, errno, "isolation vm: bind %s for QEMU", src);
+  return 0;
+}
+
+/* QEMU's whole file tree: /usr (and /bin, /lib... as the host has them: links into /usr, or
+ * directories), /etc/ld.so.cache, a few device nodes, its own /proc, and VM_JAIL_DIR with the
+ * shares, the run directory and the kernel. Nothing else of the host is visible. */
+static int
+make_tree (asbx_err_t *err)
+{
+  static const char *const top[] = { "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32" };
+  static const char *const devs[] = {
+    "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/kvm"
+  };
+  if (bind_host ("/usr", "/usr", false, MS_NODEV, err) < 0)
+    return -1;
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (top); i++)
+    {
+      struct stat st;
+      char link[PATH_MAX];
+      if (lstat (top[i], &st) < 0)
+        continue;
+      cleanup_free char *at = xasprintf (NEWROOT "%s", top[i]);
+      if (S_ISLNK (st.st_mode))
+        {
+          ssize_t n = readlink (top[i], link, sizeof link - 1);
+          if (n < 0)
+            return asbx_error (err, errno, "isolation vm: readlink %s", top[i]);
+          link[n] = '\0';
+          if (symlink (link, at) < 0)
+            return asbx_error (err, errno, "isolation vm: symlink %s", at);
+        }
+      else if (S_ISDIR (st.st_mode) && bind_host (top[i], top[i], false, MS_NODEV, err) < 0)
+        return -1;
+    }
+  if (mkdir (NEWROOT "/etc", 0755) < 0 || mkdir (NEWROOT "/dev", 0755) < 0 || mkdir (NEWROOT "/proc", 0555) < 0)
+    return asbx_error (err, errno, "isolation vm: make QEMU's /etc, /dev, /proc");
+  if (access ("/etc/ld.so.cache", F_OK) == 0
+      && bind_host ("/etc/ld.so.cache", "/etc/ld.so.cache", true, MS_NODEV, err) < 0)
+    return -1;
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (devs); i++)
+    if (access (devs[i], F_OK) == 0 && bind_host (devs[i], devs[i], true, 0, err) < 0)
+      return -1;
+  /* QEMU's own pid namespace's: QEMU reads /proc/self (9p's chmod goes through /proc/self/fd) */
+  if (mount ("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+    return asbx_error (err, errno, "isolation vm: mount QEMU's /proc");
+  return 0;
+}
+
 static int
 make_mounts (struct vm_jail *j, asbx_err_t *err)
 {
   /* nothing we mount propagates back to the host */
   if (mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
     return asbx_error (err, errno, "isolation vm: make / private in QEMU's mount namespace");
-  if (mount ("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k") < 0
-      || mkdir (VM_JAIL_DIR, 0755) < 0)
-    return asbx_error (err, errno, "isolation vm: a tmpfs on /run for QEMU");
+  if (mount ("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k") < 0
+      || mkdir (NEWROOT "/run", 0755) < 0 || mkdir (NEWROOT VM_JAIL_DIR, 0755) < 0 || mkdir (NEWROOT "/.old", 0700) < 0)
+    return asbx_error (err, errno, "isolation vm: a tmpfs root for QEMU");
+  if (make_tree (err) < 0)
+    return -1;
   for (size_t i = 0; i < j->n; i++)
     {
       struct vm_jail_bind *b = &j->binds[i];
-      int fd = b->file ? open (b->where, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : mkdir (b->where, 0755);
+      cleanup_free char *at = xasprintf (NEWROOT "%s", b->where);
+      int fd = b->file ? open (at, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : mkdir (at, 0755);
       if (fd < 0)
-        return asbx_error (err, errno, "isolation vm: make %s", b->where);
+        return asbx_error (err, errno, "isolation vm: make %s", at);
       if (b->file)
         close (fd);
       unsigned long fl = MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | (b->ro ? MS_RDONLY : 0);
-      if (move_mount (b->fd, "", AT_FDCWD, b->where, MOVE_MOUNT_F_EMPTY_PATH) < 0
-          || mount (NULL, b->where, NULL, fl, NULL) < 0)
+      if (move_mount (b->fd, "", AT_FDCWD, at, MOVE_MOUNT_F_EMPTY_PATH) < 0 || mount (NULL, at, NULL, fl, NULL) < 0)
         return asbx_error (err, errno, "isolation vm: bind mount %s", b->where);
       close (b->fd);
       b->fd = -1;
     }
-  if (mount (NULL, "/run", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k") < 0)
-    return asbx_error (err, errno, "isolation vm: remount /run read-only");
+  /* the tmpfs becomes "/", the host's tree is detached (pivot_root(2): new_root is a mount) */
+  if (chdir (NEWROOT) < 0 || syscall (SYS_pivot_root, ".", ".old") < 0 || umount2 ("/.old", MNT_DETACH) < 0
+      || rmdir ("/.old") < 0 || chdir ("/") < 0)
+    return asbx_error (err, errno, "isolation vm: pivot_root into QEMU's tree");
+  if (mount (NULL, "/", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k") < 0)
+    return asbx_error (err, errno, "isolation vm: remount QEMU's root read-only");
   return 0;
 }
 

@@ -2,15 +2,18 @@
  *
  * The guest is the attacker: a guest kernel it has compromised sends QEMU arbitrary 9p requests.
  * QEMU therefore runs with no power over the host beyond the shares' owner's own:
- *  - as the bundle's owner (uid, and gid, or 65534 for group root), with no capability in any
- *    bounding, permitted, effective or ambient set, and no_new_privs. No user namespace: one
- *    would give QEMU a full capability set over namespaces it owns, and a plain unprivileged
- *    uid in the initial namespace has none at all;
- *  - in its own mount, pid, ipc and network namespaces (no NIC: the guest has none). In the mount
- *    namespace a read-only tmpfs covers /run; the share directories, the run directory and the
- *    guest kernel are bind-mounted there (nosuid, nodev; read-only where the share is) from the
- *    O_PATH fds opened when the shares were checked, and QEMU's path= names those mounts, so no
- *    path is re-resolved between the check and QEMU;
+ *  - as the bundle's owner (uid, and gid, or 65534 for group root), never root: the host uid 0
+ *    is dropped first (which clears every capability), then, unprivileged, QEMU enters a user
+ *    namespace of its own mapping only that uid/gid to 0 (so the guest's root owns the owner's
+ *    files, and files the guest makes are the owner's on the host); every capability set is then
+ *    emptied (SECBIT_NOROOT locked: its execve as uid 0 there grants none), no_new_privs is set.
+ *    The other namespaces are made by host root, so QEMU's user namespace has no power over them;
+ *  - in its own mount, pid, ipc and network namespaces (no NIC: the guest has none). Its root
+ *    (pivot_root) is a read-only tmpfs with /usr, the host's /lib... links, ld.so.cache, a few
+ *    device nodes, its own /proc and VM_JAIL_DIR: the share directories, the run directory and
+ *    the guest kernel, attached there (nosuid, nodev; read-only where the share is) from detached
+ *    clones of the O_PATH fds opened when the shares were checked; QEMU's path= names those
+ *    mounts, so no path is re-resolved between the check and QEMU; no other host file is there;
  *  - under a seccomp filter (linux/setid_filter.h) that refuses S_ISUID/S_ISGID in any mode it
  *    sets, under QEMU's own -sandbox. */
 #ifndef ASBX_RUNTIME_VM_JAIL_H

@@ -416,6 +416,15 @@ def test_qemu_sees_its_shares_nosuid_nodev(compromised):
     for m in shares:
         opts = m[5].split(",")
         assert "nosuid" in opts and "nodev" in opts, m
+    # nothing else of the host: QEMU's root is a tmpfs holding /usr (and the host's /lib, /bin...
+    # directories where they are not links into /usr), ld.so.cache, a few device nodes, its own
+    # /proc and the shares
+    allowed = {"/", "/usr", "/proc", "/etc/ld.so.cache"} | {"/" + d for d in ("bin", "sbin", "lib", "lib32", "lib64", "libx32")} \
+        | {"/dev/" + d for d in ("null", "zero", "full", "random", "urandom", "kvm")}
+    others = [m[4] for m in mounts if m[4] not in allowed and not m[4].startswith("/run/agentsbx-vm/")]
+    assert others == [], others
+    root = [m for m in mounts if m[4] == "/"]
+    assert root and root[0][root[0].index("-") + 1] == "tmpfs" and "ro" in root[0][5].split(","), root
     # the host's own mount namespace is not changed: nothing of QEMU's shows here
     with open("/proc/self/mountinfo") as f:
         assert "/run/agentsbx-vm" not in f.read()
