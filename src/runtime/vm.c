@@ -2,7 +2,8 @@
  * initramfs and the manifest the guest reads, start QEMU's `microvm` machine, enforce the wall
  * clock from the host (SIGKILL to QEMU), read the exit status the guest sends.
  *
- * QEMU runs with -nodefaults (no NIC, no display, no firmware devices), its own seccomp filter
+ * QEMU runs confined on the host (vm_jail.h: the bundle owner's uid, its own namespaces, no
+ * capability, a set-ID mode filter), with -nodefaults (no NIC, no display, no firmware devices), its own seccomp filter
  * (-sandbox on: no new privileges, no spawn, no obsolete syscalls), one virtio-serial device
  * (ports asbx.stdout, asbx.stderr, asbx.status; stdin is /dev/null in the guest) and one virtio-9p device per shared
  * directory. microvm has 24 virtio-mmio transports: one is the serial device. */
@@ -15,7 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
+#include <sched.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -26,6 +28,7 @@
 #include "core/util.h"
 #include "linux/kvm_probe.h"
 #include "runtime/vm.h"
+#include "runtime/vm_jail.h"
 
 #define VM_MAX_SHARES 16    /* virtio-9p devices (below microvm's transports, see above) */
 #define VM_MIN_MEM_MIB 256  /* guest kernel + our init + the container's own runtime */
@@ -140,6 +143,9 @@ struct vm_ctx
   char *manifest; /* the text the guest reads (vm_guest.c) */
   char *dir;      /* <state root>/vm/<id> */
   unsigned nfiles;
+  struct vm_jail jail;              /* QEMU's confinement (vm_jail.h) */
+  const char *mnt[VM_MAX_SHARES];   /* each share's mount point in QEMU's mount namespace */
+  const char *run_mnt, *kernel_mnt; /* the run directory's, the guest kernel's */
 };
 
 static void
@@ -298,6 +304,49 @@ remove_run_dir (const char *dir)
     }
 }
 
+/* the run's directory and what we wrote in it to QEMU's uid/gid: it reads the initramfs and
+ * share/, writes console.log and status (the directory stays reachable only through QEMU's
+ * private mount: the state root above it is root's, 0700) */
+static int
+chown_run_dir (const char *dir, uid_t uid, gid_t gid, asbx_err_t *err)
+{
+  cleanup_free char *share = xasprintf ("%s/share", dir);
+  const char *subs[] = { share, dir };
+  for (size_t i = 0; i < 2; i++)
+    {
+      cleanup_closedir DIR *d = opendir (subs[i]);
+      struct dirent *de;
+      if (!d)
+        return asbx_error (err, errno, "isolation vm: open %s", subs[i]);
+      while ((de = readdir (d)) != NULL)
+        if (strcmp (de->d_name, "..") != 0 && fchownat (dirfd (d), de->d_name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+          return asbx_error (err, errno, "isolation vm: chown %s/%s", subs[i], de->d_name);
+    }
+  return 0;
+}
+
+/* QEMU's mounts (vm_jail.h): the run directory, the kernel, each share */
+static int
+plan_jail (struct vm_ctx *c, const struct vm_host *h, const char *bundle, asbx_err_t *err)
+{
+  cleanup_close int bfd = open (bundle, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (bfd < 0)
+    return asbx_error (err, errno, "isolation vm: open the bundle %s", bundle);
+  if (vm_jail_init (&c->jail, bfd, bundle, err) < 0)
+    return -1;
+  if (!(c->run_mnt = vm_jail_add (&c->jail, c->dir, "run", false, false, err))
+      || !(c->kernel_mnt = vm_jail_add (&c->jail, h->kernel, "vmlinuz", true, true, err)))
+    return -1;
+  for (size_t i = 0; i < c->nshares; i++)
+    {
+      char name[16];
+      snprintf (name, sizeof name, "s%zu", i);
+      if (!(c->mnt[i] = vm_jail_add (&c->jail, c->shares[i].path, name, c->shares[i].ro, false, err)))
+        return -1;
+    }
+  return chown_run_dir (c->dir, c->jail.uid, c->jail.gid, err);
+}
+
 /* Wait for QEMU; SIGKILL it when the wall clock runs out (deadline_ns 0 = none). Returns the
  * wait status, or -1 when it was killed for the wall clock. */
 static int
@@ -379,7 +428,7 @@ build_argv (struct argv *a, const struct vm_host *h, const struct vm_ctx *c, con
     mem = VM_MIN_MEM_MIB;
   if (online > 0 && cpus > (unsigned) online)
     cpus = (unsigned) online;
-  cleanup_free char *d = qopt (c->dir);
+  cleanup_free char *d = qopt (c->run_mnt);
   arg (a, xstrdup (h->qemu));
   arg (a, xstrdup ("-nodefaults"));
   arg (a, xstrdup ("-no-user-config"));
@@ -400,11 +449,11 @@ build_argv (struct argv *a, const struct vm_host *h, const struct vm_ctx *c, con
   arg (a, xstrdup ("-sandbox"));
   arg (a, xstrdup ("on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"));
   arg (a, xstrdup ("-kernel"));
-  arg (a, xstrdup (h->kernel));
+  arg (a, xstrdup (c->kernel_mnt));
   arg (a, xstrdup ("-initrd"));
-  arg (a, xasprintf ("%s/initrd.cpio", c->dir));
+  arg (a, xasprintf ("%s/initrd.cpio", d));
   arg (a, xstrdup ("-serial"));
-  arg (a, xasprintf ("file:%s/console.log", c->dir));
+  arg (a, xasprintf ("file:%s/console.log", d));
   arg (a, xstrdup ("-append"));
   /* microvm has no HPET, PIT or PM timer to calibrate the TSC against; under TCG on a loaded
    * host the kernel's PIT-less calibration fails and the boot stops at "Marking TSC unstable".
@@ -417,12 +466,18 @@ build_argv (struct argv *a, const struct vm_host *h, const struct vm_ctx *c, con
   /* stdout, stderr: QEMU's own, one port each. Not QEMU's `stdio` chardev: at the end of its
    * input it closes, and the guest's writes to a port whose host side is closed block. stdin is
    * not forwarded yet (QEMU 7.2's file chardev has no input path): the process reads /dev/null */
+  /* our stdout/stderr as fds (vm_jail_enter puts them there): QEMU's uid may not open a
+   * root-owned pipe again through /dev/stdout */
+  arg (a, xstrdup ("-add-fd"));
+  arg (a, xasprintf ("fd=%d,set=1", VM_JAIL_STDOUT_FD));
+  arg (a, xstrdup ("-add-fd"));
+  arg (a, xasprintf ("fd=%d,set=2", VM_JAIL_STDERR_FD));
   arg (a, xstrdup ("-chardev"));
-  arg (a, xstrdup ("file,id=out,path=/dev/stdout,append=on"));
+  arg (a, xstrdup ("file,id=out,path=/dev/fdset/1,append=on"));
   arg (a, xstrdup ("-device"));
   arg (a, xstrdup ("virtserialport,chardev=out,name=asbx.stdout"));
   arg (a, xstrdup ("-chardev"));
-  arg (a, xstrdup ("file,id=er,path=/dev/stderr,append=on"));
+  arg (a, xstrdup ("file,id=er,path=/dev/fdset/2,append=on"));
   arg (a, xstrdup ("-device"));
   arg (a, xstrdup ("virtserialport,chardev=er,name=asbx.stderr"));
   arg (a, xstrdup ("-chardev"));
@@ -436,9 +491,11 @@ build_argv (struct argv *a, const struct vm_host *h, const struct vm_ctx *c, con
   arg (a, xstrdup ("virtio-9p-device,fsdev=asbx,mount_tag=asbx"));
   for (size_t i = 0; i < c->nshares; i++)
     {
-      cleanup_free char *p = qopt (c->shares[i].path);
-      /* security_model=none: the guest's chown/chmod of the host's files are not applied as
-       * such; files are created with QEMU's credentials, as a bind mount's would be by root */
+      cleanup_free char *p = qopt (c->mnt[i]);
+      /* security_model=none: the guest's chmod and create modes are applied to the host's files
+       * with QEMU's credentials (the bundle owner's, vm_jail.h); set-ID bits are refused by
+       * QEMU's seccomp filter (linux/setid_filter.h), chown fails (no CAP_CHOWN), device nodes
+       * cannot be made (no CAP_MKNOD) */
       arg (a, xstrdup ("-fsdev"));
       arg (a, xasprintf ("local,id=s%zu,path=%s,security_model=none%s", i, p, c->shares[i].ro ? ",readonly=on" : ""));
       arg (a, xstrdup ("-device"));
@@ -518,6 +575,7 @@ vm_run (const char *state_root, const char *id, const char *bundle, const struct
       vm_host_free (&h);
       return -1;
     }
+  c.jail = (struct vm_jail){ .alive_rd = -1, .alive_wr = -1 };
   if (build_ctx (&c, id, bundle, spec, plan, err) < 0)
     goto out;
   {
@@ -531,9 +589,13 @@ vm_run (const char *state_root, const char *id, const char *bundle, const struct
     if (vm_cpio_write (ifd, h.moddir, vm_modules, err) < 0)
       goto out;
   }
+  if (plan_jail (&c, &h, bundle, err) < 0)
+    goto out;
   build_argv (&a, &h, &c, plan);
   uint64_t deadline = plan->wall_clock_seconds ? now_ns () + plan->wall_clock_seconds * 1000000000ull : 0;
-  pid_t pid = fork ();
+  /* fork(2) into QEMU's own namespaces (vm_jail.h); SIGCHLD: waited for as a child */
+  pid_t pid = (pid_t) syscall (SYS_clone, CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET | SIGCHLD, NULL,
+                               NULL, NULL, 0UL);
   if (pid < 0)
     {
       asbx_error (err, errno, "isolation vm: fork");
@@ -541,14 +603,20 @@ vm_run (const char *state_root, const char *id, const char *bundle, const struct
     }
   if (pid == 0)
     {
-      /* QEMU does not outlive us: a killed `run` takes its VM with it (signals are not forwarded
-       * to the guest yet) */
-      if (prctl (PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid () == 1)
-        _exit (127);
+      /* QEMU does not outlive us (vm_jail_enter sets the parent-death signal): a killed `run`
+       * takes its VM with it (signals are not forwarded to the guest yet) */
+      asbx_err_t e = NULL;
+      if (vm_jail_enter (&c.jail, &e) < 0)
+        {
+          fprintf (stderr, "agentsbx: %s\n", e ? e->msg : "setup failed");
+          _exit (127);
+        }
       execv (a.v[0], a.v);
       fprintf (stderr, "agentsbx: isolation vm: exec %s: %s\n", a.v[0], strerror (errno));
       _exit (127);
     }
+  close (c.jail.alive_rd);
+  c.jail.alive_rd = -1;
   int st = wait_qemu (pid, deadline);
   if (st == -1)
     {
@@ -565,6 +633,7 @@ vm_run (const char *state_root, const char *id, const char *bundle, const struct
     }
   ret = read_status (c.dir, status, err);
 out:
+  vm_jail_free (&c.jail);
   if (!getenv ("AGENTSBX_VM_KEEP"))
     remove_run_dir (c.dir);
   for (size_t i = 0; i < c.nshares; i++)

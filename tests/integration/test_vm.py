@@ -5,11 +5,14 @@ applying the same config.json and policy inside.
 Needs qemu-system-x86_64 and the guest kernel in /var/cache/agentsbx-vm; the fixture fetches the
 kernel with contrib/vm/fetch-kernel.sh (the Debian mirror, as tests/vm does). TCG here (no KVM):
 one boot is 10-20 s, so one VM run serves the observations of several tests."""
+import ctypes
 import json
 import os
 import shutil
 import subprocess
 import tempfile
+import stat
+import struct
 import time
 
 import pytest
@@ -22,6 +25,9 @@ MARKER = MARKER_PREFIX + "7391"
 # kernel.printk_ratelimit: global (no namespace has its own copy), harmless (seconds between
 # rate-limited kernel messages)
 SYSCTL = "/proc/sys/kernel/printk_ratelimit"
+# the bundles' owner: QEMU runs as the bundle's owner, never as root (docs/security.md
+# "Isolation tiers"); an id no account on the host uses
+OWNER = 47311
 
 pytestmark = pytest.mark.agentsbx_only("the vm isolation tier is agentsbx's")
 
@@ -47,7 +53,7 @@ def vm_env(session_dir, subject_binary, busybox_template):
     shutil.rmtree(work, ignore_errors=True)
 
 
-def _bundle(env, name, script, policy, extra_mounts=(), caps=()):
+def _bundle(env, name, script, policy, extra_mounts=(), caps=(), devices=False):
     b = os.path.join(env["work"], name)
     os.makedirs(b)
     subprocess.run(["cp", "-a", env["rootfs"], os.path.join(b, "rootfs")], check=True)
@@ -68,8 +74,11 @@ def _bundle(env, name, script, policy, extra_mounts=(), caps=()):
     if caps:
         cfg["linux"]["readonlyPaths"] = [p for p in cfg["linux"].get("readonlyPaths", [])
                                          if p != "/proc/sys"]
+    if devices:
+        cfg["linux"]["resources"]["devices"] = [{"allow": True, "access": "rwm"}]
     with open(os.path.join(b, "config.json"), "w") as f:
         json.dump(cfg, f)
+    subprocess.run(["chown", "-R", f"{OWNER}:{OWNER}", b], check=True)
     pol = os.path.join(b, "policy.json")
     with open(pol, "w") as f:
         json.dump(policy, f)
@@ -230,3 +239,203 @@ def test_policy_applies_inside_the_guest(vm_env, deny):
         assert "permission denied" in obs.get("err", ""), obs
     else:
         assert obs.get("mount") == "0", obs
+
+
+# A compromised guest: a createRuntime hook runs as the guest's root in the guest's initial
+# namespaces, outside the container's policy (no seccomp, every capability), as guest code that
+# owns the guest kernel would: its chmod/mknod/link reach QEMU's 9p server as such. What counts
+# is what the host then holds. On main's binary (QEMU as root, security_model=none) the file is
+# root-owned and set-ID, the device node and the link exist, and QEMU's uid is 0.
+COMPROMISED = (
+    "cd {ws} || exit 1; "
+    "echo x > suid; chmod 4755 suid; echo chmod_suid=$? >> r; "
+    "echo x > sgid; chmod 2755 sgid; echo chmod_sgid=$? >> r; "
+    "echo x > owned; chown 0:0 owned; echo chown=$? >> r; "
+    "mknod null c 1 3; echo mknod=$? >> r; "
+    "ln secret hl; echo link=$? >> r; "
+    "echo done >> r")
+
+
+IN_CREATE = 0x100
+
+
+def _inotify_creates(path):
+    """An inotify fd watching `path` for IN_CREATE (the kernel's record of every name made in it,
+    even one removed at once), or None without inotify."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+    if fd < 0 or libc.inotify_add_watch(fd, path.encode(), IN_CREATE) < 0:
+        pytest.fail(f"inotify on {path}: {os.strerror(ctypes.get_errno())}")
+    return fd
+
+
+def _created_names(fd):
+    names, buf = [], b""
+    try:
+        while True:
+            buf += os.read(fd, 65536)
+    except BlockingIOError:
+        pass
+    off = 0
+    while off + 16 <= len(buf):
+        _wd, mask, _cookie, n = struct.unpack_from("iIII", buf, off)
+        if mask & IN_CREATE:
+            names.append(buf[off + 16:off + 16 + n].rstrip(b"\0").decode())
+        off += 16 + n
+    return names
+
+
+def _qemu_child(pid, deadline):
+    """The pid of QEMU under agentsbx `pid` once it has exec'd, else None."""
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children") as f:
+                kids = f.read().split()
+        except OSError:
+            return None
+        for k in kids:
+            try:
+                if os.path.basename(os.readlink(f"/proc/{k}/exe")).startswith("qemu-system"):
+                    return int(k)
+            except OSError:
+                pass
+        time.sleep(0.1)
+    return None
+
+
+@pytest.fixture(scope="module")
+def compromised(vm_env):
+    b = os.path.join(vm_env["work"], "evil")
+    ws = os.path.join(b, "ws")
+    busybox = os.path.join(b, "rootfs", "bin", "busybox")
+    b, ws, pol = _bundle(vm_env, "evil", "sleep 8",
+                         {"version": 1, "isolation": "vm", "network": {"mode": "none"}}, devices=True)
+    # root's file inside the share: a hard link to it would keep it reachable and let the
+    # workspace owner's tools act on root's inode
+    secret = os.path.join(ws, "secret")
+    with open(secret, "w") as f:
+        f.write("root's\n")
+    os.chown(secret, 0, 0)
+    os.chmod(secret, 0o600)
+    with open(os.path.join(b, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["hooks"] = {"createRuntime": [{"path": busybox,
+                                       "args": ["busybox", "sh", "-c", COMPROMISED.format(ws=ws)]}]}
+    with open(os.path.join(b, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    os.chown(os.path.join(b, "config.json"), OWNER, OWNER)
+    root = os.path.join(vm_env["work"], "state-evil")
+    ino = _inotify_creates(ws)
+    p = subprocess.Popen([vm_env["bin"], "--root", root, "--policy", pol, "run", "--bundle", b, "vm-evil"],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    q = {}
+    try:
+        qpid = _qemu_child(p.pid, time.monotonic() + 120)
+        if qpid:
+            q["pid"] = qpid
+            with open(f"/proc/{qpid}/status") as f:
+                q["status"] = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+            q["ns"] = {n: os.readlink(f"/proc/{qpid}/ns/{n}") for n in ("mnt", "pid", "net", "ipc", "user")}
+            with open(f"/proc/{qpid}/mountinfo") as f:
+                q["mountinfo"] = f.read()
+            with open(f"/proc/{qpid}/uid_map") as f:
+                q["uid_map"] = f.read()
+        out, err = p.communicate(timeout=300)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    created = _created_names(ino)
+    os.close(ino)
+    results = {}
+    rpath = os.path.join(ws, "r")
+    if os.path.exists(rpath):
+        with open(rpath) as f:
+            results = dict(line.split("=", 1) for line in f.read().split() if "=" in line)
+    return {"rc": p.returncode, "stderr": err, "ws": ws, "created": created, "secret": secret, "qemu": q, "guest": results}
+
+
+def _ran(c):
+    assert c["rc"] == 0, (c["rc"], c["stderr"][-2000:])
+    assert "done" in open(os.path.join(c["ws"], "r")).read(), "the guest's hook did not run"
+
+
+def test_guest_chmod_leaves_no_setid_file_on_the_host(compromised):
+    _ran(compromised)
+    for name in ("suid", "sgid", "owned"):
+        st = os.lstat(os.path.join(compromised["ws"], name))
+        assert not st.st_mode & (stat.S_ISUID | stat.S_ISGID), (name, oct(st.st_mode), compromised["guest"])
+        # made by QEMU: the bundle's owner's, never root's (the guest's chown cannot give it to root)
+        assert (st.st_uid, st.st_gid) == (OWNER, OWNER), (name, st.st_uid, st.st_gid)
+
+
+def test_guest_makes_no_device_node_on_the_host(compromised):
+    _ran(compromised)
+    p = os.path.join(compromised["ws"], "null")
+    assert not os.path.lexists(p) or not (stat.S_ISCHR(os.lstat(p).st_mode) or stat.S_ISBLK(os.lstat(p).st_mode))
+    assert compromised["guest"].get("mknod") not in (None, "0"), compromised["guest"]
+    # not even for a moment: QEMU 7.2 as root made the node, then refused to open it for the
+    # guest's chmod and unlinked it (its CVE-2023-2861 check); the kernel saw the name made
+    assert "suid" in compromised["created"], compromised["created"]  # the watch works
+    assert "null" not in compromised["created"], compromised["created"]
+
+
+def test_guest_cannot_hard_link_roots_file(compromised):
+    _ran(compromised)
+    st = os.lstat(compromised["secret"])
+    assert st.st_nlink == 1 and not os.path.lexists(os.path.join(compromised["ws"], "hl")), compromised["guest"]
+    assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (0, 0o600)
+    with open(compromised["secret"]) as f:
+        assert f.read() == "root's\n"
+
+
+def test_qemu_holds_no_privilege_on_the_host(compromised):
+    _ran(compromised)
+    q = compromised["qemu"]
+    assert q, "QEMU was not seen running under agentsbx"
+    st = q["status"]
+    assert st["Uid"].split() == [str(OWNER)] * 4, st["Uid"]
+    assert st["Gid"].split() == [str(OWNER)] * 4, st["Gid"]
+    assert st["Groups"].split() == [], st["Groups"]
+    for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+        assert int(st[k], 16) == 0, (k, st[k])
+    assert st["NoNewPrivs"].strip() == "1"
+    assert st["Seccomp"].strip() == "2"
+    for n in ("mnt", "pid", "net", "ipc", "user"):
+        assert q["ns"][n] != os.readlink(f"/proc/self/ns/{n}"), n
+    # its user namespace maps the bundle's owner alone (to its uid 0: the guest's root owns the
+    # owner's files); read from the host, /proc shows the host's ids
+    assert q["uid_map"].split() == ["0", str(OWNER), "1"], q["uid_map"]
+
+
+def test_qemu_sees_its_shares_nosuid_nodev(compromised):
+    _ran(compromised)
+    mounts = [line.split() for line in compromised["qemu"]["mountinfo"].splitlines()]
+    shares = [m for m in mounts if m[4].startswith("/run/agentsbx-vm/")]
+    assert any(m[4] == "/run/agentsbx-vm/s0" for m in shares), compromised["qemu"]["mountinfo"]
+    for m in shares:
+        opts = m[5].split(",")
+        assert "nosuid" in opts and "nodev" in opts, m
+    # nothing else of the host: QEMU's root is a tmpfs holding /usr (and the host's /lib, /bin...
+    # directories where they are not links into /usr), ld.so.cache, a few device nodes, its own
+    # /proc and the shares
+    allowed = {"/", "/usr", "/proc", "/etc/ld.so.cache"} | {"/" + d for d in ("bin", "sbin", "lib", "lib32", "lib64", "libx32")} \
+        | {"/dev/" + d for d in ("null", "zero", "full", "random", "urandom", "kvm")}
+    others = [m[4] for m in mounts if m[4] not in allowed and not m[4].startswith("/run/agentsbx-vm/")]
+    assert others == [], others
+    root = [m for m in mounts if m[4] == "/"]
+    assert root and root[0][root[0].index("-") + 1] == "tmpfs" and "ro" in root[0][5].split(","), root
+    # the host's own mount namespace is not changed: nothing of QEMU's shows here
+    with open("/proc/self/mountinfo") as f:
+        assert "/run/agentsbx-vm" not in f.read()
+
+
+def test_root_owned_bundle_is_refused(vm_env):
+    """QEMU never runs as root: it takes the bundle owner's uid, so a root-owned bundle is an
+    error before anything starts (on main's binary it boots, QEMU as root)."""
+    b, _, pol = _bundle(vm_env, "rootowned", "true",
+                        {"version": 1, "isolation": "vm", "network": {"mode": "none"}})
+    subprocess.run(["chown", "-R", "0:0", b], check=True)
+    r = _run(vm_env, b, pol, "vm-rootowned", timeout=120)
+    assert r.returncode != 0
+    assert f"the bundle {b} is owned by root" in r.stderr, r.stderr

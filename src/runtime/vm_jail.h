@@ -1,0 +1,68 @@
+/* vm_jail.h - where the vm tier's QEMU runs on the host (docs/security.md "Isolation tiers").
+ *
+ * The guest is the attacker: a guest kernel it has compromised sends QEMU arbitrary 9p requests.
+ * QEMU therefore runs with no power over the host beyond the shares' owner's own:
+ *  - as the bundle's owner (uid, and gid, or 65534 for group root), never root: the host uid 0
+ *    is dropped first (which clears every capability), then, unprivileged, QEMU enters a user
+ *    namespace of its own mapping only that uid/gid to 0 (so the guest's root owns the owner's
+ *    files, and files the guest makes are the owner's on the host); every capability set is then
+ *    emptied (SECBIT_NOROOT locked: its execve as uid 0 there grants none), no_new_privs is set.
+ *    The other namespaces are made by host root, so QEMU's user namespace has no power over them;
+ *  - in its own mount, pid, ipc and network namespaces (no NIC: the guest has none). Its root
+ *    (pivot_root) is a read-only tmpfs with /usr, the host's /lib... links, ld.so.cache, a few
+ *    device nodes, its own /proc and VM_JAIL_DIR: the share directories, the run directory and
+ *    the guest kernel, attached there (nosuid, nodev; read-only where the share is) from detached
+ *    clones of the O_PATH fds opened when the shares were checked; QEMU's path= names those
+ *    mounts, so no path is re-resolved between the check and QEMU; no other host file is there;
+ *  - under a seccomp filter (linux/setid_filter.h) that refuses S_ISUID/S_ISGID in any mode it
+ *    sets, under QEMU's own -sandbox. */
+#ifndef ASBX_RUNTIME_VM_JAIL_H
+#define ASBX_RUNTIME_VM_JAIL_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "core/error.h"
+
+#define VM_JAIL_MAX 18
+#define VM_JAIL_DIR "/run/agentsbx-vm"
+/* QEMU's stdout and stderr fds (-add-fd ...,set=1 / set=2; its chardevs open /dev/fdset/N) */
+#define VM_JAIL_STDOUT_FD 3
+#define VM_JAIL_STDERR_FD 4
+
+struct vm_jail_bind
+{
+  int fd;      /* open_tree(OPEN_TREE_CLONE) of the directory (or the kernel file) */
+  char *where; /* its mount point under VM_JAIL_DIR */
+  bool ro, file;
+};
+
+struct vm_jail
+{
+  uid_t uid;
+  gid_t gid;
+  struct vm_jail_bind binds[VM_JAIL_MAX];
+  size_t n;
+  int alive_rd, alive_wr; /* a pipe: the child sees the parent die (PR_SET_PDEATHSIG's race) */
+};
+
+/* Start a jail for QEMU: the uid/gid is the owner of the directory `owner_fd` (the bundle);
+ * a root-owned bundle is refused (EPERM): QEMU does not run as root. 0 / -1 with *err. */
+int vm_jail_init (struct vm_jail *j, int owner_fd, const char *bundle, asbx_err_t *err);
+
+/* Open `path` (absolute; a directory, or a regular file when `file`) as O_PATH beneath its
+ * parent, the last component no symlink (RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|
+ * RESOLVE_NO_MAGICLINKS), and add it as VM_JAIL_DIR/`name`. The fd is what will be mounted.
+ * Returns the mount point (owned by j) or NULL with *err (ENOTDIR, ELOOP, ENOSPC for too many). */
+const char *vm_jail_add (struct vm_jail *j, const char *path, const char *name, bool ro, bool file, asbx_err_t *err);
+
+/* In the child made by clone(CLONE_NEWNS|CLONE_NEWPID|CLONE_NEWIPC|CLONE_NEWNET): make the
+ * mounts, move stdout/stderr to VM_JAIL_STDOUT_FD/STDERR_FD, drop to j's uid/gid, no capability,
+ * no_new_privs, the parent-death signal, the set-ID filter. Returns 0, or -1 with *err (the
+ * caller writes it and _exits). */
+int vm_jail_enter (struct vm_jail *j, asbx_err_t *err);
+
+/* Close the fds and free (parent; idempotent). */
+void vm_jail_free (struct vm_jail *j);
+
+#endif
