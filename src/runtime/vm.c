@@ -404,10 +404,14 @@ build_ctx (struct vm_ctx *c, const char *id, const char *bundle, const struct oc
     snprintf (rootfs, sizeof rootfs, "%s", spec->root->path);
   else
     snprintf (rootfs, sizeof rootfs, "%s/%s", bundle, spec->root->path);
-  /* the bundle (config.json and, usually, the rootfs), read-only when the root is */
-  if (add_share (c, bundle, ro, err) < 0)
+  /* the bundle (config.json and, usually, the rootfs) always read-only: a guest that wrote
+   * config.json would plant hooks for the next run of that bundle, which run on the host
+   * (outside attack 08: a prestart hook from the guest ran as root in a later container run);
+   * the rootfs is a share of its own, writable unless root.readonly, mounted over it in the
+   * guest (the manifest keeps this order) */
+  if (add_share (c, bundle, true, err) < 0)
     return -1;
-  if (!under (rootfs, bundle) && add_share (c, rootfs, ro, err) < 0)
+  if ((!ro || !under (rootfs, bundle)) && add_share (c, rootfs, ro, err) < 0)
     return -1;
   for (size_t i = 0; i < spec->mounts_len; i++)
     if (mount_is_bind (&spec->mounts[i]) && plan_bind (c, bundle, &spec->mounts[i], err) < 0)

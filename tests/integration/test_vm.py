@@ -253,6 +253,7 @@ COMPROMISED = (
     "echo x > owned; chown 0:0 owned; echo chown=$? >> r; "
     "mknod null c 1 3; echo mknod=$? >> r; "
     "ln secret hl; echo link=$? >> r; "
+    "echo '{{}}' >> {bundle}/config.json; echo config=$? >> r; "
     "echo done >> r")
 
 
@@ -320,10 +321,12 @@ def compromised(vm_env):
     with open(os.path.join(b, "config.json")) as f:
         cfg = json.load(f)
     cfg["hooks"] = {"createRuntime": [{"path": busybox,
-                                       "args": ["busybox", "sh", "-c", COMPROMISED.format(ws=ws)]}]}
+                                       "args": ["busybox", "sh", "-c", COMPROMISED.format(ws=ws, bundle=b)]}]}
     with open(os.path.join(b, "config.json"), "w") as f:
         json.dump(cfg, f)
     os.chown(os.path.join(b, "config.json"), OWNER, OWNER)
+    with open(os.path.join(b, "config.json"), "rb") as f:
+        config_before = f.read()
     root = os.path.join(vm_env["work"], "state-evil")
     ino = _inotify_creates(ws)
     p = subprocess.Popen([vm_env["bin"], "--root", root, "--policy", pol, "run", "--bundle", b, "vm-evil"],
@@ -352,7 +355,10 @@ def compromised(vm_env):
     if os.path.exists(rpath):
         with open(rpath) as f:
             results = dict(line.split("=", 1) for line in f.read().split() if "=" in line)
-    return {"rc": p.returncode, "stderr": err, "ws": ws, "created": created, "secret": secret, "qemu": q, "guest": results}
+    with open(os.path.join(b, "config.json"), "rb") as f:
+        config_after = f.read()
+    return {"rc": p.returncode, "stderr": err, "ws": ws, "created": created, "secret": secret, "qemu": q,
+            "guest": results, "config": (config_before, config_after)}
 
 
 def _ran(c):
@@ -439,3 +445,13 @@ def test_root_owned_bundle_is_refused(vm_env):
     r = _run(vm_env, b, pol, "vm-rootowned", timeout=120)
     assert r.returncode != 0
     assert f"the bundle {b} is owned by root" in r.stderr, r.stderr
+
+
+def test_guest_cannot_rewrite_the_bundle_config(compromised):
+    """The bundle is shared read-only whatever root.readonly says (the rootfs is a share of its
+    own): a guest that rewrote config.json planted a prestart hook, which a later container run
+    of that bundle ran on the host as root (outside attack 08)."""
+    _ran(compromised)
+    before, after = compromised["config"]
+    assert after == before, "the guest changed the host's config.json"
+    assert compromised["guest"].get("config") not in (None, "0"), compromised["guest"]
