@@ -80,29 +80,28 @@ int
 cli_workspace_apply (struct asbx_global *g, int argc, char **argv)
 {
   static const struct option opts[] = {
-    { "skip-refused", no_argument, 0, 's' },
-    { "dry-run", no_argument, 0, 'n' },
-    { "running", no_argument, 0, 'r' },
-    { "help", no_argument, 0, 'h' },
-    { 0, 0, 0, 0 },
+    { "skip-refused", no_argument, 0, 's' }, { "git-data", no_argument, 0, 'g' }, { "dry-run", no_argument, 0, 'n' },
+    { "running", no_argument, 0, 'r' },      { "help", no_argument, 0, 'h' },     { 0, 0, 0, 0 },
   };
   struct ws_apply_opts o = { .audit_dir = g->audit_dir, .config_path = g->config_path };
   asbx_err_t err = NULL;
   int c;
 
   optind = 0;
-  while ((c = getopt_long (argc, argv, "snrh", opts, NULL)) != -1)
+  while ((c = getopt_long (argc, argv, "sgnrh", opts, NULL)) != -1)
     switch (c)
       {
       case 's': o.skip_refused = true; break;
+      case 'g': o.git_data = true; break;
       case 'n': o.dry_run = true; break;
       case 'r': o.running = true; break;
       case 'h':
-        printf ("usage: agentsbx workspace apply ID [--skip-refused] [--dry-run] [--running] [PATH...]\n\n"
+        printf ("usage: agentsbx workspace apply ID [--skip-refused] [--git-data] [--dry-run] [--running] [PATH...]\n\n"
                 "Write a review workspace's changes to the host workspace, atomically per file.\n"
                 "Refused (with the reason): symlinks leaving the workspace or going through a symlink,\n"
                 "hard links, device nodes, fifos, sockets, setuid/setgid/sticky or world-writable modes,\n"
-                "below a .git directory anything but git's data (objects, refs, logs, index, HEAD...),\n"
+                "with --git-data below a .git directory anything but git's data (objects, refs, logs, HEAD...);\n"
+                "without it the agent's git data is kept out (its file changes apply),\n"
                 "meta.json \"protect\" paths, and conflicts (host paths changed since the run started).\n"
                 "Exit 0: applied (without PATH the workspace is removed: nothing is left);\n"
                 "1: something was refused and nothing was applied; 3: --skip-refused applied the rest.\n"

@@ -430,8 +430,13 @@ remove_tree (int dfd, const char *name)
 static bool
 selected (const struct ws_change *c, char **paths, size_t n)
 {
+  /* a rename by its new path (what it writes); its deletion of the old one follows it
+   * (select_changes). By the old path it wrote outside the selection (outside attack 09: `apply
+   * ID docs/` created `run-me.sh` from `docs/a.md`). */
+  if (n && c->op == WS_DELETED && c->renamed)
+    return false; /* the old side of a rename: only with the rename itself */
   for (size_t i = 0; i < n; i++)
-    if (ws_path_under (c->path, paths[i]) || (c->old_path && ws_path_under (c->old_path, paths[i])))
+    if (ws_path_under (c->path, paths[i]))
       return true;
   return n == 0;
 }
@@ -547,7 +552,7 @@ ws_apply (const struct ws_apply_opts *o, FILE *out, asbx_err_t *err)
   cleanup_free bool *sel = NULL;
   cleanup_free bool *refused = NULL;
   cleanup_free bool *done = NULL;
-  size_t nref = 0, nsel = 0, napplied = 0;
+  size_t nref = 0, nsel = 0, napplied = 0, nkept_git = 0;
   struct stat st;
   int ret = -1;
 
@@ -609,6 +614,12 @@ ws_apply (const struct ws_apply_opts *o, FILE *out, asbx_err_t *err)
       bool conflict;
       if (!sel[i])
         continue;
+      if (!o->git_data && ws_below_dot_git (c->path))
+        {
+          sel[i] = false;
+          nkept_git++;
+          continue;
+        }
       /* the workspace's own git index: every git command the agent ran rewrote it (a commit, an
        * add, even a status), and it is never applied (a list of paths git writes into the
        * worktree: outside attack 06 planted hooks through one). Not a refusal, which would stop
@@ -634,6 +645,11 @@ ws_apply (const struct ws_apply_opts *o, FILE *out, asbx_err_t *err)
       if (conflict)
         show_conflict (&a, c);
     }
+  if (nkept_git)
+    fprintf (out,
+             "kept     %zu change%s below .git: the agent's git data (its commits, refs, logs) is not applied, its "
+             "file changes are (--git-data applies it; the trees of its commits are not checked)\n",
+             nkept_git, nkept_git == 1 ? "" : "s");
   /* what depends on a refused entry: the contents of a refused directory, the directories whose
    * deletion needs a refused deletion below them */
   for (size_t i = 0; i < ch.n; i++)

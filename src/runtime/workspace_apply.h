@@ -20,9 +20,16 @@ struct ws_apply_opts
 {
   const char *id;
   bool skip_refused; /* apply what is not refused */
-  bool dry_run;      /* say what would be done, change nothing */
-  bool running;      /* allow a workspace whose container still runs (meta "state") */
-  char **paths;      /* only these workspace paths (cleaned, ws_clean_rel), and below */
+  /* --git-data: apply what the agent wrote below `.git` (the allow list of workspace_refuse.c:
+   * objects, refs, logs...), i.e. its commits. Off by default: the trees of those commits are
+   * not checked, and the reviewer's git checks them out later (outside attack 09: a commit
+   * holding src/HEAD + src/config planted a repository whose core.fsmonitor ran as root after
+   * `git reset; git checkout -- .`). Without it those changes are kept (a `kept` line), not
+   * refused: the agent's file changes apply, its history stays in the review workspace. */
+  bool git_data;
+  bool dry_run; /* say what would be done, change nothing */
+  bool running; /* allow a workspace whose container still runs (meta "state") */
+  char **paths; /* only these workspace paths (cleaned, ws_clean_rel), and below */
   size_t paths_len;
   const char *audit_dir; /* the global --audit-dir (NULL: host config or default) */
   const char *config_path;

@@ -62,8 +62,8 @@ ws_git_marker (const char *name)
 }
 
 /* Is path below a component named exactly ".git" (git_refused's rules apply there)? */
-static bool
-below_dot_git (const char *path)
+bool
+ws_below_dot_git (const char *path)
 {
   if (!path)
     return false;
@@ -612,7 +612,7 @@ ws_refusal (const struct ws_change *c, const struct ws_meta *m, int upperfd, int
             return xasprintf ("`%s` is under the protected path `%s` (meta.json \"protect\")", e, ep);
           }
     }
-  if (c->op != WS_DELETED && !below_dot_git (c->path) && ws_git_marker (base_name (c->path)))
+  if (c->op != WS_DELETED && !ws_below_dot_git (c->path) && ws_git_marker (base_name (c->path)))
     {
       /* the workspace's own top-level .git directory stays (its mode may change) */
       bool top_git = strcmp (c->path, ".git") == 0 && S_ISDIR (md) && c->has_old && S_ISDIR (c->old_mode);
@@ -630,8 +630,17 @@ ws_refusal (const struct ws_change *c, const struct ws_meta *m, int upperfd, int
   if (c->op != WS_DELETED && S_ISLNK (md) && c->target)
     {
       cleanup_free char *t = xstrdup (c->target);
-      for (size_t l = strlen (t); l > 1 && t[l - 1] == '/'; l--)
-        t[l - 1] = '\0';
+      /* the name the target ends at: trailing "/" and "/." dropped (outside attack 09: `.git/.`
+       * passed as a target ending in "."); a target ending in ".." is refused elsewhere */
+      for (bool again = true; again;)
+        {
+          size_t l = strlen (t);
+          again = false;
+          if (l > 1 && t[l - 1] == '/')
+            t[l - 1] = '\0', again = true;
+          else if (l > 2 && t[l - 1] == '.' && t[l - 2] == '/')
+            t[l - 2] = '\0', again = true;
+        }
       if (ws_git_marker (base_name (t)))
         {
           cleanup_free char *et = ws_escape (c->target);

@@ -23,6 +23,9 @@
  * Returns the reason, a heap string (caller frees). */
 char *ws_refusal (const struct ws_change *c, const struct ws_meta *m, int upperfd, int lowerfd, bool *conflict);
 
+/* Is `path` (a walker path, relative) below a component named exactly ".git"? */
+bool ws_below_dot_git (const char *path);
+
 /* Is `name` (one path component) one of the names git takes for a repository's own files when
  * it looks at a directory: HEAD, commondir, gitdir, config.worktree, .git, in any case (setup.c
  * is_git_directory and read_gitfile)? Apply refuses such entries outside `.git` (ws_refusal), and

@@ -268,7 +268,7 @@ def test_apply_refuses(ws, name):
         make(m)
     ws.run(agent)
     before = host_tree(ws.lower)
-    r = ws.cmd("apply", ws.id)
+    r = ws.cmd("apply", "--git-data", ws.id)
     assert r.returncode == 1, (r.stdout, r.stderr)
     assert reason in r.stdout, r.stdout
     assert "nothing applied" in r.stdout
@@ -593,7 +593,7 @@ def test_apply_git_commondir_redirect_refused(ws):
             f.write(_fsmonitor(pwned))
         _write(m, ".git/commondir", b"../evilc\n")
     ws.run(agent)
-    r = ws.cmd("apply", "--skip-refused", ws.id)
+    r = ws.cmd("apply", "--git-data", "--skip-refused", ws.id)
     assert "refused" in r.stdout and ".git/commondir" in r.stdout, r.stdout
     assert "git's data" in r.stdout, r.stdout
     assert not os.path.exists(os.path.join(ws.lower, ".git", "commondir"))
@@ -616,7 +616,7 @@ def test_apply_git_submodule_config_refused(ws, tmp_path):
         with open(os.path.join(m, ".git", "modules", "sub", "config"), "ab") as f:
             f.write(_fsmonitor(pwned))
     ws.run(agent)
-    r = ws.cmd("apply", ws.id)
+    r = ws.cmd("apply", "--git-data", ws.id)
     assert r.returncode == 1 and ".git/modules/sub/config" in r.stdout, r.stdout
     _host_git_status(ws)
     _host_git_status(ws, os.path.join(ws.lower, "sub"))
@@ -633,7 +633,7 @@ def test_apply_git_allow_list_refuses(ws, rel):
     _host_repo(ws)
     ws.run(lambda m: _write(m, rel, b"agent\n"))
     before = host_tree(ws.lower)
-    r = ws.cmd("apply", ws.id)
+    r = ws.cmd("apply", "--git-data", ws.id)
     assert r.returncode == 1 and "git's data" in r.stdout, r.stdout
     assert host_tree(ws.lower) == before
 
@@ -641,7 +641,7 @@ def test_apply_git_allow_list_refuses(ws, rel):
 def test_apply_git_symlink_under_git_refused(ws):
     _host_repo(ws)
     ws.run(lambda m: os.symlink("../../../evil", os.path.join(m, ".git", "refs", "heads", "x")))
-    r = ws.cmd("apply", ws.id)
+    r = ws.cmd("apply", "--git-data", ws.id)
     assert r.returncode == 1 and "git's data" in r.stdout, r.stdout
 
 
@@ -659,7 +659,7 @@ def test_apply_git_commit_applies(ws):
         _git(m, "tag", "-a", "-m", "t", "v1")
         _git(m, "pack-refs", "--all")
     ws.run(agent)
-    r = ws.cmd("apply", ws.id)
+    r = ws.cmd("apply", "--git-data", ws.id)
     assert r.returncode == 0 and "kept     modified .git/index" in r.stdout, (r.stdout, r.stderr)
     assert "refused  " not in r.stdout, r.stdout
     assert "applied  modified .git/packed-refs" in r.stdout, r.stdout
@@ -856,7 +856,7 @@ def test_apply_root_head_broken_and_commondir_refused(ws, tmp_path):
         _commondir_repo(m, "", pwned, ".")
         _write(m, "notes.txt", b"fine\n")
     ws.run(agent)
-    r = ws.cmd("apply", "--skip-refused", ws.id)
+    r = ws.cmd("apply", "--git-data", "--skip-refused", ws.id)
     _host_git_status(ws)
     assert not pwned.exists(), "the host's git ran the agent's core.fsmonitor"
     assert r.returncode == 3, (r.stdout, r.stderr)
@@ -936,7 +936,7 @@ def test_apply_git_index_hook_refused(ws, tmp_path):
         _agent_stages(m, f"#!/bin/sh\nid > {pwned}\n".encode(), "xgit/hooks/post-checkout",
                       ".git/hooks/post-checkout")
     ws.run(agent)
-    r = ws.cmd("apply", "--skip-refused", ws.id)
+    r = ws.cmd("apply", "--git-data", "--skip-refused", ws.id)
     subprocess.run(GIT + ["checkout", "--", "."], cwd=ws.lower, capture_output=True, timeout=60)
     assert not pwned.exists(), "the host's git ran the agent's hook"
     assert not os.path.lexists(os.path.join(ws.lower, ".git", "hooks", "post-checkout"))
@@ -953,7 +953,7 @@ def test_apply_git_index_outside_path_refused(ws, tmp_path):
     _git(ws.lower, "commit", "-q", "-m", "init")
     ws.run(lambda m: _agent_stages(m, b"* * * * * root id > /tmp/pwned\n", "sub/xx/xx/OUTSIDE-index",
                                    "sub/../../OUTSIDE-index", "100644"))
-    r = ws.cmd("apply", "--skip-refused", ws.id)
+    r = ws.cmd("apply", "--git-data", "--skip-refused", ws.id)
     subprocess.run(GIT + ["checkout", "--", "."], cwd=ws.lower, capture_output=True, timeout=60)
     try:
         assert not os.path.lexists(outside), "the reviewer's git wrote outside the workspace"
@@ -1029,7 +1029,7 @@ def test_apply_git_ref_content_refused(ws, rel, data):
     _host_repo(ws)
     ws.run(lambda m: _write(m, rel, data))
     before = host_tree(ws.lower)
-    r = ws.cmd("apply", ws.id)
+    r = ws.cmd("apply", "--git-data", ws.id)
     assert r.returncode == 1 and f"{rel}: " in r.stdout and ("not a ref" in r.stdout or "packed-refs" in r.stdout), \
         r.stdout
     assert host_tree(ws.lower) == before
@@ -1038,5 +1038,70 @@ def test_apply_git_ref_content_refused(ws, rel, data):
 def test_apply_git_fetch_head_refused(ws):
     _host_repo(ws)
     ws.run(lambda m: _write(m, ".git/FETCH_HEAD", b"0" * 40 + b"\t\tbranch 'x' of y\n"))
-    r = ws.cmd("apply", ws.id)
+    r = ws.cmd("apply", "--git-data", ws.id)
     assert r.returncode == 1 and "`.git/FETCH_HEAD` is protected" in r.stdout, r.stdout
+
+
+# outside attack 09 (after the fixes of attack 06): the agent's commits planted a repository
+# through git itself; a symlink to `.git/.`; a rename applied by its old path.
+
+
+def test_apply_keeps_the_agents_git_data_by_default(ws, tmp_path):
+    """Break 05: the agent commits src/HEAD + src/config (core.fsmonitor) + objects/ + refs/,
+    deletes them from its worktree and changes a file. Applied as git data, its commit made the
+    reviewer's `git reset; git checkout -- .` write the repository and `git status` in src/ ran
+    the fsmonitor as root. By default the agent's git data is kept out (one `kept` line): the
+    file change applies, the host's HEAD does not move, and the reviewer's git writes nothing of
+    the commit."""
+    pwned = tmp_path / "PWNED-commit"
+    ws.host("src/main.c", b"int main(){return 1;}\n")
+    _git(ws.lower, "init", "-q")
+    _git(ws.lower, "add", "-A")
+    _git(ws.lower, "commit", "-q", "-m", "init")
+    head = subprocess.run(GIT + ["rev-parse", "HEAD"], cwd=ws.lower, capture_output=True, text=True).stdout
+
+    def agent(m):
+        _write(m, "src/main.c", b"int main(){return 0;}\n")
+        _write(m, "src/objects/.keep", b"")
+        _write(m, "src/refs/.keep", b"")
+        _write(m, "src/HEAD", b"ref: refs/heads/main\n")
+        _write(m, "src/config", b"[core]\n\tbare = false\n\tworktree = ..\n" + _fsmonitor(pwned)[7:])
+        _git(m, "add", "-A")
+        _git(m, "commit", "-q", "-m", "fix main, add build metadata")
+        for f in ("src/HEAD", "src/config", "src/objects/.keep", "src/refs/.keep"):
+            os.unlink(os.path.join(m, f))
+    ws.run(agent)
+    r = ws.cmd("apply", ws.id)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert "applied  modified src/main.c" in r.stdout and "below .git" in r.stdout, r.stdout
+    assert subprocess.run(GIT + ["rev-parse", "HEAD"], cwd=ws.lower, capture_output=True, text=True).stdout == head
+    _git(ws.lower, "reset", "-q")
+    _git(ws.lower, "checkout", "--", ".")
+    _host_git_status(ws, os.path.join(ws.lower, "src"))
+    assert not pwned.exists(), "the host's git ran the agent's core.fsmonitor"
+    assert not os.path.lexists(os.path.join(ws.lower, "src", "HEAD"))
+    with open(os.path.join(ws.lower, "src", "main.c"), "rb") as f:
+        assert f.read() == b"int main(){return 1;}\n"  # checkout -- . gave the host's version back
+
+
+def test_apply_symlink_to_dot_git_dot_refused(ws):
+    """Break 02: a symlink `gd -> .git/.` ended in "." and passed the marker rule."""
+    _host_repo(ws)
+    ws.run(lambda m: (os.symlink(".git/.", os.path.join(m, "gd")), os.symlink(".git/./", os.path.join(m, "gd2"))))
+    r = ws.cmd("apply", "--skip-refused", ws.id)
+    assert not os.path.lexists(os.path.join(ws.lower, "gd")) and not os.path.lexists(os.path.join(ws.lower, "gd2"))
+    assert r.stdout.count("git repository marker") == 2, r.stdout
+
+
+def test_apply_path_selects_a_rename_by_its_new_path(ws):
+    """Break 04: `apply ID docs/` applied the rename docs/a.md -> run-me.sh (selected by its old
+    path) and created run-me.sh outside the selection. Now neither side of it is applied."""
+    ws.host("docs/a.md", b"doc\n")
+    ws.host("keep.txt", b"k\n")
+    ws.run(lambda m: (os.rename(os.path.join(m, "docs/a.md"), os.path.join(m, "run-me.sh")),
+                      _write(m, "docs/b.md", b"new doc\n")))
+    r = ws.cmd("apply", ws.id, "docs/")
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert not os.path.lexists(os.path.join(ws.lower, "run-me.sh")), r.stdout
+    assert os.path.exists(os.path.join(ws.lower, "docs", "a.md")), r.stdout  # not half a rename
+    assert os.path.exists(os.path.join(ws.lower, "docs", "b.md")), r.stdout
