@@ -614,7 +614,7 @@ ws_apply (const struct ws_apply_opts *o, FILE *out, asbx_err_t *err)
       bool conflict;
       if (!sel[i])
         continue;
-      if (!o->git_data && ws_below_dot_git (c->path))
+      if (!o->git_data && ws_in_host_repository (c->path, lowerfd))
         {
           sel[i] = false;
           nkept_git++;
@@ -646,10 +646,11 @@ ws_apply (const struct ws_apply_opts *o, FILE *out, asbx_err_t *err)
         show_conflict (&a, c);
     }
   if (nkept_git)
-    fprintf (out,
-             "kept     %zu change%s below .git: the agent's git data (its commits, refs, logs) is not applied, its "
-             "file changes are (--git-data applies it; the trees of its commits are not checked)\n",
-             nkept_git, nkept_git == 1 ? "" : "s");
+    fprintf (
+        out,
+        "kept     %zu change%s in git repositories: the agent's git data (its commits, refs, logs) is not applied, its "
+        "file changes are (--git-data applies it; the trees of its commits are not checked)\n",
+        nkept_git, nkept_git == 1 ? "" : "s");
   /* what depends on a refused entry: the contents of a refused directory, the directories whose
    * deletion needs a refused deletion below them */
   for (size_t i = 0; i < ch.n; i++)

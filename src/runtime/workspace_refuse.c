@@ -581,6 +581,24 @@ gitdir_refused (const char *path, mode_t mode, int upperfd, int lowerfd)
     }
 }
 
+bool
+ws_in_host_repository (const char *path, int lowerfd)
+{
+  if (ws_below_dot_git (path))
+    return true;
+  cleanup_free char *dir = xstrdup (path);
+  char *cut = dir + strlen (dir);
+  while (cut > dir)
+    {
+      while (cut > dir && *cut != '/')
+        cut--;
+      *cut = '\0';
+      if (looks_like_gitdir (-1, lowerfd, dir))
+        return true;
+    }
+  return false;
+}
+
 char *
 ws_refusal (const struct ws_change *c, const struct ws_meta *m, int upperfd, int lowerfd, bool *conflict)
 {

@@ -26,6 +26,11 @@ char *ws_refusal (const struct ws_change *c, const struct ws_meta *m, int upperf
 /* Is `path` (a walker path, relative) below a component named exactly ".git"? */
 bool ws_below_dot_git (const char *path);
 
+/* Is `path` git's own data: below a ".git" component, or inside a directory the host workspace
+ * (`lowerfd`) already holds as a repository of another name (HEAD, objects/, refs/: a bare
+ * `remote.git`)? What `apply` keeps out without --git-data. */
+bool ws_in_host_repository (const char *path, int lowerfd);
+
 /* Is `name` (one path component) one of the names git takes for a repository's own files when
  * it looks at a directory: HEAD, commondir, gitdir, config.worktree, .git, in any case (setup.c
  * is_git_directory and read_gitfile)? Apply refuses such entries outside `.git` (ws_refusal), and

@@ -687,7 +687,7 @@ def test_apply_repository_outside_dot_git_refused(ws, tmp_path):
         _write(m, "remote.git/hooks/post-receive", f"#!/bin/sh\nid > {pwned}\n".encode(), 0o755)
         _write(m, "notes.txt", b"fine\n")
     ws.run(agent)
-    r = ws.cmd("apply", "--skip-refused", ws.id)
+    r = ws.cmd("apply", "--skip-refused", "--git-data", ws.id)
     assert r.returncode == 3, (r.stdout, r.stderr)
     assert "makes `src` a git repository" in r.stdout and "lies in `remote.git`" in r.stdout, r.stdout
     assert os.path.exists(os.path.join(ws.lower, "notes.txt"))
@@ -1073,7 +1073,7 @@ def test_apply_keeps_the_agents_git_data_by_default(ws, tmp_path):
     ws.run(agent)
     r = ws.cmd("apply", ws.id)
     assert r.returncode == 0, (r.stdout, r.stderr)
-    assert "applied  modified src/main.c" in r.stdout and "below .git" in r.stdout, r.stdout
+    assert "applied  modified src/main.c" in r.stdout and "in git repositories" in r.stdout, r.stdout
     assert subprocess.run(GIT + ["rev-parse", "HEAD"], cwd=ws.lower, capture_output=True, text=True).stdout == head
     _git(ws.lower, "reset", "-q")
     _git(ws.lower, "checkout", "--", ".")
@@ -1105,3 +1105,16 @@ def test_apply_path_selects_a_rename_by_its_new_path(ws):
     assert not os.path.lexists(os.path.join(ws.lower, "run-me.sh")), r.stdout
     assert os.path.exists(os.path.join(ws.lower, "docs", "a.md")), r.stdout  # not half a rename
     assert os.path.exists(os.path.join(ws.lower, "docs", "b.md")), r.stdout
+
+
+def test_apply_keeps_a_host_bare_repositorys_data_by_default(ws):
+    """Without --git-data the agent's writes into a repository the host keeps under another name
+    (a bare `remote.git`: its objects carry trees the reviewer would clone and check out) are kept
+    out like its `.git`, counted on the `kept` line; its file changes apply."""
+    _host_repo(ws)
+    _git(ws.lower, "init", "-q", "--bare", "remote.git")
+    ws.run(lambda m: (_write(m, "remote.git/refs/heads/x", b"0" * 40 + b"\n"), _write(m, "notes.txt", b"fine\n")))
+    r = ws.cmd("apply", ws.id)
+    assert r.returncode == 0 and "in git repositories" in r.stdout, (r.stdout, r.stderr)
+    assert os.path.exists(os.path.join(ws.lower, "notes.txt"))
+    assert not os.path.lexists(os.path.join(ws.lower, "remote.git", "refs", "heads", "x"))
