@@ -158,6 +158,24 @@ owner_alive (const struct record *r)
   return fd;
 }
 
+/* Does the namespace hold `table inet agentsbx`? A failure to ask (EPERM: this caller has no
+ * CAP_NET_ADMIN over it, and so neither has any container it makes) reads as no. */
+static bool
+table_present (int netns_fd)
+{
+  asbx_err_t e = NULL;
+  struct linux_nft *n = linux_nft_new (netns_fd, &e);
+  if (!n)
+    {
+      asbx_error_free (&e);
+      return false;
+    }
+  int there = linux_nft_run (n, "list table inet " POLICY_NFT_TABLE "\n", &e);
+  linux_nft_free (n);
+  asbx_error_free (&e);
+  return there == 0;
+}
+
 int
 egress_share_prepare (int rootfd, const char *id, const struct policy_plan *plan, int netns_fd, const char *netns_path,
                       struct egress_share *s, asbx_err_t *err)
@@ -165,10 +183,16 @@ egress_share_prepare (int rootfd, const char *id, const struct policy_plan *plan
   struct stat st;
   struct record r;
 
-  if (!plan || !plan->active || (plan->net_mode != POLICY_NET_NONE && plan->net_mode != POLICY_NET_FILTERED))
-    return 0;
-  s->fields = policy_egress_fields (plan);
-  s->owner = true;
+  /* every container that joins a namespace is judged, whatever its policy: one without an egress
+   * of its own (no policy, network.mode open) in a namespace whose egress is another container's
+   * would live under that egress unchecked, and with CAP_NET_ADMIN delete its table (outside
+   * attack 07) */
+  bool egress = plan && plan->active && (plan->net_mode == POLICY_NET_NONE || plan->net_mode == POLICY_NET_FILTERED);
+  if (egress)
+    {
+      s->fields = policy_egress_fields (plan);
+      s->owner = true;
+    }
   /* a fresh namespace: nobody joins it before this create returns (an engine joins a container
    * it has created), so the lock is taken only to write the record, and creates of fresh
    * namespaces never wait on each other */
@@ -185,7 +209,21 @@ egress_share_prepare (int rootfd, const char *id, const struct policy_plan *plan
     return -1;
   cleanup_close int fd = openat (dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0 && errno == ENOENT)
-    return 0;
+    {
+      /* no owner under this root: a table there is another root's container's egress (or one
+       * of unknown origin), which this create would replace (its init loads its own table) or
+       * live under unchecked - refused before anything is loaded (outside attack 07: a failed
+       * create from another --root left its wider table over the running owner's) */
+      if (table_present (netns_fd))
+        return asbx_error (err, EEXIST,
+                           "linux.namespaces: network path %s already holds an agentsbx egress (nftables `table inet "
+                           "%s`) that no container under this state root owns (one of another --root, or left "
+                           "behind): container `%s` cannot join it - refused (run it under the owner's --root with "
+                           "the same network policy; a table left behind: `nft delete table inet %s` in that "
+                           "namespace)",
+                           netns_path, POLICY_NFT_TABLE, id, POLICY_NFT_TABLE);
+      return 0;
+    }
   cleanup_free char *text = NULL;
   size_t len;
   if (fd < 0 || read_all_fd (fd, RECORD_MAX, &text, &len) < 0)
@@ -202,6 +240,16 @@ egress_share_prepare (int rootfd, const char *id, const struct policy_plan *plan
       log_debug ("egress: the record of %s names container `%s`, whose monitor (pid %d) is gone: stale", netns_path,
                  r.owner, (int) r.monitor);
       return 0;
+    }
+  if (!egress)
+    {
+      close (pidfd);
+      return asbx_error (err, EINVAL,
+                         "linux.namespaces: network path %s: container `%s` joins the network namespace whose egress "
+                         "belongs to container `%s` (its monitor, pid %d) with %s; one namespace has one egress, "
+                         "and a container in it must share it with the same network policy - refused",
+                         netns_path, id, r.owner, (int) r.monitor,
+                         plan && plan->active ? "network.mode open" : "no agent policy");
     }
   cleanup_free char *diff = first_difference (s->fields, r.fields);
   if (diff)

@@ -29,19 +29,30 @@ def pair(rt, ebundle, make_bundle, usr_template, lab, tmp_path):
     assert r.ok, r
     pid = rt.state(owner).json()["pid"]
 
-    def share(policy, actions=None, detach=False):
+    def share(policy, actions=None, detach=False, caps=(), other_root=None):
         p2 = tmp_path / "policy2.json"
         p2.write_text(json.dumps(policy))
         b = make_bundle(rootfs_template=usr_template)
         b.add_mount("/usr", "bind", "/usr", ["rbind", "ro", "nosuid", "nodev"])
         b.set_namespace("network", f"/proc/{pid}/ns/net")
-        args = audit_args(tmp_path, "--policy", str(p2))
+        if caps:
+            c = b.process.setdefault("capabilities", {})
+            for k in ("bounding", "effective", "permitted"):
+                c[k] = sorted(set(c.get(k, [])) | set(caps))
+        args = audit_args(tmp_path, *(["--policy", str(p2)] if policy is not None else []))
+        if other_root:
+            b.args("/usr/bin/python3", "/egress/client.py", json.dumps(actions))
+            b.save()
+            cid = rt.new_id()
+            return rt.cmd("run", "--bundle", b.path, cid, root=False, global_args=["--root", other_root, *args],
+                          env=env), cid
         if detach:
             b.args("/usr/bin/sleep", "600")
             r, cid = rt.create(b, global_args=args, env=env)
             return r, cid
         b.args("/usr/bin/python3", "/egress/client.py", json.dumps(actions))
         return rt.run(b, global_args=args, env=env)
+    share.pid = pid
     return owner, share
 
 
@@ -162,3 +173,43 @@ def owned_records(rt, cid):
     d = os.path.join(rt.root, "@egress")
     names = [n for n in os.listdir(d) if ":" in n and not n.startswith(".")] if os.path.isdir(d) else []
     return [n for n in names if open(os.path.join(d, n)).read().startswith(f"owner {cid}\n")]
+
+
+def owner_table(pid):
+    r = subprocess.run(["nsenter", f"--net=/proc/{pid}/ns/net", "nft", "list", "table", "inet", "agentsbx"],
+                       capture_output=True, text=True)
+    return r.stdout if r.returncode == 0 else None
+
+
+DELETE_TABLE = [["run", "/usr/sbin/nft", "delete", "table", "inet", "agentsbx"]]
+
+
+@pytest.mark.parametrize("policy", [None, {"version": 1, "network": {"mode": "open"}}], ids=["no-policy", "open"])
+def test_joiner_without_the_same_egress_is_refused(rt, pair, tmp_path, policy):
+    """A container that joins the namespace of another container's egress without sharing it (no
+    policy, or network.mode open) is refused at create, whatever its capabilities: with
+    CAP_NET_ADMIN one deleted the owner's table, and the owner then reached unlisted hosts
+    (outside attack 07). The owner's table is what it was."""
+    owner, share = pair
+    before = owner_table(share.pid)
+    assert before is not None
+    r, cid = share(policy, DELETE_TABLE, caps=["CAP_NET_ADMIN"])
+    assert not r.ok, r
+    assert owner in r.err and "one namespace has one egress" in r.err, r.err
+    assert not os.path.exists(os.path.join(rt.root, cid))
+    assert owner_table(share.pid) == before
+
+
+def test_joiner_under_another_root_is_refused_before_its_table(rt, pair, tmp_path):
+    """A create under another --root cannot see the owner's record; it used to fail at its DNS
+    stub's bind after its init had loaded its own, wider table over the running owner's (outside
+    attack 07: allowedCidrs of the joiner's policy reached by the owner's agent). Now the table in
+    the namespace refuses it before anything is loaded."""
+    owner, share = pair
+    before = owner_table(share.pid)
+    wider = json.loads(json.dumps(POLICY))
+    wider["network"]["allowedCidrs"] = [f"{UP4}/32"]
+    r, cid = share(wider, [["resolve", "pkg.test"]], other_root=str(tmp_path / "root2"))
+    assert not r.ok, r
+    assert "already holds an agentsbx egress" in r.err, r.err
+    assert owner_table(share.pid) == before

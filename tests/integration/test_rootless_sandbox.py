@@ -293,7 +293,10 @@ def test_state_and_audit_dirs(user, binary, ws):
             out, err = p.communicate(timeout=HANG_GUARD)
         assert p.returncode == 128 + 15, (out, err)
         assert not os.path.exists(os.path.join(xdg, "agentsbx", sid))
-        assert [e for e in os.listdir(os.path.join(xdg, "agentsbx")) if e != "sandbox"] == []
+        assert [e for e in os.listdir(os.path.join(xdg, "agentsbx")) if e not in ("sandbox", "@egress")] == []
+        # the egress records' directory (runtime/egress_share.h) keeps its lock file, no record
+        eg = os.path.join(xdg, "agentsbx", "@egress")
+        assert not os.path.exists(eg) or [e for e in os.listdir(eg) if e != "lock"] == []
         assert os.listdir(os.path.join(xdg, "agentsbx", "sandbox")) == []
         log = os.path.join(state_home, "agentsbx", f"{sid}.jsonl")
         st = os.stat(log)

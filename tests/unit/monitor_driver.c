@@ -140,6 +140,8 @@ main (int argc, char **argv)
     .audit_dir = audit_dir,
     .plan = &plan,
     .unixsock_fd = -1,
+    .secrets_env_fd = -1, /* no environment secrets: fd 0 would be kept as one */
+    .egress_owner_pidfd = -1,
   };
   pid_t mpid = 0;
   if (monitor_start (&mo, &mpid, &err) < 0)
