@@ -30,6 +30,7 @@
 #include "linux/pathsafe.h"
 #include "runtime/policy_pin.h"
 #include "runtime/sync.h"
+#include "spec/model.h"
 
 #ifndef STATX_MNT_ID_UNIQUE
 #define STATX_MNT_ID_UNIQUE 0x00004000U /* include/uapi/linux/stat.h, 6.8 */
@@ -199,17 +200,6 @@ recorded (int state_rootfd, int dirfd, unsigned long long unique, bool self)
 
 /* ---- P: making pins ---- */
 
-static bool
-is_bind (const struct oci_mount *m)
-{
-  if (m->type && strcmp (m->type, "bind") == 0)
-    return true;
-  for (size_t i = 0; i < m->options_len; i++)
-    if (strcmp (m->options[i], "bind") == 0 || strcmp (m->options[i], "rbind") == 0)
-      return true;
-  return false;
-}
-
 /* The spec mount the container sees at `path` (the deepest destination containing it, the later
  * of equal ones) and the length of its destination; NULL when none (the rootfs). */
 static const struct oci_mount *
@@ -244,7 +234,7 @@ host_open (const struct policy_pin_ctx *ctx, const char *path, int *fd, asbx_err
   cleanup_free char *base = NULL;
 
   *fd = -1;
-  if (m && !is_bind (m))
+  if (m && !spec_mount_is_bind (m))
     return 0;
   if (m && !m->source)
     return asbx_error (err, EINVAL, "policy: pin `%s`: its bind mount has no source", path);

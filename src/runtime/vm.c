@@ -29,6 +29,7 @@
 #include "linux/kvm_probe.h"
 #include "runtime/vm.h"
 #include "runtime/vm_jail.h"
+#include "spec/model.h"
 
 #define VM_MAX_SHARES 16    /* virtio-9p devices (below microvm's transports, see above) */
 #define VM_MIN_MEM_MIB 256  /* guest kernel + our init + the container's own runtime */
@@ -183,17 +184,6 @@ add_share (struct vm_ctx *c, const char *path, bool ro, asbx_err_t *err)
   c->manifest = line;
   c->nshares++;
   return 0;
-}
-
-static bool
-mount_is_bind (const struct oci_mount *m)
-{
-  if (m->type && strcmp (m->type, "bind") == 0)
-    return true;
-  for (size_t i = 0; i < m->options_len; i++)
-    if (strcmp (m->options[i], "bind") == 0 || strcmp (m->options[i], "rbind") == 0)
-      return true;
-  return false;
 }
 
 static bool
@@ -414,7 +404,7 @@ build_ctx (struct vm_ctx *c, const char *id, const char *bundle, const struct oc
   if ((!ro || !under (rootfs, bundle)) && add_share (c, rootfs, ro, err) < 0)
     return -1;
   for (size_t i = 0; i < spec->mounts_len; i++)
-    if (mount_is_bind (&spec->mounts[i]) && plan_bind (c, bundle, &spec->mounts[i], err) < 0)
+    if (spec_mount_is_bind (&spec->mounts[i]) && plan_bind (c, bundle, &spec->mounts[i], err) < 0)
       return -1;
   if (write_text (c->dir, "share/policy.json", plan->effective_json, err) < 0
       || write_text (c->dir, "share/manifest", c->manifest, err) < 0)

@@ -20,6 +20,7 @@
 #include "runtime/policy_noexec.h"
 #include "runtime/workspace_layout.h"
 #include "runtime/workspace_review.h"
+#include "spec/model.h"
 
 /* the index of the mount at `path` (the last one: a later mount covers an earlier), or -1 */
 static ssize_t
@@ -33,15 +34,6 @@ find_ws_mount (const struct oci_spec *spec, const char *path)
         found = (ssize_t) i;
     }
   return found;
-}
-
-static bool
-is_bind (const struct oci_mount *m)
-{
-  bool b = m->type && strcmp (m->type, "bind") == 0;
-  for (size_t j = 0; j < m->options_len; j++)
-    b = b || strcmp (m->options[j], "bind") == 0 || strcmp (m->options[j], "rbind") == 0;
-  return b;
 }
 
 /* the host ids of the container's root: overlayfs's mounter, who must own upper/ and work/ */
@@ -254,7 +246,7 @@ ws_review_prepare (const struct policy_plan *plan, const struct oci_spec *spec, 
                        "filesystem.workspace.path `%s`",
                        config_path, plan->ws_path);
   const struct oci_mount *m = &spec->mounts[idx];
-  if (!is_bind (m))
+  if (!spec_mount_is_bind (m))
     return asbx_error (err, EINVAL,
                        "%s: mounts[%zd] (%s): filesystem.workspace.mode \"review\" needs a bind mount of the host "
                        "workspace there, not type `%s`",

@@ -274,3 +274,14 @@ spec_model_free (struct spec_model *m)
   free (m->namespaces);
   free (m);
 }
+
+bool
+spec_mount_is_bind (const struct oci_mount *m)
+{
+  if (m->type && strcmp (m->type, "bind") == 0)
+    return true;
+  for (size_t i = 0; i < m->options_len; i++)
+    if (strcmp (m->options[i], "bind") == 0 || strcmp (m->options[i], "rbind") == 0)
+      return true;
+  return false;
+}

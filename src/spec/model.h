@@ -101,4 +101,8 @@ void spec_narrow_process (struct oci_process *p, const struct spec_narrowing *n,
  * (NULL for a new namespace). */
 bool spec_model_netns (const struct spec_model *m, const char **path);
 
+/* Is mount m a bind mount: type "bind", or a "bind"/"rbind" option (runtime-spec config.md
+ * "Mounts": runc and crun take either as a bind whatever the type says)? */
+bool spec_mount_is_bind (const struct oci_mount *m);
+
 #endif
