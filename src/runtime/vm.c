@@ -27,6 +27,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "linux/kvm_probe.h"
+#include "runtime/oci_unpack.h"
 #include "runtime/vm.h"
 #include "runtime/vm_jail.h"
 #include "spec/model.h"
@@ -277,21 +278,43 @@ write_text (const char *dir, const char *name, const char *text, asbx_err_t *err
   return 0;
 }
 
-/* rm -r of the run's directory (made by us, holds only regular files and share/) */
+/* rm -r of the run's directory through fds, never following a symlink (oci_remove_at): the
+ * directory is QEMU's uid's while it runs, so whatever is in it now was put there by an
+ * attacker's hand as far as root is concerned (outside attack 11: `share` replaced by a symlink
+ * to a root-only directory, whose files this removal then unlinked as root) */
 static void
 remove_run_dir (const char *dir)
 {
-  cleanup_free char *share = xasprintf ("%s/share", dir);
-  const char *subs[] = { share, dir };
-  for (size_t i = 0; i < 2; i++)
+  cleanup_free char *parent = xstrdup (dir);
+  char *slash = strrchr (parent, '/');
+  if (!slash || slash == parent)
+    return;
+  *slash = '\0';
+  cleanup_close int pfd = open (parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (pfd >= 0 && oci_remove_at (pfd, slash + 1) < 0)
+    log_warning ("isolation vm: remove %s: %s", dir, strerror (errno));
+}
+
+/* Read the run directory's file `name` (console.log, status) that QEMU wrote: beneath the
+ * directory's fd, O_NOFOLLOW, O_NONBLOCK (a FIFO put there must not block root: outside attack
+ * 11 hung `run` past its wall clock), a regular file only, at most `max` bytes. A symlink put
+ * there (to a root-only file: attack 11 had the console tail print it) is refused. NULL when
+ * absent or refused. */
+static char *
+read_run_file (const char *dir, const char *name, size_t max, size_t *len)
+{
+  struct stat st;
+  char *text = NULL;
+  cleanup_close int dfd = open (dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  cleanup_close int fd = dfd < 0 ? -1 : openat (dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  *len = 0;
+  if (fd < 0 || fstat (fd, &st) < 0 || !S_ISREG (st.st_mode) || read_all_fd (fd, max, &text, len) < 0)
     {
-      cleanup_closedir DIR *d = opendir (subs[i]);
-      struct dirent *de;
-      while (d && (de = readdir (d)) != NULL)
-        if (strcmp (de->d_name, ".") != 0 && strcmp (de->d_name, "..") != 0)
-          unlinkat (dirfd (d), de->d_name, 0);
-      rmdir (subs[i]);
+      free (text);
+      *len = 0;
+      return NULL;
     }
+  return text;
 }
 
 /* the run's directory and what we wrote in it to QEMU's uid/gid: it reads the initramfs and
@@ -365,15 +388,10 @@ wait_qemu (pid_t pid, uint64_t deadline_ns)
 static void
 console_tail (const char *dir)
 {
-  cleanup_free char *p = xasprintf ("%s/console.log", dir);
-  cleanup_free char *text = NULL;
   size_t len = 0;
-  asbx_err_t e = NULL;
-  if (read_file_at (AT_FDCWD, p, 16u << 20, &text, &len, &e) < 0)
-    {
-      asbx_error_free (&e);
-      return;
-    }
+  cleanup_free char *text = read_run_file (dir, "console.log", 16u << 20, &len);
+  if (!text)
+    return;
   const char *t = len > 3000 ? text + len - 3000 : text;
   log_warning ("isolation vm: the guest's console (last lines):\n%s", t);
 }
@@ -501,16 +519,9 @@ build_argv (struct argv *a, const struct vm_host *h, const struct vm_ctx *c, con
 static int
 read_status (const char *dir, int *status, asbx_err_t *err)
 {
-  cleanup_free char *p = xasprintf ("%s/status", dir);
-  cleanup_free char *text = NULL;
   size_t len = 0;
-  asbx_err_t e = NULL;
+  cleanup_free char *text = read_run_file (dir, "status", 65536, &len);
   uint64_t v;
-  if (read_file_at (AT_FDCWD, p, 65536, &text, &len, &e) < 0)
-    {
-      asbx_error_free (&e);
-      len = 0;
-    }
   if (!text)
     len = 0;
   char *nl = text ? strchr (text, '\n') : NULL;

@@ -9,6 +9,7 @@ import ctypes
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import stat
@@ -455,3 +456,52 @@ def test_guest_cannot_rewrite_the_bundle_config(compromised):
     before, after = compromised["config"]
     assert after == before, "the guest changed the host's config.json"
     assert compromised["guest"].get("config") not in (None, "0"), compromised["guest"]
+
+
+@pytest.mark.parametrize("swap", ["symlinks", "fifos"])
+def test_run_dir_swapped_by_qemus_uid_is_not_followed_by_root(vm_env, tmp_path, swap):
+    """The run directory is QEMU's uid's while it runs (reachable by the bundle owner through
+    /proc/<qemu>/root). After QEMU ends, root reads console.log and status and removes the
+    directory: through fds, never following a symlink, never blocking on a FIFO (outside attack
+    11: `share` swapped for a symlink to a root-only directory was emptied by root's removal,
+    console.log as a symlink printed a root-only file, and a FIFO hung `run` past its wall
+    clock). Simulated here by root itself doing what the owner could, then killing QEMU."""
+    victim = tmp_path / "victim"
+    victim.mkdir(mode=0o700)
+    (victim / "important").write_text("keep me\n")
+    secret = victim / "secret"
+    secret.write_text("ROOT-ONLY-VM-SECRET\n")
+    os.chmod(secret, 0o600)
+    b, _, pol = _bundle(vm_env, f"swap-{swap}", "sleep 60",
+                        {"version": 1, "isolation": "vm", "network": {"mode": "none"},
+                         "limits": {"wallClockSeconds": 40}})
+    cid = f"vm-swap-{swap}"
+    root = os.path.join(vm_env["work"], "state-" + cid)
+    run_dir = os.path.join(root, "vm", cid)
+    p = subprocess.Popen([vm_env["bin"], "--root", root, "--policy", pol, "run", "--bundle", b, cid],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t0 = time.monotonic()
+    try:
+        qpid = _qemu_child(p.pid, time.monotonic() + 120)
+        assert qpid, "QEMU did not start"
+        os.rename(os.path.join(run_dir, "share"), os.path.join(run_dir, "share.x"))
+        os.symlink(str(victim), os.path.join(run_dir, "share"))
+        time.sleep(1)  # QEMU has opened its chardev files
+        for name in ("console.log", "status"):
+            if os.path.lexists(os.path.join(run_dir, name)):
+                os.unlink(os.path.join(run_dir, name))
+            if swap == "symlinks":
+                os.symlink(str(secret), os.path.join(run_dir, name))
+            else:
+                os.mkfifo(os.path.join(run_dir, name))
+        os.kill(qpid, signal.SIGKILL)
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert time.monotonic() - t0 < 35, "root blocked on what QEMU's uid put in the run directory"
+    assert p.returncode != 0
+    assert sorted(os.listdir(victim)) == ["important", "secret"], "root's removal followed the symlink"
+    assert "ROOT-ONLY-VM-SECRET" not in err and "ROOT-ONLY-VM-SECRET" not in out, err[-2000:]
+    assert not os.path.lexists(run_dir), os.listdir(run_dir)
