@@ -435,10 +435,15 @@ selected (const struct ws_change *c, char **paths, size_t n)
    * ID docs/` created `run-me.sh` from `docs/a.md`). */
   if (n && c->op == WS_DELETED && c->renamed)
     return false; /* the old side of a rename: only with the rename itself */
+  bool in = n == 0, old_in = n == 0 || !(c->op == WS_RENAMED && c->old_path);
   for (size_t i = 0; i < n; i++)
-    if (ws_path_under (c->path, paths[i]))
-      return true;
-  return n == 0;
+    {
+      in = in || ws_path_under (c->path, paths[i]);
+      old_in = old_in || ws_path_under (c->old_path, paths[i]);
+    }
+  /* a rename writes its new path and removes its old one: both must be selected (outside
+   * attack 10: `apply ID docs/` of src/main.c -> docs/main.c removed src/main.c) */
+  return in && old_in;
 }
 
 /* The selection: the PATHs, the added directories above a selected entry, the deletion behind a

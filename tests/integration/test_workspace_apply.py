@@ -1118,3 +1118,20 @@ def test_apply_keeps_a_host_bare_repositorys_data_by_default(ws):
     assert r.returncode == 0 and "in git repositories" in r.stdout, (r.stdout, r.stderr)
     assert os.path.exists(os.path.join(ws.lower, "notes.txt"))
     assert not os.path.lexists(os.path.join(ws.lower, "remote.git", "refs", "heads", "x"))
+
+
+def test_apply_path_selects_a_rename_only_with_both_paths(ws):
+    """A rename writes its new path and removes its old one: `apply ID docs/` of
+    src/main.c -> docs/main.c removed src/main.c, outside the selection (outside attack 10).
+    Selected by both paths it applies; by one of them nothing of it does."""
+    ws.host("src/main.c", b"int main(){}\n")
+    ws.host("docs/a.md", b"doc\n")
+    ws.run(lambda m: os.rename(os.path.join(m, "src/main.c"), os.path.join(m, "docs/main.c")))
+    r = ws.cmd("apply", ws.id, "docs/")
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert os.path.exists(os.path.join(ws.lower, "src", "main.c")), r.stdout
+    assert not os.path.exists(os.path.join(ws.lower, "docs", "main.c")), r.stdout
+    r = ws.cmd("apply", ws.id, "docs/", "src/")
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert not os.path.exists(os.path.join(ws.lower, "src", "main.c")), r.stdout
+    assert os.path.exists(os.path.join(ws.lower, "docs", "main.c")), r.stdout
