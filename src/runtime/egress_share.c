@@ -1,5 +1,6 @@
 /* egress_share.c - one egress per network namespace: the owner's record under the state root
  * and the sharer's checks; see egress_share.h. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -176,6 +177,59 @@ table_present (int netns_fd)
   return there == 0;
 }
 
+/* The first process already in the network namespace `ns` (the nsfs identity of the joined
+ * fd), or 0: what an owner of a joined namespace must not find. Processes whose ns link this
+ * caller may not read (another user's, for a non-root caller) are not seen; they cannot hold
+ * CAP_NET_ADMIN over a namespace of this caller's user namespace either. *comm: its name. */
+static pid_t
+first_occupant (const struct stat *ns, char *comm, size_t commlen)
+{
+  cleanup_closedir DIR *d = opendir ("/proc");
+  struct dirent *de;
+  while (d && (de = readdir (d)) != NULL)
+    {
+      char link[300];
+      struct stat st;
+      if (de->d_name[0] < '1' || de->d_name[0] > '9')
+        continue;
+      snprintf (link, sizeof link, "%s/ns/net", de->d_name);
+      if (fstatat (dirfd (d), link, &st, 0) < 0 || st.st_ino != ns->st_ino || st.st_dev != ns->st_dev)
+        continue;
+      pid_t pid = (pid_t) strtol (de->d_name, NULL, 10);
+      char cpath[64];
+      cleanup_free char *text = NULL;
+      size_t len = 0;
+      snprintf (cpath, sizeof cpath, "/proc/%d/comm", (int) pid);
+      snprintf (comm, commlen, "?");
+      if (read_file_at (AT_FDCWD, cpath, 64, &text, &len, NULL) == 0 && text)
+        snprintf (comm, commlen, "%.*s", (int) strcspn (text, "\n"), text);
+      for (char *c = comm; *c; c++)
+        if ((unsigned char) *c < ' ' || *c == 0x7f)
+          *c = '?'; /* a process names itself: no control character reaches a terminal */
+      return pid;
+    }
+  return 0;
+}
+
+/* This create becomes the egress owner of the joined namespace (identity st): nothing may run in
+ * it yet (outside attack 10: an `open` container with CAP_NET_ADMIN made first deleted the
+ * owner's table after the owner arrived). In a Kubernetes or Podman pod the owner (the pause or
+ * infra container) is the first process in the namespace the engine made. */
+static int
+own_joined (const struct stat *st, const char *netns_path, const char *id, asbx_err_t *err)
+{
+  char comm[32];
+  pid_t pid = first_occupant (st, comm, sizeof comm);
+  if (pid == 0)
+    return 0;
+  return asbx_error (err, EBUSY,
+                     "linux.namespaces: network path %s: container `%s` would run the egress of a network namespace "
+                     "in which process %d (`%s`) already runs, outside any agentsbx egress: an egress must own its "
+                     "namespace before anything runs there - refused (give the container its own network namespace, "
+                     "or create it before the others that join it)",
+                     netns_path, id, (int) pid, comm);
+}
+
 int
 egress_share_prepare (int rootfd, const char *id, const struct policy_plan *plan, int netns_fd, const char *netns_path,
                       struct egress_share *s, asbx_err_t *err)
@@ -222,7 +276,7 @@ egress_share_prepare (int rootfd, const char *id, const struct policy_plan *plan
                            "the same network policy; a table left behind: `nft delete table inet %s` in that "
                            "namespace)",
                            netns_path, POLICY_NFT_TABLE, id, POLICY_NFT_TABLE);
-      return 0;
+      return egress ? own_joined (&st, netns_path, id, err) : 0;
     }
   cleanup_free char *text = NULL;
   size_t len;
@@ -232,14 +286,14 @@ egress_share_prepare (int rootfd, const char *id, const struct policy_plan *plan
     {
       /* only agentsbx writes there (0700, root's): a broken record is a stale one */
       log_warning ("egress: %s/%s in the state root is not a record; ignored", EGRESS_SHARE_DIR, name);
-      return 0;
+      return egress ? own_joined (&st, netns_path, id, err) : 0;
     }
   int pidfd = owner_alive (&r);
   if (pidfd < 0)
     {
       log_debug ("egress: the record of %s names container `%s`, whose monitor (pid %d) is gone: stale", netns_path,
                  r.owner, (int) r.monitor);
-      return 0;
+      return egress ? own_joined (&st, netns_path, id, err) : 0;
     }
   if (!egress)
     {

@@ -213,3 +213,30 @@ def test_joiner_under_another_root_is_refused_before_its_table(rt, pair, tmp_pat
     assert not r.ok, r
     assert "already holds an agentsbx egress" in r.err, r.err
     assert owner_table(share.pid) == before
+
+
+def test_owner_refused_when_another_container_runs_in_the_namespace_first(rt, ebundle, make_bundle, usr_template,
+                                                                         lab, tmp_path):
+    """The container made first is judged too: an `open` container with CAP_NET_ADMIN running in
+    the lab's namespace before an egress owner arrives deleted the owner's table afterwards, and
+    the owner's agent reached unlisted hosts (outside attack 10). An owner of a joined namespace
+    must be the first process in it: refused, and no table is loaded there."""
+    lab.zone(ZONE)
+    env = dict(os.environ, AGENTSBX_UPSTREAM_DNS=HOSTUP4)
+    first = make_bundle(rootfs_template=usr_template)
+    first.add_mount("/usr", "bind", "/usr", ["rbind", "ro", "nosuid", "nodev"])
+    first.set_namespace("network", f"/run/netns/{lab.c}")
+    first.args("/usr/bin/sleep", "600")
+    p_open = tmp_path / "open.json"
+    p_open.write_text(json.dumps({"version": 1, "network": {"mode": "open"}}))
+    r, pre = rt.create(first, global_args=audit_args(tmp_path, "--policy", str(p_open)), env=env)
+    assert r.ok, r
+    assert rt.start(pre).ok
+    pol = tmp_path / "policy.json"
+    pol.write_text(json.dumps(POLICY))
+    ebundle.args("/usr/bin/sleep", "600")
+    r, owner = rt.create(ebundle, global_args=audit_args(tmp_path, "--policy", str(pol)), env=env)
+    assert not r.ok, r
+    assert "already runs, outside any agentsbx egress" in r.err, r.err
+    assert nft_table(lab.c) is None
+    assert not os.path.exists(os.path.join(rt.root, owner))
