@@ -15,7 +15,7 @@ par=${FUZZ_PARALLEL:-2}
 command -v "$cc" >/dev/null || { echo "run-all.sh: $cc not found (apt-get install -y clang)" >&2; exit 2; }
 config_h=
 [ -f "$top/config.h" ] && config_h="-include $top/config.h"
-core="$top/src/core/error.c $top/src/core/util.c $top/src/core/log.c $top/src/core/json.c $top/src/core/sha256.c"
+core="$top/src/core/error.c $top/src/core/util.c $top/src/core/log.c $top/src/core/json.c $top/src/core/sha256.c $top/src/core/pathlex.c"
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -I $top/src -I $top $config_h"
 
 # build and run target $1; its verdict goes to $work/$1/status (0 = clean)
