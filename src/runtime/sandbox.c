@@ -621,7 +621,10 @@ asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o
       /* the clone is the review workspace's lower (runtime/sandbox_seed.h): made before the
        * bundle, which binds it at /workspace; create resumes the layout made with it */
       if (sandbox_seed_prepare (g, o->seed_git, id, &seed, err) < 0)
-        return -1;
+        {
+          sandbox_seed_free (&seed); /* what prepare parsed before it refused (repo, rev) */
+          return -1;
+        }
       oo.workspace = seed.lower;
       oo.review = true;
     }
