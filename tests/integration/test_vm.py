@@ -104,8 +104,13 @@ def vm_run(vm_env):
     guest_value = "7" if host_sysctl != "7" else "8"
     marker = subprocess.Popen([MARKER, "600"], executable="/bin/sleep")
     try:
-        with open(f"/proc/{marker.pid}/cmdline") as f:
-            host_sees = MARKER in f.read()
+        # until the child has exec'd (before, its cmdline is still python's: seen under load)
+        deadline, host_sees = time.monotonic() + 10, False
+        while not host_sees and time.monotonic() < deadline:
+            with open(f"/proc/{marker.pid}/cmdline") as f:
+                host_sees = MARKER in f.read()
+            if not host_sees:
+                time.sleep(0.02)
         script = (
             "echo release=$(uname -r); "
             f"echo marker_pid=$(test -e /proc/{marker.pid}/cmdline && cat /proc/{marker.pid}/cmdline || echo none); "
