@@ -15,6 +15,7 @@
 #include "runtime/sandbox.h"
 #include "runtime/sandbox_seed.h"
 #include "runtime/sandbox_seed_fetch.h"
+#include "runtime/sandbox_ws.h"
 #include "runtime/workspace_layout.h"
 
 /* Run inside the seed sandbox by /bin/sh: $1 the URL, $2 the revision, $3 the URL's scheme (named
@@ -71,12 +72,7 @@ domain_match (char **list, size_t n, const char *host)
 int
 sandbox_seed_fetch_check (const struct asbx_global *g, const char *url, const struct seed_url *u, asbx_err_t *err)
 {
-  struct policy_inputs pin = { .profile_flag = g->profile,
-                               .policy_flag = g->policy_file,
-                               .config_path = g->config_path,
-                               .audit_dir_flag = g->audit_dir,
-                               .state_root = g->root,
-                               .sandbox_default_profile = "agent" };
+  struct policy_inputs pin = sandbox_policy_inputs (g);
   struct policy_plan *plan = policy_resolve (&pin, err);
   cleanup_free char *src = NULL;
   const char *rule;

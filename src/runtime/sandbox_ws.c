@@ -164,16 +164,22 @@ check_runtime_dirs (const struct asbx_global *g, const char *ws, char **what, as
  * /workspace. The policy is resolved from the same sources create uses (flags, host config, the
  * sandbox default `agent`); `~/x` rules are the homes' (check_homes). Paths under the fresh
  * mounts of quick mode (/tmp, /run, /proc, /sys, /dev) are no host files. 0 / 1 / -1. */
+struct policy_inputs
+sandbox_policy_inputs (const struct asbx_global *g)
+{
+  return (struct policy_inputs){ .profile_flag = g->profile,
+                                 .policy_flag = g->policy_file,
+                                 .config_path = g->config_path,
+                                 .audit_dir_flag = g->audit_dir,
+                                 .state_root = g->root,
+                                 .sandbox_default_profile = "agent" };
+}
+
 static int
 check_policy_paths (const struct asbx_global *g, const char *ws, const char *rootfs, char **what, asbx_err_t *err)
 {
   static const char *const own[] = { "/workspace", "/tmp", "/run", "/proc", "/sys", "/dev" };
-  struct policy_inputs pin = { .profile_flag = g->profile,
-                               .policy_flag = g->policy_file,
-                               .config_path = g->config_path,
-                               .audit_dir_flag = g->audit_dir,
-                               .state_root = g->root,
-                               .sandbox_default_profile = "agent" };
+  struct policy_inputs pin = sandbox_policy_inputs (g);
   struct policy_plan *plan = policy_resolve (&pin, err);
   const char *prefix = rootfs && strcmp (rootfs, "/") != 0 ? rootfs : "";
 

@@ -7,7 +7,14 @@
 #include <sys/types.h>
 
 #include "core/error.h"
+#include "policy/policy.h"
 #include "runtime/container.h"
+
+/* The policy inputs of a quick-mode run before its bundle exists: g's --profile, --policy,
+ * --config, --audit-dir and state root, with the sandbox's default ceiling `agent`
+ * (agentsbx-sandbox(8)). For the checks made before create (the workspace, a seed's URL), so
+ * that they judge the policy create will compile. The strings are g's (borrowed). */
+struct policy_inputs sandbox_policy_inputs (const struct asbx_global *g);
 
 /* Refuse a workspace that would hand the sandboxed command the host (docs/policy.md §7,
  * docs/security.md): the host's root, a kernel filesystem, a system directory or anything at or
