@@ -489,9 +489,10 @@ def test_run_dir_swapped_by_qemus_uid_is_not_followed_by_root(vm_env, tmp_path, 
     try:
         qpid = _qemu_child(p.pid, time.monotonic() + 120)
         assert qpid, "QEMU did not start"
+        time.sleep(1)  # QEMU has opened its chardev files
+        assert p.poll() is None, ("the run ended early", p.returncode, p.stderr.read()[-3000:])
         os.rename(os.path.join(run_dir, "share"), os.path.join(run_dir, "share.x"))
         os.symlink(str(victim), os.path.join(run_dir, "share"))
-        time.sleep(1)  # QEMU has opened its chardev files
         for name in ("console.log", "status"):
             if os.path.lexists(os.path.join(run_dir, name)):
                 os.unlink(os.path.join(run_dir, name))
