@@ -7,6 +7,8 @@ noise hits all runtimes alike; two warm-up rounds are not counted):
   run-seccomp  the same with Docker's default seccomp profile (containers-common's seccomp.json,
                turned into linux.seccomp the way the engines do for the default capabilities)
   exec         `R exec ID /bin/true` into a running container
+  external     the second timing method: `run` and `exec` again, timed by hyperfine -N from
+               outside (its own clock and process start), printed beside the bench's medians
   rss          peak RSS of the runtime process tree (wait4 rusage ru_maxrss: the maximum over the
                process and the descendants it reaped, not a sum; what /usr/bin/time -v prints)
   memlimit     smallest memory cgroup limit under which `R run` still succeeds (bisection, 16 KiB
@@ -364,6 +366,66 @@ class Bench:
         self.record("parallel", "containers/s", per, lower_better=False,
                     note=f"{n} `run` of /bin/true started at once, {os.cpu_count()} CPUs")
 
+    def s_external(self):
+        """The second timing method (issue 20): hyperfine (Debian's package) times the same `run`
+        and `exec` commands from outside, with its own clock and process start (no shell: -N),
+        and the bench's medians are printed beside its. hyperfine runs one command's series at a
+        time, so the runtimes take turns in rounds of a few runs each (order reversed every
+        round) to spread machine noise over all of them. crun's hyperfine runs in the private
+        mount namespace the bench gives crun on hybrid hosts (made before hyperfine starts)."""
+        hf = shutil.which("hyperfine")
+        if not hf:
+            print("external: hyperfine missing (apt-get install hyperfine)", file=sys.stderr)
+            return
+        bt, bs = os.path.join(self.work, "b-true"), os.path.join(self.work, "b-sleep")
+        ids, times = {}, {}
+        rounds, per_round = 4, max(2, self.a.n // 4)
+        try:
+            for rt in self.rts:
+                ids[rt.name] = cid = self.cid(rt)
+                for verb in (("create", "--bundle", bs, cid), ("start", cid)):
+                    _, rc, _ = timed(self.cmd(rt, *verb), self.setup_of(rt))
+                    if rc != 0:
+                        raise SystemExit(f"external: {rt.name} {verb[0]} failed: {LAST_ERR[0].strip()}")
+            for verb in ("run", "exec"):
+                times[verb] = {rt.name: [] for rt in self.rts}
+                for r in range(rounds):
+                    for rt in (self.rts if r % 2 == 0 else list(reversed(self.rts))):
+                        if verb == "run":
+                            argv = self.cmd(rt, "run", "--bundle", bt, f"ext{os.getpid()}-{rt.name}")
+                        else:
+                            argv = self.cmd(rt, "exec", ids[rt.name], "/bin/true")
+                        out = os.path.join(self.work, "hyperfine.json")
+                        pid = spawn([hf, "-N", "--warmup", "1" if r else "2", "--runs", str(per_round),
+                                     "--export-json", out, " ".join(argv)], self.setup_of(rt))
+                        _, status = os.waitpid(pid, 0)
+                        if os.waitstatus_to_exitcode(status) != 0:
+                            print(f"  external: hyperfine of {rt.name} {verb} failed", file=sys.stderr)
+                            times[verb][rt.name] = None
+                            continue
+                        if times[verb][rt.name] is not None:
+                            times[verb][rt.name] += json.load(open(out))["results"][0]["times"]
+                        os.unlink(out)
+                self.record(f"external-{verb}", "ms", times[verb], 1000,
+                            note=f"hyperfine -N, {rounds} rounds of {per_round} runs per runtime")
+                mine = self.results.get(verb)
+                ext = self.results[f"external-{verb}"]["runtimes"]
+                if mine:
+                    for k, s in ext.items():
+                        b = mine["runtimes"].get(k)
+                        if s and b:
+                            print(f"  {k:14} hyperfine / bench median: {s['median'] / b['median']:.2f}")
+                    for base in ("crun", "runc"):
+                        a0, b0 = ext.get("agentsbx"), ext.get(base)
+                        a1, b1 = mine["runtimes"].get("agentsbx"), mine["runtimes"].get(base)
+                        if a0 and b0 and a1 and b1:
+                            print(f"  agentsbx / {base}: hyperfine {a0['median'] / b0['median']:.2f}, "
+                                  f"bench {a1['median'] / b1['median']:.2f}")
+        finally:
+            for rt in self.rts:
+                if rt.name in ids:
+                    quiet(self.cmd(rt, "delete", "-f", ids[rt.name]), self.setup_of(rt))
+
     def s_sandbox(self):
         b = os.path.join(self.work, "b-true")
         ws = os.path.join(self.work, "workspace")
@@ -623,7 +685,7 @@ def print_scenario(name, r):
 
 
 def ensure_packages(a):
-    missing = [p for p, exe in (("runc", "runc"), ("crun", "crun"), ("strace", "strace"), ("busybox-static", "busybox"))
+    missing = [p for p, exe in (("runc", "runc"), ("crun", "crun"), ("strace", "strace"), ("hyperfine", "hyperfine"), ("busybox-static", "busybox"))
                if not shutil.which(exe)]
     if not os.path.exists(DOCKER_PROFILE):
         missing.append("golang-github-containers-common")
@@ -632,7 +694,7 @@ def ensure_packages(a):
         subprocess.run(["apt-get", "install", "-y", "-q"] + missing, stdout=subprocess.DEVNULL)
 
 
-SCENARIOS = ["floor", "run", "run_seccomp", "exec", "rss", "syscalls", "memlimit", "parallel", "sandbox", "sandbox_user", "egress"]
+SCENARIOS = ["floor", "run", "run_seccomp", "exec", "external", "rss", "syscalls", "memlimit", "parallel", "sandbox", "sandbox_user", "egress"]
 # not in the default run (its 10,000-file rounds take a while): --only review
 OPTIONAL = ["review"]
 
