@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -31,6 +30,7 @@
 #include "core/util.h"
 #include "linux/cgroup.h"
 #include "linux/cgroup_internal.h"
+#include "linux/proc_ns.h"
 #include "monitor/denials.h"
 #include "monitor/dnsstub.h"
 #include "monitor/monitor_internal.h"
@@ -116,31 +116,28 @@ ticks_of (int procfd, const char *pid)
  * kernel's siglock, but this walk is not atomic: a process reaped between reading its parent and
  * itself is missed or counted twice for one look; the maximum seen is kept, so the reading
  * never goes back, and a brief over-count is bounded by one process's time. */
+static int
+add_ticks (int procfd, pid_t pid, void *arg)
+{
+  char name[24];
+  snprintf (name, sizeof name, "%d", (int) pid);
+  *(uint64_t *) arg += ticks_of (procfd, name);
+  return 0;
+}
+
 static int64_t
 pidns_used_ns (struct mon *m)
 {
   static uint64_t max_ns;
-  cleanup_closedir DIR *d = opendir ("/proc");
-  struct dirent *de;
   uint64_t ticks = 0;
   long hz = sysconf (_SC_CLK_TCK);
+  struct stat ns = { .st_dev = m->cpu_ns_dev, .st_ino = m->cpu_ns_ino };
 
-  if (!d)
+  if (linux_proc_each_in_ns ("pid", &ns, add_ticks, &ticks) < 0)
     return -1;
-  while ((de = readdir (d)) != NULL)
-    {
-      char path[300];
-      struct stat st;
-      if (de->d_name[0] < '1' || de->d_name[0] > '9')
-        continue;
-      snprintf (path, sizeof path, "%s/ns/pid", de->d_name);
-      if (fstatat (dirfd (d), path, &st, 0) < 0 || st.st_dev != m->cpu_ns_dev || st.st_ino != m->cpu_ns_ino)
-        continue;
-      ticks += ticks_of (dirfd (d), de->d_name);
-    }
-  uint64_t ns = ticks * (1000000000ull / (uint64_t) (hz > 0 ? hz : 100));
-  if (ns > max_ns)
-    max_ns = ns;
+  uint64_t v = ticks * (1000000000ull / (uint64_t) (hz > 0 ? hz : 100));
+  if (v > max_ns)
+    max_ns = v;
   return (int64_t) max_ns;
 }
 

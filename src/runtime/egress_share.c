@@ -1,6 +1,5 @@
 /* egress_share.c - one egress per network namespace: the owner's record under the state root
  * and the sharer's checks; see egress_share.h. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -17,6 +16,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "linux/nft.h"
+#include "linux/proc_ns.h"
 #include "monitor/egress_table.h"
 #include "policy/egress_digest.h"
 #include "policy/nft_ruleset.h"
@@ -181,34 +181,31 @@ table_present (int netns_fd)
  * fd), or 0: what an owner of a joined namespace must not find. Processes whose ns link this
  * caller may not read (another user's, for a non-root caller) are not seen; they cannot hold
  * CAP_NET_ADMIN over a namespace of this caller's user namespace either. *comm: its name. */
+static int
+first_pid (int procfd, pid_t pid, void *arg)
+{
+  (void) procfd;
+  *(pid_t *) arg = pid;
+  return 1;
+}
+
 static pid_t
 first_occupant (const struct stat *ns, char *comm, size_t commlen)
 {
-  cleanup_closedir DIR *d = opendir ("/proc");
-  struct dirent *de;
-  while (d && (de = readdir (d)) != NULL)
-    {
-      char link[300];
-      struct stat st;
-      if (de->d_name[0] < '1' || de->d_name[0] > '9')
-        continue;
-      snprintf (link, sizeof link, "%s/ns/net", de->d_name);
-      if (fstatat (dirfd (d), link, &st, 0) < 0 || st.st_ino != ns->st_ino || st.st_dev != ns->st_dev)
-        continue;
-      pid_t pid = (pid_t) strtol (de->d_name, NULL, 10);
-      char cpath[64];
-      cleanup_free char *text = NULL;
-      size_t len = 0;
-      snprintf (cpath, sizeof cpath, "/proc/%d/comm", (int) pid);
-      snprintf (comm, commlen, "?");
-      if (read_file_at (AT_FDCWD, cpath, 64, &text, &len, NULL) == 0 && text)
-        snprintf (comm, commlen, "%.*s", (int) strcspn (text, "\n"), text);
-      for (char *c = comm; *c; c++)
-        if ((unsigned char) *c < ' ' || *c == 0x7f)
-          *c = '?'; /* a process names itself: no control character reaches a terminal */
-      return pid;
-    }
-  return 0;
+  pid_t pid = 0;
+  if (linux_proc_each_in_ns ("net", ns, first_pid, &pid) <= 0)
+    return 0;
+  char cpath[64];
+  cleanup_free char *text = NULL;
+  size_t len = 0;
+  snprintf (cpath, sizeof cpath, "/proc/%d/comm", (int) pid);
+  snprintf (comm, commlen, "?");
+  if (read_file_at (AT_FDCWD, cpath, 64, &text, &len, NULL) == 0 && text)
+    snprintf (comm, commlen, "%.*s", (int) strcspn (text, "\n"), text);
+  for (char *c = comm; *c; c++)
+    if ((unsigned char) *c < ' ' || *c == 0x7f)
+      *c = '?'; /* a process names itself: no control character reaches a terminal */
+  return pid;
 }
 
 /* This create becomes the egress owner of the joined namespace (identity st): nothing may run in

@@ -7,7 +7,6 @@
  * enforce is refused before anything is made, naming it (memory/pids/CPU limits are
  * runtime/rootless.c's check, the rest here). Without a cgroup `ps` lists the container's pid
  * namespace (/proc/PID/ns/pid), which its processes cannot leave. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -19,6 +18,7 @@
 #include "core/cleanup.h"
 #include "core/util.h"
 #include "libocispec/oci_spec.h"
+#include "linux/proc_ns.h"
 #include "runtime/rootless_oci.h"
 
 bool
@@ -122,13 +122,29 @@ pidns_of (pid_t pid, struct stat *st)
   return stat (path, st);
 }
 
+struct pid_list
+{
+  pid_t init, *pids;
+  size_t n, cap;
+};
+
+static int
+add_pid (int procfd, pid_t pid, void *arg)
+{
+  struct pid_list *l = arg;
+  (void) procfd;
+  if (pid == l->init)
+    return 0;
+  if (l->n == l->cap)
+    l->pids = xrealloc (l->pids, (l->cap *= 2) * sizeof *l->pids);
+  l->pids[l->n++] = pid;
+  return 0;
+}
+
 int
 rootless_pidns_pids (pid_t init, pid_t **pids, size_t *n, asbx_err_t *err)
 {
-  struct stat want, self, st;
-  cleanup_closedir DIR *d = NULL;
-  struct dirent *e;
-  size_t cap = 16;
+  struct stat want, self;
 
   if (pidns_of (init, &want) < 0)
     return asbx_error (err, errno, "the container's pid namespace (/proc/%d/ns/pid)", (int) init);
@@ -137,24 +153,16 @@ rootless_pidns_pids (pid_t init, pid_t **pids, size_t *n, asbx_err_t *err)
                        "the container has no cgroup (a caller without root, none delegated) and shares the "
                        "caller's pid namespace: its processes cannot be listed. Give it a pid namespace "
                        "(linux.namespaces) or run as root");
-  d = opendir ("/proc");
-  if (!d)
-    return asbx_error (err, errno, "opendir /proc");
-  *n = 0;
-  *pids = xmalloc (cap * sizeof **pids);
-  (*pids)[(*n)++] = init;
-  while ((e = readdir (d)))
+  struct pid_list l = { .init = init, .cap = 16 };
+  l.pids = xmalloc (l.cap * sizeof *l.pids);
+  l.pids[l.n++] = init;
+  if (linux_proc_each_in_ns ("pid", &want, add_pid, &l) < 0)
     {
-      char *end;
-      long p = strtol (e->d_name, &end, 10);
-      if (*end || p <= 0 || p == init)
-        continue;
-      /* a process that exited meanwhile, or one we may not inspect, is not the container's */
-      if (pidns_of ((pid_t) p, &st) < 0 || st.st_ino != want.st_ino || st.st_dev != want.st_dev)
-        continue;
-      if (*n == cap)
-        *pids = xrealloc (*pids, (cap *= 2) * sizeof **pids);
-      (*pids)[(*n)++] = (pid_t) p;
+      int e = errno;
+      free (l.pids);
+      return asbx_error (err, e, "opendir /proc");
     }
+  *pids = l.pids;
+  *n = l.n;
   return 0;
 }
