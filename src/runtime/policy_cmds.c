@@ -71,6 +71,23 @@ explain_fs (FILE *out, const struct policy_plan *p)
  * Indented by two spaces under its heading; nothing for `open`. */
 /* network.credentials and network.http (issue 19): the intercepted hosts, the secrets' names
  * (never a value: the monitor reads them at each request) and the rules */
+struct secret_src
+{
+  FILE *out;
+  const char *dir;
+};
+
+/* Where the egress takes one ${secret:NAME} from (docs/policy.md "Credentials and HTTP rules"):
+ * the file NAME of the secrets directory, else the runtime's variable AGENTSBX_SECRET_NAME; one
+ * that is both or neither is refused at create. Printed once per reference, in template order. */
+static void
+explain_secret (void *ud, const char *name, size_t len)
+{
+  struct secret_src *s = ud;
+  fprintf (s->out, "    secret %.*s: the file %s/%.*s, else the runtime's environment variable AGENTSBX_SECRET_%.*s\n",
+           (int) len, name, s->dir ? s->dir : "(no secrets directory)", (int) len, name, (int) len, name);
+}
+
 static void
 explain_egress (FILE *out, const struct policy_plan *p)
 {
@@ -98,8 +115,11 @@ explain_egress (FILE *out, const struct policy_plan *p)
         fprintf (out, "; body <= %" PRIu64 " bytes", h->max_body_bytes);
       fprintf (out, "\n");
     }
-  fprintf (out, "    secrets from %s%s%s\n", p->secrets_dir ? p->secrets_dir : "(none)",
-           p->upstream_ca_file ? ", upstreams also trusted from " : "", p->upstream_ca_file ? p->upstream_ca_file : "");
+  struct secret_src src = { out, p->secrets_dir };
+  for (size_t i = 0; i < p->credentials_len; i++)
+    policy_secret_refs (p->credentials[i].value, explain_secret, &src);
+  if (p->upstream_ca_file)
+    fprintf (out, "    upstreams also trusted from %s\n", p->upstream_ca_file);
 }
 
 static int

@@ -197,3 +197,19 @@ def test_secret_in_neither_place_refused(rt, bundle, tmp_path):
                     env=env_with(new_value()))
     assert_refused(rt, r, 'secret "other"', "AGENTSBX_SECRET_other", "network.credentials[0]")
     assert rt.cmd("state", cid).rc != 0
+
+
+def test_policy_explain_names_both_sources_of_each_secret(rt, tmp_path):
+    """`policy explain` says where the egress takes each ${secret:NAME} from: the file NAME of
+    the secrets directory, else the runtime's AGENTSBX_SECRET_NAME (it listed only the directory)."""
+    d = tmp_path / "secrets"
+    d.mkdir(mode=0o700)
+    pol = policy(credentials=[{"host": "api.test", "header": "Authorization", "value": "Bearer ${secret:" + NAME + "}"},
+                              {"host": "api.test", "header": "X-Key", "value": "${secret:other}"}])
+    p = tmp_path / "policy.json"
+    p.write_text(json.dumps(pol))
+    r = rt.cmd("--config", host_config(tmp_path, d), "policy", "explain", "--policy", p, root=False)
+    assert r.rc == 0, r.err
+    for name in (NAME, "other"):
+        assert f"secret {name}: the file {d}/{name}, else the runtime's environment variable AGENTSBX_SECRET_{name}" \
+            in r.out, r.out
