@@ -247,6 +247,21 @@ class Bench:
                               "runtimes": {k: summary(v, scale) if v else None for k, v in per_rt.items()}}
         print_scenario(name, self.results[name])
 
+    def start_sleepers(self, ids, what):
+        """One running container of b-sleep per runtime (the target of `exec`): ids[name] = id."""
+        b = os.path.join(self.work, "b-sleep")
+        for rt in self.rts:
+            ids[rt.name] = cid = self.cid(rt)
+            for verb in (("create", "--bundle", b, cid), ("start", cid)):
+                _, rc, _ = timed(self.cmd(rt, *verb), self.setup_of(rt))
+                if rc != 0:
+                    raise SystemExit(f"{what}: {rt.name} {verb[0]} failed: {LAST_ERR[0].strip()}")
+
+    def stop_sleepers(self, ids):
+        for rt in self.rts:
+            if rt.name in ids:
+                quiet(self.cmd(rt, "delete", "-f", ids[rt.name]), self.setup_of(rt))
+
     # ---- scenarios ----
     def s_floor(self):
         per = {"true": []}
@@ -269,15 +284,9 @@ class Bench:
                     note="Docker's default profile from containers-common")
 
     def s_exec(self):
-        b = os.path.join(self.work, "b-sleep")
         ids = {}
         try:
-            for rt in self.rts:
-                ids[rt.name] = cid = self.cid(rt)
-                for verb in (("create", "--bundle", b, cid), ("start", cid)):
-                    _, rc, _ = timed(self.cmd(rt, *verb), self.setup_of(rt))
-                    if rc != 0:
-                        raise SystemExit(f"exec: {rt.name} {verb[0]} failed: {LAST_ERR[0].strip()}")
+            self.start_sleepers(ids, "exec")
 
             def one(rt):
                 dt, rc, _ = timed(self.cmd(rt, "exec", ids[rt.name], "/bin/true"), self.setup_of(rt))
@@ -286,9 +295,7 @@ class Bench:
                 return dt
             self.record("exec", "ms", self.interleave(one, self.a.n), 1000)
         finally:
-            for rt in self.rts:
-                if rt.name in ids:
-                    quiet(self.cmd(rt, "delete", "-f", ids[rt.name]), self.setup_of(rt))
+            self.stop_sleepers(ids)
 
     def s_rss(self):
         b = os.path.join(self.work, "b-true")
@@ -377,16 +384,11 @@ class Bench:
         if not hf:
             print("external: hyperfine missing (apt-get install hyperfine)", file=sys.stderr)
             return
-        bt, bs = os.path.join(self.work, "b-true"), os.path.join(self.work, "b-sleep")
+        bt = os.path.join(self.work, "b-true")
         ids, times = {}, {}
         rounds, per_round = 4, max(2, self.a.n // 4)
         try:
-            for rt in self.rts:
-                ids[rt.name] = cid = self.cid(rt)
-                for verb in (("create", "--bundle", bs, cid), ("start", cid)):
-                    _, rc, _ = timed(self.cmd(rt, *verb), self.setup_of(rt))
-                    if rc != 0:
-                        raise SystemExit(f"external: {rt.name} {verb[0]} failed: {LAST_ERR[0].strip()}")
+            self.start_sleepers(ids, "external")
             for verb in ("run", "exec"):
                 times[verb] = {rt.name: [] for rt in self.rts}
                 for r in range(rounds):
@@ -422,9 +424,7 @@ class Bench:
                             print(f"  agentsbx / {base}: hyperfine {a0['median'] / b0['median']:.2f}, "
                                   f"bench {a1['median'] / b1['median']:.2f}")
         finally:
-            for rt in self.rts:
-                if rt.name in ids:
-                    quiet(self.cmd(rt, "delete", "-f", ids[rt.name]), self.setup_of(rt))
+            self.stop_sleepers(ids)
 
     def s_sandbox(self):
         b = os.path.join(self.work, "b-true")
