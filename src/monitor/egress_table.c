@@ -23,6 +23,8 @@ egress_table_load (const struct policy_plan *plan, int netns, const struct stat 
   struct stat ns;
   int r;
 
+  if (plan->net_outside)
+    return 0; /* a vm-tier guest: the host's table filters the VM's NIC (runtime/vm_net.h) */
   if (policy_nft_ruleset (plan, &ruleset, err) < 0)
     return asbx_error_wrap (err, "network.mode %s: the nftables table", mode_name (plan));
   if (!ruleset)

@@ -420,7 +420,8 @@ mon_setup (struct mon *m, asbx_err_t *err)
     }
   if ((pl->credentials_len || pl->http_hosts_len) && pl->net_mode != POLICY_NET_FILTERED)
     return asbx_error (err, 0, "network.credentials/network.http: need network.mode filtered (the egress relay)");
-  if (pl->net_mode == POLICY_NET_FILTERED && !m->o->egress_shared)
+  /* net_outside: a vm-tier guest, whose host runs the stub and relay (runtime/vm_net.h) */
+  if (pl->net_mode == POLICY_NET_FILTERED && !m->o->egress_shared && !pl->net_outside)
     {
       const struct tls_relay_keys keys = { .ca_cert_pem = m->o->egress_ca_cert_pem,
                                            .ca_key_pem = m->o->egress_ca_key_pem,

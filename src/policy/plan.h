@@ -167,6 +167,10 @@ struct policy_plan
 
   /* network */
   enum policy_net_mode net_mode;
+  /* never from a policy document: set by a vm-tier guest's runtime (runtime/vm_net.h), whose host
+   * enforces net_mode on the VM's only NIC. Here: no nftables table, DNS stub or pasta; the
+   * container shares the guest's network namespace; the resolver file names the host's stub */
+  bool net_outside;
   bool allow_local_binding;
   char **allowed_domains;
   size_t allowed_domains_len;

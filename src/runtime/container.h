@@ -22,6 +22,7 @@ struct asbx_global
   const char *criu;        /* --criu PATH (checkpoint/restore), NULL = "criu" in PATH */
   bool vm_guest;           /* we are the init of a vm-tier guest (runtime/vm.h): isolation vm is the VM
                               around us, the container is made as for isolation container */
+  bool vm_net_outside;     /* ...and its host enforces the network (runtime/vm_net.h): plan.net_outside */
 };
 
 struct asbx_create_opts

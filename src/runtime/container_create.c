@@ -492,6 +492,8 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   plan = policy_resolve (&pin, err);
   if (!plan)
     goto out;
+  if (g->vm_guest && g->vm_net_outside && plan->active)
+    plan->net_outside = true; /* the VM's host filters its NIC (runtime/vm_net.h) */
   if (plan->active)
     {
       audit_used = audit_dirs_list (g->root);

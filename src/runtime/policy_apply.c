@@ -56,6 +56,7 @@ policy_model_narrowing (const struct policy_plan *plan, struct spec_narrowing *o
     .caps_allow = plan->caps_allow,
     .caps_allow_len = plan->caps_allow_len,
     .isolate_net = plan->net_mode != POLICY_NET_OPEN,
+    .netns_runtime = plan->net_outside,
     .memory_bytes = plan->memory_bytes,
     .pids = plan->pids,
     .cpus = plan->cpus,

@@ -15,6 +15,7 @@
 #include "runtime/policy_apply.h"
 #include "monitor/egress_table.h"
 #include "runtime/policy_net.h"
+#include "runtime/vm_net.h"
 
 /* The network namespace the runtime was started in (the host's, or its caller's): captured in P
  * by policy_check_spec, inherited by the init through fork. A `none`/`filtered` table (output
@@ -67,14 +68,25 @@ policy_apply_resolv (int rootfd, const struct policy_plan *plan, bool new_netns,
   static const char text[] = "# agentsbx: network.mode filtered, the monitor's DNS stub\nnameserver 127.0.0.1\n";
   struct stat st;
 
-  if (!plan || !plan->active || plan->net_mode != POLICY_NET_FILTERED || !new_netns)
+  if (!plan || !plan->active || plan->net_mode != POLICY_NET_FILTERED || (!new_netns && !plan->net_outside))
     return 0;
   cleanup_close int target = ps_openat2 (rootfd, "/etc/resolv.conf", O_PATH | O_CLOEXEC, 0,
                                          RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
   if (target < 0 || fstat (target, &st) < 0 || !S_ISREG (st.st_mode))
     {
-      /* no file (or a dangling link): libc then asks 127.0.0.1 by itself, the stub */
+      /* no file (or a dangling link): libc then asks 127.0.0.1 by itself, the stub (in a vm-tier
+       * guest nothing is there: no resolution, the host's stub is never bypassed) */
       log_debug ("policy network: no regular /etc/resolv.conf in the rootfs, left as it is");
+      return 0;
+    }
+  if (plan->net_outside)
+    {
+      /* a vm-tier guest: the file its init wrote on its /run (runtime/vm_net.h), naming slirp's
+       * resolver, i.e. the host's stub. Cloned from our own namespace: the guest's 6.1 kernel
+       * refuses open_tree(OPEN_TREE_CLONE) of a detached tmpfs (EINVAL) */
+      cleanup_close int vf = mnt_clone (AT_FDCWD, VM_NET_GUEST_RESOLV, false, err);
+      if (vf < 0 || mnt_setattr (vf, false, MOUNT_ATTR_RDONLY, 0, 0, err) < 0 || mnt_attach (vf, target, err) < 0)
+        return asbx_error_wrap (err, "policy network: bind the host stub's resolv.conf over /etc/resolv.conf");
       return 0;
     }
   cleanup_close int fs = mnt_new_fs ("tmpfs", "tmpfs", "size=4k,mode=755", 0,

@@ -30,6 +30,7 @@
 #include "runtime/oci_unpack.h"
 #include "runtime/vm.h"
 #include "runtime/vm_jail.h"
+#include "runtime/vm_net.h"
 #include "spec/model.h"
 
 #define VM_MAX_SHARES 16    /* virtio-9p devices (below microvm's transports, see above) */
@@ -64,6 +65,10 @@ static const char *const vm_modules[] = {
   "net/ipv6/netfilter/nf_defrag_ipv6.ko",
   "net/netfilter/nf_conntrack.ko",
   "net/netfilter/nft_ct.ko",
+  /* the NIC of network.mode filtered (runtime/vm_net.h) */
+  "net/core/failover.ko",
+  "drivers/net/net_failover.ko",
+  "drivers/net/virtio_net.ko",
   NULL,
 };
 
@@ -545,14 +550,9 @@ vm_run (const char *state_root, const char *id, const char *bundle, const struct
   struct vm_host h;
   struct vm_ctx c = { 0 };
   struct argv a = { 0 };
+  struct vm_net net = { .netns_fd = -1, .rootfd = -1, .dirfd = -1, .ready_rd = -1, .ready_wr = -1, .go_rd = -1, .go_wr = -1 };
   int ret = -1;
 
-  if (plan->net_mode != POLICY_NET_NONE)
-    return asbx_error (
-        err, EINVAL,
-        "isolation vm: network.mode \"%s\" is not built yet in the vm tier (only \"none\": the guest has "
-        "no NIC)",
-        policy_net_mode_names[plan->net_mode]);
   if (plan->ws_mode == POLICY_WS_REVIEW)
     return asbx_error (err, EINVAL,
                        "isolation vm: filesystem.workspace.mode \"review\" is not built yet in the vm tier");
@@ -581,6 +581,11 @@ vm_run (const char *state_root, const char *id, const char *bundle, const struct
       return -1;
     }
   c.jail = (struct vm_jail){ .alive_rd = -1, .alive_wr = -1 };
+  /* network.mode filtered: the host side of the guest's NIC (runtime/vm_net.h) */
+  if (vm_net_prepare (&net, state_root, id, spec, plan, err) < 0)
+    goto out;
+  if (net.on)
+    append (&c.manifest, "%snet%s%s\n", "", "");
   if (build_ctx (&c, id, bundle, spec, plan, err) < 0)
     goto out;
   {
@@ -597,10 +602,12 @@ vm_run (const char *state_root, const char *id, const char *bundle, const struct
   if (plan_jail (&c, &h, bundle, err) < 0)
     goto out;
   build_argv (&a, &h, &c, plan);
+  for (const char *const *na = vm_net_qemu_args (&net); *na; na++)
+    arg (&a, xstrdup (*na));
   uint64_t deadline = plan->wall_clock_seconds ? now_ns () + plan->wall_clock_seconds * 1000000000ull : 0;
   /* fork(2) into QEMU's own namespaces (vm_jail.h); SIGCHLD: waited for as a child */
-  pid_t pid = (pid_t) syscall (SYS_clone, CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET | SIGCHLD, NULL,
-                               NULL, NULL, 0UL);
+  pid_t pid = (pid_t) syscall (SYS_clone, CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | vm_net_clone_flags (&net) | SIGCHLD,
+                               NULL, NULL, NULL, 0UL);
   if (pid < 0)
     {
       asbx_error (err, errno, "isolation vm: fork");
@@ -611,7 +618,7 @@ vm_run (const char *state_root, const char *id, const char *bundle, const struct
       /* QEMU does not outlive us (vm_jail_enter sets the parent-death signal): a killed `run`
        * takes its VM with it (signals are not forwarded to the guest yet) */
       asbx_err_t e = NULL;
-      if (vm_jail_enter (&c.jail, &e) < 0)
+      if (vm_net_child (&net, &e) < 0 || vm_jail_enter (&c.jail, &e) < 0)
         {
           fprintf (stderr, "agentsbx: %s\n", e ? e->msg : "setup failed");
           _exit (127);
@@ -622,8 +629,16 @@ vm_run (const char *state_root, const char *id, const char *bundle, const struct
     }
   close (c.jail.alive_rd);
   c.jail.alive_rd = -1;
+  if (vm_net_start (&net, pid, plan, err) < 0)
+    {
+      kill (pid, SIGKILL);
+      while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+      goto out;
+    }
   int st = wait_qemu (pid, deadline);
-  if (st == -1)
+  /* the monitor enforces the wall clock too (its timer started first): its kill is the same 124 */
+  if (st == -1 || (vm_net_finish (&net) && !WIFEXITED (st)))
     {
       *status = 124; /* the wall clock, as for a container (docs/policy.md limits) */
       ret = 0;
@@ -638,6 +653,7 @@ vm_run (const char *state_root, const char *id, const char *bundle, const struct
     }
   ret = read_status (c.dir, status, err);
 out:
+  vm_net_free (&net);
   vm_jail_free (&c.jail);
   if (!getenv ("AGENTSBX_VM_KEEP"))
     remove_run_dir (c.dir);

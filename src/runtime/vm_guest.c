@@ -26,11 +26,13 @@
 #include "core/util.h"
 #include "runtime/container.h"
 #include "runtime/vm.h"
+#include "runtime/vm_net.h"
 
 #define G_SHARE "/run/asbx-vm"
 #define G_9P_OPTS "trans=virtio,version=9p2000.L,msize=512000"
 
 static int status_fd = -1;
+static bool guest_net; /* the manifest's `net` line */
 
 static _Noreturn void
 power_off (void)
@@ -186,6 +188,14 @@ apply_manifest (char **id, char **bundle)
           if (asbx_log_init (NULL, ASBX_LOG_TEXT, 1, &e2) < 0)
             asbx_error_free (&e2);
         }
+      else if (strcmp (l, "net") == 0)
+        {
+          /* network.mode filtered: the host's NIC, enforced there (runtime/vm_net.h) */
+          asbx_err_t e2 = NULL;
+          if (vm_net_guest_setup (&e2) < 0)
+            guest_fail (e2->msg, 0);
+          guest_net = true;
+        }
       else if (strncmp (l, "id ", 3) == 0)
         *id = xstrdup (l + 3);
       else if (strncmp (l, "bundle ", 7) == 0)
@@ -254,6 +264,7 @@ vm_guest_main (void)
     .policy_file = G_SHARE "/policy.json",
     /* config_path NULL: /etc/agentsbx/config.json, absent in the guest: the host resolved it */
     .vm_guest = true,
+    .vm_net_outside = guest_net,
   };
   struct asbx_create_opts o = { .id = id, .bundle = bundle };
   if (asbx_container_create (&g, &o, &pid, &err) < 0 || asbx_container_start (&g, id, &err) < 0)

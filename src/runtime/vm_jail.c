@@ -167,6 +167,13 @@ make_tree (asbx_err_t *err)
     }
   if (mkdir (NEWROOT "/etc", 0755) < 0 || mkdir (NEWROOT "/dev", 0755) < 0 || mkdir (NEWROOT "/proc", 0555) < 0)
     return asbx_error (err, errno, "isolation vm: make QEMU's /etc, /dev, /proc");
+  /* slirp's resolver address (runtime/vm_net.h) is forwarded to the first nameserver here: the
+   * container namespace's own loopback, where the monitor's DNS stub listens (with no such file
+   * libslirp 4.7 drops the guest's queries to it). Unused without a NIC. */
+  static const char resolv[] = "nameserver 127.0.0.1\n";
+  cleanup_close int rfd = open (NEWROOT "/etc/resolv.conf", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (rfd < 0 || write_all (rfd, resolv, sizeof resolv - 1) < 0)
+    return asbx_error (err, errno, "isolation vm: write QEMU's /etc/resolv.conf");
   if (access ("/etc/ld.so.cache", F_OK) == 0
       && bind_host ("/etc/ld.so.cache", "/etc/ld.so.cache", true, MS_NODEV, err) < 0)
     return -1;

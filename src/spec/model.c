@@ -215,7 +215,15 @@ model_narrow (struct spec_model *m, const struct spec_narrowing *n, bool userns_
   resources_narrow (m, spec->linux_->resources, n);
   /* `none`/`filtered`: a fresh network namespace holds only a loopback device; a joined
    * (engine-given) one is isolated by the nftables table the init loads, as a fresh one is */
-  if (n->isolate_net && !spec_model_netns (m, NULL))
+  if (n->netns_runtime)
+    {
+      size_t w = 0;
+      for (size_t i = 0; i < m->namespaces_len; i++)
+        if (strcmp (m->namespaces[i].type, "network") != 0)
+          m->namespaces[w++] = m->namespaces[i];
+      m->namespaces_len = w;
+    }
+  else if (n->isolate_net && !spec_model_netns (m, NULL))
     m->namespaces[m->namespaces_len++] = (struct oci_namespace){ .type = (char *) "network" };
 }
 

@@ -50,6 +50,10 @@ struct spec_narrowing
   /* network.mode none/filtered: no CAP_NET_ADMIN/CAP_NET_RAW, and a network namespace (a new one
    * unless the spec joins one) */
   bool isolate_net;
+  /* the network is enforced outside this kernel (a vm-tier guest, runtime/vm_net.h): the
+   * container stays in the runtime's network namespace, whose only NIC is the host's filtered
+   * one; isolate_net's capability drop still holds */
+  bool netns_runtime;
   uint64_t memory_bytes;    /* limits.memory, bytes; 0 = none */
   uint64_t pids;            /* limits.pids; 0 = none */
   double cpus;              /* limits.cpus, fraction of one CPU; <= 0 = none */
