@@ -3,7 +3,8 @@
  * clock from the host (SIGKILL to QEMU), read the exit status the guest sends.
  *
  * QEMU runs confined on the host (vm_jail.h: the bundle owner's uid, its own namespaces, no
- * capability, a set-ID mode filter), with -nodefaults (no NIC, no display, no firmware devices), its own seccomp filter
+ * capability, a set-ID mode filter), with -nodefaults (no NIC but network.mode filtered's, runtime/vm_net.h; no
+ * display, no firmware devices), its own seccomp filter
  * (-sandbox on: no new privileges, no spawn, no obsolete syscalls), one virtio-serial device
  * (ports asbx.stdout, asbx.stderr, asbx.status; stdin is /dev/null in the guest) and one virtio-9p device per shared
  * directory. microvm has 24 virtio-mmio transports: one is the serial device. */
@@ -550,7 +551,9 @@ vm_run (const char *state_root, const char *id, const char *bundle, const struct
   struct vm_host h;
   struct vm_ctx c = { 0 };
   struct argv a = { 0 };
-  struct vm_net net = { .netns_fd = -1, .rootfd = -1, .dirfd = -1, .ready_rd = -1, .ready_wr = -1, .go_rd = -1, .go_wr = -1 };
+  struct vm_net net = {
+    .netns_fd = -1, .rootfd = -1, .dirfd = -1, .ready_rd = -1, .ready_wr = -1, .go_rd = -1, .go_wr = -1
+  };
   int ret = -1;
 
   if (plan->ws_mode == POLICY_WS_REVIEW)
@@ -606,8 +609,9 @@ vm_run (const char *state_root, const char *id, const char *bundle, const struct
     arg (&a, xstrdup (*na));
   uint64_t deadline = plan->wall_clock_seconds ? now_ns () + plan->wall_clock_seconds * 1000000000ull : 0;
   /* fork(2) into QEMU's own namespaces (vm_jail.h); SIGCHLD: waited for as a child */
-  pid_t pid = (pid_t) syscall (SYS_clone, CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | vm_net_clone_flags (&net) | SIGCHLD,
-                               NULL, NULL, NULL, 0UL);
+  pid_t pid = (pid_t) syscall (SYS_clone,
+                               CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | vm_net_clone_flags (&net) | SIGCHLD, NULL,
+                               NULL, NULL, 0UL);
   if (pid < 0)
     {
       asbx_error (err, errno, "isolation vm: fork");

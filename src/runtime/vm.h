@@ -8,7 +8,7 @@
  * effective policy, so the VM is a boundary added around the container, not a replacement.
  *
  * What this slice does not do (refused with an error, never skipped): create/start as separate
- * verbs, exec, kill, pause, a terminal, network modes other than none. */
+ * verbs, exec, kill, pause, a terminal, network.mode open (filtered: runtime/vm_net.h). */
 #ifndef ASBX_RUNTIME_VM_H
 #define ASBX_RUNTIME_VM_H
 
@@ -40,7 +40,7 @@ void vm_host_free (struct vm_host *h);
  * under `plan` inside, wait, and store the process's status (or 128+N for a signal, 124 when the
  * policy's wall clock ran out: the host kills QEMU) in *status. Everything made for the run
  * (<state root>/vm/<id>/) is removed before return. Errors: EINVAL for what this tier does not
- * build yet (a filtered or open network, a terminal, more shares than microvm has transports),
+ * build yet (an open network, a terminal, more shares than microvm has transports),
  * ENOENT without qemu or kernel, the errno of a failed step otherwise; 0 / -1 with *err. */
 int vm_run (const char *state_root, const char *id, const char *bundle, const struct oci_spec *spec,
             const struct policy_plan *plan, int *status, asbx_err_t *err);

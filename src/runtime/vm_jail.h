@@ -8,7 +8,8 @@
  *    files, and files the guest makes are the owner's on the host); every capability set is then
  *    emptied (SECBIT_NOROOT locked: its execve as uid 0 there grants none), no_new_privs is set.
  *    The other namespaces are made by host root, so QEMU's user namespace has no power over them;
- *  - in its own mount, pid, ipc and network namespaces (no NIC: the guest has none). Its root
+ *  - in its own mount, pid, ipc and network namespaces (under network.mode filtered the
+ *    container's, joined or made by root before the user namespace: runtime/vm_net.h). Its root
  *    (pivot_root) is a read-only tmpfs with /usr, the host's /lib... links, ld.so.cache, a few
  *    device nodes, its own /proc and VM_JAIL_DIR: the share directories, the run directory and
  *    the guest kernel, attached there (nosuid, nodev; read-only where the share is) from detached

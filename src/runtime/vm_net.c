@@ -52,7 +52,7 @@ netns_path (const struct oci_spec *spec)
   for (size_t i = 0; spec->linux_ && i < spec->linux_->namespaces_len; i++)
     if (strcmp (spec->linux_->namespaces[i].type, "network") == 0)
       return spec->linux_->namespaces[i].path && *spec->linux_->namespaces[i].path ? spec->linux_->namespaces[i].path
-                                                                                    : NULL;
+                                                                                   : NULL;
   return NULL;
 }
 
@@ -76,8 +76,9 @@ vm_net_prepare (struct vm_net *n, const char *state_root, const char *id, const 
                 const struct policy_plan *plan, asbx_err_t *err)
 {
   int p[2], q[2];
-  *n = (struct vm_net){ .netns_fd = -1, .rootfd = -1, .dirfd = -1, .ready_rd = -1, .ready_wr = -1, .go_rd = -1,
-                        .go_wr = -1, .id = id };
+  *n = (struct vm_net){
+    .netns_fd = -1, .rootfd = -1, .dirfd = -1, .ready_rd = -1, .ready_wr = -1, .go_rd = -1, .go_wr = -1, .id = id
+  };
   egress_share_init (&n->share);
   if (!plan->active || plan->net_mode == POLICY_NET_NONE)
     return 0;
@@ -293,7 +294,8 @@ vm_net_guest_setup (asbx_err_t *err)
   rt.rt_dev = (char *) "eth0";
   if (ioctl (s, SIOCADDRT, &rt) < 0)
     return asbx_error (err, errno, "vm guest: default route via %s", VM_NET_GATEWAY);
-  static const char resolv[] = "# agentsbx: network.mode filtered, the host's DNS stub (isolation vm)\nnameserver " VM_NET_DNS "\n";
+  static const char resolv[] =
+      "# agentsbx: network.mode filtered, the host's DNS stub (isolation vm)\nnameserver " VM_NET_DNS "\n";
   cleanup_close int fd = open (VM_NET_GUEST_RESOLV, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0 || write_all (fd, resolv, sizeof resolv - 1) < 0)
     return asbx_error (err, errno, "vm guest: write %s", VM_NET_GUEST_RESOLV);

@@ -47,9 +47,9 @@
 
 struct vm_net
 {
-  bool on;             /* network.mode filtered: QEMU gets the NIC, the host side runs the egress */
-  int netns_fd;        /* the joined namespace (config.json's path), or -1: QEMU's clone makes one */
-  int rootfd, dirfd;   /* the state root and <root>/<id>, the monitor's state directory */
+  bool on;                              /* network.mode filtered: QEMU gets the NIC, the host side runs the egress */
+  int netns_fd;                         /* the joined namespace (config.json's path), or -1: QEMU's clone makes one */
+  int rootfd, dirfd;                    /* the state root and <root>/<id>, the monitor's state directory */
   int ready_rd, ready_wr, go_rd, go_wr; /* child -> parent "in the namespace", parent -> child "go" */
   pid_t monitor;
   struct egress_share share;

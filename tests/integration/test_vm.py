@@ -175,15 +175,6 @@ def test_workspace_write_reaches_the_host(vm_run):
         assert f.read() == "from-the-guest\n"
 
 
-def test_filtered_network_is_refused(vm_env):
-    b, _, pol = _bundle(vm_env, "filtered", "true",
-                        {"version": 1, "isolation": "vm",
-                         "network": {"mode": "filtered", "allowedDomains": ["example.com"]}})
-    r = _run(vm_env, b, pol, "vm-filtered", timeout=60)
-    assert r.returncode != 0
-    assert 'network.mode "filtered" is not built yet' in r.stderr, r.stderr
-
-
 def test_create_alone_is_refused(vm_env):
     b, _, pol = _bundle(vm_env, "create", "true",
                         {"version": 1, "isolation": "vm", "network": {"mode": "none"}})

@@ -6,7 +6,13 @@ exactly as for a container.
 The egress lab of test_egress.py (its fixtures, imported): QEMU joins the lab's "container"
 namespace as an engine-given one. Part of the egress matrix runs here unchanged, the policy's
 isolation set to vm (test_egress's own test functions, imported, against this module's
-`filtered`). TCG boots take 10-20 s: each VM run carries several observations."""
+`filtered`). TCG boots take 10-20 s: each VM run carries several observations.
+
+Where the vm tier differs from the container tier (docs/policy.md): the guest's 127.0.0.1 is the
+guest's own loopback (no stub or relay there: slirp's gateway 10.0.2.2 is the namespace's
+loopback), and a refused UDP datagram is dropped on the host after the guest's sendto succeeded
+(no EPERM in the guest). test_egress's tests that dial 127.0.0.1 or expect that EPERM are
+replaced here by the vm's equivalents."""
 import json
 import os
 import subprocess
@@ -14,9 +20,9 @@ import subprocess
 import pytest
 
 from test_egress import (  # noqa: F401 (fixtures and tests used by name)
-    C4, HOSTUP4, POLICY, UP4, UP4B, UP6B, ZONE, audit_args, dns_records, lab, nft_table, udp_settled, usr_template,
-    test_filtered_allowed_name_resolves_and_connects, test_filtered_direct_addresses,
-    test_filtered_refused_names_never_leave)
+    HOSTUP4, POLICY, SBX_POLICY, SBX_ZONE, UP4, UP4B, ZONE, audit_args, dns_records, lab, nft_table, pasta_pids,
+    udp_settled, usr_template, test_dns_rebinding_and_ssrf_refused, test_filtered_allowed_name_resolves_and_connects,
+    test_filtered_direct_addresses, test_filtered_refused_names_never_leave, test_tls_sni_v4_v6_and_audit_once)
 from test_vm import OWNER, _kernel_release
 
 pytestmark = [pytest.mark.agentsbx_only("the vm isolation tier is agentsbx's")]
@@ -94,8 +100,14 @@ def test_vm_filtered_egress_is_the_hosts(filtered, lab, vbundle):
         ["http", "pkg.test", 80], ["resolve", "other.test"], ["rawdns", UP4B, "other.test"],
         ["connect", UP4B, 80], ["connect", UP4, 8080],
         ["run", "/bin/sh", "-c", f"echo {guest_ttl} > {TTL} && cat {TTL}"],
-        ["run", "nft", "flush", "ruleset"], ["run", "/bin/cat", "/etc/resolv.conf"], ["run", "/bin/uname", "-r"]])
-    http, other, raw, direct, wrong_port, sysctl, flush, resolv, uname = res
+        ["run", "nft", "flush", "ruleset"], ["run", "/bin/cat", "/etc/resolv.conf"], ["run", "/bin/uname", "-r"],
+        # slirp's gateway is the namespace's loopback: the stub (TCP too), and the relay's port
+        # dialled directly is refused by the relay; the guest's own 127.0.0.1 holds neither
+        ["tcpdns", "10.0.2.2", "other.test"], ["tcpdns", "127.0.0.1", "other.test"],
+        ["http_reqs", "10.0.2.2", 10053, ["GET / HTTP/1.1\r\nHost: pkg.test\r\n\r\n"], False],
+        ["udp", UP4, 9999]])
+    (http, other, raw, direct, wrong_port, sysctl, flush, resolv, uname, gw_dns, guest_lo, gw_relay,
+     udp) = res
     assert uname["ok"] and uname["out"].strip() != os.uname().release, uname  # it ran in the guest
     assert http["ok"] and http["response"].endswith("ok pkg.test\n"), http
     assert not other["ok"] and other["error"].startswith("gai:"), other
@@ -117,9 +129,16 @@ def test_vm_filtered_egress_is_the_hosts(filtered, lab, vbundle):
     got = dns_records(recs)
     assert ("pkg.test", 1, "allowed", "pkg.test") in got, got
     assert ("other.test", 1, "refused", "unlisted") in got, got
-    refused = [r for r in recs if r["event"] == "network" and r.get("addr") == UP4B and r.get("port") == 80]
-    assert refused, [r for r in recs if r["event"] == "network"]
+    net = [(r.get("addr"), r.get("port"), r.get("proto"), r.get("rule")) for r in recs if r["event"] == "network"]
+    assert (UP4B, 80, "tcp", "default-deny") in net, net
+    assert (UP4, 9999, "udp", "default-deny") in net, net
+    assert udp["ok"], udp  # the guest's sendto: slirp took it; the host's table dropped it
     assert udp_settled(lab) == []
+    assert gw_dns["ok"] and gw_dns["rcode"] == 5 and gw_dns["answers"] == 0, gw_dns
+    assert not guest_lo["ok"] and guest_lo["error"] == "ECONNREFUSED", guest_lo
+    assert not gw_relay.get("responses"), gw_relay
+    loops = [r for r in recs if r["event"] == "network" and r.get("addr") == "127.0.0.1"]
+    assert len(loops) == 1 and loops[0]["rule"] == "relay: not a redirected connection", loops
 
 
 def test_vm_open_network_is_refused(rt, vbundle, tmp_path):
@@ -129,3 +148,33 @@ def test_vm_open_network_is_refused(rt, vbundle, tmp_path):
     vbundle.args("/bin/true")
     r, cid = rt.run(vbundle, global_args=["--policy", str(pol)], timeout=120)
     assert r.rc != 0 and 'network.mode "open" is not built yet in the vm tier' in r.err, r
+
+
+def test_vm_fresh_netns_pasta(rt, make_bundle, usr_template, lab, vm_kernel, tmp_path):  # noqa: F811
+    """A bundle asking for a new network namespace (the sandbox's case): QEMU's clone makes it,
+    the monitor attaches pasta at the stub's first activity (the host's routes: the lab's
+    upstream over the test veth), an allowed name is fetched, a lab address dialled directly is
+    refused, and pasta is gone after the run."""
+    lab.zone(SBX_ZONE)
+    b = make_bundle(rootfs_template=usr_template)
+    b.add_mount("/usr", "bind", "/usr", ["rbind", "ro", "nosuid", "nodev"])
+    b.args("/usr/bin/python3", "/egress/client.py",
+           json.dumps([["http", "sbx.test", 80], ["connect", UP4, 80], ["resolve", "other.test"]]))
+    b.save()
+    subprocess.run(["chown", "-R", f"{OWNER}:{OWNER}", b.path], check=True)
+    b.save = lambda: None  # keep the owner: rt.run saves again
+    pol = tmp_path / "policy.json"
+    pol.write_text(json.dumps(vm_policy(SBX_POLICY)))
+    before = pasta_pids()
+    r, cid = rt.run(b, global_args=audit_args(tmp_path, "--policy", str(pol)),
+                    env=dict(os.environ, AGENTSBX_UPSTREAM_DNS=HOSTUP4), timeout=300)
+    assert r.ok, r
+    http, lab_direct, other = json.loads(r.out.strip().splitlines()[-1])
+    assert http["ok"] and http["response"].endswith("ok sbx.test\n"), http
+    assert not lab_direct["ok"] and lab_direct["error"] == "ECONNREFUSED", lab_direct
+    assert not other["ok"] and other["error"].startswith("gai:"), other
+    assert set(lab.queries()) == {"sbx.test"}, lab.queries()
+    assert pasta_pids() <= before, "pasta outlived the VM"
+    with open(tmp_path / "audit" / f"{cid}.jsonl") as f:
+        recs = [json.loads(line) for line in f]
+    assert ("sbx.test", 1, "allowed", "sbx.test") in dns_records(recs)
