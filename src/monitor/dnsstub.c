@@ -808,6 +808,18 @@ on_answer (struct dnsstub *d, struct pending *p)
   reply (d, p->stub_fd, p->conn, p->gen, &p->client, p->client_len, out, len);
 }
 
+bool
+dnsstub_wants_network (struct dnsstub *d)
+{
+  /* at most two of the set are the watch's (its socket and timer): any third event is another */
+  struct epoll_event ev[8];
+  int n = epoll_wait (d->ep, ev, 8, 0);
+  for (int i = 0; i < n; i++)
+    if (!nflog_watch_owns (&d->nflog, ev[i].data.fd))
+      return true;
+  return false;
+}
+
 void
 dnsstub_dispatch (struct dnsstub *d)
 {

@@ -23,6 +23,7 @@
 #ifndef ASBX_MONITOR_DNSSTUB_H
 #define ASBX_MONITOR_DNSSTUB_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "core/error.h"
@@ -52,6 +53,14 @@ void dnsstub_set_members (struct dnsstub *d, querier_members_fn fn, void *data);
 
 /* One fd to poll for POLLIN (an epoll set over the stub's sockets). */
 int dnsstub_fd (const struct dnsstub *d);
+
+/* Whether anything ready on dnsstub_fd may need the way out (pasta): a query, an approver, a TCP
+ * connection, an upstream answer - anything but the NFLOG watch (refused packets and their
+ * counter). The kernel's own MLD/IGMP reports when the route of last resort's veth comes up are
+ * refused by the table and reach the watch with no container activity at all; starting pasta
+ * for them cost ~20-70 ms at the end of most short sandboxes. Never blocks, consumes nothing
+ * (the set is level-triggered: dnsstub_dispatch sees the same events). */
+bool dnsstub_wants_network (struct dnsstub *d);
 
 /* Handle whatever is ready: queries, upstream answers. Never blocks; failures are audited or
  * dropped (a client retries), never fatal. */

@@ -232,7 +232,8 @@ static void __attribute__ ((noreturn)) monitor_loop (struct mon *m)
         }
       if (p[P_DNS].revents)
         {
-          pasta_lazy_start (m);
+          if (m->pasta_netns >= 0 && dnsstub_wants_network (m->dns))
+            pasta_lazy_start (m);
           dnsstub_dispatch (m->dns);
         }
       if (p[P_GUARD].revents)
@@ -312,7 +313,9 @@ network_table_load (struct mon *m, int netns, asbx_err_t *err)
 /* A namespace nobody wires: pasta is its way out (nothing allowed: none needed). An allowed
  * CIDR is reachable at once, so pasta starts now. Names (allowedDomains, approvals) are
  * reachable only after the stub has answered (it fills the table's sets before it answers), so
- * pasta starts at the stub's first activity (pasta_lazy_start), before that activity is handled:
+ * pasta starts at the stub's first activity (pasta_lazy_start), before that activity is handled;
+ * refused packets alone (the NFLOG watch: the kernel's MLD reports on the route of last resort,
+ * a connect to an unlisted address) are not such activity, since pasta would let none of them out:
  * a command that never resolves anything (most of them, and every `sandbox -- true`) never pays
  * pasta's start (~10-20 ms of exec, tap and route setup) nor its kill and reaping at the end.
  * The binary is looked up now, so a host without it still fails at create. */

@@ -204,6 +204,28 @@ def test_pasta_starts_at_the_first_dns_activity(rt, ws):
     assert any(x[1] == "00000000" for x in routes(after)), r  # a default route, from pasta
 
 
+def test_refused_packets_alone_do_not_attach_pasta(rt, ws):
+    """agent (filtered, `network` audit: a table and a route of last resort at create): a packet
+    the table refuses reaches the monitor's NFLOG watch, and so do the MLD reports the kernel
+    sends on its own when the route's veth comes up. Neither needs a way out, so neither may
+    attach pasta (an interface and a default route) - before, one did at the end of most short
+    sandboxes (~20-70 ms). Seen from inside: the refused UDP packet is on record, and the
+    namespace's routes, a second after it, are still only the route of last resort (asbx0)."""
+    cid = f"sbxnflog{os.getpid()}"
+    script = ("python3 -c \"import socket\n"
+              "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+              "try: s.sendto(b'x', ('10.63.0.1', 9))\n"
+              "except OSError as e: print('send', e.errno)\""
+              "; sleep 1; echo routes; cat /proc/net/route")
+    r = sandbox_run(rt, "--id", cid, "--workspace", ws, "--", "/bin/sh", "-c", script)
+    assert r.rc == 0, r
+    routes = [ln.split() for ln in r.out.split("routes\n", 1)[1].splitlines() if ln and not ln.startswith("Iface")]
+    recs = [json.loads(x) for x in read_log(audit_dir(rt), cid).splitlines()]
+    refused = [x for x in recs if x["event"] == "network" and x.get("addr") == "10.63.0.1"]
+    assert refused and refused[0]["decision"] == "refused", recs  # the watch saw it
+    assert routes and {x[0] for x in routes} == {"asbx0"}, r  # no pasta interface, no pasta route
+
+
 def _pid_with_token(token, timeout=30):
     deadline = time.monotonic() + timeout
     me = os.readlink("/proc/self/ns/net")
