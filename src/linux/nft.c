@@ -24,11 +24,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/netlink.h>
 #include <nftables/libnftables.h>
 
 #include "core/cleanup.h"
@@ -397,6 +399,47 @@ linux_nft_load (const char *cmds, asbx_err_t *err)
     return -1;
   r = linux_nft_run (n, cmds, err);
   linux_nft_free (n);
+  return r;
+}
+
+/* The descriptor socket(2) will return next: the lowest free one (eventfd takes it and gives it
+ * back; no path is opened). -1 when none is free. */
+static int
+lowest_free_fd (void)
+{
+  int fd = eventfd (0, EFD_CLOEXEC);
+  if (fd >= 0)
+    close (fd);
+  return fd;
+}
+
+/* fd is an nfnetlink (nf_tables) socket */
+static bool
+is_nfnetlink (int fd)
+{
+  int dom = 0, proto = 0;
+  socklen_t l1 = sizeof dom, l2 = sizeof proto;
+  return fd >= 0 && getsockopt (fd, SOL_SOCKET, SO_DOMAIN, &dom, &l1) == 0
+         && getsockopt (fd, SOL_SOCKET, SO_PROTOCOL, &proto, &l2) == 0 && dom == AF_NETLINK
+         && proto == NETLINK_NETFILTER;
+}
+
+int
+linux_nft_load_close_at_exec (const char *cmds, asbx_err_t *err)
+{
+  if (nft_lib_load (err) < 0)
+    return -1;
+  /* libnftables 1.0.x opens its socket first thing in nft_ctx_new: it takes this descriptor,
+   * which was free, so a netlink socket found there afterwards is the context's own */
+  int sock = lowest_free_fd ();
+  struct linux_nft *n = linux_nft_new (-1, err);
+  if (!n)
+    return -1;
+  int r = linux_nft_run (n, cmds, err);
+  /* another layout (a later libnftables): no duplicate, the close below waits as before */
+  int keep = is_nfnetlink (sock) ? fcntl (sock, F_DUPFD_CLOEXEC, 3) : -1;
+  linux_nft_free (n);
+  (void) keep; /* deliberately left open: closed by the kernel at execve (O_CLOEXEC) or exit */
   return r;
 }
 

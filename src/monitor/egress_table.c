@@ -37,7 +37,7 @@ egress_table_load (const struct policy_plan *plan, int netns, const struct stat 
                        "nftables table there",
                        mode_name (plan));
   if (netns < 0)
-    r = linux_nft_load (ruleset, err);
+    r = linux_nft_load_close_at_exec (ruleset, err); /* the init: it execs the container's process next */
   else
     {
       struct linux_nft *n = linux_nft_new (netns, err);

@@ -15,7 +15,9 @@
  * went wrong with the namespaces (defence in depth: never firewall the host); NULL: not known.
  * Callers: the init while it holds CAP_NET_ADMIN (runtime/policy_net.c) and the monitor right
  * before pasta (monitor/monitor.c); which of them loads first is decided by init.c alone
- * (network_table_deferred). 0, or -1 with *err naming the mode (EPERM without CAP_NET_ADMIN,
+ * (network_table_deferred). With netns -1 (the init) the context's netlink socket is closed at the
+ * caller's next execve (linux_nft_load_close_at_exec), so only such a caller may pass -1.
+ * 0, or -1 with *err naming the mode (EPERM without CAP_NET_ADMIN,
  * EINVAL for the runtime's own namespace or libnftables' refusal). */
 int egress_table_load (const struct policy_plan *plan, int netns, const struct stat *never, asbx_err_t *err);
 
