@@ -633,8 +633,9 @@ on_tcp (struct dnsstub *d, int conn)
 /* the libnftables context in the container's namespace, made at first use; NULL when it
  * cannot be made (then nothing is added to the sets: fail closed) */
 static struct linux_nft *
-stub_nft (struct dnsstub *d)
+stub_nft (void *data)
 {
+  struct dnsstub *d = data;
   asbx_err_t e = NULL;
   if (!d->nft)
     d->nft = linux_nft_new (d->netns, &e);
@@ -646,7 +647,7 @@ void
 dnsstub_finish (struct dnsstub *d)
 {
   if (d && d->nflog.fd >= 0)
-    nflog_watch_finish (&d->nflog, stub_nft (d));
+    nflog_watch_finish (&d->nflog, stub_nft, d);
 }
 
 /* Run `cmd` (an `add element` transaction) in the container's namespace, making the
@@ -845,7 +846,7 @@ dnsstub_dispatch (struct dnsstub *d)
         }
       if (nflog_watch_owns (&d->nflog, fd))
         {
-          nflog_watch_dispatch (&d->nflog, fd, stub_nft (d));
+          nflog_watch_dispatch (&d->nflog, fd, stub_nft, d);
           continue;
         }
       if (fd == d->tcp4 || fd == d->tcp6)

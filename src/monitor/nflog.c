@@ -17,6 +17,7 @@
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nfnetlink_log.h>
 #include <linux/netlink.h>
+#include <linux/sock_diag.h>
 
 #include "core/cleanup.h"
 #include "linux/nft.h"
@@ -128,20 +129,22 @@ audit_packet (const unsigned char *pkt, size_t len, const char *prefix, const ch
     asbx_error_free (&e);
 }
 
-void
+size_t
 nflog_dispatch (int fd, const char *id, int audit_fd)
 {
   char buf[8192] __attribute__ ((aligned (4)));
+  size_t packets = 0;
   for (int round = 0; round < 32; round++)
     {
       ssize_t n = recv (fd, buf, sizeof buf, MSG_DONTWAIT);
       if (n <= 0)
-        return;
+        return packets;
       for (struct nlmsghdr *nh = (struct nlmsghdr *) buf; NLMSG_OK (nh, (size_t) n); nh = NLMSG_NEXT (nh, n))
         {
           if (nh->nlmsg_type != ((NFNL_SUBSYS_ULOG << 8) | NFULNL_MSG_PACKET)
               || nh->nlmsg_len < NLMSG_LENGTH (sizeof (struct nfgenmsg)))
             continue;
+          packets++;
           const unsigned char *p = (const unsigned char *) NLMSG_DATA (nh) + sizeof (struct nfgenmsg);
           size_t left = nh->nlmsg_len - NLMSG_LENGTH (sizeof (struct nfgenmsg));
           const unsigned char *payload = NULL;
@@ -167,6 +170,7 @@ nflog_dispatch (int fd, const char *id, int audit_fd)
             audit_packet (payload, plen, prefix, id, audit_fd);
         }
     }
+  return packets;
 }
 
 /* a failed arm leaves the count to the next NFLOG activity or to the end of the container */
@@ -179,11 +183,35 @@ unlogged_arm (struct nflog_unlogged *u, uint64_t ns)
     (void) timerfd_settime (u->tfd, 0, &it, NULL);
 }
 
+/* Whether the table's unlogged counter can have moved. It counts the refused packets its log
+ * limit turned away, and the limit's bucket is full at the table's load with
+ * POLICY_NFT_LOG_BURST packets (the kernel's nft_limit_init): none is turned away before that
+ * many went through it. Each one that went through is an NFLOG message that this socket
+ * received (w->packets), or that its full receive buffer dropped (sk_drops, SO_MEMINFO: with
+ * NETLINK_NO_ENOBUFS the kernel still counts them), or that was logged before the monitor bound
+ * the group - then only the kernel's own packets can be refused (the container has not started:
+ * MLD and IGMP reports when its interfaces come up, a handful), hence PRE_BIND_MARGIN. Below
+ * that the counter is 0 and is not read: the read is a libnftables context in the container's
+ * namespace (a dlopen in the monitor, two setns, a netlink cache fetch): 1-2 ms of CPU, and up
+ * to ~50 ms of wall was seen at the end of a short sandbox. A replaced table (the monitor's load
+ * before pasta) starts a full bucket again: the count here only errs towards reading. */
+#define PRE_BIND_MARGIN 50
+static bool
+unlogged_possible (const struct nflog_watch *w)
+{
+  uint32_t mi[SK_MEMINFO_VARS] = { 0 };
+  socklen_t len = sizeof mi;
+  if (getsockopt (w->fd, SOL_SOCKET, SO_MEMINFO, mi, &len) < 0 || len < (SK_MEMINFO_DROPS + 1) * sizeof (uint32_t))
+    return true; /* cannot tell: read it */
+  return w->packets + mi[SK_MEMINFO_DROPS] + PRE_BIND_MARGIN >= POLICY_NFT_LOG_BURST;
+}
+
 /* the counter read of struct nflog_watch (nflog.h), on NFLOG activity, when u->tfd fires and
  * with `force` at the end of the container */
 static void
-unlogged_sync (struct nflog_unlogged *u, struct linux_nft *nft, bool force)
+unlogged_sync (struct nflog_watch *w, nflog_nft_fn get_nft, void *data, bool force)
 {
+  struct nflog_unlogged *u = &w->unlogged;
   struct timespec ts;
   uint64_t now, v, ticks;
   asbx_err_t e = NULL;
@@ -192,6 +220,9 @@ unlogged_sync (struct nflog_unlogged *u, struct linux_nft *nft, bool force)
     ticks = 0; /* not expired (EAGAIN): a call for NFLOG activity */
   clock_gettime (CLOCK_MONOTONIC, &ts);
   now = (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+  if (!unlogged_possible (w))
+    return;
+  struct linux_nft *nft = get_nft (data);
   if (!nft)
     return;
   if (!force && u->last_ns && now - u->last_ns < 1000000000ull)
@@ -257,18 +288,18 @@ nflog_watch_owns (const struct nflog_watch *w, int fd)
 }
 
 void
-nflog_watch_dispatch (struct nflog_watch *w, int fd, struct linux_nft *nft)
+nflog_watch_dispatch (struct nflog_watch *w, int fd, nflog_nft_fn nft, void *data)
 {
   if (fd == w->fd)
-    nflog_dispatch (fd, w->id, w->audit_fd);
-  unlogged_sync (&w->unlogged, nft, false); /* at most once a second */
+    w->packets += nflog_dispatch (fd, w->id, w->audit_fd);
+  unlogged_sync (w, nft, data, false); /* at most once a second */
 }
 
 void
-nflog_watch_finish (struct nflog_watch *w, struct linux_nft *nft)
+nflog_watch_finish (struct nflog_watch *w, nflog_nft_fn nft, void *data)
 {
   if (w->fd < 0)
     return;
-  nflog_dispatch (w->fd, w->id, w->audit_fd);
-  unlogged_sync (&w->unlogged, nft, true);
+  w->packets += nflog_dispatch (w->fd, w->id, w->audit_fd);
+  unlogged_sync (w, nft, data, true);
 }

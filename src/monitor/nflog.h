@@ -8,6 +8,7 @@
 #define ASBX_MONITOR_NFLOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/error.h"
@@ -19,7 +20,7 @@ int nflog_open (uint16_t group, asbx_err_t *err);
 
 /* Read every queued packet from fd and write one `network` record each to audit_fd for
  * container id. Never blocks; malformed messages are skipped. */
-void nflog_dispatch (int fd, const char *id, int audit_fd);
+size_t nflog_dispatch (int fd, const char *id, int audit_fd);
 
 struct linux_nft;
 
@@ -44,6 +45,7 @@ struct nflog_watch
 {
   int fd;                         /* the NFLOG socket (nflog_open), -1 = not watching */
   struct nflog_unlogged unlogged; /* refused packets the log limit kept from NFLOG: counted */
+  uint64_t packets;               /* NFLOG packet messages received (recorded or not) */
   const char *id;                 /* the container id (borrowed) */
   int audit_fd;                   /* where the records go (borrowed) */
 };
@@ -69,13 +71,19 @@ void nflog_watch_close (struct nflog_watch *w);
 /* True when fd is one of w's (the NFLOG socket or the counter's timer). */
 bool nflog_watch_owns (const struct nflog_watch *w, int fd);
 
+/* The libnftables context in the container's namespace for a counter read, made by the caller
+ * on first use; NULL = cannot count (nothing added). */
+typedef struct linux_nft *(*nflog_nft_fn) (void *data);
+
 /* fd (one of w's) is readable: write the queued packets' records (NFLOG socket), then read the
- * counter when a second has passed since the last read (see struct nflog_watch). nft: the
- * context in the container's namespace, NULL = cannot count (nothing added). Never blocks. */
-void nflog_watch_dispatch (struct nflog_watch *w, int fd, struct linux_nft *nft);
+ * counter when a second has passed since the last read (see struct nflog_watch) and it can have
+ * moved at all: not while the packets seen (received or dropped at the socket) are too few to
+ * have emptied the log limit's bucket (POLICY_NFT_LOG_BURST; nflog.c says why that is exact).
+ * nft(data) is called only for a read. Never blocks. */
+void nflog_watch_dispatch (struct nflog_watch *w, int fd, nflog_nft_fn nft, void *data);
 
 /* The end of the container: the records still queued, and the counter read whatever the time
- * since the last read. A no-op when w watches nothing. */
-void nflog_watch_finish (struct nflog_watch *w, struct linux_nft *nft);
+ * since the last read, if it can have moved (as above). A no-op when w watches nothing. */
+void nflog_watch_finish (struct nflog_watch *w, nflog_nft_fn nft, void *data);
 
 #endif

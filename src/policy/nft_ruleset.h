@@ -23,11 +23,16 @@
 #define POLICY_NFT_SPLICE_MARK 0x41534258u   /* SO_MARK of the monitor's own upstream sockets: not redirected */
 #define POLICY_NFT_LOG_GROUP 7               /* NFLOG group of refused packets (per network namespace) */
 #define POLICY_NFT_LOG_PREFIX "default-deny" /* the `rule` of their `network` audit records */
-#define POLICY_NFT_LOG_RATE "50/second burst 100 packets" /* beyond: refused, not logged but counted */
-#define POLICY_NFT_LOG_CHAIN "refused_log"                /* the limited log rule, then the counter */
-#define POLICY_NFT_UNLOGGED "unlogged"                    /* named counter: refused packets the limit kept from NFLOG */
-#define POLICY_NFT_TTL_FLOOR 60                           /* seconds: shorter DNS TTLs are raised to this */
-#define POLICY_NFT_TTL_CEIL 86400                         /* seconds: longer DNS TTLs are lowered to this */
+/* the log limit: beyond it refused packets are not logged but counted; its bucket is full with
+ * POLICY_NFT_LOG_BURST packets at the table's load (monitor/nflog.c relies on that) */
+#define POLICY_NFT_LOG_BURST 100
+#define POLICY_NFT_LOG_RATE_S_(b) "50/second burst " #b " packets"
+#define POLICY_NFT_LOG_RATE_S(b) POLICY_NFT_LOG_RATE_S_ (b)
+#define POLICY_NFT_LOG_RATE POLICY_NFT_LOG_RATE_S (POLICY_NFT_LOG_BURST)
+#define POLICY_NFT_LOG_CHAIN "refused_log" /* the limited log rule, then the counter */
+#define POLICY_NFT_UNLOGGED "unlogged"     /* named counter: refused packets the limit kept from NFLOG */
+#define POLICY_NFT_TTL_FLOOR 60            /* seconds: shorter DNS TTLs are raised to this */
+#define POLICY_NFT_TTL_CEIL 86400          /* seconds: longer DNS TTLs are lowered to this */
 
 /* Does the ruleset carry the intercepted-address sets (POLICY_NFT_ICPT4/6)? Only a plan with
  * intercepted hosts (network.credentials/http) and allowedCidrs needs them: an allowedCidrs range
