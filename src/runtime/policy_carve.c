@@ -376,7 +376,7 @@ policy_carve_collect (int rootfd, const struct policy_plan *plan, const struct p
       struct policy_home *v = NULL;
       int n = 0;
       bool own = !(seen && seen->dir && strcmp (seen->dir, m->path) == 0);
-      if (own && (n = policy_homes_list (rootfd, m->path, &v, err)) < 0)
+      if (own && (n = policy_homes_list (rootfd, m->path, 0, &v, err)) < 0)
         goto fail;
       size_t count = own ? (size_t) n : seen->n;
       for (size_t h = 0; h < count; h++)

@@ -7,6 +7,7 @@
  * path is resolved beneath the rootfs fd and never outside it. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
@@ -23,6 +24,7 @@ struct homes
 {
   struct policy_home *v;
   size_t n;
+  int flags;
   struct stat *ids; /* the directory each v[i] resolved to, for dedup */
   struct stat root; /* /root's identity (st_ino 0 when missing) */
 };
@@ -31,6 +33,60 @@ static bool
 same_dir (const struct stat *a, const struct stat *b)
 {
   return a->st_ino != 0 && a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+static int
+cmp_name (const void *a, const void *b)
+{
+  return strcmp (*(char *const *) a, *(char *const *) b);
+}
+
+/* the entries of the directory `fd` (O_PATH, the home as resolved) into h, sorted; on any
+ * failure h->names stays NULL (every lookup is then made) */
+static void
+read_names (struct policy_home *h, int fd)
+{
+  cleanup_close int dfd = openat (fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  cleanup_closedir DIR *d = dfd >= 0 ? fdopendir (dfd) : NULL;
+  struct dirent *de;
+  char **v = NULL;
+  size_t n = 0;
+
+  if (!d)
+    return;
+  dfd = -1; /* owned by d */
+  while ((errno = 0, de = readdir (d)))
+    {
+      if (de->d_name[0] == '.' && (de->d_name[1] == '\0' || (de->d_name[1] == '.' && de->d_name[2] == '\0')))
+        continue;
+      if ((n & (n - 1)) == 0)
+        v = xrealloc (v, (n ? 2 * n : 1) * sizeof (*v));
+      v[n++] = xstrdup (de->d_name);
+    }
+  if (errno)
+    {
+      for (size_t i = 0; i < n; i++)
+        free (v[i]);
+      free (v);
+      return;
+    }
+  if (n)
+    qsort (v, n, sizeof (*v), cmp_name);
+  h->names = v ? v : xmalloc0 (sizeof (*v)); /* read, and empty: non-NULL */
+  h->n_names = n;
+}
+
+bool
+policy_home_may_hold (const struct policy_home *h, const char *rel)
+{
+  size_t len = strcspn (rel, "/");
+  if (!h->names || len == 0 || len >= NAME_MAX + 1 || (rel[0] == '.' && (len == 1 || (len == 2 && rel[1] == '.'))))
+    return true;
+  char name[NAME_MAX + 1];
+  memcpy (name, rel, len);
+  name[len] = '\0';
+  const char *key = name;
+  return bsearch (&key, h->names, h->n_names, sizeof (*h->names), cmp_name) != NULL;
 }
 
 /* add `path` when it resolves (in the root) to a directory not seen yet */
@@ -48,6 +104,8 @@ homes_add (struct homes *h, int rootfd, const char *path, bool from_passwd)
   h->v = xrealloc (h->v, (h->n + 1) * sizeof (*h->v));
   h->ids = xrealloc (h->ids, (h->n + 1) * sizeof (*h->ids));
   h->v[h->n] = (struct policy_home){ .path = xstrdup (path), .from_passwd = from_passwd };
+  if (h->flags & POLICY_HOMES_ENTRIES)
+    read_names (&h->v[h->n], fd);
   h->ids[h->n++] = st;
 }
 
@@ -113,9 +171,9 @@ add_passwd (struct homes *h, int rootfd, asbx_err_t *err)
 }
 
 int
-policy_homes_list (int rootfd, const char *home_dir, struct policy_home **out, asbx_err_t *err)
+policy_homes_list (int rootfd, const char *home_dir, int flags, struct policy_home **out, asbx_err_t *err)
 {
-  struct homes h = { 0 };
+  struct homes h = { .flags = flags };
   cleanup_close int root = ps_openat2 (rootfd, "/root", O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
                                        RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
   if (root < 0 || fstat (root, &h.root) < 0)
@@ -135,6 +193,11 @@ void
 policy_homes_free (struct policy_home *v, size_t n)
 {
   for (size_t i = 0; v && i < n; i++)
-    free (v[i].path);
+    {
+      for (size_t j = 0; j < v[i].n_names; j++)
+        free (v[i].names[j]);
+      free (v[i].names);
+      free (v[i].path);
+    }
   free (v);
 }

@@ -421,6 +421,27 @@ unreachable (int rootfd, const char *path)
   return fd < 0 && errno == EACCES && single_id_userns ();
 }
 
+/* m's path does not exist (ENOENT/ENOTDIR, or policy_home_may_hold said so) */
+static int
+apply_missing (const struct policy_mount *m, struct policy_mount_result *res, asbx_err_t *err)
+{
+  if (m->optional || m->kind == POLICY_MOUNT_BIND_RW)
+    {
+      /* `?` rule, or a grant on a path that does not exist: nothing to enforce or create; a
+       * grant that silently leaves its path read-only is reported at create (issue 15) */
+      log_debug ("policy %s (%s): path does not exist, not enforced", m->origin, m->path);
+      if (m->kind == POLICY_MOUNT_BIND_RW && !m->optional)
+        note_missing_grant (&res->missing_grants, m);
+      return 0;
+    }
+  if (m->writable_parent)
+    return asbx_error (err, 0,
+                       "policy %s: `%s` does not exist and its parent is writable: the rule cannot be "
+                       "enforced (write it as \"?%s\" to make it optional)",
+                       m->origin, m->path, m->path);
+  return 0; /* nothing there, and nothing can create it: the deny holds by itself */
+}
+
 static int
 apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy_mount *m, struct mi_cache *mc,
                  struct policy_mount_result *res, asbx_err_t *err)
@@ -437,23 +458,7 @@ apply_one_mount (int rootfd, const struct policy_plan *plan, const struct policy
   cleanup_close int fd = ps_openat2 (rootfd, m->path, O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
   /* ENOTDIR: a component is a file (~/.config a file, rule ~/.config/gh): the path is missing */
   if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
-    {
-      if (m->optional || m->kind == POLICY_MOUNT_BIND_RW)
-        {
-          /* `?` rule, or a grant on a path that does not exist: nothing to enforce or create; a
-           * grant that silently leaves its path read-only is reported at create (issue 15) */
-          log_debug ("policy %s (%s): path does not exist, not enforced", m->origin, m->path);
-          if (m->kind == POLICY_MOUNT_BIND_RW && !m->optional)
-            note_missing_grant (&res->missing_grants, m);
-          return 0;
-        }
-      if (m->writable_parent)
-        return asbx_error (err, 0,
-                           "policy %s: `%s` does not exist and its parent is writable: the rule cannot be "
-                           "enforced (write it as \"?%s\" to make it optional)",
-                           m->origin, m->path, m->path);
-      return 0; /* nothing there, and nothing can create it: the deny holds by itself */
-    }
+    return apply_missing (m, res, err);
   if (fd < 0)
     return asbx_error (err, errno, "policy %s: open `%s`", m->origin, m->path);
   int r = 0;
@@ -519,7 +524,7 @@ homes_cache_fill (struct homes_cache *c, int rootfd, const char *dir, asbx_err_t
   if (c->dir && strcmp (c->dir, dir) == 0)
     return 0;
   homes_cache_clear (c);
-  c->n = policy_homes_list (rootfd, dir, &c->v, err);
+  c->n = policy_homes_list (rootfd, dir, POLICY_HOMES_ENTRIES, &c->v, err);
   if (c->n < 0)
     return -1;
   c->dir = xstrdup (dir);
@@ -544,7 +549,13 @@ apply_each_child (int rootfd, const struct policy_plan *plan, const struct polic
       if (homes[i].from_passwd)
         one.writable_parent = covering_grant (plan, path) != NULL;
       one.optional = m->optional || !one.writable_parent || (homes[i].from_passwd && m->kind == POLICY_MOUNT_MASK);
-      r = apply_one_mount (rootfd, plan, &one, mc, res, err);
+      /* a deny whose first component the home does not hold: missing, without the lookups
+       * (apply_one_mount's EACCES probe and open); under a grant the ancestors' pins come first */
+      bool deny = m->kind == POLICY_MOUNT_MASK || m->kind == POLICY_MOUNT_BIND_RO;
+      if (deny && !policy_home_may_hold (&homes[i], m->each_child) && !covering_grant (plan, path))
+        r = apply_missing (&one, res, err);
+      else
+        r = apply_one_mount (rootfd, plan, &one, mc, res, err);
     }
   return r;
 }

@@ -111,7 +111,7 @@ check_homes (const char *ws, const char *root, char **what, asbx_err_t *err)
 
   if (rootfd < 0)
     return asbx_error (err, errno, "sandbox: open `%s`", root);
-  n = policy_homes_list (rootfd, "/home", &v, err);
+  n = policy_homes_list (rootfd, "/home", 0, &v, err);
   if (n < 0)
     return -1;
   for (int i = -1; i < n && !ret; i++)

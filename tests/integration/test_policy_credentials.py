@@ -201,3 +201,58 @@ def test_sandbox_hides_other_users_agentsbx_data(rt, tmp_path):
     finally:
         import shutil
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_credentials_hidden_in_uneven_homes(rt, make_bundle):
+    """The mount layer reads each home's entries once and looks a `~/x` rule up only in the homes
+    that hold its first component (runtime/policy_homes.h policy_home_may_hold). Edges of that: a
+    credential that exists in one home only (a /home entry, a home only /etc/passwd names, a
+    symlinked home), a home holding `.config` without the rule's `.config/gh` but with
+    `.config/gcloud`, a credential that is itself a symlink to a directory outside the home, and
+    homes that are not directories (a file in /home, a passwd home that is a file) or do not exist:
+    every planted file reads as nothing, and the unrelated file next to them still reads."""
+    b = policy_bundle(make_bundle)
+    r_ = b.rootfs
+    for d in ("home/solo", "home/other", "srv/linked2", "srv/aws-real", "var/lib/svc", "var/lib/empty"):
+        os.makedirs(os.path.join(r_, d), exist_ok=True)
+    os.symlink("/srv/linked2", os.path.join(r_, "home/linked2"))
+    with open(os.path.join(r_, "home/afile"), "w") as f:
+        f.write("not a home\n")
+    with open(os.path.join(r_, "etc/passwd"), "a") as f:
+        f.write("svc:x:120:120::/var/lib/svc:/bin/sh\nfilehome:x:121:121::/etc/hostname-home:/bin/sh\n"
+                "gone:x:122:122::/var/lib/nonexistent:/bin/sh\nempty:x:123:123::/var/lib/empty:/bin/sh\n")
+    with open(os.path.join(r_, "etc/hostname-home"), "w") as f:
+        f.write("a file\n")
+    planted = {}
+
+    def put(real, shown, text=None):
+        host = os.path.join(r_, real.lstrip("/"))
+        os.makedirs(os.path.dirname(host), exist_ok=True)
+        marker = text or f"UNEVEN-{len(planted)}"
+        with open(host, "w") as f:
+            f.write(marker + "\n")
+        planted[marker] = shown
+
+    put("/home/solo/.ssh/id_rsa", "/home/solo/.ssh/id_rsa")                  # only this home has .ssh
+    put("/var/lib/svc/.pgpass", "/var/lib/svc/.pgpass")                      # only the passwd home
+    put("/srv/linked2/.netrc", "/home/linked2/.netrc")                       # only the symlinked home
+    put("/home/other/.config/gcloud/credentials.db", "/home/other/.config/gcloud/credentials.db")
+    put("/srv/aws-real/credentials", "/home/other/.aws/credentials")         # .aws -> /srv/aws-real
+    os.symlink("/srv/aws-real", os.path.join(r_, "home/other/.aws"))
+    with open(os.path.join(r_, "home/other/.config/unrelated"), "w") as f:  # next to them, not a rule
+        f.write("UNRELATED-READABLE\n")
+    paths = " ".join(sorted(set(planted.values())))
+    r, _ = prun(rt, b, ["/bin/sh", "-c", f"/bin/cat /home/other/.config/unrelated {paths} 2>/dev/null; "
+                        "echo MOUNTINFO; cat /proc/self/mountinfo"], profile="agent")
+    assert r.rc == 0, r
+    out, mountinfo = r.out.split("MOUNTINFO\n", 1)
+    assert "UNRELATED-READABLE" in out, r
+    leaked = sorted(planted[m] for m in planted if m in out)
+    assert not leaked, f"{len(leaked)} of {len(planted)} planted credentials readable: {leaked}"
+    # the mask layer itself, not only the Landlock carve behind it: a mount on each rule's path,
+    # where the lookup inside the root led (symlinks followed)
+    points = {ln.split()[4] for ln in mountinfo.splitlines() if len(ln.split()) > 4}
+    want = {"/home/solo/.ssh", "/var/lib/svc/.pgpass", "/srv/linked2/.netrc", "/home/other/.config/gcloud",
+            "/srv/aws-real"}
+    assert want <= points, sorted(want - points)
+    assert not {"/home/other/.config", "/home/other/.config/unrelated"} & points, sorted(points)
