@@ -1,12 +1,15 @@
 /* exec.c - join a running container and execute a process in it.
  *
  * P (the CLI) validates the container (pid + start time, pidfd), builds the process from the
- * config saved at create (or --process), and forks S. S joins every namespace of the
- * container's init that differs from ours with one setns(pidfd, flags) call (Linux >= 5.8: the
- * kernel orders the joins and applies them atomically), after P has moved it into the
- * container's cgroup, then forks E, so that E is inside the pid (and time) namespace. E sets up
- * the tty, cwd, limits, identity and execs. P is a child subreaper, so E is reparented to it and
- * `exec` (without --detach) can wait for it and pass its status back. */
+ * config saved at create (or --process), and forks E directly: P points its pid namespace for
+ * children at the container's (setns CLONE_NEWPID: P's own pid stays), forks, and points it
+ * back; E, non-dumpable, waits until P has moved it into the container's cgroup, then joins
+ * every other namespace of the container's init that differs from ours with one setns(pidfd,
+ * flags) call (Linux >= 5.8: the kernel orders the joins and applies them atomically). When P
+ * cannot do that (a time namespace; EPERM) it forks S instead, which joins all of them and
+ * forks E, so that E is inside the pid (and time) namespace. E sets up the tty, cwd, limits,
+ * identity and execs. P is a child subreaper, so E (reparented to it when S exits) can be
+ * waited for by `exec` (without --detach), which passes its status back. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -325,6 +328,25 @@ static void __attribute__ ((noreturn)) exec_process_main (struct exec_child *c)
   _exit (127);
 }
 
+/* Join the container's namespaces in `flags` and, for a chrooted container, its root. */
+static void
+exec_enter (struct exec_child *c, int flags)
+{
+  asbx_err_t err = NULL;
+
+  if (flags && setns (c->pidfd, flags) < 0)
+    {
+      asbx_error (&err, errno, "join the container's namespaces (setns 0x%x)", flags);
+      sync_fail (c->sync_fd, &err);
+    }
+  /* a container in our mount namespace (no `mount` entry) lives in a chroot: take its root */
+  if (c->root_fd >= 0 && (fchdir (c->root_fd) < 0 || chroot (".") < 0 || chdir ("/") < 0))
+    {
+      asbx_error (&err, errno, "enter the container's root (chroot)");
+      sync_fail (c->sync_fd, &err);
+    }
+}
+
 static void __attribute__ ((noreturn)) exec_stage_main (struct exec_child *c)
 {
   asbx_err_t err = NULL;
@@ -336,17 +358,7 @@ static void __attribute__ ((noreturn)) exec_stage_main (struct exec_child *c)
   prctl (PR_SET_PDEATHSIG, SIGKILL);
   if (sync_recv (c->sync_fd, SYNC_GO, &m, &err) < 0)
     _exit (1);
-  if (c->ns_flags && setns (c->pidfd, c->ns_flags) < 0)
-    {
-      asbx_error (&err, errno, "join the container's namespaces (setns 0x%x)", c->ns_flags);
-      sync_fail (c->sync_fd, &err);
-    }
-  /* a container in our mount namespace (no `mount` entry) lives in a chroot: take its root */
-  if (c->root_fd >= 0 && (fchdir (c->root_fd) < 0 || chroot (".") < 0 || chdir ("/") < 0))
-    {
-      asbx_error (&err, errno, "enter the container's root (chroot)");
-      sync_fail (c->sync_fd, &err);
-    }
+  exec_enter (c, c->ns_flags);
   /* S and E share the sync socket: E must not send READY before S has sent PID, or P reads
    * them out of order ("expected PID, got READY"). E waits for EOF on this pipe. */
   if (pipe2 (order, O_CLOEXEC) < 0)
@@ -373,6 +385,47 @@ static void __attribute__ ((noreturn)) exec_stage_main (struct exec_child *c)
   _exit (0);
 }
 
+/* E forked by P itself (the direct path): E is born in the container's pid namespace (P set its
+ * pid_for_children) and joins the other namespaces after P has moved it into the cgroup. */
+static void __attribute__ ((noreturn)) exec_direct_main (struct exec_child *c)
+{
+  asbx_err_t err = NULL;
+  struct sync_msg m;
+
+  /* E is in the container's pid namespace from its birth, but in the host's mount namespace
+   * until the setns below: no process without CAP_SYS_PTRACE in the host's user namespace may
+   * open its /proc/<pid>/root, cwd, fd or exe meanwhile (ptrace_may_access on a non-dumpable
+   * mm; CVE-2016-9962's lesson). execve makes the container's program dumpable again. */
+  prctl (PR_SET_DUMPABLE, 0, 0, 0, 0);
+  /* EOF here when P died before GO */
+  if (sync_recv (c->sync_fd, SYNC_GO, &m, &err) < 0)
+    _exit (1);
+  exec_enter (c, c->ns_flags & ~CLONE_NEWPID);
+  exec_process_main (c);
+}
+
+/* Set P's pid namespace for children to the container's, so that a fork of P lands in it: the
+ * direct path of exec_spawn. setns(CLONE_NEWPID) changes only pid_for_children, never P's own
+ * pid (pid_namespaces(7)). Returns an fd of P's own pid namespace, to set it back right after
+ * the fork, or -1 when the direct path cannot be taken: a time namespace (setns CLONE_NEWTIME
+ * would switch P's own clocks, and needs a single-threaded caller), or P may not join (EPERM: a
+ * rootless P and a container with its own user namespace) - then S joins as before. */
+static int
+pidns_for_children (const struct exec_child *c)
+{
+  if (c->ns_flags & CLONE_NEWTIME)
+    return -1;
+  int self = open ("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+  if (self < 0)
+    return -1;
+  if ((c->ns_flags & CLONE_NEWPID) && setns (c->pidfd, CLONE_NEWPID) < 0)
+    {
+      close (self);
+      return -1;
+    }
+  return self;
+}
+
 /* Fork S/E and wait until E is about to exec. *pid = E. */
 static int
 exec_spawn (struct exec_child *c, const char *cgroup_path, pid_t *pid, asbx_err_t *err)
@@ -389,21 +442,57 @@ exec_spawn (struct exec_child *c, const char *cgroup_path, pid_t *pid, asbx_err_
   c->sync_fd = sp[1];
   /* whether the labels' LSMs are on, asked in the host's view before entering the container */
   linux_lsm_probe (c->proc->apparmor_profile, c->proc->selinux_label, NULL);
+  /* the direct path: P forks E (one fork, one exit and the SYNC_PID message less); else S+E */
+  int self_pidns = pidns_for_children (c);
   stage = fork ();
+  int fork_errno = errno;
+  if (stage == 0)
+    {
+      close (sp[0]);
+      if (self_pidns >= 0)
+        exec_direct_main (c);
+      exec_stage_main (c);
+    }
+  if (self_pidns >= 0)
+    {
+      /* back to our own pid namespace for P's later children; fails only if the kernel is broken */
+      bool back = !(c->ns_flags & CLONE_NEWPID) || setns (self_pidns, CLONE_NEWPID) == 0;
+      int back_errno = errno;
+      close (self_pidns);
+      if (!back)
+        {
+          close (sp[0]);
+          close (sp[1]);
+          if (stage > 0)
+            {
+              kill (stage, SIGKILL);
+              waitpid (stage, NULL, 0);
+            }
+          return asbx_error (err, back_errno, "setns back to the runtime's own pid namespace");
+        }
+    }
   if (stage < 0)
     {
       close (sp[0]);
       close (sp[1]);
-      return asbx_error (err, errno, "fork");
-    }
-  if (stage == 0)
-    {
-      close (sp[0]);
-      exec_stage_main (c);
+      return asbx_error (err, fork_errno, "fork");
     }
   close (sp[1]);
   cleanup_close int psync = sp[0];
   *pid = 0;
+  if (self_pidns >= 0)
+    {
+      if (cgroup_path
+          && (c->cgroups_len ? cgroup_join_sub (cgroup_path, c->cgroups, c->cgroups_len, stage, err)
+                             : cgroup_join (cgroup_path, stage, err))
+                 < 0)
+        goto fail;
+      *pid = stage;
+      stage = 0;
+      if (sync_send (psync, SYNC_GO, 0, NULL, err) < 0 || sync_recv (psync, SYNC_READY, m, err) < 0)
+        goto fail;
+      return 0;
+    }
   if (cgroup_path
       && (c->cgroups_len ? cgroup_join_sub (cgroup_path, c->cgroups, c->cgroups_len, stage, err)
                          : cgroup_join (cgroup_path, stage, err))
@@ -417,8 +506,11 @@ exec_spawn (struct exec_child *c, const char *cgroup_path, pid_t *pid, asbx_err_
     goto fail;
   return 0;
 fail:
-  kill (stage, SIGKILL);
-  waitpid (stage, NULL, 0);
+  if (stage > 0)
+    {
+      kill (stage, SIGKILL);
+      waitpid (stage, NULL, 0);
+    }
   if (*pid > 0)
     {
       kill (*pid, SIGKILL);
