@@ -156,3 +156,52 @@ def test_exec_cwd_missing_fails_cleanly(rt, bundle, running):
     assert "/no/such/dir" in r.err, r
     assert not os.path.exists(os.path.join(bundle.rootfs, "no")), "exec created the cwd"
     assert rt.state(running).json()["status"] == "running"
+
+
+def test_exec_children_stay_in_container_pid_namespace(rt, running):
+    """The exec'd process and the processes it forks are in the init's pid namespace (P forks E
+    with its pid namespace for children pointed at the container's, then points it back)."""
+    init_pid = rt.state(running).json()["pid"]
+    r = rt.cmd("exec", running, "/probe", "report")
+    assert r.ok, r
+    ns = probe_json(r)["namespaces"]
+    assert ns["pid"] == ns["pid_for_children"] == os.readlink(f"/proc/{init_pid}/ns/pid")
+    # a second exec right after the first: the runtime's own pid namespace was set back, its
+    # children of the next command start from the host's view again and join as before
+    r = rt.cmd("exec", running, "/probe", "report")
+    assert r.ok, r
+    assert probe_json(r)["namespaces"]["pid"] == os.readlink(f"/proc/{init_pid}/ns/pid")
+
+
+def _exec_joins_all(rt, bundle, extra_ns):
+    bundle.args("/probe", "sleep", "600")
+    r, cid = rt.run(bundle, None, "--detach")
+    assert r.ok, r
+    rt.wait_status(cid, "running")
+    init_pid = rt.state(cid).json()["pid"]
+    r = rt.cmd("exec", cid, "/probe", "report")
+    assert r.ok, r
+    rep = probe_json(r)
+    for n in ("mnt", "pid", "net", "ipc", "uts") + extra_ns:
+        assert rep["namespaces"][n] == os.readlink(f"/proc/{init_pid}/ns/{n}"), n
+    assert rep["pid"] > 1
+    return rep
+
+
+@pytest.mark.agentsbx_only("runc 1.1.5 has no time namespace support")
+def test_exec_joins_time_namespace(rt, bundle):
+    """A container with a time namespace: P cannot take the direct path (setns CLONE_NEWTIME
+    would switch its own clocks), S joins everything and forks E, which is in both."""
+    bundle.set_namespace("time")
+    bundle.linux["timeOffsets"] = {"monotonic": {"secs": 86400, "nanosecs": 0}}
+    _exec_joins_all(rt, bundle, ("time",))
+
+
+def test_exec_joins_user_namespace(rt, bundle):
+    """A container with its own user namespace: E joins it with the others, as root of it."""
+    bundle.set_namespace("user")
+    bundle.linux["uidMappings"] = [{"containerID": 0, "hostID": 200000, "size": 65536}]
+    bundle.linux["gidMappings"] = [{"containerID": 0, "hostID": 200000, "size": 65536}]
+    bundle.process["user"] = {"uid": 0, "gid": 0}
+    rep = _exec_joins_all(rt, bundle, ("user",))
+    assert rep["namespaces"]["user"] != os.readlink("/proc/self/ns/user")
