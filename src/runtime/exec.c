@@ -360,7 +360,8 @@ static void __attribute__ ((noreturn)) exec_stage_main (struct exec_child *c)
     _exit (1);
   exec_enter (c, c->ns_flags);
   /* S and E share the sync socket: E must not send READY before S has sent PID, or P reads
-   * them out of order ("expected PID, got READY"). E waits for EOF on this pipe. */
+   * them out of order ("expected PID, got READY"). E waits for EOF on this pipe: S closes it
+   * once PID is sent. */
   if (pipe2 (order, O_CLOEXEC) < 0)
     {
       asbx_error (&err, errno, "pipe");
@@ -382,6 +383,7 @@ static void __attribute__ ((noreturn)) exec_stage_main (struct exec_child *c)
       exec_process_main (c);
     }
   sync_send (c->sync_fd, SYNC_PID, pid, NULL, NULL);
+  close (order[1]); /* E goes on now, not after our exit's memory teardown (spawn.c) */
   _exit (0);
 }
 

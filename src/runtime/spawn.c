@@ -76,7 +76,7 @@ static void __attribute__ ((noreturn)) stage_main (struct init_args *a)
     sync_fail (a->sync_fd, &err);
   /* S and I share the sync socket: I must not send CREATE_RUNTIME before S has sent PID, or
    * P reads them out of order ("expected PID, got CREATE_RUNTIME", seen with 50 parallel
-   * creates in tests/escape). I waits for EOF on this pipe, i.e. for S to exit. */
+   * creates in tests/escape). I waits for EOF on this pipe: S closes it once PID is sent. */
   int order[2];
   if (pipe2 (order, O_CLOEXEC) < 0)
     {
@@ -103,6 +103,9 @@ static void __attribute__ ((noreturn)) stage_main (struct init_args *a)
       kill (pid, SIGKILL);
       _exit (1);
     }
+  /* PID is sent: release I now, not at our exit, whose teardown of our copy of the runtime's
+   * memory (exit_mm comes before the files are closed) would stay on I's critical path */
+  close (order[1]);
   _exit (0);
 }
 
