@@ -85,4 +85,10 @@ int asbx_container_wait (pid_t pid);
  * already sealed; on failure exits. */
 void asbx_ensure_sealed_exe (char **argv, bool keep_secrets);
 
+/* Tell the cgroup-priming thread (selfexe.c) that the container's process has been moved: it
+ * stops at its next wake-up instead of repeating its write until the end of its 100 ms window
+ * (each repeat keeps the host's forks on the rwsem's slow path). Safe from any thread, any
+ * number of times, and when no thread runs. Source: docs/performance.md "Self-protection". */
+void asbx_cgroup_prime_done (void);
+
 #endif

@@ -36,6 +36,7 @@
 #include "linux/seccomp_bpf.h"
 #include "linux/seccomp_cache.h"
 #include "policy/policy.h"
+#include "runtime/container.h"
 #include "runtime/exec.h"
 #include "runtime/policy_apply.h"
 #include "runtime/egress_ca.h"
@@ -482,24 +483,20 @@ exec_spawn (struct exec_child *c, const char *cgroup_path, pid_t *pid, asbx_err_
   close (sp[1]);
   cleanup_close int psync = sp[0];
   *pid = 0;
+  int joined = !cgroup_path     ? 0
+               : c->cgroups_len ? cgroup_join_sub (cgroup_path, c->cgroups, c->cgroups_len, stage, err)
+                                : cgroup_join (cgroup_path, stage, err);
+  asbx_cgroup_prime_done ();
+  if (joined < 0)
+    goto fail;
   if (self_pidns >= 0)
     {
-      if (cgroup_path
-          && (c->cgroups_len ? cgroup_join_sub (cgroup_path, c->cgroups, c->cgroups_len, stage, err)
-                             : cgroup_join (cgroup_path, stage, err))
-                 < 0)
-        goto fail;
       *pid = stage;
       stage = 0;
       if (sync_send (psync, SYNC_GO, 0, NULL, err) < 0 || sync_recv (psync, SYNC_READY, m, err) < 0)
         goto fail;
       return 0;
     }
-  if (cgroup_path
-      && (c->cgroups_len ? cgroup_join_sub (cgroup_path, c->cgroups, c->cgroups_len, stage, err)
-                         : cgroup_join (cgroup_path, stage, err))
-             < 0)
-    goto fail;
   if (sync_send (psync, SYNC_GO, 0, NULL, err) < 0 || sync_recv (psync, SYNC_PID, m, err) < 0)
     goto fail;
   waitpid (stage, NULL, 0);

@@ -258,6 +258,15 @@ static void __attribute__ ((noreturn)) prime_child (void)
   _exit (0);
 }
 
+/* set by asbx_cgroup_prime_done: the move the window was kept open for is done */
+static volatile sig_atomic_t prime_stop;
+
+void
+asbx_cgroup_prime_done (void)
+{
+  __atomic_store_n (&prime_stop, 1, __ATOMIC_RELAXED);
+}
+
 /* The keep thread: system calls only (no malloc, no stdio), so that it never holds a lock of
  * the C library's while the main thread forks the processes that go on to run container code. */
 static void *
@@ -266,7 +275,8 @@ prime_thread (void *arg)
   struct timespec period = { 0, PRIME_PERIOD_MS * 1000000L };
   int fd = (int) (intptr_t) arg;
 
-  for (int i = 0; fd >= 0 && i * PRIME_PERIOD_MS < PRIME_WINDOW_MS; i++)
+  for (int i = 0; fd >= 0 && i * PRIME_PERIOD_MS < PRIME_WINDOW_MS && !__atomic_load_n (&prime_stop, __ATOMIC_RELAXED);
+       i++)
     {
       if (pwrite (fd, "0", 1, 0) != 1)
         break;

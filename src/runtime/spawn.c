@@ -23,6 +23,7 @@
 #include "linux/cgroup.h"
 #include "linux/lsm_procattr.h"
 #include "linux/ns.h"
+#include "runtime/container.h"
 #include "runtime/rootless_cgroup.h"
 #include "runtime/spawn.h"
 #include "runtime/sync.h"
@@ -146,7 +147,9 @@ spawn_init (struct init_args *a, int psync, pid_t *init_pid, unsigned long *cgro
   clock_gettime (CLOCK_MONOTONIC, &t0);
   /* no cgroup: a non-root caller's container without a delegated one (runtime/rootless.h)
    * stays in the caller's */
-  if (a->cgroup_path && cgroup_enter (a->cgroup_path, a->cgroup_unit, stage, cgroup_mask, err) < 0)
+  int entered = a->cgroup_path ? cgroup_enter (a->cgroup_path, a->cgroup_unit, stage, cgroup_mask, err) : 0;
+  asbx_cgroup_prime_done ();
+  if (entered < 0)
     goto fail;
   clock_gettime (CLOCK_MONOTONIC, &t1);
   /* the migration's grace period shows here when the priming in selfexe.c came too late */
