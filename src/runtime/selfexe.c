@@ -189,7 +189,8 @@ drop_section_table (int mfd)
  *    write, 0.8 ms with the repeats, 13.4 ms without priming). A thread rather than the child:
  *    it shares our pages (the child kept alive that long held ~430 KiB more at the memory
  *    peak; the thread costs ~0.1-0.2 MiB of peak memory cgroup usage); nothing in the runtime
- *    process itself calls unshare/setns, which a second thread would make fail, and its
+ *    process itself calls an unshare/setns that a second thread makes fail (exec.c's setns of
+ *    the pid namespace for children allows threads), and its
  *    children (S, hooks, the monitor) are forked with one thread.
  * For that window the host's forks take the slow path of the rwsem, as with cgroup2's
  * favordynmods. No cgroup membership changes; any failure (no cgroup2 mount, EACCES when
@@ -209,43 +210,94 @@ drop_section_table (int mfd)
 #endif
 #define PRIME_WINDOW_MS 100
 
-/* The cgroup2 mount point that shows the root of the hierarchy, from /proc/self/mountinfo
- * ("ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS ... - FSTYPE SOURCE SUPER"). Octal escapes in the
- * mount point are not decoded: such a mount is skipped. */
+/* Calls fn(line, arg) for each line of the file `path` (a line longer than 1023 bytes is skipped)
+ * until fn returns >= 0, and returns that value; -1 when no line matched or on error. System calls
+ * only - no stdio, no malloc: the keep thread runs it while the main thread may fork. */
 static int
-cgroup2_mountpoint (char *out, size_t size)
+proc_lines (const char *path, int (*fn) (char *line, void *arg), void *arg)
 {
-  cleanup_fclose FILE *f = fopen ("/proc/self/mountinfo", "re");
-  char line[1024];
+  char buf[2048], line[1024];
+  size_t len = 0;
+  bool skip = false;
+  int ret = -1;
+  ssize_t n;
+  int fd = open (path, O_RDONLY | O_CLOEXEC);
 
-  while (f && fgets (line, sizeof line, f))
-    {
-      char root[256], mp[256];
-      const char *sep = strstr (line, " - cgroup2 ");
-      if (sep && sscanf (line, "%*s %*s %*s %255s %255s", root, mp) == 2 && strcmp (root, "/") == 0
-          && strchr (mp, '\\') == NULL)
-        return snprintf (out, size, "%s", mp) < (int) size ? 0 : -1;
-    }
-  return -1;
+  if (fd < 0)
+    return -1;
+  while (ret < 0 && (n = read (fd, buf, sizeof buf)) > 0)
+    for (ssize_t i = 0; i < n && ret < 0; i++)
+      {
+        if (buf[i] != '\n')
+          {
+            if (len + 1 < sizeof line)
+              line[len++] = buf[i];
+            else
+              skip = true;
+            continue;
+          }
+        line[len] = '\0';
+        if (!skip)
+          ret = fn (line, arg);
+        len = 0;
+        skip = false;
+      }
+  close (fd);
+  return ret;
 }
 
-/* Our own cgroup2 cgroup.procs opened for writing, or -1. */
+struct str_out
+{
+  char *s;
+  size_t size;
+};
+
+/* A mountinfo line ("ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS ... - FSTYPE SOURCE SUPER") of a
+ * cgroup2 mount that shows the root of the hierarchy: its mount point into the output, 0. Octal
+ * escapes in the mount point are not decoded: such a mount is skipped. */
+static int
+mountinfo_cgroup2_root (char *line, void *arg)
+{
+  struct str_out *o = arg;
+  char *f[5], *p = line;
+
+  if (strstr (line, " - cgroup2 ") == NULL)
+    return -1;
+  for (int i = 0; i < 5; i++)
+    {
+      f[i] = p;
+      if ((p = strchr (p, ' ')) == NULL)
+        return -1;
+      *p++ = '\0';
+    }
+  if (strcmp (f[3], "/") != 0 || strchr (f[4], '\\') != NULL)
+    return -1;
+  return snprintf (o->s, o->size, "%s", f[4]) < (int) o->size ? 0 : -1;
+}
+
+/* The cgroup2 line of /proc/self/cgroup ("0::/PATH"): PATH into the output, 0. */
+static int
+own_cgroup2_path (char *line, void *arg)
+{
+  struct str_out *o = arg;
+
+  if (strncmp (line, "0::/", 4) != 0)
+    return -1;
+  return snprintf (o->s, o->size, "%s", line + 3) < (int) o->size ? 0 : -1;
+}
+
+/* Our own cgroup2 cgroup.procs opened for writing, or -1. System calls only (proc_lines). */
 static int
 open_own_procs (void)
 {
-  cleanup_fclose FILE *f = fopen ("/proc/self/cgroup", "re");
-  char line[1024], mp[256], path[1400];
+  char cg[1024], mp[256], path[1400];
+  struct str_out c = { cg, sizeof cg }, m = { mp, sizeof mp };
 
-  while (f && fgets (line, sizeof line, f))
-    if (strncmp (line, "0::/", 4) == 0)
-      {
-        line[strcspn (line, "\n")] = '\0';
-        if (cgroup2_mountpoint (mp, sizeof mp) < 0
-            || snprintf (path, sizeof path, "%s%s/cgroup.procs", mp, line + 3) >= (int) sizeof path)
-          return -1;
-        return open (path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
-      }
-  return -1;
+  if (proc_lines ("/proc/self/cgroup", own_cgroup2_path, &c) < 0
+      || proc_lines ("/proc/self/mountinfo", mountinfo_cgroup2_root, &m) < 0
+      || snprintf (path, sizeof path, "%s%s/cgroup.procs", mp, cg) >= (int) sizeof path)
+    return -1;
+  return open (path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
 }
 
 static void __attribute__ ((noreturn)) prime_child (void)
@@ -273,7 +325,10 @@ static void *
 prime_thread (void *arg)
 {
   struct timespec period = { 0, PRIME_PERIOD_MS * 1000000L };
-  int fd = (int) (intptr_t) arg;
+  /* opened here, not by the main thread before it starts us: reading /proc/self/cgroup and
+   * mountinfo (~0.15 ms, the kernel formatting every mount) stays off the runtime's own path */
+  int fd = open_own_procs ();
+  (void) arg;
 
   for (int i = 0; fd >= 0 && i * PRIME_PERIOD_MS < PRIME_WINDOW_MS && !__atomic_load_n (&prime_stop, __ATOMIC_RELAXED);
        i++)
@@ -303,7 +358,6 @@ prime_keep (void)
 {
   pthread_attr_t attr;
   pthread_t t;
-  int fd;
 
 #if ASBX_SANITIZED
   /* clang 14's sanitizer runtimes do not make their allocator safe across a fork() taken while
@@ -313,14 +367,8 @@ prime_keep (void)
 #endif
   if (getenv ("AGENTSBX_NO_CGROUP_PRIME"))
     return;
-  fd = open_own_procs ();
-  if (fd < 0)
-    return;
   if (pthread_attr_init (&attr) != 0)
-    {
-      close (fd);
-      return;
-    }
+    return;
   /* glibc's default is an 8 MiB mapping; the loop needs a few hundred bytes */
   (void) pthread_attr_setstacksize (&attr, (size_t) 64 * 1024);
   (void) pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
@@ -331,12 +379,9 @@ prime_keep (void)
   sigfillset (&all);
   if (pthread_sigmask (SIG_SETMASK, &all, &old) == 0)
     {
-      if (pthread_create (&t, &attr, prime_thread, (void *) (intptr_t) fd) != 0)
-        close (fd);
+      (void) pthread_create (&t, &attr, prime_thread, NULL);
       (void) pthread_sigmask (SIG_SETMASK, &old, NULL);
     }
-  else
-    close (fd);
   pthread_attr_destroy (&attr);
 }
 
