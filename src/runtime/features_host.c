@@ -258,7 +258,8 @@ features_host_probe (struct features_host *h)
   else
     put (h, "io.agentsbx.isolation.vm.error",
          !vh.qemu ? "qemu-system-x86_64 is not in PATH"
-                  : "no guest kernel in " VM_DEFAULT_CACHE " (contrib/vm/fetch-kernel.sh) or $AGENTSBX_VM_CACHE");
+                  : "no guest kernel of Linux 6.8 or newer in " VM_DEFAULT_CACHE
+                    " (contrib/vm/fetch-kernel.sh) or $AGENTSBX_VM_CACHE");
   vm_host_free (&vh);
 }
 

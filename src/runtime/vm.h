@@ -1,11 +1,12 @@
 /* vm.h - the microVM isolation tier (issue 22; docs/security.md "Isolation tiers").
  *
  * Under `isolation: "vm"` a foreground `run` (and `sandbox`) boots QEMU's `microvm` machine with
- * Debian's guest kernel (fetched by contrib/vm/fetch-kernel.sh into /var/cache/agentsbx-vm) and an
- * initramfs whose /init is this binary (vm_cpio.c). The bundle and every host directory a bind
- * mount names are shared with virtio-9p at the same paths; stdio and the exit status travel over
- * virtio-serial ports. Inside, agentsbx (vm_guest.c) runs the same config.json under the same
- * effective policy, so the VM is a boundary added around the container, not a replacement.
+ * Debian's guest kernel (bookworm-backports' 6.12, fetched by contrib/vm/fetch-kernel.sh into
+ * /var/cache/agentsbx-vm) and an initramfs whose /init is this binary (vm_cpio.c). The bundle
+ * and every host directory a bind mount names are shared with virtio-9p at the same paths; stdio
+ * and the exit status travel over virtio-serial ports. Inside, agentsbx (vm_guest.c) runs the
+ * same config.json under the same effective policy, so the VM is a boundary added around the
+ * container, not a replacement.
  *
  * What this slice does not do (refused with an error, never skipped): create/start as separate
  * verbs, exec, kill, pause, a terminal, network.mode open (filtered: runtime/vm_net.h). */
@@ -30,9 +31,10 @@ struct vm_host
 };
 
 /* Look for qemu-system-x86_64 in PATH and the newest cached kernel under $AGENTSBX_VM_CACHE or
- * /var/cache/agentsbx-vm (kernel-linux-image-*, the layout contrib/vm/fetch-kernel.sh writes),
- * and whether KVM can run a guest ($AGENTSBX_VM_ACCEL=kvm|tcg decides instead when set).
- * Returns true when both are there. Fills h (vm_host_free); never fails otherwise. */
+ * /var/cache/agentsbx-vm (kernel-linux-image-*, the layout contrib/vm/fetch-kernel.sh writes) of
+ * Linux 6.8 or newer (older ones, e.g. tests/vm's 6.1, cannot enforce the policy's filesystem
+ * layers in the guest: passed over), and whether KVM can run a guest ($AGENTSBX_VM_ACCEL=kvm|tcg decides instead when
+ * set). Returns true when both are there. Fills h (vm_host_free); never fails otherwise. */
 bool vm_host_probe (struct vm_host *h);
 void vm_host_free (struct vm_host *h);
 
@@ -51,7 +53,9 @@ _Noreturn void vm_guest_main (void);
 /* Write the initramfs (cpio "newc", uncompressed) to fd: /init is /proc/self/exe, the shared
  * objects this process has loaded at their paths (and the ELF interpreter's name), the kernel
  * modules `mods` (NULL-terminated, ".ko" paths under moddir, in load order) under /modules with
- * /modules/order. 0 / -1 with *err. */
+ * /modules/order, each as the package ships it (.ko or .ko.xz/.zst/.gz: the guest kernel
+ * decompresses), skipping one the kernel has built in (modules.builtin beside moddir).
+ * 0 / -1 with *err: ENOENT naming a module that is neither shipped nor built in. */
 int vm_cpio_write (int fd, const char *moddir, const char *const *mods, asbx_err_t *err);
 
 #endif

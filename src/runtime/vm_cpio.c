@@ -146,6 +146,55 @@ cpio_loaded_libs (struct cpio *c, asbx_err_t *err)
   return ud.r;
 }
 
+/* Is kernel/<mod> built into the kernel? modules.builtin (beside kernel/, in the package: one
+ * "kernel/<path>.ko" line per built-in module) says so. Debian's 6.12 builds virtio, virtio_ring
+ * and virtio_console in, 6.1 had them as modules. */
+static bool
+mod_builtin (const char *moddir, const char *mod)
+{
+  cleanup_free char *path = xasprintf ("%s/../modules.builtin", moddir);
+  cleanup_free char *text = NULL;
+  size_t len = 0, mlen = strlen (mod);
+  asbx_err_t e = NULL;
+  if (read_file_at (AT_FDCWD, path, 4u << 20, &text, &len, &e) < 0)
+    {
+      asbx_error_free (&e);
+      return false;
+    }
+  for (char *l = text; l && *l; l = strchr (l, '\n') ? strchr (l, '\n') + 1 : NULL)
+    if (strncmp (l, "kernel/", 7) == 0 && strncmp (l + 7, mod, mlen) == 0 && (l[7 + mlen] == '\n' || !l[7 + mlen]))
+      return true;
+  return false;
+}
+
+/* The file of module `mod` (a ".ko" path under moddir) as the package ships it: as named, or
+ * compressed (Debian's 6.12 ships .ko.xz, 6.1 plain .ko; the guest kernel decompresses, vm_guest.c). NULL
+ * with *builtin when the kernel has it built in; NULL and *err (ENOENT, naming the module) when
+ * it has neither. */
+static char *
+mod_file (const char *moddir, const char *mod, bool *builtin, asbx_err_t *err)
+{
+  static const char *const suffixes[] = { "", ".xz", ".zst", ".gz" };
+  *builtin = false;
+  for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++)
+    {
+      char *p = xasprintf ("%s/%s%s", moddir, mod, suffixes[i]);
+      if (access (p, R_OK) == 0)
+        return p;
+      free (p);
+    }
+  if (mod_builtin (moddir, mod))
+    {
+      *builtin = true;
+      return NULL;
+    }
+  asbx_error (err, ENOENT,
+              "initramfs: the guest kernel has no module %s: neither %s/%s[.xz|.zst|.gz] nor built in (its "
+              "modules.builtin)",
+              mod, moddir, mod);
+  return NULL;
+}
+
 int
 vm_cpio_write (int fd, const char *moddir, const char *const *mods, asbx_err_t *err)
 {
@@ -177,8 +226,13 @@ vm_cpio_write (int fd, const char *moddir, const char *const *mods, asbx_err_t *
     }
   for (const char *const *m = mods; *m; m++)
     {
-      cleanup_free char *src = xasprintf ("%s/%s", moddir, *m);
-      const char *base = strrchr (*m, '/') ? strrchr (*m, '/') + 1 : *m;
+      bool builtin = false;
+      cleanup_free char *src = mod_file (moddir, *m, &builtin, err);
+      if (!src && builtin)
+        continue;
+      if (!src)
+        goto out;
+      const char *base = strrchr (src, '/') + 1;
       cleanup_free char *dst = xasprintf ("/modules/%s", base);
       char *o2 = xasprintf ("%s%s\n", order, base);
       free (order);

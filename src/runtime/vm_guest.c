@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/module.h>
 
 #include "core/cleanup.h"
 #include "core/log.h"
@@ -81,7 +82,13 @@ load_modules (void)
     {
       cleanup_free char *p = xasprintf ("/modules/%s", m);
       cleanup_close int fd = open (p, O_RDONLY | O_CLOEXEC);
-      if (fd < 0 || (syscall (SYS_finit_module, fd, "", 0) < 0 && errno != EEXIST))
+      size_t n = strlen (m);
+      /* a .ko.xz/.zst/.gz as the package ships it (vm_cpio.c): the kernel decompresses it
+       * (CONFIG_MODULE_DECOMPRESS, set in Debian's 6.12); without it, finit_module fails: EOPNOTSUPP */
+      bool packed = (n > 3 && strcmp (m + n - 3, ".xz") == 0) || (n > 4 && strcmp (m + n - 4, ".zst") == 0)
+                    || (n > 3 && strcmp (m + n - 3, ".gz") == 0);
+      if (fd < 0
+          || (syscall (SYS_finit_module, fd, "", packed ? MODULE_INIT_COMPRESSED_FILE : 0) < 0 && errno != EEXIST))
         guest_fail (p, errno);
     }
 }
