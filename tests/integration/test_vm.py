@@ -1,9 +1,10 @@
 """The vm isolation tier (issue 22; docs/security.md "Isolation tiers"): `isolation: "vm"` runs the
-container in a QEMU microvm with Debian's guest kernel, agentsbx being the guest's init and
-applying the same config.json and policy inside.
+container in a QEMU microvm with Debian's guest kernel (bookworm-backports' 6.12), agentsbx being
+the guest's init and applying the same config.json and policy inside.
 
-Needs qemu-system-x86_64 and the guest kernel in /var/cache/agentsbx-vm; the fixture fetches the
-kernel with contrib/vm/fetch-kernel.sh (the Debian mirror, as tests/vm does). TCG here (no KVM):
+Needs qemu-system-x86_64 and the guest kernel in /var/cache/agentsbx-vm (or $AGENTSBX_VM_CACHE);
+the fixture fetches the kernel with contrib/vm/fetch-kernel.sh (a private apt setup under the
+cache: a fresh CI machine fetches it here, once). TCG here (no KVM):
 one boot is 10-20 s, so one VM run serves the observations of several tests."""
 import ctypes
 import json
@@ -218,9 +219,7 @@ def test_vm_size_follows_the_policy_limits(vm_env):
 def test_policy_applies_inside_the_guest(vm_env, deny):
     """The guest's agentsbx enforces the same policy: with the seccomp group `mount` denied,
     mount(2) fails with EPERM in the guest even with CAP_SYS_ADMIN; the control run (same
-    capability, group not denied) mounts. (Filesystem rules need more than Debian 12's 6.1 guest
-    kernel has: denyRead masks a unique mount id, Linux 6.8; Landlock's fs.truncate ABI 3;
-    docs/policy.md §2.8: refused, not skipped.)"""
+    capability, group not denied) mounts. (The filesystem layers: the agent-profile tests.)"""
     policy = {"version": 1, "isolation": "vm", "network": {"mode": "none"}}
     if deny:
         policy["syscalls"] = {"deny": ["mount"]}
@@ -236,6 +235,171 @@ def test_policy_applies_inside_the_guest(vm_env, deny):
         assert "permission denied" in obs.get("err", ""), obs
     else:
         assert obs.get("mount") == "0", obs
+
+
+# The `agent` profile (sandbox's default) inside the guest. Its network is `filtered`, which the
+# tier does not build yet (no NIC): narrowed to `none`, everything else is the profile's. The
+# script's observations, one KEY=VALUE line each.
+AGENT_SSH_SECRET = "ASBX-VM-SSH-KEY-SECRET"
+AGENT_SCRIPT = (
+    "echo release=$(uname -r); "
+    "echo x > /etc/from-the-guest 2>/dev/null; echo etc_write=$?; "
+    "cat /home/user/.ssh/id_ed25519; echo ssh_read=$?; "
+    "echo ssh_entries=$(ls -A /home/user/.ssh 2>/dev/null | wc -l); "
+    "echo from-the-agent > /workspace/agent-wrote; echo ws_write=$?; "
+    # Landlock (allowExec): a copy of busybox in the workspace is not in the profile's exec paths
+    "cp /bin/busybox /workspace/bb && /workspace/bb true 2>/dev/null; echo ws_exec=$?; "
+    "rm -f /workspace/bb; "
+    # seccomp (the profile's `userns` group): unshare -U is refused
+    "unshare -U true 2>/dev/null; echo userns=$?; "
+    # limits: RLIMIT_NOFILE (the hard one: openFiles) and the container's cgroup inside the guest
+    "echo nofile=$(ulimit -Hn); echo cgmem=$(cat /sys/fs/cgroup/memory.max); "
+    "echo cgpids=$(cat /sys/fs/cgroup/pids.max)")
+
+
+@pytest.fixture(scope="module")
+def agent_run(vm_env):
+    """One VM run of AGENT_SCRIPT under `extends: agent`; the guest's own `agentsbx features` (a
+    createRuntime hook runs /init, the guest's agentsbx, in the guest's initial namespaces) is
+    written to the workspace."""
+    policy = {"version": 1, "extends": "agent", "isolation": "vm", "network": {"mode": "none"}}
+    b, ws, pol = _bundle(vm_env, "agent", AGENT_SCRIPT, policy)
+    ssh = os.path.join(b, "rootfs", "home", "user", ".ssh")
+    os.makedirs(ssh)
+    with open(os.path.join(ssh, "id_ed25519"), "w") as f:
+        f.write(AGENT_SSH_SECRET + "\n")
+    with open(os.path.join(b, "config.json")) as f:
+        cfg = json.load(f)
+    busybox = os.path.join(b, "rootfs", "bin", "busybox")
+    cfg["hooks"] = {"createRuntime": [{"path": busybox, "args": [
+        "busybox", "sh", "-c", f"/init features > {ws}/guest-features.json"]}]}
+    # more than the profile's openFiles (4096): the guest's agentsbx must bring it down
+    cfg["process"]["rlimits"] = [{"type": "RLIMIT_NOFILE", "hard": 65536, "soft": 65536}]
+    with open(os.path.join(b, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    subprocess.run(["chown", "-R", f"{OWNER}:{OWNER}", b], check=True)
+    r = _run(vm_env, b, pol, "vm-agent")
+    obs = dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
+    features = {}
+    fpath = os.path.join(ws, "guest-features.json")
+    if os.path.exists(fpath):
+        with open(fpath) as f:
+            features = json.load(f)
+    return {"r": r, "obs": obs, "ws": ws, "features": features}
+
+
+def _agent_ran(a):
+    assert a["r"].returncode == 0, (a["r"].returncode, a["r"].stderr[-3000:])
+
+
+def test_agent_profile_runs_on_the_guest_kernel(agent_run, vm_env):
+    _agent_ran(agent_run)
+    assert agent_run["obs"].get("release") == vm_env["release"], agent_run["obs"]
+    assert agent_run["obs"]["release"] != os.uname().release
+
+
+def test_agent_profile_guest_kernel_has_the_layers(agent_run):
+    """What the guest's agentsbx finds in the guest kernel: Landlock of ABI 3 or more (the
+    profile's rules need fs.truncate), enabled at boot (CONFIG_LSM lists it: no lsm= needed)."""
+    _agent_ran(agent_run)
+    ann = agent_run["features"].get("annotations", {})
+    assert int(ann.get("io.agentsbx.landlock.abi", "0")) >= 3, ann
+
+
+def test_agent_profile_etc_is_read_only(agent_run):
+    _agent_ran(agent_run)
+    assert agent_run["obs"].get("etc_write") not in (None, "0"), agent_run["obs"]
+
+
+def test_agent_profile_hides_ssh_keys(agent_run):
+    _agent_ran(agent_run)
+    obs = agent_run["obs"]
+    assert AGENT_SSH_SECRET not in agent_run["r"].stdout, obs
+    assert obs.get("ssh_read") not in (None, "0"), obs
+    assert obs.get("ssh_entries") == "0", obs
+
+
+def test_agent_profile_workspace_is_writable_not_executable(agent_run):
+    _agent_ran(agent_run)
+    obs = agent_run["obs"]
+    assert obs.get("ws_write") == "0", obs
+    with open(os.path.join(agent_run["ws"], "agent-wrote")) as f:
+        assert f.read() == "from-the-agent\n"
+    assert obs.get("ws_exec") not in (None, "0"), obs
+
+
+def test_agent_profile_seccomp_and_limits(agent_run):
+    _agent_ran(agent_run)
+    obs = agent_run["obs"]
+    assert obs.get("userns") not in (None, "0"), obs
+    assert obs.get("nofile") == "4096", obs
+    assert obs.get("cgmem") == str(2 << 30), obs
+    assert obs.get("cgpids") == "512", obs
+
+
+def _fake_cache(tmp_path, release, builtin=()):
+    """A cache holding one kernel entry named for `release` whose package ships no module at all
+    (an empty kernel/ directory; modules.builtin lists `builtin`): enough for the host side,
+    which resolves the modules before QEMU starts."""
+    k = tmp_path / "cache" / f"kernel-linux-image-{release}"
+    (k / "boot").mkdir(parents=True)
+    (k / "boot" / f"vmlinuz-{release}").write_bytes(b"")
+    mods = k / "lib" / "modules" / release
+    (mods / "kernel").mkdir(parents=True)
+    if builtin:
+        (mods / "modules.builtin").write_text("".join(f"kernel/{m}\n" for m in builtin))
+    return str(tmp_path / "cache")
+
+
+def _run_with_cache(env, b, pol, cid, cache):
+    root = os.path.join(env["work"], "state-" + cid)
+    r = subprocess.run([env["bin"], "--root", root, "--policy", pol, "run", "--bundle", b, cid],
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, AGENTSBX_VM_CACHE=cache))
+    assert not os.path.exists(os.path.join(root, "vm", cid)), "the run's vm directory was left behind"
+    return r
+
+
+def test_kernel_older_than_6_8_is_passed_over(vm_env, tmp_path):
+    """A cache holding only an older kernel (tests/vm's Debian 12 6.1) offers no vm tier: the
+    guest could not enforce the policy's filesystem layers (docs/security.md "Isolation tiers")."""
+    cache = _fake_cache(tmp_path, "6.1.0-99-amd64")
+    out = subprocess.run([vm_env["bin"], "features"], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, AGENTSBX_VM_CACHE=cache)).stdout
+    ann = json.loads(out)["annotations"]
+    assert ann["io.agentsbx.isolation"] == "container", ann
+    assert "6.8 or newer" in ann["io.agentsbx.isolation.vm.error"], ann
+    b, _, pol = _bundle(vm_env, "oldkernel", "true", {"version": 1, "isolation": "vm", "network": {"mode": "none"}})
+    r = _run_with_cache(vm_env, b, pol, "vm-oldkernel", cache)
+    assert r.returncode != 0
+    assert "no guest kernel >= 6.8 in the cache" in r.stderr, r.stderr
+
+
+def test_missing_module_is_named(vm_env, tmp_path):
+    """A module the tier needs that the kernel package neither ships (.ko, .ko.xz...) nor builds
+    in is an error naming it, before QEMU starts. The three modules.builtin lists are skipped:
+    the first missing one is the next of the list, virtio_mmio."""
+    cache = _fake_cache(tmp_path, "6.99.0-1-amd64", builtin=(
+        "drivers/virtio/virtio_ring.ko", "drivers/virtio/virtio.ko", "drivers/char/virtio_console.ko"))
+    b, _, pol = _bundle(vm_env, "nomodule", "true", {"version": 1, "isolation": "vm", "network": {"mode": "none"}})
+    r = _run_with_cache(vm_env, b, pol, "vm-nomodule", cache)
+    assert r.returncode != 0
+    assert "the guest kernel has no module drivers/virtio/virtio_mmio.ko" in r.stderr, r.stderr
+
+
+def test_sandbox_default_profile_is_refused_not_downgraded(vm_env):
+    """`sandbox --isolation vm` with its default profile (`agent`: filtered egress) fails closed
+    while the tier has no NIC: refused, never run with another network mode."""
+    ws = os.path.join(vm_env["work"], "sandbox-ws")  # a path its owner can reach
+    os.makedirs(ws)
+    os.chown(ws, OWNER, OWNER)
+    root = os.path.join(vm_env["work"], "state-sandbox")
+    r = subprocess.run([vm_env["bin"], "--root", root, "sandbox", "--isolation", "vm", "--",
+                        "/bin/sh", "-c", f"touch {ws}/ran"], cwd=ws,
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    assert 'network.mode "filtered" is not built yet' in r.stderr, r.stderr
+    assert not os.path.exists(os.path.join(ws, "ran"))
 
 
 # A compromised guest: a createRuntime hook runs as the guest's root in the guest's initial
