@@ -22,6 +22,7 @@
 set -euo pipefail
 
 cache=${1:?usage: fetch-kernel.sh CACHE_DIR [SUITE]}
+# shellcheck source=/dev/null
 release=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
 [ -n "$release" ] || { echo "fetch-kernel: no VERSION_CODENAME in /etc/os-release" >&2; exit 1; }
 suite=${2:-$release-backports}

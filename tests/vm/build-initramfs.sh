@@ -18,6 +18,7 @@ cd "$cache"
 
 # the kernel: Debian 12's own (6.1: this module list, the cgroup tests calibrated on it), fetched
 # and cached by the script the vm isolation tier shares (which takes bookworm-backports' 6.12)
+# shellcheck source=/dev/null
 kdir=$("$here/../../contrib/vm/fetch-kernel.sh" "$cache" "$(. /etc/os-release && echo "$VERSION_CODENAME")")
 pkg=${kdir##*/kernel-}
 kver=$(ls "$kdir/lib/modules" | head -n1)
