@@ -168,9 +168,9 @@ mod_builtin (const char *moddir, const char *mod)
 }
 
 /* The file of module `mod` (a ".ko" path under moddir) as the package ships it: as named, or
- * compressed (Debian's 6.12 ships .ko.xz, 6.1 plain .ko; the guest kernel decompresses, vm_guest.c). NULL
- * with *builtin when the kernel has it built in; NULL and *err (ENOENT, naming the module) when
- * it has neither. */
+ * compressed (Debian's 6.12 ships .ko.xz, 6.1 plain .ko; the guest kernel decompresses them,
+ * vm_guest.c). Returns it (heap), or NULL with *builtin when the kernel has it built in, or NULL
+ * and *err (ENOENT, naming the module) when it has neither. */
 static char *
 mod_file (const char *moddir, const char *mod, bool *builtin, asbx_err_t *err)
 {
