@@ -237,9 +237,8 @@ def test_policy_applies_inside_the_guest(vm_env, deny):
         assert obs.get("mount") == "0", obs
 
 
-# The `agent` profile (sandbox's default) inside the guest. Its network is `filtered`, which the
-# tier does not build yet (no NIC): narrowed to `none`, everything else is the profile's. The
-# script's observations, one KEY=VALUE line each.
+# The `agent` profile (sandbox's default) inside the guest, unchanged: its `filtered` network is
+# the host side's (vm_net.c, test_vm_net.py). The script's observations, one KEY=VALUE line each.
 AGENT_SSH_SECRET = "ASBX-VM-SSH-KEY-SECRET"
 AGENT_SCRIPT = (
     "echo release=$(uname -r); "
@@ -262,7 +261,7 @@ def agent_run(vm_env):
     """One VM run of AGENT_SCRIPT under `extends: agent`; the guest's own `agentsbx features` (a
     createRuntime hook runs /init, the guest's agentsbx, in the guest's initial namespaces) is
     written to the workspace."""
-    policy = {"version": 1, "extends": "agent", "isolation": "vm", "network": {"mode": "none"}}
+    policy = {"version": 1, "extends": "agent", "isolation": "vm"}
     b, ws, pol = _bundle(vm_env, "agent", AGENT_SCRIPT, policy)
     ssh = os.path.join(b, "rootfs", "home", "user", ".ssh")
     os.makedirs(ssh)
@@ -387,9 +386,10 @@ def test_missing_module_is_named(vm_env, tmp_path):
     assert "the guest kernel has no module drivers/virtio/virtio_mmio.ko" in r.stderr, r.stderr
 
 
-def test_sandbox_default_profile_is_refused_not_downgraded(vm_env):
-    """`sandbox --isolation vm` with its default profile (`agent`: filtered egress) fails closed
-    while the tier has no NIC: refused, never run with another network mode."""
+def test_sandbox_is_refused_for_a_root_bundle(vm_env):
+    """Root's `sandbox --isolation vm` (its default profile, a workspace a user owns) is refused
+    before anything runs: its bundle lies in root's state root, and QEMU never runs as root
+    (docs/security.md "Isolation tiers" says why it is not handed to the workspace owner yet)."""
     ws = os.path.join(vm_env["work"], "sandbox-ws")  # a path its owner can reach
     os.makedirs(ws)
     os.chown(ws, OWNER, OWNER)
@@ -398,8 +398,9 @@ def test_sandbox_default_profile_is_refused_not_downgraded(vm_env):
                         "/bin/sh", "-c", f"touch {ws}/ran"], cwd=ws,
                        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
     assert r.returncode != 0
-    assert 'network.mode "filtered" is not built yet' in r.stderr, r.stderr
+    assert "is owned by root: QEMU runs as the bundle's owner" in r.stderr, r.stderr
     assert not os.path.exists(os.path.join(ws, "ran"))
+    assert not os.path.exists(os.path.join(root, "vm")) or not os.listdir(os.path.join(root, "vm"))
 
 
 # A compromised guest: a createRuntime hook runs as the guest's root in the guest's initial
