@@ -9,7 +9,9 @@
  * container's first connect after resolving already passes.
  * Sockets are created inside the container's namespace (linux/netns_call.h: setns(2) there and
  * back, or a helper child for a non-root caller) and stay there (a socket belongs to the
- * namespace it was created in). */
+ * namespace it was created in).
+ * The answer side (each answer address admitted or refused, the nft sets, the rebuilt answer) is
+ * dnsstub_answer.c; dnsstub_internal.h is what the two share. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -39,104 +41,10 @@
 #include "monitor/dns_rebind.h"
 #include "monitor/dns_upstream.h"
 #include "monitor/dnsstub.h"
+#include "monitor/dnsstub_internal.h"
 #include "monitor/nflog.h"
 #include "monitor/querier.h"
 #include "monitor/splice.h"
-
-#define PENDING_MAX 256
-#define MSG_MAX 4096
-#define HELD_MAX 64
-#define HELD_MSG 1024
-#define ALWAYS_MAX 256
-#define CONNS_MAX 32
-
-struct pending
-{
-  bool used;
-  int up_fd; /* while used: this query's own upstream socket (connected; a fresh random port) */
-  uint16_t up_id, client_id;
-  int stub_fd;
-  int conn;     /* -1: UDP (stub_fd, client); else the index of the TCP connection stub_fd */
-  uint32_t gen; /* of that connection: a reply never reaches a later connection on the same slot */
-  struct sockaddr_storage client;
-  socklen_t client_len;
-  char name[256];
-  unsigned qtype;
-  char rule[280];       /* the allowedDomains entry, or approval:allow-once|allow-always */
-  bool rd;              /* the client's RD bit */
-  unsigned edns;        /* the client's EDNS UDP size (0: none) */
-  unsigned char q[300]; /* the query the stub made (dns_build_query), question ending at qend */
-  size_t qlen, qend;
-  unsigned char cq[262]; /* the client's question (name in its letter case, type, class) */
-};
-
-static void pending_end (struct pending *p);
-
-/* a query of an unlisted name, held while the approver decides (approvals `ask`) */
-struct held
-{
-  uint64_t qid; /* 0 = free */
-  int stub_fd;
-  int conn;
-  uint32_t gen;
-  struct sockaddr_storage client;
-  socklen_t client_len;
-  unsigned char msg[HELD_MSG];
-  size_t len, qend;
-  char name[256];
-  unsigned qtype;
-};
-
-struct dnsstub
-{
-  const char *id;
-  const struct policy_plan *plan;
-  int audit_fd;
-  int ep;
-  int stub4, stub6;
-  int tcp4, tcp6; /* listening: DNS over TCP (RFC 7766), answered from the same stub */
-  struct
-  {
-    int fd;
-    uint32_t gen;
-    struct sockaddr_storage peer;
-    socklen_t peer_len;
-    size_t len;
-    unsigned char buf[2 + HELD_MSG];
-  } conns[CONNS_MAX];
-  uint32_t gen;
-  /* the TCP connection the query being handled came on (-1: UDP), read by forward/hold/refuse */
-  int cur_conn;
-  uint32_t cur_gen;
-  struct nflog_watch nflog;   /* `network` audit: refused packets from the table (monitor/nflog.h) */
-  int netns;                  /* the container's network namespace (the splice makes upstream sockets there) */
-  struct splice *splice;      /* the SNI/Host check (monitor/splice.h) */
-  struct dns_intercept *icpt; /* the monitor's own resolution of the intercepted names, or NULL */
-  struct dns_upstream up;     /* the resolver the queries go to (monitor/dns_upstream.h) */
-  struct linux_nft *nft;
-  struct pending pend[PENDING_MAX];
-  size_t next;
-  struct approvals *appr; /* approvals.network ask, else NULL */
-  pid_t init_pid;
-  struct querier *querier; /* approvals `ask`: who sent a held query (monitor/querier.h) */
-  struct held held[HELD_MAX];
-  char *always[ALWAYS_MAX]; /* names approved with allow-always: the effective allowlist grows */
-  size_t always_len;
-  /* the last once-decisions per (name, client socket): the rest of that lookup (glibc sends the
-   * A and AAAA queries of one getaddrinfo from one socket) gets the same answer without a new
-   * question; a new lookup (new socket) asks again */
-  struct
-  {
-    char name[256];
-    struct sockaddr_storage client;
-    socklen_t client_len;
-    bool allow;
-  } recent[16];
-  size_t recent_next;
-  struct dns_rebind rebind; /* what an answer may not name (monitor/dns_rebind.h) */
-};
-
-static const uint16_t default_ports[] = { 80, 443 };
 
 /* ---- upstream address and per-query sockets: monitor/dns_upstream.c ---- */
 
@@ -203,8 +111,6 @@ open_in_netns (struct dnsstub *d, int netns, asbx_err_t *err)
   return r;
 }
 
-static void icpt_set_add (void *data, int family, const unsigned char *addr);
-
 struct dnsstub *
 dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int audit_fd, int state_dirfd,
              const struct tls_relay_keys *keys, asbx_err_t *err)
@@ -238,7 +144,7 @@ dnsstub_new (const char *id, pid_t init_pid, const struct policy_plan *plan, int
   d->netns = steal_fd (&netns);
   d->init_pid = init_pid;
   if (policy_nft_has_intercept_sets (plan))
-    splice_on_intercepted (d->splice, icpt_set_add, d);
+    splice_on_intercepted (d->splice, dnsstub_icpt_set_add, d);
   /* the intercepted names' addresses, known before the container's first connect (bounded wait) */
   if (plan->credentials_len || plan->http_hosts_len)
     {
@@ -313,7 +219,7 @@ dnsstub_free (struct dnsstub *d)
     if (*fds[i] >= 0)
       close (*fds[i]);
   for (size_t i = 0; i < PENDING_MAX; i++)
-    pending_end (&d->pend[i]);
+    dnsstub_pending_end (&d->pend[i]);
   nflog_watch_close (&d->nflog);
   linux_nft_free (d->nft);
   approvals_free (d->appr);
@@ -336,9 +242,9 @@ match (char **list, size_t n, const char *name)
   return NULL;
 }
 
-static void
-audit_dns (struct dnsstub *d, const char *name, unsigned qtype, const char *decision, const char *rule, char **addrs,
-           size_t naddrs, const char *error)
+void
+dnsstub_audit (struct dnsstub *d, const char *name, unsigned qtype, const char *decision, const char *rule,
+               char **addrs, size_t naddrs, const char *error)
 {
   asbx_err_t e = NULL;
   struct audit_rec *r;
@@ -367,9 +273,9 @@ tcp_close (struct dnsstub *d, int conn)
 
 /* an answer to the querier: a datagram, or a length-prefixed message on its TCP connection
  * (still the same one: fd and generation); a connection that cannot take it is closed */
-static void
-reply (struct dnsstub *d, int fd, int conn, uint32_t gen, const struct sockaddr_storage *to, socklen_t tolen,
-       const unsigned char *m, size_t n)
+void
+dnsstub_reply (struct dnsstub *d, int fd, int conn, uint32_t gen, const struct sockaddr_storage *to, socklen_t tolen,
+               const unsigned char *m, size_t n)
 {
   if (conn < 0)
     {
@@ -387,8 +293,8 @@ reply (struct dnsstub *d, int fd, int conn, uint32_t gen, const struct sockaddr_
 
 /* the pending query p is answered or given up: its upstream socket goes (and with it its epoll
  * registration) */
-static void
-pending_end (struct pending *p)
+void
+dnsstub_pending_end (struct pending *p)
 {
   if (p->used && p->up_fd >= 0)
     close (p->up_fd);
@@ -398,14 +304,14 @@ pending_end (struct pending *p)
 
 /* allowed: the stub's own query for (name, qtype) goes upstream under a fresh id - nothing of
  * the client's message m[0..n) (question ending at qend) but what was parsed; the answer is
- * matched and rebuilt in on_answer */
+ * matched and rebuilt in dnsstub_on_answer */
 static void
 forward (struct dnsstub *d, int fd, const unsigned char *m, size_t n, size_t qend, const struct sockaddr_storage *from,
          socklen_t flen, const char *name, unsigned qtype, const char *rule)
 {
   struct pending *p = &d->pend[d->next];
   d->next = (d->next + 1) % PENDING_MAX; /* the oldest is dropped under flood: its client retries */
-  pending_end (p);
+  dnsstub_pending_end (p);
   *p = (struct pending){ .used = true,
                          .up_fd = -1,
                          .client_id = dns_get16 (m),
@@ -417,7 +323,7 @@ forward (struct dnsstub *d, int fd, const unsigned char *m, size_t n, size_t qen
                          .rd = (m[2] & 0x01) != 0 };
   if (dns_query_check (m, n, qend, &p->edns) != NULL || qend - 12 > sizeof p->cq)
     {
-      pending_end (p); /* handle_query checked it: cannot happen */
+      dnsstub_pending_end (p); /* handle_query checked it: cannot happen */
       return;
     }
   memcpy (&p->client, from, flen);
@@ -429,7 +335,7 @@ forward (struct dnsstub *d, int fd, const unsigned char *m, size_t n, size_t qen
   /* from a socket of its own (monitor/dns_upstream.h: connected, a random ephemeral port);
    * nothing sent: p unused, the client retries */
   if (!p->qlen || p->qend != qend || (p->up_fd = dns_upstream_send (&d->up, d->ep, p->q, p->qlen)) < 0)
-    pending_end (p);
+    dnsstub_pending_end (p);
 }
 
 /* refused here: nothing of this name leaves the monitor */
@@ -437,8 +343,8 @@ static void
 refuse (struct dnsstub *d, int fd, unsigned char *m, size_t qend, const struct sockaddr_storage *from, socklen_t flen,
         const char *name, unsigned qtype, const char *rule)
 {
-  audit_dns (d, name, qtype, "refused", rule, NULL, 0, NULL);
-  reply (d, fd, d->cur_conn, d->cur_gen, from, flen, m, dns_make_refused (m, qend));
+  dnsstub_audit (d, name, qtype, "refused", rule, NULL, 0, NULL);
+  dnsstub_reply (d, fd, d->cur_conn, d->cur_gen, from, flen, m, dns_make_refused (m, qend));
 }
 
 static const char *
@@ -533,7 +439,7 @@ handle_query (struct dnsstub *d, int fd, unsigned char *m, ssize_t n, struct soc
       if (dns_question_text (m, (size_t) n, text, sizeof text, &qtype, &qend) == 0)
         refuse (d, fd, m, qend, &from, flen, text, qtype, "dns: not a host name");
       else
-        audit_dns (d, "", 0, "dropped", "dns: malformed query", NULL, 0, NULL); /* no question to answer */
+        dnsstub_audit (d, "", 0, "dropped", "dns: malformed query", NULL, 0, NULL); /* no question to answer */
       return;
     }
   const char *bad = dns_query_check (m, (size_t) n, qend, &edns);
@@ -630,183 +536,11 @@ on_tcp (struct dnsstub *d, int conn)
     }
 }
 
-/* the libnftables context in the container's namespace, made at first use; NULL when it
- * cannot be made (then nothing is added to the sets: fail closed) */
-static struct linux_nft *
-stub_nft (void *data)
-{
-  struct dnsstub *d = data;
-  asbx_err_t e = NULL;
-  if (!d->nft)
-    d->nft = linux_nft_new (d->netns, &e);
-  asbx_error_free (&e);
-  return d->nft;
-}
-
 void
 dnsstub_finish (struct dnsstub *d)
 {
   if (d && d->nflog.fd >= 0)
-    nflog_watch_finish (&d->nflog, stub_nft, d);
-}
-
-/* Run `cmd` (an `add element` transaction) in the container's namespace, making the
- * libnftables context first if this is the first one. Fail closed: an address that could not
- * be added is not in the answer's audit list and stays unreachable. */
-static int
-nft_set_allow (struct dnsstub *d, const char *cmd, asbx_err_t *err)
-{
-  if (!d->nft)
-    d->nft = linux_nft_new (d->netns, err);
-  if (!d->nft)
-    return asbx_error_wrap (err, "network: DNS stub: nftables context");
-  return linux_nft_run (d->nft, cmd, err);
-}
-
-/* splice_intercepted_fn: a new intercepted address goes into POLICY_NFT_ICPT4/6, which the
- * output chain refuses before the allowedCidrs ranges (policy/nft_ruleset.h). A failure is
- * audited: that address stays reachable through a range that holds it. */
-static void
-icpt_set_add (void *data, int family, const unsigned char *addr)
-{
-  struct dnsstub *d = data;
-  char text[INET6_ADDRSTRLEN];
-  asbx_err_t e = NULL;
-  inet_ntop (family, addr, text, sizeof text);
-  cleanup_free char *cmd = xasprintf ("add element inet " POLICY_NFT_TABLE " %s { %s }\n",
-                                      family == AF_INET ? POLICY_NFT_ICPT4 : POLICY_NFT_ICPT6, text);
-  if (nft_set_allow (d, cmd, &e) == 0)
-    return;
-  struct audit_rec *r = audit_rec_new (d->id, "network");
-  audit_rec_str (r, "addr", text);
-  audit_rec_str (r, "decision", "error");
-  audit_rec_str (r, "reason", e ? e->msg : "nftables");
-  asbx_error_free (&e);
-  if (audit_rec_write (r, d->audit_fd, &e) < 0)
-    asbx_error_free (&e);
-}
-
-/* one answer being rebuilt: what admit_addr let in */
-struct admit_ctx
-{
-  struct dnsstub *d;
-  const struct pending *p;
-  char *addrs[64];
-  size_t n;
-  char *error;
-  uint32_t min_ttl;
-  /* the answer's CNAME chain passes an intercepted name (the question's own included), or NULL;
-   * `qint`: the question's name is intercepted itself */
-  const char *via;
-  bool qint;
-};
-
-/* dns_admit_fn: a refused address is one `dns` record {decision refused, addr, reason}; an
- * admitted one goes into the sets (before the answer is sent). Fail closed: an address that
- * could not be added is left out of the answer. */
-static const char *
-admit_addr (void *data, int family, const unsigned char *a, uint32_t ttl, bool in_chain)
-{
-  struct admit_ctx *x = data;
-  struct dnsstub *d = x->d;
-  const struct policy_plan *pl = d->plan;
-  char text[INET6_ADDRSTRLEN];
-  inet_ntop (family, a, text, sizeof text);
-  const char *why = !in_chain ? "not in the question's CNAME chain" : dns_rebind_refused (&d->rebind, family, a, text);
-  const char *icpt = NULL; /* the intercepted host the refusal names */
-  if (!why && x->via && !x->qint)
-    {
-      /* another name aliased to an intercepted one: the address carries that host's traffic,
-       * which only the TLS relay may carry (under the intercepted name's SNI); it is noted as
-       * intercepted, and left out of this name's answer, since a connection under this name
-       * would be refused anyway (splice.h) */
-      splice_addr_resolved (d->splice, x->via, text, ttl);
-      icpt = x->via;
-      why = "CNAME chain through an intercepted host";
-    }
-  else if (!why && !x->qint && (icpt = splice_addr_intercepted (d->splice, family, a)) != NULL)
-    why = "an intercepted host's address"; /* domain fronting: the name may not share it */
-  if (!why && x->n == ASBX_ARRAY_SIZE (x->addrs))
-    why = "too many addresses";
-  if (why)
-    {
-      if (pl->audit_events & POLICY_AUDIT_DNS)
-        {
-          asbx_err_t e = NULL;
-          struct audit_rec *r = audit_rec_new (d->id, "dns");
-          audit_rec_str (r, "host", x->p->name);
-          audit_rec_int (r, "qtype", x->p->qtype);
-          audit_rec_str (r, "decision", "refused");
-          audit_rec_str (r, "rule", x->p->rule);
-          audit_rec_str (r, "addr", text);
-          audit_rec_str (r, "reason", why);
-          if (icpt)
-            audit_rec_str (r, "intercepted", icpt);
-          if (audit_rec_write (r, d->audit_fd, &e) < 0)
-            asbx_error_free (&e);
-        }
-      return why;
-    }
-  const uint16_t *ports = pl->ports_len ? pl->ports : default_ports;
-  size_t nports = pl->ports_len ? pl->ports_len : ASBX_ARRAY_SIZE (default_ports);
-  cleanup_free char *cmd = policy_nft_allow_cmd (text, ports, nports, ttl);
-  asbx_err_t e = NULL;
-  if (!cmd || nft_set_allow (d, cmd, &e) < 0)
-    {
-      if (e && !x->error)
-        x->error = xstrdup (e->msg);
-      asbx_error_free (&e);
-      return "nft";
-    }
-  x->addrs[x->n++] = xstrdup (text);
-  x->min_ttl = x->n == 1 || ttl < x->min_ttl ? ttl : x->min_ttl;
-  return NULL;
-}
-
-/* a datagram on pending query p's socket: the answer when it comes from the upstream's address
- * and port and carries p's id and question; anything else is dropped and p waits on */
-static void
-on_answer (struct dnsstub *d, struct pending *p)
-{
-  unsigned char m[MSG_MAX], out[MSG_MAX];
-  char name[256];
-  unsigned qtype;
-  size_t qend;
-  ssize_t n = dns_upstream_recv (&d->up, p->up_fd, m, sizeof m);
-
-  if (n < 12)
-    return; /* not from our upstream */
-  /* parse_question wants a query: look at a copy with QR cleared */
-  m[2] &= 0x7f;
-  int r = dns_parse_question (m, (size_t) n, name, sizeof name, &qtype, &qend);
-  m[2] |= 0x80;
-  if (r < 0 || p->up_id != dns_get16 (m) || p->qtype != qtype || strcmp (p->name, name) != 0)
-    return;
-  /* the client's limit: its EDNS size, 512 without EDNS (RFC 1035 §4.2.1), or TCP */
-  size_t lim = p->conn >= 0 ? sizeof out : p->edns ? (p->edns < sizeof out ? p->edns : sizeof out) : 512;
-  struct admit_ctx x = { .d = d, .p = p };
-  char chain[8][256];
-  size_t nchain = dns_answer_chain (m, (size_t) n, p->qend, chain, ASBX_ARRAY_SIZE (chain));
-  x.qint = splice_intercepts (d->splice, name);
-  for (size_t j = 0; j < nchain && !x.via; j++)
-    if (splice_intercepts (d->splice, chain[j]))
-      x.via = chain[j];
-  size_t len = dns_rebuild_answer (m, (size_t) n, p->q, p->qend, p->cq, p->qend - 12, p->rd, p->edns != 0, out, lim,
-                                   admit_addr, &x);
-  if (!len)
-    return; /* not an answer to our question: the real one may still come */
-  pending_end (p);
-  if (x.n)
-    splice_name_resolved (d->splice, name, x.min_ttl); /* SNI/Host may name it while its sets live */
-  for (size_t j = 0; j < x.n; j++)
-    splice_addr_resolved (d->splice, name, x.addrs[j], x.min_ttl);
-  /* an address that could not be added is audited; the container's connect to it fails */
-  audit_dns (d, name, qtype, "allowed", p->rule, x.addrs, x.n, x.error);
-  for (size_t j = 0; j < x.n; j++)
-    free (x.addrs[j]);
-  free (x.error);
-  out[0] = (unsigned char) (p->client_id >> 8), out[1] = (unsigned char) p->client_id;
-  reply (d, p->stub_fd, p->conn, p->gen, &p->client, p->client_len, out, len);
+    nflog_watch_finish (&d->nflog, dnsstub_nft, d);
 }
 
 bool
@@ -846,7 +580,7 @@ dnsstub_dispatch (struct dnsstub *d)
         }
       if (nflog_watch_owns (&d->nflog, fd))
         {
-          nflog_watch_dispatch (&d->nflog, fd, stub_nft, d);
+          nflog_watch_dispatch (&d->nflog, fd, dnsstub_nft, d);
           continue;
         }
       if (fd == d->tcp4 || fd == d->tcp6)
@@ -873,7 +607,7 @@ dnsstub_dispatch (struct dnsstub *d)
           if ((p && !p->used) || recv (ev[i].data.fd, &c, 1, MSG_DONTWAIT | MSG_PEEK) < 0)
             break; /* (answered: its socket is closed) */
           if (p)
-            on_answer (d, p);
+            dnsstub_on_answer (d, p);
           else
             on_query (d, ev[i].data.fd);
         }
