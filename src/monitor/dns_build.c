@@ -239,7 +239,7 @@ dns_rebuild_answer (const unsigned char *up, size_t uplen, const unsigned char *
       if (!in)
         {
           if (addr)
-            admit (data, type == DNS_T_A ? AF_INET : AF_INET6, rdp, ttl, false); /* audited, left out */
+            admit (data, type == DNS_T_A ? AF_INET : AF_INET6, rdp, &ttl, false); /* audited, left out */
           continue;
         }
       size_t olen = put_name (ow, sizeof ow, owner);
@@ -248,7 +248,7 @@ dns_rebuild_answer (const unsigned char *up, size_t uplen, const unsigned char *
           tc = true;
           break;
         }
-      if (addr && admit (data, type == DNS_T_A ? AF_INET : AF_INET6, rdp, ttl, true) != NULL)
+      if (addr && admit (data, type == DNS_T_A ? AF_INET : AF_INET6, rdp, &ttl, true) != NULL)
         continue;
       if (type == DNS_T_CNAME && ch.n < CHAIN_MAX && !chain_has (&ch, target))
         memcpy (ch.name[ch.n++], target, sizeof target);

@@ -37,9 +37,10 @@ size_t dns_build_query (unsigned char *out, size_t outlen, uint16_t id, const ch
 
 /* The admission decision for one address record of the answer (the stub's policy: rebinding
  * and SSRF checks, the nft sets). in_chain: its owner name is the question's name or a CNAME
- * target reached from it. Returns NULL to admit it (it is copied into the rebuilt answer), or
- * the reason it is refused (it is left out). */
-typedef const char *(*dns_admit_fn) (void *data, int family, const unsigned char *addr, uint32_t ttl, bool in_chain);
+ * target reached from it. *ttl: the record's TTL, which admit may lower for the rebuilt record
+ * (never read after a refusal). Returns NULL to admit it (it is copied into the rebuilt answer,
+ * with *ttl), or the reason it is refused (it is left out). */
+typedef const char *(*dns_admit_fn) (void *data, int family, const unsigned char *addr, uint32_t *ttl, bool in_chain);
 
 /* Rebuild the upstream's answer up[0..uplen) to our query q[0..qend) (from dns_build_query) as
  * the answer to the client: header (id 0: the caller sets it; QR, RA, the client's RD `rd`, the

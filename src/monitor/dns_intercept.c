@@ -61,8 +61,9 @@ struct collect
 };
 
 static const char *
-collect_addr (void *data, int family, const unsigned char *a, uint32_t ttl, bool in_chain)
+collect_addr (void *data, int family, const unsigned char *a, uint32_t *ttlp, bool in_chain)
 {
+  uint32_t ttl = *ttlp;
   struct collect *x = data;
   char text[INET6_ADDRSTRLEN];
   if (!in_chain || !inet_ntop (family, a, text, sizeof text))

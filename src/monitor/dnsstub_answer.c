@@ -18,6 +18,7 @@
 #include "monitor/dns_build.h"
 #include "monitor/dns_parse.h"
 #include "monitor/dns_rebind.h"
+#include "monitor/dns_setlife.h"
 #include "monitor/dns_upstream.h"
 #include "monitor/dnsstub_internal.h"
 #include "monitor/splice.h"
@@ -81,7 +82,7 @@ struct admit_ctx
   char *addrs[64];
   size_t n;
   char *error;
-  uint32_t min_ttl;
+  uint32_t min_ttl; /* the upstream's lowest TTL of the admitted records (the splice's names) */
   /* the answer's CNAME chain passes an intercepted name (the question's own included), or NULL;
    * `qint`: the question's name is intercepted itself */
   const char *via;
@@ -89,11 +90,13 @@ struct admit_ctx
 };
 
 /* dns_admit_fn: a refused address is one `dns` record {decision refused, addr, reason}; an
- * admitted one goes into the sets (before the answer is sent). Fail closed: an address that
- * could not be added is left out of the answer. */
+ * admitted one goes into the sets (before the answer is sent) unless its elements already live
+ * long enough (monitor/dns_setlife.h: then *ttlp is lowered to their remaining life). Fail
+ * closed: an address that could not be added is left out of the answer. */
 static const char *
-admit_addr (void *data, int family, const unsigned char *a, uint32_t ttl, bool in_chain)
+admit_addr (void *data, int family, const unsigned char *a, uint32_t *ttlp, bool in_chain)
 {
+  uint32_t ttl = *ttlp;
   struct admit_ctx *x = data;
   struct dnsstub *d = x->d;
   const struct policy_plan *pl = d->plan;
@@ -134,16 +137,23 @@ admit_addr (void *data, int family, const unsigned char *a, uint32_t ttl, bool i
         }
       return why;
     }
-  const uint16_t *ports = pl->ports_len ? pl->ports : default_ports;
-  size_t nports = pl->ports_len ? pl->ports_len : ASBX_ARRAY_SIZE (default_ports);
-  cleanup_free char *cmd = policy_nft_allow_cmd (text, ports, nports, ttl);
-  asbx_err_t e = NULL;
-  if (!cmd || nft_set_allow (d, cmd, &e) < 0)
+  /* every check above ran for this answer; only the write of an element that outlives it is
+   * left out (its end stays the earlier answer's) */
+  uint64_t now = now_ns ();
+  if (dns_setlife_decide (&d->setlife, family, a, now, ttlp))
     {
-      if (e && !x->error)
-        x->error = xstrdup (e->msg);
-      asbx_error_free (&e);
-      return "nft";
+      const uint16_t *ports = pl->ports_len ? pl->ports : default_ports;
+      size_t nports = pl->ports_len ? pl->ports_len : ASBX_ARRAY_SIZE (default_ports);
+      cleanup_free char *cmd = policy_nft_allow_cmd (text, ports, nports, ttl);
+      asbx_err_t e = NULL;
+      if (!cmd || nft_set_allow (d, cmd, &e) < 0)
+        {
+          if (e && !x->error)
+            x->error = xstrdup (e->msg);
+          asbx_error_free (&e);
+          return "nft";
+        }
+      dns_setlife_note (&d->setlife, family, a, now, ttl);
     }
   x->addrs[x->n++] = xstrdup (text);
   x->min_ttl = x->n == 1 || ttl < x->min_ttl ? ttl : x->min_ttl;

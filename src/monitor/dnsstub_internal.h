@@ -14,6 +14,7 @@
 #include "monitor/approvals.h"
 #include "monitor/dns_intercept.h"
 #include "monitor/dns_rebind.h"
+#include "monitor/dns_setlife.h"
 #include "monitor/dns_upstream.h"
 #include "monitor/dnsstub.h"
 #include "monitor/nflog.h"
@@ -108,7 +109,8 @@ struct dnsstub
     bool allow;
   } recent[16];
   size_t recent_next;
-  struct dns_rebind rebind; /* what an answer may not name (monitor/dns_rebind.h) */
+  struct dns_rebind rebind;   /* what an answer may not name (monitor/dns_rebind.h) */
+  struct dns_setlife setlife; /* how long the set elements it wrote live (monitor/dns_setlife.h) */
 };
 
 /* One `dns` audit record {host, qtype, decision, rule[, addrs][, error]} when the plan audits

@@ -233,8 +233,8 @@ policy_nft_ruleset (const struct policy_plan *plan, char **out, asbx_err_t *err)
   return 0;
 }
 
-static uint32_t
-clamp_ttl (uint32_t t)
+uint32_t
+policy_nft_ttl (uint32_t t)
 {
   return t < POLICY_NFT_TTL_FLOOR ? POLICY_NFT_TTL_FLOOR : t > POLICY_NFT_TTL_CEIL ? POLICY_NFT_TTL_CEIL : t;
 }
@@ -260,7 +260,7 @@ policy_nft_allow_cmd (const char *addr, const uint16_t *ports, size_t n, uint32_
   if (!f)
     return NULL;
   for (size_t i = 0; i < n; i++)
-    fprintf (f, "%s%s . %u timeout %us", i ? ", " : "", addr, (unsigned) ports[i], clamp_ttl (timeout_s));
+    fprintf (f, "%s%s . %u timeout %us", i ? ", " : "", addr, (unsigned) ports[i], policy_nft_ttl (timeout_s));
   if (fclose (f) != 0)
     return NULL;
   f = open_memstream (&bare, &len);

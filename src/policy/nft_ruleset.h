@@ -54,6 +54,10 @@ bool policy_nft_has_intercept_sets (const struct policy_plan *plan);
  * entry not in the compiler's canonical form. */
 int policy_nft_ruleset (const struct policy_plan *plan, char **out, asbx_err_t *err);
 
+/* The timeout in seconds of a set element for a DNS TTL of ttl seconds: ttl clamped to
+ * [POLICY_NFT_TTL_FLOOR, POLICY_NFT_TTL_CEIL]. */
+uint32_t policy_nft_ttl (uint32_t ttl);
+
 /* The command that puts `addr` (numeric IPv4 or IPv6 text) with each of ports[0..n) into the
  * matching set for `timeout_s` seconds (clamped to [POLICY_NFT_TTL_FLOOR, POLICY_NFT_TTL_CEIL]);
  * an element already present gets the new timeout (add, delete, add in one transaction).

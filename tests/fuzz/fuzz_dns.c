@@ -85,10 +85,10 @@ struct fz
 };
 
 static const char *
-fz_admit (void *data, int family, const unsigned char *addr, uint32_t ttl, bool in_chain)
+fz_admit (void *data, int family, const unsigned char *addr, uint32_t *ttl, bool in_chain)
 {
   struct fz *f = data;
-  (void) ttl;
+  *ttl /= 2; /* a lowered TTL is what the rebuilt record carries */
   CHECK (family == AF_INET || family == AF_INET6);
   CHECK (addr >= f->m && addr + (family == AF_INET ? 4 : 16) <= f->m + f->len);
   const char *why = dns_addr_special (family, addr);

@@ -227,6 +227,9 @@ def test_joined_netns_only_loopback(rt, ebundle, lab, tmp_path, profile):
 ZONE = {
     "pkg.test": {"A": [UP4], "AAAA": [UP6], "ttl": 120},
     "a.mirror.test": {"A": [UP4], "ttl": 5},
+    # one address under two names and two TTLs (test_filtered_set_element_keeps_later_expiry)
+    "long.mirror.test": {"A": [UP4], "ttl": 75},
+    "short.mirror.test": {"A": [UP4], "ttl": 5},
     "bad.mirror.test": {"A": [UP4B]},
     "mirror.test": {"A": [UP4B]},
     "other.test": {"A": [UP4B], "AAAA": [UP6B]},
@@ -293,6 +296,30 @@ def test_filtered_allowed_name_resolves_and_connects(filtered, lab):
     assert ("a.mirror.test", 1, "allowed", "*.mirror.test") in got
     addrs = {a for r in recs if r["event"] == "dns" for a in r.get("addrs", [])}
     assert {UP4, UP6} <= addrs
+
+
+def test_filtered_set_element_keeps_later_expiry(filtered, lab):
+    """An address answered twice with different TTLs keeps access until the later expiry, and is
+    refused after it (issue 20: the stub skips the set update while the element outlives the
+    answer, and hands out no TTL longer than the element still lives). long.mirror.test (TTL 75)
+    then short.mirror.test (TTL 5, an element of the 60 s floor) name UP4: before, the second
+    answer replaced the element's timeout (access until ~60 s); now the element keeps the first
+    one's end (75 s), whatever the later, shorter answer said. ~80 s: the kernel's timeouts."""
+    res, recs = filtered([["resolve", "long.mirror.test"], ["at", 3], ["rawdns", UP4B, "long.mirror.test"],
+                          ["rawdns", UP4B, "short.mirror.test"], ["at", 66], ["connect", UP4, 80],
+                          ["at", 80], ["connect", UP4, 80]])
+    first, _, again, short, at_live, live, _, gone = res
+    assert first["ok"] and first["addrs"] == [UP4], first
+    # the element lives ~72 s more: the TTL handed out is no longer than that, never the 75 asked
+    assert again["ok"] and again["answers"] == 1 and 0 < again["ttls"][0] <= 72, again
+    assert short["ok"] and short["ttls"] == [5], short
+    assert at_live["at"] < 74, at_live  # a precondition: the client kept its schedule
+    assert live["ok"], (live, at_live)  # past the shorter answer's 60 s, before the longer's 75 s
+    assert not gone["ok"] and gone["error"] == "ECONNREFUSED", gone  # after the later expiry
+    assert {"long.mirror.test", "short.mirror.test"} == set(lab.queries())
+    got = dns_records(recs)
+    assert got.count(("long.mirror.test", 1, "allowed", "*.mirror.test")) == 2, got
+    assert ("short.mirror.test", 1, "allowed", "*.mirror.test") in got, got
 
 
 def test_filtered_refused_names_never_leave(filtered, lab):

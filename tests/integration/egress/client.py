@@ -6,7 +6,7 @@ Actions: ["connect", host, port] | ["udp", host, port] | ["resolve", name] |
          ["http", name, port] (resolve + GET with Host: name) | ["tls", name] (resolve + a
          ClientHello with SNI name) | ["loopback"] (listen on 127.0.0.1 and connect to it) |
          ["run", argv...] (exit code and output of a program) | ["rawdns", server, name] (one
-         A query sent to server:53 directly; its rcode) | ["tcpdns", server, name] (the same over TCP) |
+         A query sent to server:53 directly; its rcode and its A records' TTLs) | ["tcpdns", server, name] (the same over TCP) |
          ["http_as", addr, port, host] / ["tls_as", addr, sni] (a literal address, a name of our choosing) |
          ["http_reqs", addr, port, [raw request, ...], pipelined] (several requests on ONE
          connection: one after the other, each answer awaited (a request given as a list of strings
@@ -21,6 +21,7 @@ Actions: ["connect", host, port] | ["udp", host, port] | ["resolve", name] |
          ["https_count", name, cafile, request] (the same, the answer's bytes counted, not kept:
          its status line and how many bytes came) |
          ["wait_file", path] (until path exists: the test acts on the host meanwhile) |
+         ["at", secs] (sleep until secs after the client started; the action's "at" is when it ended) |
          ["hold", "hello"|"tls"|"noread", name, cafile, request] (a connection left stalled)"""
 import errno
 import json
@@ -30,6 +31,8 @@ import ssl
 import subprocess
 import sys
 import time
+
+START = time.monotonic()
 
 
 def err_name(e):
@@ -224,7 +227,32 @@ def rawdns(server, name):
     s.settimeout(5)
     s.sendto(q, (server, 53))
     r = s.recv(4096)
-    return {"rcode": r[3] & 0xF, "answers": struct.unpack("!H", r[6:8])[0]}
+    return {"rcode": r[3] & 0xF, "answers": struct.unpack("!H", r[6:8])[0], "ttls": a_ttls(r)}
+
+
+def a_ttls(r):
+    """The TTL of every A record of the answer r (names may be compressed)."""
+    import struct
+
+    def skip_name(i):
+        while r[i]:
+            if r[i] >= 0xC0:
+                return i + 2
+            i += 1 + r[i]
+        return i + 1
+    i, ttls = skip_name(12) + 4, []
+    for _ in range(struct.unpack("!H", r[6:8])[0]):
+        i = skip_name(i)
+        rtype, _, ttl, rdlen = struct.unpack("!HHIH", r[i:i + 10])
+        if rtype == 1:
+            ttls.append(ttl)
+        i += 10 + rdlen
+    return ttls
+
+
+def at(secs):
+    time.sleep(max(0.0, START + secs - time.monotonic()))
+    return {"at": round(time.monotonic() - START, 3)}
 
 
 def tcpdns(server, name):
@@ -412,6 +440,6 @@ ACTIONS = {"connect": connect, "udp": udp, "resolve": resolve, "http": http, "tl
            "loopback": loopback, "run": run, "rawdns": rawdns, "tcpdns": tcpdns,
            "http_as": http_as, "tls_as": tls_as, "https_as": https_as, "http_reqs": http_reqs, "raw": raw, "dnsmsg": dnsmsg,
            "http_expect": http_expect, "http_expect_now": http_expect_now,
-           "flood": flood, "https": https, "https_count": https_count, "wait_file": wait_file,
+           "flood": flood, "https": https, "https_count": https_count, "wait_file": wait_file, "at": at,
            "hold": hold}
 print(json.dumps([timed(lambda a=a: ACTIONS[a[0]](*a[1:])) for a in json.loads(sys.argv[1])]))
