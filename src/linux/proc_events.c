@@ -9,13 +9,16 @@
  * host-wide: filtering to one container is the caller's job.
  * Ordering: an exit event is sent from do_exit() before the task is reaped and before its pidfd
  * becomes readable, so after a pidfd POLLIN the matching exit event is already queued. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <linux/cn_proc.h>
 #include <linux/connector.h>
+#include <linux/filter.h>
 #include <linux/netlink.h>
 
 #include "core/cleanup.h"
@@ -45,6 +48,55 @@ send_mcast_op (int fd, enum proc_cn_mcast_op op)
   return 0;
 }
 
+/* Linux 6.6's listen message (struct proc_input there; the build's headers may be older): the
+ * operation and a mask of the event kinds this socket receives (cn_proc.c cn_filter) */
+struct listen_mask
+{
+  struct nlmsghdr nl;
+  struct cn_msg cn;
+  uint32_t mcast_op;
+  uint32_t event_type;
+} __attribute__ ((packed));
+
+static int
+send_listen_mask (int fd)
+{
+  struct listen_mask msg;
+  struct sockaddr_nl to = { .nl_family = AF_NETLINK, .nl_pid = 0 };
+  memset (&msg, 0, sizeof msg);
+  msg.nl.nlmsg_len = sizeof msg;
+  msg.nl.nlmsg_type = NLMSG_DONE;
+  msg.cn.id.idx = CN_IDX_PROC;
+  msg.cn.id.val = CN_VAL_PROC;
+  msg.cn.len = 2 * sizeof (uint32_t);
+  msg.mcast_op = PROC_CN_MCAST_LISTEN;
+  msg.event_type = PROC_EVENT_FORK | PROC_EVENT_EXEC | PROC_EVENT_EXIT;
+  return sendto (fd, &msg, sizeof msg, 0, (struct sockaddr *) &to, sizeof to) < 0 ? -1 : 0;
+}
+
+/* The socket filter: a fork event whose child is a thread (child_pid != child_tgid) is dropped,
+ * every other datagram kept. Classic BPF loads words in network byte order: the constant is the
+ * host-order value read that way, and the two pids are compared read the same way. */
+#define PE_OFF (NLMSG_HDRLEN + sizeof (struct cn_msg))
+#define FORK_OFF (PE_OFF + offsetof (struct proc_event, event_data.fork))
+static int
+attach_thread_fork_filter (int fd)
+{
+  struct sock_filter code[] = {
+    BPF_STMT (BPF_LD | BPF_W | BPF_ABS, PE_OFF + offsetof (struct proc_event, what)),
+    BPF_JUMP (BPF_JMP | BPF_JEQ | BPF_K, htonl (PROC_EVENT_FORK), 0, 5),
+    BPF_STMT (BPF_LD | BPF_W | BPF_ABS, FORK_OFF + offsetof (struct fork_proc_event, child_tgid)),
+    BPF_STMT (BPF_ST, 0),
+    BPF_STMT (BPF_LDX | BPF_W | BPF_MEM, 0),
+    BPF_STMT (BPF_LD | BPF_W | BPF_ABS, FORK_OFF + offsetof (struct fork_proc_event, child_pid)),
+    BPF_JUMP (BPF_JMP | BPF_JEQ | BPF_X, 0, 0, 1),
+    BPF_STMT (BPF_RET | BPF_K, 0xffffffffu), /* kept whole */
+    BPF_STMT (BPF_RET | BPF_K, 0),           /* a thread's fork: dropped */
+  };
+  struct sock_fprog prog = { .len = sizeof code / sizeof code[0], .filter = code };
+  return setsockopt (fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog);
+}
+
 int
 proc_events_open (size_t rcvbuf, asbx_err_t *err)
 {
@@ -58,10 +110,18 @@ proc_events_open (size_t rcvbuf, asbx_err_t *err)
    * (CAP_NET_ADMIN, which listening needs anyway) ignores net.core.rmem_max */
   if (setsockopt (fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) < 0)
     (void) setsockopt (fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+  /* before the group is joined: no thread fork is ever queued */
+  if (attach_thread_fork_filter (fd) < 0)
+    return asbx_error (err, errno, "process events connector: SO_ATTACH_FILTER");
   if (bind (fd, (struct sockaddr *) &sa, sizeof sa) < 0)
     return asbx_error (err, errno, "process events connector: join group CN_IDX_PROC");
+  /* the plain listen first (every kernel: counted as a listener, every kind), then the masked
+   * one, which a 6.6+ kernel applies to this socket (not counted twice) and an older one ignores
+   * (it takes only the plain form): events flow either way */
   if (send_mcast_op (fd, PROC_CN_MCAST_LISTEN) < 0)
     return asbx_error (err, errno, "process events connector: PROC_CN_MCAST_LISTEN");
+  if (send_listen_mask (fd) < 0)
+    return asbx_error (err, errno, "process events connector: PROC_CN_MCAST_LISTEN (event kinds)");
   return steal_fd (&fd);
 }
 

@@ -39,8 +39,12 @@ typedef void (*proc_ev_cb) (const struct proc_ev *ev, void *data);
 
 /* Open a NETLINK_CONNECTOR socket (non-blocking, close-on-exec), join CN_IDX_PROC, enlarge the
  * receive buffer (SO_RCVBUFFORCE, `rcvbuf` bytes; 0 = 4 MiB) and send PROC_CN_MCAST_LISTEN.
- * From the return on, every event is queued. fd / -1 with *err (EPERM: no CAP_NET_ADMIN or not
- * in the initial namespaces; EPROTONOSUPPORT/ENOENT: kernel without CONFIG_PROC_EVENTS). */
+ * From the return on, every fork/exec/exit event is queued, except the fork of a thread (child
+ * pid != child tgid: a socket filter drops it in the kernel, issue 20 - a busy host's threads
+ * woke the monitor for nothing). Since Linux 6.6 the listen also names the kinds wanted (fork,
+ * exec, exit), so the kernel does not even queue the others (uid/gid/sid/comm/ptrace/coredump);
+ * an older kernel ignores that message and sends every kind, which proc_events_parse skips. fd / -1 with *err (EPERM:
+ * no CAP_NET_ADMIN or not in the initial namespaces; EPROTONOSUPPORT/ENOENT: kernel without CONFIG_PROC_EVENTS). */
 int proc_events_open (size_t rcvbuf, asbx_err_t *err);
 
 /* Read every queued datagram without blocking and call cb for each event. Returns 0 when the
