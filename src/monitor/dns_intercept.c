@@ -282,6 +282,7 @@ dns_intercept_free (struct dns_intercept *di)
   for (size_t i = 0; i < di->n; i++)
     query_end (&di->q[i]);
   free (di->q);
+  dns_upstream_close (&di->up);
   if (di->tfd >= 0)
     close (di->tfd);
   if (di->ep >= 0)

@@ -21,6 +21,7 @@ dns_upstream_find (struct dns_upstream *u, asbx_err_t *err)
   cleanup_free char *conf = NULL;
   size_t len;
 
+  u->spare = -1;
   if (env && *env)
     {
       if (dns_parse_upstream (env, &u->addr, &u->len) < 0)
@@ -51,20 +52,55 @@ dns_upstream_check (const struct dns_upstream *u, asbx_err_t *err)
 uint16_t
 dns_upstream_id (uint16_t prev)
 {
+  /* 256 ids per getrandom(2) (issue 20: one syscall per query before); each id is used once */
+  static uint16_t pool[256];
+  static size_t left;
   uint16_t id = prev;
-  if (getrandom (&id, sizeof id, 0) != sizeof id)
-    id ^= (uint16_t) now_ns ();
+  if (left == 0 && getrandom (pool, sizeof pool, 0) == (ssize_t) sizeof pool)
+    left = ASBX_ARRAY_SIZE (pool);
+  if (left == 0)
+    return id ^ (uint16_t) now_ns ();
+  id = pool[--left];
+  pool[left] = 0; /* not kept past its use */
   return id;
 }
 
+/* a new socket connected to u (the kernel picks a random ephemeral port), or -1 */
+static int
+connected (const struct dns_upstream *u)
+{
+  int fd = socket (u->addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd >= 0 && connect (fd, (const struct sockaddr *) &u->addr, u->len) < 0)
+    {
+      close (fd);
+      return -1;
+    }
+  return fd;
+}
+
+void
+dns_upstream_refill (struct dns_upstream *u)
+{
+  if (u->spare < 0)
+    u->spare = connected (u);
+}
+
+void
+dns_upstream_close (struct dns_upstream *u)
+{
+  if (u->spare >= 0)
+    close (u->spare);
+  u->spare = -1;
+}
+
 int
-dns_upstream_send (const struct dns_upstream *u, int ep, const unsigned char *q, size_t qlen)
+dns_upstream_send (struct dns_upstream *u, int ep, const unsigned char *q, size_t qlen)
 {
   struct epoll_event ev = { .events = EPOLLIN };
-  int fd = socket (u->addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  int fd = u->spare >= 0 ? u->spare : connected (u);
+  u->spare = -1;
   ev.data.fd = fd;
-  if (fd < 0 || connect (fd, (const struct sockaddr *) &u->addr, u->len) < 0
-      || epoll_ctl (ep, EPOLL_CTL_ADD, fd, &ev) < 0 || send (fd, q, qlen, 0) < 0)
+  if (fd < 0 || epoll_ctl (ep, EPOLL_CTL_ADD, fd, &ev) < 0 || send (fd, q, qlen, 0) < 0)
     {
       if (fd >= 0)
         close (fd);
@@ -78,9 +114,11 @@ dns_upstream_recv (const struct dns_upstream *u, int fd, unsigned char *m, size_
 {
   struct sockaddr_storage from;
   socklen_t flen = sizeof from;
-  ssize_t n = recvfrom (fd, m, size, 0, (struct sockaddr *) &from, &flen);
+  ssize_t n = recvfrom (fd, m, size, MSG_DONTWAIT, (struct sockaddr *) &from, &flen);
 
-  if (n < 0 || flen != u->len || memcmp (&from, &u->addr, flen) != 0)
-    return -1; /* not from our upstream */
+  if (n < 0)
+    return -1;
+  if (flen != u->len || memcmp (&from, &u->addr, flen) != 0)
+    return 0; /* not from our upstream */
   return n;
 }

@@ -161,8 +161,12 @@ admit_addr (void *data, int family, const unsigned char *a, uint32_t *ttlp, bool
 }
 
 /* a datagram on pending query p's socket: the answer when it comes from the upstream's address
- * and port and carries p's id and question; anything else is dropped and p waits on */
-void
+ * and port and carries p's id and question; anything else is dropped and p waits on. The sets
+ * are written (admit_addr) before the answer is sent; the stub's own bookkeeping (the splice's
+ * names, the audit record, closing p's socket, the next query's socket) comes right after it,
+ * in the same turn of the monitor's loop, so nothing the container does next is handled before
+ * it. Returns false when no datagram could be read. */
+bool
 dnsstub_on_answer (struct dnsstub *d, struct pending *p)
 {
   unsigned char m[MSG_MAX], out[MSG_MAX];
@@ -171,14 +175,16 @@ dnsstub_on_answer (struct dnsstub *d, struct pending *p)
   size_t qend;
   ssize_t n = dns_upstream_recv (&d->up, p->up_fd, m, sizeof m);
 
+  if (n < 0)
+    return false;
   if (n < 12)
-    return; /* not from our upstream */
+    return true; /* not from our upstream */
   /* parse_question wants a query: look at a copy with QR cleared */
   m[2] &= 0x7f;
   int r = dns_parse_question (m, (size_t) n, name, sizeof name, &qtype, &qend);
   m[2] |= 0x80;
   if (r < 0 || p->up_id != dns_get16 (m) || p->qtype != qtype || strcmp (p->name, name) != 0)
-    return;
+    return true;
   /* the client's limit: its EDNS size, 512 without EDNS (RFC 1035 §4.2.1), or TCP */
   size_t lim = p->conn >= 0 ? sizeof out : p->edns ? (p->edns < sizeof out ? p->edns : sizeof out) : 512;
   struct admit_ctx x = { .d = d, .p = p };
@@ -191,8 +197,9 @@ dnsstub_on_answer (struct dnsstub *d, struct pending *p)
   size_t len = dns_rebuild_answer (m, (size_t) n, p->q, p->qend, p->cq, p->qend - 12, p->rd, p->edns != 0, out, lim,
                                    admit_addr, &x);
   if (!len)
-    return; /* not an answer to our question: the real one may still come */
-  dnsstub_pending_end (p);
+    return true; /* not an answer to our question: the real one may still come */
+  out[0] = (unsigned char) (p->client_id >> 8), out[1] = (unsigned char) p->client_id;
+  dnsstub_reply (d, p->stub_fd, p->conn, p->gen, &p->client, p->client_len, out, len);
   if (x.n)
     splice_name_resolved (d->splice, name, x.min_ttl); /* SNI/Host may name it while its sets live */
   for (size_t j = 0; j < x.n; j++)
@@ -202,6 +209,7 @@ dnsstub_on_answer (struct dnsstub *d, struct pending *p)
   for (size_t j = 0; j < x.n; j++)
     free (x.addrs[j]);
   free (x.error);
-  out[0] = (unsigned char) (p->client_id >> 8), out[1] = (unsigned char) p->client_id;
-  dnsstub_reply (d, p->stub_fd, p->conn, p->gen, &p->client, p->client_len, out, len);
+  dnsstub_pending_end (p);
+  dns_upstream_refill (&d->up);
+  return true;
 }

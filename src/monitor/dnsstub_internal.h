@@ -137,7 +137,8 @@ struct linux_nft *dnsstub_nft (void *data);
  * goes into POLICY_NFT_ICPT4/6; a failure is audited as a `network` record. */
 void dnsstub_icpt_set_add (void *data, int family, const unsigned char *addr);
 
-/* dnsstub_answer.c: a datagram on pending query p's upstream socket; see the definition. */
-void dnsstub_on_answer (struct dnsstub *d, struct pending *p);
+/* dnsstub_answer.c: a datagram on pending query p's upstream socket; see the definition.
+ * false when none could be read. */
+bool dnsstub_on_answer (struct dnsstub *d, struct pending *p);
 
 #endif

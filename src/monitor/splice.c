@@ -451,10 +451,16 @@ relay_round (struct splice *s, struct conn *c, bool upstream, uint32_t events)
   if (events & EPOLLERR)
     return -1;
   /* pass half-closes on once everything before them is delivered */
-  if (c->c_eof && c->c2u.len == 0 && c->c2u_pipe.held == 0 && c->state == ST_RELAY)
-    shutdown (c->ufd, SHUT_WR);
-  if (c->u_eof && c->u2c.len == 0 && c->u2c_pipe.held == 0)
-    shutdown (c->cfd, SHUT_WR);
+  if (c->c_eof && c->c2u.len == 0 && c->c2u_pipe.held == 0 && c->state == ST_RELAY && !c->u_shut)
+    {
+      shutdown (c->ufd, SHUT_WR);
+      c->u_shut = true; /* (a failure: the upstream is gone, its close follows) */
+    }
+  if (c->u_eof && c->u2c.len == 0 && c->u2c_pipe.held == 0 && !c->c_shut)
+    {
+      shutdown (c->cfd, SHUT_WR);
+      c->c_shut = true;
+    }
   if (c->c_eof && c->u_eof && c->c2u.len == 0 && c->u2c.len == 0 && c->c2u_pipe.held == 0 && c->u2c_pipe.held == 0)
     return -2;
   return moved ? 1 : 0;

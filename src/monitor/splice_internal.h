@@ -61,6 +61,7 @@ struct conn
   struct sockaddr_storage dst;
   socklen_t dlen;
   bool c_eof, u_eof;
+  bool c_shut, u_shut;      /* SHUT_WR passed on to the client / the upstream: once each */
   int hs;                   /* H_*: the client's HTTP stream */
   bool upgrade, refuse_403; /* the current request asks for Upgrade; a 403 follows the responses */
   bool bstart;              /* at the start of a body or chunk: not yet seen not to read as a request */
