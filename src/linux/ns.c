@@ -8,12 +8,14 @@
  *    caller without root maps ranges through Debian's setuid newuidmap/newgidmap.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/nsfs.h>
@@ -26,6 +28,40 @@
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080
 #endif
+#ifndef PIDFD_GET_USER_NAMESPACE
+#define PIDFD_GET_USER_NAMESPACE _IO (0xFF, 9) /* <linux/pidfd.h>, Linux 6.11 */
+#endif
+
+int
+ns_userns_below_ours (int pidfd)
+{
+  struct stat ours, st;
+  if (stat ("/proc/self/ns/user", &ours) < 0)
+    return -1;
+  int cur = ioctl (pidfd, PIDFD_GET_USER_NAMESPACE, 0);
+  if (cur < 0)
+    return -1;
+  if (fstat (cur, &st) < 0)
+    {
+      close (cur);
+      return -1;
+    }
+  /* walk up from the process's namespace: ours must be met above it, not at it. NS_GET_PARENT
+   * fails with EPERM past the caller's own namespace, so an ancestor or a sibling ends there */
+  bool below = false;
+  for (int depth = 0; depth < 40 && !(st.st_ino == ours.st_ino && st.st_dev == ours.st_dev); depth++)
+    {
+      int parent = ioctl (cur, NS_GET_PARENT);
+      close (cur);
+      cur = parent;
+      if (cur < 0 || fstat (cur, &st) < 0)
+        break;
+      below = st.st_ino == ours.st_ino && st.st_dev == ours.st_dev;
+    }
+  if (cur >= 0)
+    close (cur);
+  return below ? 1 : 0;
+}
 
 static const struct
 {

@@ -38,6 +38,15 @@ int ns_flag_from_type (const char *type);
 int ns_plan_build (const struct oci_linux *linux_, struct ns_plan *plan, asbx_err_t *err);
 void ns_plan_close (struct ns_plan *plan);
 
+/* Whether the user namespace of the process behind `pidfd` is a strict descendant of the
+ * caller's own: then no process of it holds any capability in the caller's user namespace
+ * (user_namespaces(7): capabilities reach only the namespace a process is in and its
+ * descendants), so none may ptrace, or open the /proc/PID/{root,cwd,fd,exe} of, a non-dumpable
+ * process that still has the caller's credentials (ptrace_may_access). 1 yes, 0 no (the same
+ * namespace, an ancestor, or a sibling); -1 with errno when the kernel cannot tell
+ * (PIDFD_GET_USER_NAMESPACE needs Linux 6.11: ENOTTY/EINVAL; NS_GET_PARENT). Callers treat -1 as 0. */
+int ns_userns_below_ours (int pidfd);
+
 /* setns() into every namespace with a path: user first (so later joins are permitted by the
  * owning user namespace), then the rest, mount last but before pid. 0 / -1 with *err. */
 int ns_join_all (const struct ns_plan *plan, asbx_err_t *err);

@@ -1,13 +1,14 @@
 /* exec.c - join a running container and execute a process in it.
  *
  * P (the CLI) validates the container (pid + start time, pidfd), builds the process from the
- * config saved at create (or --process), and forks E directly: P points its pid namespace for
- * children at the container's (setns CLONE_NEWPID: P's own pid stays), forks, and points it
- * back; E, non-dumpable, waits until P has moved it into the container's cgroup, then joins
- * every other namespace of the container's init that differs from ours with one setns(pidfd,
- * flags) call (Linux >= 5.8: the kernel orders the joins and applies them atomically). When P
- * cannot do that (a time namespace; EPERM) it forks S instead, which joins all of them and
- * forks E, so that E is inside the pid (and time) namespace. E sets up the tty, cwd, limits,
+ * config saved at create (or --process), and forks S, which joins every namespace of the
+ * container's init that differs from ours with one setns(pidfd, flags) call (Linux >= 5.8: the
+ * kernel orders the joins and applies them atomically) and forks E, so that E appears in the
+ * pid (and time) namespace only once it is inside the rest. For a container whose user
+ * namespace lies below P's (and no time namespace), P forks E directly instead: P points its pid
+ * namespace for children at the container's (setns CLONE_NEWPID: P's own pid stays), forks, and
+ * points it back; E, non-dumpable, waits until P has moved it into the container's cgroup, then
+ * joins the rest (pidns_for_children says why only then). E sets up the tty, cwd, limits,
  * identity and execs. P is a child subreaper, so E (reparented to it when S exits) can be
  * waited for by `exec` (without --detach), which passes its status back. */
 #include <errno.h>
@@ -31,6 +32,7 @@
 #include "libocispec/oci_spec.h"
 #include "linux/cgroup.h"
 #include "linux/lsm_procattr.h"
+#include "linux/ns.h"
 #include "linux/process.h"
 #include "linux/rootfs.h"
 #include "linux/seccomp_bpf.h"
@@ -396,9 +398,11 @@ static void __attribute__ ((noreturn)) exec_direct_main (struct exec_child *c)
   struct sync_msg m;
 
   /* E is in the container's pid namespace from its birth, but in the host's mount namespace
-   * until the setns below: no process without CAP_SYS_PTRACE in the host's user namespace may
-   * open its /proc/<pid>/root, cwd, fd or exe meanwhile (ptrace_may_access on a non-dumpable
-   * mm; CVE-2016-9962's lesson). execve makes the container's program dumpable again. */
+   * until the setns below: no process without CAP_SYS_PTRACE in P's user namespace may open its
+   * /proc/<pid>/root, cwd, fd or exe meanwhile (ptrace_may_access on a non-dumpable mm;
+   * CVE-2016-9962's lesson), and the container's processes have none there, since this path is
+   * taken only when their user namespace lies below P's (pidns_for_children). execve makes the
+   * container's program dumpable again. */
   prctl (PR_SET_DUMPABLE, 0, 0, 0, 0);
   /* EOF here when P died before GO */
   if (sync_recv (c->sync_fd, SYNC_GO, &m, &err) < 0)
@@ -417,6 +421,15 @@ static int
 pidns_for_children (const struct exec_child *c)
 {
   if (c->ns_flags & CLONE_NEWTIME)
+    return -1;
+  /* E is visible in the container's pid namespace while it still has P's credentials, root and
+   * mount namespace: non-dumpable keeps out only processes without CAP_SYS_PTRACE over P's user
+   * namespace, so the direct path is for containers whose user namespace lies below P's. A
+   * container root without a user namespace of its own (runc's default) holds CAP_SYS_PTRACE
+   * over the host's once granted it (`--cap-add SYS_PTRACE`): it opened /proc/<E>/root and
+   * wrote host files (outside attack 13). Such containers take the S path, where E appears in
+   * the pid namespace only after it has joined the mount namespace. */
+  if (!(c->ns_flags & CLONE_NEWUSER) || ns_userns_below_ours (c->pidfd) != 1)
     return -1;
   int self = open ("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
   if (self < 0)
