@@ -549,6 +549,13 @@ dnsstub_finish (struct dnsstub *d)
     nflog_watch_finish (&d->nflog, dnsstub_nft, d);
 }
 
+void
+dnsstub_before_table_reload (struct dnsstub *d)
+{
+  if (d && d->nflog.fd >= 0)
+    nflog_watch_before_reload (&d->nflog, dnsstub_nft, d);
+}
+
 bool
 dnsstub_wants_network (struct dnsstub *d)
 {

@@ -71,6 +71,10 @@ void dnsstub_dispatch (struct dnsstub *d);
  * `suppressed.network` (monitor/nflog.h). NULL is a no-op. */
 void dnsstub_finish (struct dnsstub *d);
 
+/* The monitor is about to replace the container's nftables table: count what the old table's
+ * log limit kept from NFLOG first (nflog_watch_before_reload). NULL is a no-op. */
+void dnsstub_before_table_reload (struct dnsstub *d);
+
 void dnsstub_free (struct dnsstub *d);
 
 #endif

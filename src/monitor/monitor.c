@@ -350,6 +350,7 @@ pasta_lazy_start (struct mon *m)
   asbx_err_t e = NULL;
   if (m->pasta_netns < 0)
     return;
+  dnsstub_before_table_reload (m->dns);
   m->pasta = network_table_load (m, m->pasta_netns, &e) < 0 ? -1 : pasta_start (m->pasta_netns, 20000, &e);
   close (m->pasta_netns);
   m->pasta_netns = -1;

@@ -303,3 +303,10 @@ nflog_watch_finish (struct nflog_watch *w, nflog_nft_fn nft, void *data)
   w->packets += nflog_dispatch (w->fd, w->id, w->audit_fd);
   unlogged_sync (w, nft, data, true);
 }
+
+void
+nflog_watch_before_reload (struct nflog_watch *w, nflog_nft_fn nft, void *data)
+{
+  nflog_watch_finish (w, nft, data);
+  w->unlogged.seen = 0;
+}
