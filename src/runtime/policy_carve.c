@@ -21,6 +21,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <linux/openat2.h>
@@ -516,6 +517,20 @@ is_carved_dir (const struct carve_ctx *x, const struct stat *st)
 
 static int carve_dir (struct carve_ctx *x, const struct cnode *node, int fd, const char *path, asbx_err_t *err);
 
+/* Whether `name` differs from a denied child of node only in ASCII case. A directory that
+ * ignores case (ext4 casefold, FUSE, CIFS, vfat) lists the denied file under the spelling it was
+ * created with, and the carve gave `.SSH` every right as "another entry" while `.ssh` was
+ * denied (outside attack 13). Such an entry gets no rule either: on a case-sensitive directory
+ * that denies a distinct file too (fail closed), never grants one. */
+static bool
+denied_but_for_case (const struct cnode *node, const char *name)
+{
+  for (size_t i = 0; i < node->n; i++)
+    if (node->kids[i]->denied && strcasecmp (node->kids[i]->name, name) == 0)
+      return true;
+  return false;
+}
+
 static int
 carve_entry (struct carve_ctx *x, const struct cnode *node, int dfd, const char *path, const char *name,
              unsigned char type, asbx_err_t *err)
@@ -524,6 +539,8 @@ carve_entry (struct carve_ctx *x, const struct cnode *node, int dfd, const char 
   struct stat st = { 0 };
   if (k && k->denied)
     return 0; /* the denied name: no rule at all */
+  if (!k && denied_but_for_case (node, name))
+    return 0; /* `.SSH` beside a denied `.ssh`: on a case-insensitive directory the same file */
   cleanup_free char *sub = xasprintf ("%s/%s", strcmp (path, "/") ? path : "", name);
   cleanup_close int cfd = openat (dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
   if (cfd < 0 && (errno == ENOENT || errno == ENOTDIR || errno == EACCES || errno == EPERM))

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <dirent.h>
 #include <sys/stat.h>
 #include <linux/openat2.h>
@@ -35,10 +36,13 @@ same_dir (const struct stat *a, const struct stat *b)
   return a->st_ino != 0 && a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
+/* ASCII case folded: on a case-insensitive home (ext4 casefold, FUSE, CIFS, vfat) `.SSH` is
+ * what a `~/.ssh` deny must hide, so a home holding it is one that may hold the denied name
+ * (outside attack 13). On a case-sensitive one this only makes a few more lookups. */
 static int
 cmp_name (const void *a, const void *b)
 {
-  return strcmp (*(char *const *) a, *(char *const *) b);
+  return strcasecmp (*(char *const *) a, *(char *const *) b);
 }
 
 /* the entries of the directory `fd` (O_PATH, the home as resolved) into h, sorted; on any

@@ -256,3 +256,23 @@ def test_credentials_hidden_in_uneven_homes(rt, make_bundle):
             "/srv/aws-real"}
     assert want <= points, sorted(want - points)
     assert not {"/home/other/.config", "/home/other/.config/unrelated"} & points, sorted(points)
+
+
+def test_credential_names_differing_only_in_case_are_denied(rt, make_bundle):
+    """On a home that ignores case (ext4 casefold, FUSE, CIFS, vfat) the file a `~/.ssh` rule must
+    hide is listed as `.SSH` when it was created so; the Landlock carve gave such a name every
+    right as "another entry" (outside attack 13: a case-insensitive FUSE home's `.SSH/id_rsa` and
+    `.NETRC` were read). A name that differs from a denied one only in ASCII case gets no access
+    (on this case-sensitive rootfs that is a distinct file, denied as well: fail closed), while an
+    unrelated name beside it still reads."""
+    b = policy_bundle(make_bundle)
+    home = os.path.join(b.rootfs, "home", "casey")
+    os.makedirs(os.path.join(home, ".SSH"))
+    for rel, text in ((".SSH/id_rsa", "CASE-SSH-KEY"), (".NETRC", "CASE-NETRC"), ("notes.txt", "CASE-NOTES")):
+        with open(os.path.join(home, rel), "w") as f:
+            f.write(text + "\n")
+    r, _ = prun(rt, b, ["/bin/sh", "-c", "for f in /home/casey/.SSH/id_rsa /home/casey/.NETRC /home/casey/notes.txt; "
+                        "do /bin/cat $f 2>/dev/null; done; true"], profile="agent")
+    assert r.rc == 0, r
+    assert "CASE-NOTES" in r.out, r
+    assert "CASE-SSH-KEY" not in r.out and "CASE-NETRC" not in r.out, r
