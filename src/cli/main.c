@@ -72,6 +72,8 @@ usage (FILE *f)
               "   --policy FILE          agent policy ceiling from a file\n"
               "   --config FILE          host configuration (default: /etc/agentsbx/config.json)\n"
               "   --audit-dir DIR        audit log directory (default: /var/log/agentsbx)\n"
+              "   --isolation TIER       container (default) or vm: every container of this runtime class\n"
+              "                          in a microVM (the policy's isolation, as a ceiling)\n"
               "   --help, -h             show help\n"
               "   --version, -v          print the version\n");
 }
@@ -131,6 +133,7 @@ enum
   OPT_POLICY,
   OPT_CONFIG,
   OPT_AUDIT_DIR,
+  OPT_ISOLATION,
 };
 
 /* A non-root caller (issue 17): its own state root and audit directory unless --root /
@@ -184,6 +187,7 @@ main (int argc, char **argv)
     { "policy", required_argument, 0, OPT_POLICY },
     { "config", required_argument, 0, OPT_CONFIG },
     { "audit-dir", required_argument, 0, OPT_AUDIT_DIR },
+    { "isolation", required_argument, 0, OPT_ISOLATION },
     { 0, 0, 0, 0 },
   };
   struct asbx_global g = { .root = "/run/agentsbx" };
@@ -212,6 +216,11 @@ main (int argc, char **argv)
       case OPT_POLICY: g.policy_file = optarg; break;
       case OPT_CONFIG: g.config_path = optarg; break;
       case OPT_AUDIT_DIR: g.audit_dir = optarg; break;
+      case OPT_ISOLATION:
+        if (strcmp (optarg, "vm") != 0 && strcmp (optarg, "container") != 0)
+          return cli_usage (NULL, "--isolation `%s`: expected container or vm", optarg);
+        g.isolation_vm = strcmp (optarg, "vm") == 0;
+        break;
       case 'h': usage (stdout); return 0;
       case 'v': version (); return 0;
       default: return cli_usage (NULL, "unknown global option `%s` (see --help)", argv[optind - 1]);

@@ -30,6 +30,8 @@
 /* QEMU's stdout and stderr fds (-add-fd ...,set=1 / set=2; its chardevs open /dev/fdset/N) */
 #define VM_JAIL_STDOUT_FD 3
 #define VM_JAIL_STDERR_FD 4
+/* the detached lifecycle's control socket (-chardev socket,fd=5; runtime/vm_supervisor.h) */
+#define VM_JAIL_CTL_FD 5
 
 struct vm_jail_bind
 {
