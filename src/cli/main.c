@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <seccomp.h>
 
 #include "cli/cli.h"
+#include "core/cleanup.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "runtime/secret_env.h"
@@ -74,6 +76,7 @@ usage (FILE *f)
               "   --audit-dir DIR        audit log directory (default: /var/log/agentsbx)\n"
               "   --isolation TIER       container (default) or vm: every container of this runtime class\n"
               "                          in a microVM (the policy's isolation, as a ceiling)\n"
+              "   --vm-user UID:GID      the unprivileged ids QEMU runs as when a bundle is root's (vm tier)\n"
               "   --help, -h             show help\n"
               "   --version, -v          print the version\n");
 }
@@ -134,6 +137,7 @@ enum
   OPT_CONFIG,
   OPT_AUDIT_DIR,
   OPT_ISOLATION,
+  OPT_VM_USER,
 };
 
 /* A non-root caller (issue 17): its own state root and audit directory unless --root /
@@ -170,6 +174,21 @@ user_dirs (struct asbx_global *g, const char *verb, bool root_given)
   return 0;
 }
 
+/* --vm-user UID:GID (runtime/vm_jail.h): both numeric, neither 0 (QEMU never runs as root) */
+static int
+parse_vm_user (const char *s, struct asbx_global *g)
+{
+  char *colon = strchr (s, ':');
+  cleanup_free char *u = colon ? strndup (s, (size_t) (colon - s)) : NULL;
+  uint64_t uid, gid;
+  if (!u || parse_u64 (u, &uid) < 0 || parse_u64 (colon + 1, &gid) < 0 || uid == 0 || gid == 0 || uid >= UINT32_MAX
+      || gid >= UINT32_MAX)
+    return -1;
+  g->vm_uid = (uid_t) uid;
+  g->vm_gid = (gid_t) gid;
+  return 0;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -188,6 +207,7 @@ main (int argc, char **argv)
     { "config", required_argument, 0, OPT_CONFIG },
     { "audit-dir", required_argument, 0, OPT_AUDIT_DIR },
     { "isolation", required_argument, 0, OPT_ISOLATION },
+    { "vm-user", required_argument, 0, OPT_VM_USER },
     { 0, 0, 0, 0 },
   };
   struct asbx_global g = { .root = "/run/agentsbx" };
@@ -220,6 +240,10 @@ main (int argc, char **argv)
         if (strcmp (optarg, "vm") != 0 && strcmp (optarg, "container") != 0)
           return cli_usage (NULL, "--isolation `%s`: expected container or vm", optarg);
         g.isolation_vm = strcmp (optarg, "vm") == 0;
+        break;
+      case OPT_VM_USER:
+        if (parse_vm_user (optarg, &g) < 0)
+          return cli_usage (NULL, "--vm-user `%s`: expected UID:GID, two non-zero numbers", optarg);
         break;
       case 'h': usage (stdout); return 0;
       case 'v': version (); return 0;

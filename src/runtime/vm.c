@@ -171,6 +171,8 @@ struct vm_ctx
   struct vm_jail jail;              /* QEMU's confinement (vm_jail.h) */
   const char *mnt[VM_MAX_SHARES];   /* each share's mount point in QEMU's mount namespace */
   const char *run_mnt, *kernel_mnt; /* the run directory's, the guest kernel's */
+  uid_t as_uid;                     /* QEMU's uid/gid for a root-owned bundle (vm_attach), or 0 */
+  gid_t as_gid;
 };
 
 static void
@@ -368,7 +370,9 @@ plan_jail (struct vm_ctx *c, const struct vm_host *h, const char *bundle, asbx_e
   cleanup_close int bfd = open (bundle, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (bfd < 0)
     return asbx_error (err, errno, "isolation vm: open the bundle %s", bundle);
-  if (vm_jail_init (&c->jail, bfd, bundle, err) < 0)
+  /* the run directory QEMU's own first: it is never idmapped (vm_jail_add maps root's dirs) */
+  if (vm_jail_init (&c->jail, bfd, bundle, c->as_uid, c->as_gid, err) < 0
+      || chown_run_dir (c->dir, c->jail.uid, c->jail.gid, err) < 0)
     return -1;
   if (!(c->run_mnt = vm_jail_add (&c->jail, c->dir, "run", false, false, err))
       || !(c->kernel_mnt = vm_jail_add (&c->jail, h->kernel, "vmlinuz", true, true, err)))
@@ -380,7 +384,7 @@ plan_jail (struct vm_ctx *c, const struct vm_host *h, const char *bundle, asbx_e
       if (!(c->mnt[i] = vm_jail_add (&c->jail, c->shares[i].path, name, c->shares[i].ro, false, err)))
         return -1;
     }
-  return chown_run_dir (c->dir, c->jail.uid, c->jail.gid, err);
+  return 0;
 }
 
 /* Wait for QEMU; SIGKILL it when the wall clock runs out (deadline_ns 0 = none). Returns the
@@ -616,9 +620,13 @@ vm_run_attached (const char *state_root, const char *id, const char *bundle, con
       vm_host_free (&h);
       return -1;
     }
-  c.jail = (struct vm_jail){ .alive_rd = -1, .alive_wr = -1 };
+  c.jail = (struct vm_jail){ .alive_rd = -1, .alive_wr = -1, .idmap_userns = -1 };
   if (att)
-    c.manifest = xstrdup ("gate\n"); /* the guest waits for "start" on asbx.ctl (vm_guest.c) */
+    {
+      c.manifest = xstrdup ("gate\n"); /* the guest waits for "start" on asbx.ctl (vm_guest.c) */
+      c.as_uid = att->as_uid;
+      c.as_gid = att->as_gid;
+    }
   /* network.mode filtered: the host side of the guest's NIC (runtime/vm_net.h) */
   if (vm_net_prepare (&net, state_root, id, spec, plan, err) < 0)
     goto out;

@@ -15,6 +15,7 @@
 #define ASBX_RUNTIME_VM_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "core/error.h"
 #include "libocispec/oci_spec.h"
@@ -57,7 +58,9 @@ struct vm_attach
    * (CLOCK_MONOTONIC ns, 0 = none): returns QEMU's wait status, or -1 when it was killed for the
    * wall clock */
   int (*wait) (struct vm_attach *a, pid_t qemu, uint64_t deadline_ns);
-  void *arg; /* the caller's */
+  void *arg;    /* the caller's */
+  uid_t as_uid; /* QEMU's uid/gid when the bundle is root's (`--vm-user`; vm_jail.h), 0 = refused */
+  gid_t as_gid;
 };
 
 /* vm_run with the detached lifecycle's control channel and wait (a NULL `att` is vm_run). */

@@ -241,7 +241,9 @@ supervisor_main (const struct sup_args *sa, int startfd, int ready)
   /* above QEMU's fixed fds (vm_jail.h): vm_run_attached dup2s it to VM_JAIL_CTL_FD */
   int qfd = fcntl (sp[1], F_DUPFD_CLOEXEC, 10);
   close (sp[1]);
-  struct vm_attach att = { .ctl_fd = qfd, .wait = sup_wait, .arg = &s };
+  struct vm_attach att = {
+    .ctl_fd = qfd, .wait = sup_wait, .arg = &s, .as_uid = sa->g->vm_uid, .as_gid = sa->g->vm_gid
+  };
   if (qfd < 0)
     asbx_error (&err, errno, "isolation vm: dup");
   else if (vm_run_attached (sa->g->root, sa->id, sa->bundle, sa->spec, sa->plan, &att, &status, &err) == 0)
