@@ -159,6 +159,12 @@ sup_wait (struct vm_attach *a, pid_t qemu, uint64_t deadline_ns)
         break;
       if (deadline_ns && now_ns () >= deadline_ns)
         {
+          if (s->ready >= 0)
+            {
+              sup_send (s->ready, "E isolation vm: limits.wallClockSeconds ran out while the VM booted\n");
+              close (s->ready);
+              s->ready = -1;
+            }
           kill (qemu, SIGKILL);
           while (waitpid (qemu, &st, 0) < 0 && errno == EINTR)
             ;
