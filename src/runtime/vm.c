@@ -653,9 +653,13 @@ vm_run_attached (const char *state_root, const char *id, const char *bundle, con
   if (att)
     {
       /* the control channel: a connected socket QEMU is given as VM_JAIL_CTL_FD (the fourth
-       * port of the serial device) */
+       * port of the serial device), read and written as a `pipe` chardev through its fdset (no
+       * .in/.out beside it: QEMU opens the path itself O_RDWR). Not a `socket` chardev: one
+       * connected before the port exists can leave the port closed, the guest's writes blocked */
+      arg (&a, xstrdup ("-add-fd"));
+      arg (&a, xasprintf ("fd=%d,set=3", VM_JAIL_CTL_FD));
       arg (&a, xstrdup ("-chardev"));
-      arg (&a, xasprintf ("socket,id=ctl,fd=%d", VM_JAIL_CTL_FD));
+      arg (&a, xstrdup ("pipe,id=ctl,path=/dev/fdset/3"));
       arg (&a, xstrdup ("-device"));
       arg (&a, xstrdup ("virtserialport,chardev=ctl,name=asbx.ctl"));
     }

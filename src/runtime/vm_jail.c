@@ -95,6 +95,19 @@ vm_jail_add (struct vm_jail *j, const char *path, const char *name, bool ro, boo
                   file ? "a regular file" : "a directory");
       return NULL;
     }
+  struct vm_ovl ovl = { 0 };
+  int isovl = j->idmap_userns >= 0 && !file && st.st_uid == 0 ? vm_ovl_layers (fd, path, j->idmap_userns, &ovl, err)
+                                                              : 0;
+  if (isovl != 0)
+    {
+      close (fd);
+      if (isovl < 0)
+        return NULL;
+      j->binds[j->n] = (struct vm_jail_bind){
+        .fd = -1, .where = xasprintf (VM_JAIL_DIR "/%s", name), .ro = ro, .ovl = ovl
+      };
+      return j->binds[j->n++].where;
+    }
   /* a detached copy of the mount at that very object (not its submounts): a mount of the
    * host's namespace cannot be bound from QEMU's new one, a detached tree can be attached there
    * (open_tree(2), move_mount(2), Linux 5.2) */
@@ -143,6 +156,7 @@ vm_jail_free (struct vm_jail *j)
     {
       if (j->binds[i].fd >= 0)
         close (j->binds[i].fd);
+      vm_ovl_free (&j->binds[i].ovl);
       free (j->binds[i].where);
     }
   if (j->alive_rd >= 0)
@@ -247,6 +261,17 @@ make_mounts (struct vm_jail *j, asbx_err_t *err)
         return asbx_error (err, errno, "isolation vm: make %s", at);
       if (b->file)
         close (fd);
+      if (b->ovl.n)
+        {
+          /* an engine's overlay rootfs (vm_ovl.h): its upper layer in the run directory, binds[0] */
+          cleanup_free char *run = xasprintf (NEWROOT "%s", j->binds[0].where);
+          if ((mkdir (NEWROOT "/.l", 0700) < 0 && errno != EEXIST)
+              || vm_ovl_mount (&b->ovl, NEWROOT "/.l", at, run, j->uid, j->gid,
+                               MS_NOSUID | MS_NODEV | (b->ro ? MS_RDONLY : 0), err)
+                     < 0)
+            return asbx_error_wrap (err, "isolation vm: %s", b->where);
+          continue;
+        }
       unsigned long fl = MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | (b->ro ? MS_RDONLY : 0);
       if (move_mount (b->fd, "", AT_FDCWD, at, MOVE_MOUNT_F_EMPTY_PATH) < 0 || mount (NULL, at, NULL, fl, NULL) < 0)
         return asbx_error (err, errno, "isolation vm: bind mount %s", b->where);

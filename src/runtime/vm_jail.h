@@ -22,7 +22,10 @@
  * root-owned share is then attached idmapped (MOUNT_ATTR_IDMAP: the host's uid/gid 0 on disk
  * appears as that uid/gid, so QEMU's root in its user namespace owns them, and what it creates
  * there is root's on the host, as a container's root's files are; other owners' files appear as
- * the overflow id). QEMU still never runs as root, has no capability and no set-ID mode. */
+ * the overflow id); an overlayfs share (which cannot be idmapped) is rebuilt over idmapped clones
+ * of its layers (vm_ovl.h), any other filesystem without idmapped mounts is attached read-only.
+ * QEMU still never runs as root, has no capability and no set-ID mode. The first directory
+ * added is the run directory (a rebuilt overlay's upper layer goes there). */
 #ifndef ASBX_RUNTIME_VM_JAIL_H
 #define ASBX_RUNTIME_VM_JAIL_H
 
@@ -30,6 +33,7 @@
 #include <sys/types.h>
 
 #include "core/error.h"
+#include "runtime/vm_ovl.h"
 
 #define VM_JAIL_MAX 18
 #define VM_JAIL_DIR "/run/agentsbx-vm"
@@ -44,6 +48,7 @@ struct vm_jail_bind
   int fd;      /* open_tree(OPEN_TREE_CLONE) of the directory (or the kernel file) */
   char *where; /* its mount point under VM_JAIL_DIR */
   bool ro, file;
+  struct vm_ovl ovl; /* an engine's overlayfs rootfs: rebuilt over idmapped layers (fd -1; vm_ovl.h) */
 };
 
 struct vm_jail

@@ -58,8 +58,11 @@ class VmDocker(Docker):
         }
         return c
 
-    def vm_root(self):
-        return os.path.join(self.exec_root, f"runtime-{RT}", self.ns)
+    def vm_root(self, cid):
+        """the --root Docker passed for the container (where its state dir is)"""
+        roots = [r for r in self.state_roots() if os.path.isdir(os.path.join(r, cid))]
+        assert roots, (cid, self.state_roots())
+        return roots[0]
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +79,8 @@ def _cid(vdocker, leaks, cidfile):
 
 
 def _nothing_left(vdocker, cid):
-    assert not os.path.exists(os.path.join(vdocker.vm_root(), "vm", cid)), "the VM's run directory was left"
+    for root in vdocker.state_roots():
+        assert not os.path.exists(os.path.join(root, "vm", cid)), "the VM's run directory was left"
 
 
 def test_vm_tier_runs_the_guest_kernel_and_returns_the_status(vdocker):
@@ -107,7 +111,7 @@ def test_vm_tier_detached_stop_and_remove(vdocker):
     st = json.loads(vdocker.cli("inspect", cid).stdout)[0]["State"]
     assert st["Status"] == "running" and st["Pid"] > 0, st
     # the runtime's own view: running, the supervisor's pid (the one Docker reports)
-    state = json.loads(subprocess.run([vdocker.runtime_paths["agentsbx"], "--root", vdocker.vm_root(), "state", cid],
+    state = json.loads(subprocess.run([vdocker.runtime_paths["agentsbx"], "--root", vdocker.vm_root(cid), "state", cid],
                                       capture_output=True, text=True, check=True).stdout)
     assert state["status"] == "running" and state["pid"] == st["Pid"], (state, st)
     # exec is refused with the tier's error, nothing runs on the host
