@@ -421,6 +421,8 @@ undo:
   if (sup > 0)
     reap (sup);
   vm_supervisor_delete (dirfd, g->root, o->id);
+  /* a supervisor killed before it reported QEMU's pid: its run directory (QEMU died with it) */
+  vm_run_dir_remove (g->root, o->id);
   asbx_err_t e = NULL;
   if (asbx_state_dir_remove (rootfd, o->id, &e) < 0)
     {
@@ -445,8 +447,12 @@ vm_supervisor_delete (int dirfd, const char *state_root, const char *id)
   asbx_err_t e = NULL;
 
   if (dirfd < 0 || read_file_at (dirfd, VM_SUPERVISOR_MARK, 128, &rec, NULL, &e) < 0)
-    asbx_error_free (&e); /* no record: a create that failed before QEMU, or not the vm tier */
-  else if (sscanf (rec, "%d %llu", &qpid, &start) == 2 && qpid > 0)
+    {
+      /* not the vm tier (a foreground `run` of the same id may own <root>/vm/<id>) */
+      asbx_error_free (&e);
+      return;
+    }
+  if (sscanf (rec, "%d %llu", &qpid, &start) == 2 && qpid > 0)
     {
       cleanup_close int pfd = (int) syscall (SYS_pidfd_open, (pid_t) qpid, 0);
       /* the pidfd pins the pid: still QEMU (start time) before it is signalled */
