@@ -645,7 +645,7 @@ vm_run_attached (const char *state_root, const char *id, const char *bundle, con
     if (vm_cpio_write (ifd, h.moddir, vm_modules, err) < 0)
       goto out;
   }
-  if (plan_jail (&c, &h, bundle, err) < 0)
+  if (plan_jail (&c, &h, bundle, err) < 0 || !c.run_mnt) /* run_mnt: set on success (for the analyzer) */
     goto out;
   build_argv (&a, &h, &c, plan);
   for (const char *const *na = vm_net_qemu_args (&net); *na; na++)
