@@ -31,6 +31,7 @@
 #include "core/cleanup.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "monitor/monitor.h"
 #include "runtime/container.h"
 #include "runtime/vm.h"
 #include "runtime/vm_net.h"
@@ -377,6 +378,20 @@ vm_guest_main (void)
   if (asbx_container_create (&g, &o, &pid, &err) < 0 || (!gate && asbx_container_start (&g, id, &err) < 0))
     guest_fail (err->msg, 0);
   status = gate ? gated_run (&g, id, pid) : asbx_container_wait (pid);
+  /* the guest's own monitor may enforce the wall clock before the host does (the guest's clock,
+   * from its create): the same status as the host's kill (vm.h: 124) */
+  {
+    cleanup_free char *sd = xasprintf ("%s/%s", g.root, id);
+    cleanup_close int sfd = open (sd, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    cleanup_free char *reason = NULL;
+    if (sfd >= 0)
+      {
+        monitor_wait_exit (sfd, 5000);
+        reason = monitor_exit_reason (sfd);
+      }
+    if (reason && strncmp (reason, "wallclock", 9) == 0)
+      status = 124;
+  }
   if (asbx_container_delete (&g, id, true, &err) < 0)
     asbx_error_free (&err);
   char line[32];
