@@ -12,7 +12,6 @@
 #include <seccomp.h>
 
 #include "cli/cli.h"
-#include "core/cleanup.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "runtime/secret_env.h"
@@ -178,10 +177,14 @@ user_dirs (struct asbx_global *g, const char *verb, bool root_given)
 static int
 parse_vm_user (const char *s, struct asbx_global *g)
 {
-  char *colon = strchr (s, ':');
-  cleanup_free char *u = colon ? strndup (s, (size_t) (colon - s)) : NULL;
+  char u[16];
+  const char *colon = strchr (s, ':');
   uint64_t uid, gid;
-  if (!u || parse_u64 (u, &uid) < 0 || parse_u64 (colon + 1, &gid) < 0 || uid == 0 || gid == 0 || uid >= UINT32_MAX
+  if (!colon || (size_t) (colon - s) >= sizeof u)
+    return -1;
+  memcpy (u, s, (size_t) (colon - s));
+  u[colon - s] = '\0';
+  if (parse_u64 (u, &uid) < 0 || parse_u64 (colon + 1, &gid) < 0 || uid == 0 || gid == 0 || uid >= UINT32_MAX
       || gid >= UINT32_MAX)
     return -1;
   g->vm_uid = (uid_t) uid;
