@@ -6,7 +6,8 @@ Docker's shim reaps it and takes its status).
 Observed from outside: `uname -r` inside is the guest kernel's, not the host's; the process's exit
 status is `docker run`'s; a detached container is `running` for Docker, `docker stop` delivers
 SIGTERM to the process inside the VM (its trap's exit status comes back), `docker rm` leaves no
-state dir, no <root>/vm/<id>, no process, no mount. Two boots in all (TCG: 10-20 s each).
+state dir, no <root>/vm/<id>, no process, no mount; `docker kill` gives 137 and the shim's delete
+removes what the killed VM left. Three boots in all (TCG: 10-20 s each).
 
 Docker 20.10 (Debian 12) has no `--annotation`: the policy (network none, the only mode the tier
 builds yet) is the runtime class's ceiling.
@@ -19,7 +20,7 @@ import subprocess
 
 import pytest
 
-from conftest import IMAGE, TOP, Leaks
+from conftest import IMAGE, TOP, Leaks, wait_for
 from test_docker import Docker, running_docker
 
 pytestmark = pytest.mark.docker
@@ -117,11 +118,31 @@ def test_vm_tier_detached_stop_and_remove(vdocker):
     # exec is refused with the tier's error, nothing runs on the host
     ex = vdocker.cli("exec", cid, "true", check=False)
     assert ex.returncode != 0 and "vm tier" in (ex.stdout + ex.stderr), ex
+    # the trap is set once "ready" is out (a TERM before it is ignored by the namespace's init)
+    wait_for(lambda: "ready" in vdocker.cli("logs", cid).stdout, "the container's trap to be set")
     vdocker.cli("stop", "-t", "60", cid)
     code = vdocker.cli("wait", cid).stdout.strip()
     assert code == "3", code
     logs = vdocker.cli("logs", cid)
     assert "ready" in logs.stdout and "got-term" in logs.stdout, logs
     vdocker.cli("rm", cid)
+    leaks.check()
+    _nothing_left(vdocker, cid)
+
+
+def test_vm_tier_docker_kill(vdocker):
+    """`docker kill` (SIGKILL: the supervisor dies and QEMU with it) gives 137, and the shim's
+    delete removes the VM's run directory the supervisor could not"""
+    leaks = Leaks([vdocker.dir])
+    cidfile = os.path.join(vdocker.dir, "cid.vm-kill")
+    r = vdocker.cli("run", "-d", f"--runtime={RT}", "--network", "none", "--cidfile", cidfile, IMAGE,
+                    "sleep", "1000", check=False, stdin=subprocess.DEVNULL)
+    cid = _cid(vdocker, leaks, cidfile)
+    assert r.returncode == 0, r
+    assert json.loads(vdocker.cli("inspect", cid).stdout)[0]["State"]["Status"] == "running"
+    vdocker.cli("kill", cid)
+    code = vdocker.cli("wait", cid).stdout.strip()
+    assert code == "137", code
+    vdocker.cli("rm", "-f", cid)
     leaks.check()
     _nothing_left(vdocker, cid)

@@ -68,9 +68,8 @@ class Shim:
         return json.loads(self.rt("state", self.id).stdout)
 
     def status(self):
-        line = self.p.stdout.readline()
-        self.p.wait(timeout=HANG)
-        return json.loads(line)["status"]
+        self.p.wait(timeout=HANG)  # the hang guard: the shim exits once the container's pid did
+        return json.loads(self.p.stdout.readline())["status"]
 
     def output(self):
         with open(self.out) as f:
@@ -92,7 +91,7 @@ class Shim:
 
 def test_create_start_kill_delete(vm_env):
     s = Shim(vm_env, "main", "echo started-in=$(uname -r); echo to-stderr >&2; "
-             "trap 'echo got-term; exit 9' TERM; while :; do sleep 1; done")
+             "trap 'echo got-term; exit 9' TERM; echo trap-set; while :; do sleep 1; done")
     assert s.created == 0, s.output()
     st = s.state()
     assert st["status"] == "created" and st["pid"] > 0, st
@@ -112,6 +111,8 @@ def test_create_start_kill_delete(vm_env):
     # a second start is refused as for a container
     again = s.rt("start", s.id, check=False)
     assert again.returncode != 0 and "not created" in again.stderr, again
+    # a TERM before the trap is set is ignored (the pid namespace's init has no handler yet)
+    s.wait_for(lambda: "trap-set" in s.output(), "the trap to be set")
     assert s.rt("kill", s.id, "TERM").returncode == 0
     assert s.status() == 9  # the trap's exit status, the supervisor's
     assert "got-term" in s.output()
