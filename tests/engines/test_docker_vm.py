@@ -9,8 +9,8 @@ SIGTERM to the process inside the VM (its trap's exit status comes back), `docke
 state dir, no <root>/vm/<id>, no process, no mount; `docker kill` gives 137 and the shim's delete
 removes what the killed VM left. Three boots in all (TCG: 10-20 s each).
 
-Docker 20.10 (Debian 12) has no `--annotation`: the policy (network none, the only mode the tier
-builds yet) is the runtime class's ceiling.
+Docker 20.10 (Debian 12) has no `--annotation`: the policy (network none; a policy without a
+network part is `open`, which the tier refuses) is the runtime class's ceiling.
 """
 
 import json
