@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,9 @@ usage (FILE *f)
               "   --policy FILE          agent policy ceiling from a file\n"
               "   --config FILE          host configuration (default: /etc/agentsbx/config.json)\n"
               "   --audit-dir DIR        audit log directory (default: /var/log/agentsbx)\n"
+              "   --isolation TIER       container (default) or vm: every container of this runtime class\n"
+              "                          in a microVM (the policy's isolation, as a ceiling)\n"
+              "   --vm-user UID:GID      the unprivileged ids QEMU runs as when a bundle is root's (vm tier)\n"
               "   --help, -h             show help\n"
               "   --version, -v          print the version\n");
 }
@@ -131,6 +135,8 @@ enum
   OPT_POLICY,
   OPT_CONFIG,
   OPT_AUDIT_DIR,
+  OPT_ISOLATION,
+  OPT_VM_USER,
 };
 
 /* A non-root caller (issue 17): its own state root and audit directory unless --root /
@@ -167,6 +173,25 @@ user_dirs (struct asbx_global *g, const char *verb, bool root_given)
   return 0;
 }
 
+/* --vm-user UID:GID (runtime/vm_jail.h): both numeric, neither 0 (QEMU never runs as root) */
+static int
+parse_vm_user (const char *s, struct asbx_global *g)
+{
+  char u[16];
+  const char *colon = strchr (s, ':');
+  uint64_t uid, gid;
+  if (!colon || (size_t) (colon - s) >= sizeof u)
+    return -1;
+  memcpy (u, s, (size_t) (colon - s));
+  u[colon - s] = '\0';
+  if (parse_u64 (u, &uid) < 0 || parse_u64 (colon + 1, &gid) < 0 || uid == 0 || gid == 0 || uid >= UINT32_MAX
+      || gid >= UINT32_MAX)
+    return -1;
+  g->vm_uid = (uid_t) uid;
+  g->vm_gid = (gid_t) gid;
+  return 0;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -184,6 +209,8 @@ main (int argc, char **argv)
     { "policy", required_argument, 0, OPT_POLICY },
     { "config", required_argument, 0, OPT_CONFIG },
     { "audit-dir", required_argument, 0, OPT_AUDIT_DIR },
+    { "isolation", required_argument, 0, OPT_ISOLATION },
+    { "vm-user", required_argument, 0, OPT_VM_USER },
     { 0, 0, 0, 0 },
   };
   struct asbx_global g = { .root = "/run/agentsbx" };
@@ -212,6 +239,15 @@ main (int argc, char **argv)
       case OPT_POLICY: g.policy_file = optarg; break;
       case OPT_CONFIG: g.config_path = optarg; break;
       case OPT_AUDIT_DIR: g.audit_dir = optarg; break;
+      case OPT_ISOLATION:
+        if (strcmp (optarg, "vm") != 0 && strcmp (optarg, "container") != 0)
+          return cli_usage (NULL, "--isolation `%s`: expected container or vm", optarg);
+        g.isolation_vm = strcmp (optarg, "vm") == 0;
+        break;
+      case OPT_VM_USER:
+        if (parse_vm_user (optarg, &g) < 0)
+          return cli_usage (NULL, "--vm-user `%s`: expected UID:GID, two non-zero numbers", optarg);
+        break;
       case 'h': usage (stdout); return 0;
       case 'v': version (); return 0;
       default: return cli_usage (NULL, "unknown global option `%s` (see --help)", argv[optind - 1]);

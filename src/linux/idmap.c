@@ -34,9 +34,8 @@
 #include "linux/mountopts.h"
 #include "linux/ns.h"
 
-/* A user namespace with the given maps, as an fd (O_RDONLY|O_CLOEXEC of /proc/PID/ns/user). */
-static int
-userns_with_maps (const struct oci_linux *maps, asbx_err_t *err)
+int
+linux_userns_with_maps (const struct oci_linux *maps, asbx_err_t *err)
 {
   int up[2], down[2];
   char c = 0;
@@ -118,7 +117,7 @@ idmap_one (const struct oci_spec *spec, const char *bundle, const struct oci_mou
                        "linux.gidMappings",
                        o->ridmap ? "ridmap" : "idmap");
   cleanup_free char *src = m->source[0] == '/' ? xstrdup (m->source) : xasprintf ("%s/%s", bundle, m->source);
-  cleanup_close int userns = userns_with_maps (&maps, err);
+  cleanup_close int userns = linux_userns_with_maps (&maps, err);
   if (userns < 0)
     return -1;
   cleanup_close int mfd = mnt_clone (AT_FDCWD, src, o->recursive, err);

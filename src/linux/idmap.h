@@ -20,4 +20,10 @@
 int linux_idmap_prepare (const struct oci_spec *spec, const char *bundle, const char *name,
                          struct linux_mount_src **srcs_out, asbx_err_t *err);
 
+/* A user namespace carrying the uid/gid maps of `maps` (only its uid_mappings and gid_mappings
+ * are read), for MOUNT_ATTR_IDMAP: an fd (O_RDONLY|O_CLOEXEC of /proc/PID/ns/user of a holder
+ * that has exited; the caller owns it). Needs CAP_SETUID/CAP_SETGID for maps other than the
+ * caller's own ids (host root). -1 with *err. */
+int linux_userns_with_maps (const struct oci_linux *maps, asbx_err_t *err);
+
 #endif

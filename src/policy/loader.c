@@ -458,6 +458,13 @@ policy_resolve (const struct policy_inputs *in, asbx_err_t *err)
   if (host_config_load (&h, in->config_path, err) < 0 || user_config_load (in, &u, err) < 0
       || load_request (in, &req, err) < 0 || load_ceiling (in, &h, &u, req.doc != NULL, &ceil, err) < 0)
     goto out;
+  if (ceil.doc == NULL && req.doc == NULL && in->isolation_vm)
+    {
+      /* `--isolation vm` of a runtime class with no policy: the tier alone, nothing else added
+       * (an empty document: every field absent is as in plain OCI) */
+      ceil.doc = pdoc_new ("--isolation vm");
+      ceil.source = xstrdup ("--isolation vm");
+    }
   if (ceil.doc == NULL && req.doc == NULL)
     p = xmalloc0 (sizeof *p); /* plain OCI: nothing added (a user config's restrict neither) */
   else if ((p = merge_sides (&ceil, &req, &h, &u, in->workspace_review, in->isolation_vm, err)) == NULL)

@@ -34,7 +34,8 @@ struct policy_inputs
   const char *sandbox_default_profile; /* `agentsbx sandbox`: ceiling when neither ceiling nor request is given */
   bool workspace_review;               /* `sandbox --review`: filesystem.workspace.mode review added to the
                                           effective policy (a narrowing, always allowed) */
-  bool isolation_vm;                   /* `sandbox --isolation vm`: isolation vm added likewise */
+  bool isolation_vm;                   /* `sandbox --isolation vm` and the global `--isolation vm`: isolation vm
+                                          added likewise (alone, with no policy at all) */
   const char *user_config;             /* user config file (must exist; "" = none); NULL = the caller's own
                                           ($XDG_CONFIG_HOME or ~/.config/agentsbx/config.json, absent = none)
                                           when euid != 0, none for root */

@@ -30,6 +30,7 @@
 #include "runtime/rootless.h"
 #include "runtime/rootless_oci.h"
 #include "runtime/state.h"
+#include "runtime/vm_supervisor.h"
 #include "runtime/workspace_review.h"
 
 /* Crash-safety test hook (tests/escape/test_robustness.py): AGENTSBX_TEST_STOP_AT=<step>
@@ -143,7 +144,7 @@ asbx_container_start (const struct asbx_global *g, const char *id, asbx_err_t *e
   spec = oci_spec_parse (raw, raw_len, "config.json", err);
   if (!spec)
     goto out;
-  if (spec->hooks && spec->hooks->poststart_len)
+  if (spec->hooks && spec->hooks->poststart_len && !g->vm_guest_no_hooks)
     {
       json = state_json (id, asbx_status_after (ASBX_OP_START), o.st.pid, o.st.bundle, &o.st.annotations, err);
       if (!json)
@@ -298,8 +299,11 @@ asbx_container_delete (const struct asbx_global *g, const char *id, bool force, 
       test_stop_at ("delete:opened");
       if (status != ASBX_STATUS_STOPPED)
         kill_and_wait (&o.st);
+      /* the vm tier: QEMU (it dies with the supervisor) and <root>/vm/<id> */
+      vm_supervisor_delete (o.dirfd, g->root, id);
       test_stop_at ("delete:killed");
-      run_poststop (o.dirfd, &o.st);
+      if (!g->vm_guest_no_hooks)
+        run_poststop (o.dirfd, &o.st);
       if (o.st.rootfs && faccessat (o.dirfd, HOST_MOUNTS_MARK, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
         host_mounts_cleanup (o.st.rootfs);
       if (o.st.cgroup_path && cgroup_remove (o.st.cgroup_path, o.st.cgroup_mask, 10000, err) < 0)

@@ -23,6 +23,10 @@ struct asbx_global
   bool vm_guest;           /* we are the init of a vm-tier guest (runtime/vm.h): isolation vm is the VM
                               around us, the container is made as for isolation container */
   bool vm_net_outside;     /* ...and its host enforces the network (runtime/vm_net.h): plan.net_outside */
+  bool vm_guest_no_hooks;  /* ... of a detached one (runtime/vm_supervisor.h): the host runs the hooks */
+  bool isolation_vm;       /* --isolation vm: every container of this runtime class in the vm tier */
+  uid_t vm_uid;            /* --vm-user: QEMU's ids for a root-owned bundle (runtime/vm_jail.h), 0 = none */
+  gid_t vm_gid;
 };
 
 struct asbx_create_opts

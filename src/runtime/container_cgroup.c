@@ -20,6 +20,7 @@
 #include "runtime/rootless.h"
 #include "runtime/rootless_oci.h"
 #include "runtime/state.h"
+#include "runtime/vm_supervisor.h"
 
 /* Open, lock and read the state of a container that has finished `create`, cgroup or not. */
 static int
@@ -29,6 +30,11 @@ open_state_any (const struct asbx_global *g, const char *id, struct asbx_opened 
     return -1;
   if (!o->has_state)
     return asbx_error (err, 0, "container `%s` is still being created", id);
+  if (vm_supervisor_is_vm (o->dirfd))
+    return asbx_error (err, EINVAL,
+                       "container `%s` runs in the vm tier (isolation vm): pause, resume, ps, update and events are "
+                       "not built there yet",
+                       id);
   return 0;
 }
 

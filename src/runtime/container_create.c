@@ -48,6 +48,7 @@
 #include "monitor/monitor.h"
 #include "runtime/policy_apply.h"
 #include "runtime/vm.h"
+#include "runtime/vm_supervisor.h"
 #include "runtime/process.h"
 #include "runtime/secret_env.h"
 #include "runtime/spawn.h"
@@ -475,6 +476,10 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   parsed = oci_spec_parse (raw, raw_len, config_path, err);
   if (!parsed)
     return -1;
+  /* a detached vm-tier guest: the host runs the hooks (runtime/vm_supervisor.h); restored at out */
+  struct oci_hooks *hooks_aside = NULL;
+  if (g->vm_guest_no_hooks)
+    hooks_aside = steal_ptr (&parsed->hooks);
   /* the agent policy: ceiling (runtime flags, host config) ∩ request (annotations); the model
    * (config.json narrowed by the plan; the parsed spec stays as it is) is built before any check,
    * so every later step sees only the effective configuration */
@@ -487,7 +492,7 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
     .annotations = &parsed->annotations,
     .sandbox_default_profile = o->default_profile,
     .workspace_review = o->workspace_review,
-    .isolation_vm = o->isolation_vm,
+    .isolation_vm = o->isolation_vm || g->isolation_vm,
   };
   plan = policy_resolve (&pin, err);
   if (!plan)
@@ -514,12 +519,15 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
   if (plan->isolation == POLICY_ISOLATION_VM && !g->vm_guest)
     {
       /* the vm tier (runtime/vm.h): the whole run happens here, in a VM that applies this same
-       * config.json and policy inside; the guest's own create takes the branch below */
+       * config.json and policy inside; the guest's own create takes the branch below. create
+       * (and run --detach): a supervisor holds the VM for the other verbs (vm_supervisor.h) */
       if (!o->vm_status)
-        asbx_error (err, EINVAL,
-                    "%s: isolation vm: only a foreground `run` or `sandbox` is built yet (create/start, exec, kill, "
-                    "pause are not)",
-                    config_path);
+        {
+          if (vm_supervisor_create (g, o, bundle, spec, plan, raw, raw_len, init_pid, err) == 0)
+            ret = 0;
+          else
+            asbx_error_wrap (err, "%s", config_path);
+        }
       else if (vm_run (g->root, o->id, bundle, spec, plan, o->vm_status, err) == 0)
         ret = 1;
       goto out;
@@ -665,6 +673,8 @@ undo:
   create_undo (&c);
   ws_review_done (&c.ws, o->id, true);
 out:
+  if (hooks_aside)
+    parsed->hooks = hooks_aside;
   egress_share_release (&c.share);
   ws_review_done (&c.ws, o->id, false);
   linux_seccomp_release (&sc_filter);

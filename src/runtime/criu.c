@@ -34,6 +34,7 @@
 #include "policy/policy.h"
 #include "runtime/criu.h"
 #include "runtime/state.h"
+#include "runtime/vm_supervisor.h"
 
 #define CHECK_OUTPUT_MAX 65536
 #define CHECK_TIMEOUT_MS 60000
@@ -201,6 +202,11 @@ asbx_container_checkpoint (const struct asbx_global *g, const struct asbx_checkp
   if (!asbx_status_allows (status, ASBX_OP_CHECKPOINT))
     {
       asbx_error (err, 0, "checkpoint: container `%s` is %s, not running", o->id, asbx_status_name (status));
+      goto out;
+    }
+  if (vm_supervisor_is_vm (oc.dirfd))
+    {
+      asbx_error (err, EINVAL, "checkpoint: container `%s` runs in the vm tier (isolation vm): not built there", o->id);
       goto out;
     }
   if (faccessat (oc.dirfd, "policy.json", F_OK, AT_SYMLINK_NOFOLLOW) == 0)

@@ -49,6 +49,7 @@
 #include "runtime/state.h"
 #include "runtime/sync.h"
 #include "runtime/tty.h"
+#include "runtime/vm_supervisor.h"
 #include "monitor/unixsock.h"
 
 #ifndef CLONE_NEWTIME
@@ -553,6 +554,15 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
   if (!oc.has_state)
     {
       asbx_error (err, 0, "cannot exec in container `%s`: it is still being created", o->id);
+      goto out;
+    }
+  if (vm_supervisor_is_vm (oc.dirfd))
+    {
+      /* its pid is the host-side supervisor's: joining its namespaces would run on the host */
+      asbx_error (err, EINVAL,
+                  "cannot exec in container `%s`: it runs in the vm tier (isolation vm), where exec is "
+                  "not built yet",
+                  o->id);
       goto out;
     }
   const int dirfd = oc.dirfd;

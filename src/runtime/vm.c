@@ -171,6 +171,8 @@ struct vm_ctx
   struct vm_jail jail;              /* QEMU's confinement (vm_jail.h) */
   const char *mnt[VM_MAX_SHARES];   /* each share's mount point in QEMU's mount namespace */
   const char *run_mnt, *kernel_mnt; /* the run directory's, the guest kernel's */
+  uid_t as_uid;                     /* QEMU's uid/gid for a root-owned bundle (vm_attach), or 0 */
+  gid_t as_gid;
 };
 
 static void
@@ -368,7 +370,9 @@ plan_jail (struct vm_ctx *c, const struct vm_host *h, const char *bundle, asbx_e
   cleanup_close int bfd = open (bundle, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (bfd < 0)
     return asbx_error (err, errno, "isolation vm: open the bundle %s", bundle);
-  if (vm_jail_init (&c->jail, bfd, bundle, err) < 0)
+  /* the run directory QEMU's own first: it is never idmapped (vm_jail_add maps root's dirs) */
+  if (vm_jail_init (&c->jail, bfd, bundle, c->as_uid, c->as_gid, err) < 0
+      || chown_run_dir (c->dir, c->jail.uid, c->jail.gid, err) < 0)
     return -1;
   if (!(c->run_mnt = vm_jail_add (&c->jail, c->dir, "run", false, false, err))
       || !(c->kernel_mnt = vm_jail_add (&c->jail, h->kernel, "vmlinuz", true, true, err)))
@@ -380,7 +384,7 @@ plan_jail (struct vm_ctx *c, const struct vm_host *h, const char *bundle, asbx_e
       if (!(c->mnt[i] = vm_jail_add (&c->jail, c->shares[i].path, name, c->shares[i].ro, false, err)))
         return -1;
     }
-  return chown_run_dir (c->dir, c->jail.uid, c->jail.gid, err);
+  return 0;
 }
 
 /* Wait for QEMU; SIGKILL it when the wall clock runs out (deadline_ns 0 = none). Returns the
@@ -497,7 +501,7 @@ build_argv (struct argv *a, const struct vm_host *h, const struct vm_ctx *c, con
   arg (a, xstrdup ("console=ttyS0 quiet loglevel=3 panic=-1 tsc_early_khz=2000000 tsc=reliable no_timer_check "
                    "lpj=2000000"));
   arg (a, xstrdup ("-device"));
-  arg (a, xstrdup ("virtio-serial-device,max_ports=4"));
+  arg (a, xstrdup ("virtio-serial-device,max_ports=5")); /* port 0 is reserved (a console's): 4 ports */
   /* stdout, stderr: QEMU's own, one port each. Not QEMU's `stdio` chardev: at the end of its
    * input it closes, and the guest's writes to a port whose host side is closed block. stdin is
    * not forwarded yet (QEMU 7.2's file chardev has no input path): the process reads /dev/null */
@@ -561,9 +565,25 @@ read_status (const char *dir, int *status, asbx_err_t *err)
   return asbx_error (err, EIO, "isolation vm: the VM ended without reporting an exit status");
 }
 
+void
+vm_run_dir_remove (const char *state_root, const char *id)
+{
+  cleanup_free char *dir = xasprintf ("%s/vm/%s", state_root, id);
+  struct stat st;
+  if (lstat (dir, &st) == 0)
+    remove_run_dir (dir);
+}
+
 int
 vm_run (const char *state_root, const char *id, const char *bundle, const struct oci_spec *spec,
         const struct policy_plan *plan, int *status, asbx_err_t *err)
+{
+  return vm_run_attached (state_root, id, bundle, spec, plan, NULL, status, err);
+}
+
+int
+vm_run_attached (const char *state_root, const char *id, const char *bundle, const struct oci_spec *spec,
+                 const struct policy_plan *plan, struct vm_attach *att, int *status, asbx_err_t *err)
 {
   struct vm_host h;
   struct vm_ctx c = { 0 };
@@ -600,7 +620,13 @@ vm_run (const char *state_root, const char *id, const char *bundle, const struct
       vm_host_free (&h);
       return -1;
     }
-  c.jail = (struct vm_jail){ .alive_rd = -1, .alive_wr = -1 };
+  c.jail = (struct vm_jail){ .alive_rd = -1, .alive_wr = -1, .idmap_userns = -1 };
+  if (att)
+    {
+      c.manifest = xstrdup ("gate\n"); /* the guest waits for "start" on asbx.ctl (vm_guest.c) */
+      c.as_uid = att->as_uid;
+      c.as_gid = att->as_gid;
+    }
   /* network.mode filtered: the host side of the guest's NIC (runtime/vm_net.h) */
   if (vm_net_prepare (&net, state_root, id, spec, plan, err) < 0)
     goto out;
@@ -619,11 +645,24 @@ vm_run (const char *state_root, const char *id, const char *bundle, const struct
     if (vm_cpio_write (ifd, h.moddir, vm_modules, err) < 0)
       goto out;
   }
-  if (plan_jail (&c, &h, bundle, err) < 0)
+  if (plan_jail (&c, &h, bundle, err) < 0 || !c.run_mnt) /* run_mnt: set on success (for the analyzer) */
     goto out;
   build_argv (&a, &h, &c, plan);
   for (const char *const *na = vm_net_qemu_args (&net); *na; na++)
     arg (&a, xstrdup (*na));
+  if (att)
+    {
+      /* the control channel: a connected socket QEMU is given as VM_JAIL_CTL_FD (the fourth
+       * port of the serial device), read and written as a `pipe` chardev through its fdset (no
+       * .in/.out beside it: QEMU opens the path itself O_RDWR). Not a `socket` chardev: one
+       * connected before the port exists can leave the port closed, the guest's writes blocked */
+      arg (&a, xstrdup ("-add-fd"));
+      arg (&a, xasprintf ("fd=%d,set=3", VM_JAIL_CTL_FD));
+      arg (&a, xstrdup ("-chardev"));
+      arg (&a, xstrdup ("pipe,id=ctl,path=/dev/fdset/3"));
+      arg (&a, xstrdup ("-device"));
+      arg (&a, xstrdup ("virtserialport,chardev=ctl,name=asbx.ctl"));
+    }
   uint64_t deadline = plan->wall_clock_seconds ? now_ns () + plan->wall_clock_seconds * 1000000000ull : 0;
   /* fork(2) into QEMU's own namespaces (vm_jail.h); SIGCHLD: waited for as a child */
   pid_t pid = (pid_t) syscall (SYS_clone,
@@ -639,7 +678,8 @@ vm_run (const char *state_root, const char *id, const char *bundle, const struct
       /* QEMU does not outlive us (vm_jail_enter sets the parent-death signal): a killed `run`
        * takes its VM with it (signals are not forwarded to the guest yet) */
       asbx_err_t e = NULL;
-      if (vm_net_child (&net, &e) < 0 || vm_jail_enter (&c.jail, &e) < 0)
+      if (vm_net_child (&net, &e) < 0 || vm_jail_enter (&c.jail, &e) < 0
+          || (att && dup2 (att->ctl_fd, VM_JAIL_CTL_FD) < 0))
         {
           fprintf (stderr, "agentsbx: %s\n", e ? e->msg : "setup failed");
           _exit (127);
@@ -657,7 +697,7 @@ vm_run (const char *state_root, const char *id, const char *bundle, const struct
         ;
       goto out;
     }
-  int st = wait_qemu (pid, deadline);
+  int st = att ? att->wait (att, pid, deadline) : wait_qemu (pid, deadline);
   /* the monitor enforces the wall clock too (its timer started first): its kill is the same 124 */
   if (st == -1 || (vm_net_finish (&net) && !WIFEXITED (st)))
     {

@@ -8,12 +8,14 @@
  * same config.json under the same effective policy, so the VM is a boundary added around the
  * container, not a replacement.
  *
- * What this slice does not do (refused with an error, never skipped): create/start as separate
- * verbs, exec, kill, pause, a terminal, network.mode open (filtered: runtime/vm_net.h). */
+ * create/start/kill/state/delete as separate verbs: runtime/vm_supervisor.h (a host-side supervisor
+ * process drives vm_run_attached). What is not built (refused with an error, never skipped): exec,
+ * pause, ps, a terminal, network.mode open (filtered: runtime/vm_net.h). */
 #ifndef ASBX_RUNTIME_VM_H
 #define ASBX_RUNTIME_VM_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "core/error.h"
 #include "libocispec/oci_spec.h"
@@ -46,6 +48,28 @@ void vm_host_free (struct vm_host *h);
  * ENOENT without qemu or kernel, the errno of a failed step otherwise; 0 / -1 with *err. */
 int vm_run (const char *state_root, const char *id, const char *bundle, const struct oci_spec *spec,
             const struct policy_plan *plan, int *status, asbx_err_t *err);
+
+/* The detached lifecycle's part in a run (runtime/vm_supervisor.h); NULL for a foreground run. */
+struct vm_attach
+{
+  int ctl_fd; /* QEMU's end of the control channel (a stream socket): the virtio-serial port asbx.ctl;
+                 the guest then holds the container at `created` until told "start" on it */
+  /* called instead of the foreground wait once QEMU runs (pid), with the wall clock's deadline
+   * (CLOCK_MONOTONIC ns, 0 = none): returns QEMU's wait status, or -1 when it was killed for the
+   * wall clock */
+  int (*wait) (struct vm_attach *a, pid_t qemu, uint64_t deadline_ns);
+  void *arg;    /* the caller's */
+  uid_t as_uid; /* QEMU's uid/gid when the bundle is root's (`--vm-user`; vm_jail.h), 0 = refused */
+  gid_t as_gid;
+};
+
+/* vm_run with the detached lifecycle's control channel and wait (a NULL `att` is vm_run). */
+int vm_run_attached (const char *state_root, const char *id, const char *bundle, const struct oci_spec *spec,
+                     const struct policy_plan *plan, struct vm_attach *att, int *status, asbx_err_t *err);
+
+/* Remove <state_root>/vm/<id> (a run whose process was killed leaves it), through fds and
+ * without following a symlink (QEMU's uid owned it). Best effort: a failure is a warning. */
+void vm_run_dir_remove (const char *state_root, const char *id);
 
 /* The guest side: /init of the initramfs (PID 1 in the VM). Never returns: powers the VM off. */
 _Noreturn void vm_guest_main (void);

@@ -8,10 +8,15 @@
  *     manifest at its host path, read-only where the host said so;
  *  5. create + start + wait of the container exactly as `agentsbx run` does on a host, under the
  *     effective policy the host resolved (as the ceiling: nothing can widen it here);
- *  6. "exit N" (or "error MESSAGE") on asbx.status, then power off. */
+ *  6. "exit N" (or "error MESSAGE") on asbx.status, then power off.
+ * Under the detached lifecycle (manifest line `gate`, runtime/vm_supervisor.h) 5 is split at the
+ * start gate: "created" goes to the host on asbx.ctl, the container starts on "start" (answered
+ * "started" or "error MESSAGE"), and every "kill N" line is the signal N for its init. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,12 +24,14 @@
 #include <sys/reboot.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <linux/module.h>
 
 #include "core/cleanup.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "monitor/monitor.h"
 #include "runtime/container.h"
 #include "runtime/vm.h"
 #include "runtime/vm_net.h"
@@ -177,7 +184,7 @@ bind_file (const char *name, const char *path)
 /* the manifest's lines: debug (the host runs with --debug) / id ID / bundle PATH / share TAG ro|rw PATH / file NAME
  * PATH */
 static void
-apply_manifest (char **id, char **bundle)
+apply_manifest (char **id, char **bundle, bool *gate)
 {
   cleanup_free char *text = NULL;
   size_t len = 0;
@@ -203,6 +210,8 @@ apply_manifest (char **id, char **bundle)
             guest_fail (e2->msg, 0);
           guest_net = true;
         }
+      else if (strcmp (l, "gate") == 0)
+        *gate = true;
       else if (strncmp (l, "id ", 3) == 0)
         *id = xstrdup (l + 3);
       else if (strncmp (l, "bundle ", 7) == 0)
@@ -216,6 +225,95 @@ apply_manifest (char **id, char **bundle)
     }
   if (!*id || !*bundle)
     guest_fail ("the manifest names no id or bundle", EINVAL);
+}
+
+/* one line from the host on asbx.ctl into buf (NUL-terminated, without the newline); false at
+ * EOF. Bytes after the newline stay in *pending. */
+static bool
+ctl_line (int fd, char *buf, size_t size, char *pending, size_t *plen)
+{
+  for (;;)
+    {
+      char *nl = memchr (pending, '\n', *plen);
+      if (nl)
+        {
+          size_t n = (size_t) (nl - pending);
+          snprintf (buf, size, "%.*s", (int) n, pending);
+          memmove (pending, nl + 1, *plen - n - 1);
+          *plen -= n + 1;
+          return true;
+        }
+      if (*plen == 256)
+        *plen = 0; /* a line this long is none of ours: dropped */
+      ssize_t r = read (fd, pending + *plen, 256 - *plen);
+      if (r < 0 && errno == EINTR)
+        continue;
+      if (r <= 0)
+        return false;
+      *plen += (size_t) r;
+    }
+}
+
+/* The start gate and the signals (manifest `gate`): "created" to the host, wait for "start",
+ * start, then forward "kill N" to the container's init until it exits. Returns its status as
+ * asbx_container_wait does. */
+static int
+gated_run (struct asbx_global *g, const char *id, pid_t pid)
+{
+  char line[256], pending[256];
+  size_t plen = 0;
+  asbx_err_t err = NULL;
+  int ctl = open_port ("asbx.ctl", O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (ctl < 0)
+    guest_fail ("the virtio-serial port asbx.ctl", errno);
+  write_all (ctl, "created\n", 8);
+  for (;;)
+    {
+      if (!ctl_line (ctl, line, sizeof line, pending, &plen))
+        guest_fail ("the host closed asbx.ctl before start", 0);
+      if (strcmp (line, "start") == 0)
+        break;
+      int sig = 0;
+      if (sscanf (line, "kill %d", &sig) == 1 && sig > 0)
+        kill (pid, sig); /* a created container killed before start */
+    }
+  if (asbx_container_start (g, id, &err) < 0)
+    {
+      cleanup_free char *msg = xasprintf ("error %s\n", err->msg);
+      for (char *p = msg; *p && p[1]; p++)
+        if (*p == '\n')
+          *p = ' ';
+      write_all (ctl, msg, strlen (msg));
+      asbx_error_free (&err);
+    }
+  else
+    write_all (ctl, "started\n", 8);
+  int pfd = (int) syscall (SYS_pidfd_open, pid, 0);
+  for (;;)
+    {
+      int st;
+      pid_t r = waitpid (pid, &st, WNOHANG);
+      if (r == pid)
+        return WIFSIGNALED (st) ? 128 + WTERMSIG (st) : WEXITSTATUS (st);
+      if (r < 0 && errno != EINTR)
+        return 255;
+      struct pollfd p[2] = { { .fd = pfd, .events = POLLIN }, { .fd = ctl, .events = POLLIN } };
+      if (poll (p, 2, -1) < 0 || !(p[1].revents & (POLLIN | POLLHUP | POLLERR)))
+        continue;
+      do
+        {
+          int sig = 0;
+          if (!ctl_line (ctl, line, sizeof line, pending, &plen))
+            {
+              close (ctl); /* the host is gone: QEMU ends with it */
+              ctl = -1;
+              break;
+            }
+          if (sscanf (line, "kill %d", &sig) == 1 && sig > 0)
+            kill (pid, sig);
+        }
+      while (memchr (pending, '\n', plen));
+    }
 }
 
 /* / as a mount with a parent: bind the initramfs on /newroot, move it onto /, chroot there (as
@@ -234,6 +332,7 @@ vm_guest_main (void)
 {
   cleanup_free char *id = NULL, *bundle = NULL;
   asbx_err_t err = NULL;
+  bool gate = false;
   pid_t pid;
   int status;
 
@@ -249,7 +348,7 @@ vm_guest_main (void)
   load_modules ();
   stdio_on_ports ();
   mount_share ("asbx", G_SHARE, true);
-  apply_manifest (&id, &bundle);
+  apply_manifest (&id, &bundle, &gate);
   /* every controller for the container's cgroup (the policy's limits apply in here too) */
   cleanup_free char *ctrls = NULL;
   size_t clen = 0;
@@ -272,11 +371,27 @@ vm_guest_main (void)
     /* config_path NULL: /etc/agentsbx/config.json, absent in the guest: the host resolved it */
     .vm_guest = true,
     .vm_net_outside = guest_net,
+    /* detached: the hooks are the host's (runtime/vm_supervisor.h), none runs in here */
+    .vm_guest_no_hooks = gate,
   };
   struct asbx_create_opts o = { .id = id, .bundle = bundle };
-  if (asbx_container_create (&g, &o, &pid, &err) < 0 || asbx_container_start (&g, id, &err) < 0)
+  if (asbx_container_create (&g, &o, &pid, &err) < 0 || (!gate && asbx_container_start (&g, id, &err) < 0))
     guest_fail (err->msg, 0);
-  status = asbx_container_wait (pid);
+  status = gate ? gated_run (&g, id, pid) : asbx_container_wait (pid);
+  /* the guest's own monitor may enforce the wall clock before the host does (the guest's clock,
+   * from its create): the same status as the host's kill (vm.h: 124) */
+  {
+    cleanup_free char *sd = xasprintf ("%s/%s", g.root, id);
+    cleanup_close int sfd = open (sd, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    cleanup_free char *reason = NULL;
+    if (sfd >= 0)
+      {
+        monitor_wait_exit (sfd, 5000);
+        reason = monitor_exit_reason (sfd);
+      }
+    if (reason && strncmp (reason, "wallclock", 9) == 0)
+      status = 124;
+  }
   if (asbx_container_delete (&g, id, true, &err) < 0)
     asbx_error_free (&err);
   char line[32];

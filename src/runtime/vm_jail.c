@@ -18,29 +18,44 @@
 #include <linux/securebits.h>
 
 #include "core/cleanup.h"
+#include "core/log.h"
 #include "core/util.h"
+#include "linux/idmap.h"
 #include "linux/pathsafe.h"
 #include "linux/setid_filter.h"
 #include "runtime/vm_jail.h"
 
 #define NOGROUP 65534
 
+/* the user namespace for the idmapped shares: on-disk 0 appears as uid/gid */
+static int
+idmap_userns (uid_t uid, gid_t gid, asbx_err_t *err)
+{
+  struct oci_id_mapping um = { .container_id = 0, .host_id = uid, .size = 1 };
+  struct oci_id_mapping gm = { .container_id = 0, .host_id = gid, .size = 1 };
+  struct oci_linux maps = { .uid_mappings = &um, .uid_mappings_len = 1, .gid_mappings = &gm, .gid_mappings_len = 1 };
+  int fd = linux_userns_with_maps (&maps, err);
+  return fd < 0 ? asbx_error_wrap (err, "isolation vm: a user namespace for the idmapped shares") : fd;
+}
+
 int
-vm_jail_init (struct vm_jail *j, int owner_fd, const char *bundle, asbx_err_t *err)
+vm_jail_init (struct vm_jail *j, int owner_fd, const char *bundle, uid_t as_uid, gid_t as_gid, asbx_err_t *err)
 {
   struct stat st;
   int p[2];
-  *j = (struct vm_jail){ .alive_rd = -1, .alive_wr = -1 };
+  *j = (struct vm_jail){ .alive_rd = -1, .alive_wr = -1, .idmap_userns = -1 };
   if (fstat (owner_fd, &st) < 0)
     return asbx_error (err, errno, "isolation vm: stat %s", bundle);
-  if (st.st_uid == 0)
+  if (st.st_uid == 0 && as_uid == 0)
     return asbx_error (err, EPERM,
                        "isolation vm: the bundle %s is owned by root: QEMU runs as the bundle's owner and never as "
                        "root (chown the bundle and the directories it shares to the unprivileged user the VM's "
-                       "files should belong to)",
+                       "files should belong to, or name one with the global --vm-user UID:GID)",
                        bundle);
-  j->uid = st.st_uid;
-  j->gid = st.st_gid ? st.st_gid : NOGROUP;
+  j->uid = st.st_uid ? st.st_uid : as_uid;
+  j->gid = st.st_uid ? (st.st_gid ? st.st_gid : NOGROUP) : (as_gid ? as_gid : NOGROUP);
+  if (st.st_uid == 0 && (j->idmap_userns = idmap_userns (j->uid, j->gid, err)) < 0)
+    return -1;
   if (pipe2 (p, O_CLOEXEC) < 0)
     return asbx_error (err, errno, "isolation vm: pipe");
   j->alive_rd = p[0];
@@ -80,6 +95,19 @@ vm_jail_add (struct vm_jail *j, const char *path, const char *name, bool ro, boo
                   file ? "a regular file" : "a directory");
       return NULL;
     }
+  struct vm_ovl ovl = { 0 };
+  int isovl = j->idmap_userns >= 0 && !file && st.st_uid == 0 ? vm_ovl_layers (fd, path, j->idmap_userns, &ovl, err)
+                                                              : 0;
+  if (isovl != 0)
+    {
+      close (fd);
+      if (isovl < 0)
+        return NULL;
+      j->binds[j->n] = (struct vm_jail_bind){
+        .fd = -1, .where = xasprintf (VM_JAIL_DIR "/%s", name), .ro = ro, .ovl = ovl
+      };
+      return j->binds[j->n++].where;
+    }
   /* a detached copy of the mount at that very object (not its submounts): a mount of the
    * host's namespace cannot be bound from QEMU's new one, a detached tree can be attached there
    * (open_tree(2), move_mount(2), Linux 5.2) */
@@ -92,6 +120,29 @@ vm_jail_add (struct vm_jail *j, const char *path, const char *name, bool ro, boo
       return NULL;
     }
   fd = tree;
+  /* a root-owned bundle's root-owned share: root's files become QEMU's uid's (vm_jail.h) */
+  if (j->idmap_userns >= 0 && !file && st.st_uid == 0)
+    {
+      struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t) j->idmap_userns };
+      int r = (int) mount_setattr (fd, "", AT_EMPTY_PATH, &attr, sizeof attr), e2 = r < 0 ? errno : 0;
+      if (r < 0 && e2 != EINVAL)
+        {
+          errno = e2;
+          asbx_error (err, errno, "isolation vm: an idmapped mount of %s for QEMU", path);
+          close (fd);
+          return NULL;
+        }
+      if (e2 == EINVAL && !ro)
+        {
+          /* a filesystem without idmapped mounts (overlayfs: an engine's rootfs): attached as it
+           * is and read-only: QEMU's uid reads what the world may read there and writes nothing
+           * (docs/security.md "Isolation tiers") */
+          log_warning ("isolation vm: %s cannot be idmapped for QEMU (its filesystem has no idmapped mounts): "
+                       "shared read-only, with the access its files give everyone",
+                       path);
+          ro = true;
+        }
+    }
   j->binds[j->n] = (struct vm_jail_bind){
     .fd = fd, .where = xasprintf (VM_JAIL_DIR "/%s", name), .ro = ro, .file = file
   };
@@ -105,12 +156,16 @@ vm_jail_free (struct vm_jail *j)
     {
       if (j->binds[i].fd >= 0)
         close (j->binds[i].fd);
+      vm_ovl_free (&j->binds[i].ovl);
       free (j->binds[i].where);
     }
   if (j->alive_rd >= 0)
     close (j->alive_rd);
   if (j->alive_wr >= 0)
     close (j->alive_wr);
+  if (j->idmap_userns >= 0)
+    close (j->idmap_userns);
+  j->idmap_userns = -1;
   j->n = 0;
   j->alive_rd = j->alive_wr = -1;
 }
@@ -206,6 +261,17 @@ make_mounts (struct vm_jail *j, asbx_err_t *err)
         return asbx_error (err, errno, "isolation vm: make %s", at);
       if (b->file)
         close (fd);
+      if (b->ovl.n)
+        {
+          /* an engine's overlay rootfs (vm_ovl.h): its upper layer in the run directory, binds[0] */
+          cleanup_free char *run = xasprintf (NEWROOT "%s", j->binds[0].where);
+          if ((mkdir (NEWROOT "/.l", 0700) < 0 && errno != EEXIST)
+              || vm_ovl_mount (&b->ovl, NEWROOT "/.l", at, run, j->uid, j->gid,
+                               MS_NOSUID | MS_NODEV | (b->ro ? MS_RDONLY : 0), err)
+                     < 0)
+            return asbx_error_wrap (err, "isolation vm: %s", b->where);
+          continue;
+        }
       unsigned long fl = MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | (b->ro ? MS_RDONLY : 0);
       if (move_mount (b->fd, "", AT_FDCWD, at, MOVE_MOUNT_F_EMPTY_PATH) < 0 || mount (NULL, at, NULL, fl, NULL) < 0)
         return asbx_error (err, errno, "isolation vm: bind mount %s", b->where);

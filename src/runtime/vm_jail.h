@@ -16,7 +16,16 @@
  *    clones of the O_PATH fds opened when the shares were checked; QEMU's path= names those
  *    mounts, so no path is re-resolved between the check and QEMU; no other host file is there;
  *  - under a seccomp filter (linux/setid_filter.h) that refuses S_ISUID/S_ISGID in any mode it
- *    sets, under QEMU's own -sandbox. */
+ *    sets, under QEMU's own -sandbox.
+ * A bundle owned by root (an engine's: containerd's, CRI-O's) is refused unless the admin named
+ * the unprivileged uid/gid QEMU runs as (`--vm-user`, runtime/vm_supervisor.h); every
+ * root-owned share is then attached idmapped (MOUNT_ATTR_IDMAP: the host's uid/gid 0 on disk
+ * appears as that uid/gid, so QEMU's root in its user namespace owns them, and what it creates
+ * there is root's on the host, as a container's root's files are; other owners' files appear as
+ * the overflow id); an overlayfs share (which cannot be idmapped) is rebuilt over idmapped clones
+ * of its layers (vm_ovl.h), any other filesystem without idmapped mounts is attached read-only.
+ * QEMU still never runs as root, has no capability and no set-ID mode. The first directory
+ * added is the run directory (a rebuilt overlay's upper layer goes there). */
 #ifndef ASBX_RUNTIME_VM_JAIL_H
 #define ASBX_RUNTIME_VM_JAIL_H
 
@@ -24,18 +33,22 @@
 #include <sys/types.h>
 
 #include "core/error.h"
+#include "runtime/vm_ovl.h"
 
 #define VM_JAIL_MAX 18
 #define VM_JAIL_DIR "/run/agentsbx-vm"
 /* QEMU's stdout and stderr fds (-add-fd ...,set=1 / set=2; its chardevs open /dev/fdset/N) */
 #define VM_JAIL_STDOUT_FD 3
 #define VM_JAIL_STDERR_FD 4
+/* the detached lifecycle's control socket (-chardev socket,fd=5; runtime/vm_supervisor.h) */
+#define VM_JAIL_CTL_FD 5
 
 struct vm_jail_bind
 {
   int fd;      /* open_tree(OPEN_TREE_CLONE) of the directory (or the kernel file) */
   char *where; /* its mount point under VM_JAIL_DIR */
   bool ro, file;
+  struct vm_ovl ovl; /* an engine's overlayfs rootfs: rebuilt over idmapped layers (fd -1; vm_ovl.h) */
 };
 
 struct vm_jail
@@ -45,15 +58,19 @@ struct vm_jail
   struct vm_jail_bind binds[VM_JAIL_MAX];
   size_t n;
   int alive_rd, alive_wr; /* a pipe: the child sees the parent die (PR_SET_PDEATHSIG's race) */
+  int idmap_userns;       /* a root-owned bundle: the user namespace mapping 0 to uid/gid, or -1 */
 };
 
-/* Start a jail for QEMU: the uid/gid is the owner of the directory `owner_fd` (the bundle);
- * a root-owned bundle is refused (EPERM): QEMU does not run as root. 0 / -1 with *err. */
-int vm_jail_init (struct vm_jail *j, int owner_fd, const char *bundle, asbx_err_t *err);
+/* Start a jail for QEMU: the uid/gid is the owner of the directory `owner_fd` (the bundle). A
+ * root-owned bundle takes as_uid/as_gid instead (0 = none: refused, EPERM: QEMU does not run as
+ * root) and idmapped root-owned shares (above). 0 / -1 with *err. */
+int vm_jail_init (struct vm_jail *j, int owner_fd, const char *bundle, uid_t as_uid, gid_t as_gid, asbx_err_t *err);
 
 /* Open `path` (absolute; a directory, or a regular file when `file`) as O_PATH beneath its
  * parent, the last component no symlink (RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|
- * RESOLVE_NO_MAGICLINKS), and add it as VM_JAIL_DIR/`name`. The fd is what will be mounted.
+ * RESOLVE_NO_MAGICLINKS), and add it as VM_JAIL_DIR/`name`. The fd is what will be mounted
+ * (idmapped when j has idmap_userns and the directory is root's on disk: ENOTSUP-like EINVAL
+ * from a filesystem without idmapped mounts).
  * Returns the mount point (owned by j) or NULL with *err (ENOTDIR, ELOOP, ENOSPC for too many). */
 const char *vm_jail_add (struct vm_jail *j, const char *path, const char *name, bool ro, bool file, asbx_err_t *err);
 

@@ -176,15 +176,23 @@ def test_workspace_write_reaches_the_host(vm_run):
         assert f.read() == "from-the-guest\n"
 
 
-def test_create_alone_is_refused(vm_env):
+def test_create_with_a_terminal_is_refused(vm_env):
+    """create/start work in the tier (test_vm_lifecycle.py); a terminal is not built: refused
+    before anything boots, nothing left"""
     b, _, pol = _bundle(vm_env, "create", "true",
                         {"version": 1, "isolation": "vm", "network": {"mode": "none"}})
+    with open(os.path.join(b, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["process"]["terminal"] = True
+    with open(os.path.join(b, "config.json"), "w") as f:
+        json.dump(cfg, f)
     root = os.path.join(vm_env["work"], "state-create")
     r = subprocess.run([vm_env["bin"], "--root", root, "--policy", pol, "create", "--bundle", b, "vm-c"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0
-    assert "only a foreground `run` or `sandbox` is built yet" in r.stderr, r.stderr
+    assert "process.terminal is not built yet in the vm tier" in r.stderr, r.stderr
     assert not os.path.exists(os.path.join(root, "vm-c"))
+    assert not os.path.exists(os.path.join(root, "vm", "vm-c"))
 
 
 def test_wall_clock_is_enforced_from_the_host(vm_env):

@@ -1,0 +1,150 @@
+"""The vm tier's detached lifecycle (issue 22; runtime/vm_supervisor.h): create, start, state, kill,
+delete of a container whose process runs in a microVM, observed from outside as an engine's shim
+sees it: the state JSON, the output the process wrote, the exit status of the container's pid
+(the supervisor, reaped here by a subreaper as containerd's shim does), and nothing left in the
+state root or <root>/vm afterwards.
+
+Three boots (TCG: 10-20 s each): create/start/kill TERM; `run --detach` under a wall clock;
+delete of a container that was never started. Needs what test_vm.py needs (its fixtures)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from test_vm import OWNER, _bundle, vm_env  # noqa: F401 (vm_env: the fixture)
+
+pytestmark = pytest.mark.agentsbx_only("the vm isolation tier is agentsbx's")
+
+POLICY = {"version": 1, "isolation": "vm", "network": {"mode": "none"}}
+HANG = 300  # seconds: a guard against hangs, never an assertion on speed
+
+# A minimal shim: a child subreaper that runs the runtime's create (or run --detach), then waits
+# for the container's pid (reparented to it when the runtime exits) and prints its status as
+# JSON; every other orphan is reaped too (as containerd-shim does).
+SHIM = r"""
+import ctypes, json, os, subprocess, sys
+ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+out = open(sys.argv[1], "w")
+pidfile, argv = sys.argv[2], sys.argv[3:]
+rc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out).returncode
+print(json.dumps({"runtime": rc}), flush=True)
+if rc != 0:
+    sys.exit(0)
+pid = int(open(pidfile).read())
+status = None
+while True:
+    try:
+        p, st = os.wait()
+    except ChildProcessError:
+        break
+    if p == pid:
+        status = os.waitstatus_to_exitcode(st)
+print(json.dumps({"status": status}), flush=True)
+"""
+
+
+class Shim:
+    def __init__(self, env, name, script, policy=POLICY, verb=("create",)):
+        self.bin = env["bin"]
+        self.id = "vml-" + name
+        self.root = os.path.join(env["work"], "state-" + self.id)
+        b, self.ws, pol = _bundle(env, "lc-" + name, script, policy)
+        self.out = os.path.join(env["work"], self.id + ".out")
+        pidfile = os.path.join(env["work"], self.id + ".pid")
+        argv = [self.bin, "--root", self.root, "--policy", pol, *verb, "--bundle", b, "--pid-file", pidfile, self.id]
+        self.p = subprocess.Popen([sys.executable, "-c", SHIM, self.out, pidfile, *argv],
+                                  stdout=subprocess.PIPE, text=True)
+        self.created = json.loads(self.p.stdout.readline())["runtime"]
+
+    def rt(self, *args, check=True):
+        return subprocess.run([self.bin, "--root", self.root, *args], capture_output=True, text=True,
+                              timeout=HANG, check=check)
+
+    def state(self):
+        return json.loads(self.rt("state", self.id).stdout)
+
+    def status(self):
+        self.p.wait(timeout=HANG)  # the hang guard: the shim exits once the container's pid did
+        return json.loads(self.p.stdout.readline())["status"]
+
+    def output(self):
+        with open(self.out) as f:
+            return f.read()
+
+    def assert_nothing_left(self):
+        left = [e for e in os.listdir(self.root) if e != "vm"] if os.path.isdir(self.root) else []
+        assert not left, left
+        assert not os.path.exists(os.path.join(self.root, "vm", self.id)), "the VM's run directory was left"
+        ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+        assert self.id not in ps and self.root not in ps, [x for x in ps.splitlines() if self.id in x]
+
+    def wait_for(self, pred, what):
+        deadline = time.monotonic() + HANG
+        while not pred():
+            assert time.monotonic() < deadline, what
+            time.sleep(0.1)
+
+
+def test_create_start_kill_delete(vm_env):
+    s = Shim(vm_env, "main", "echo started-in=$(uname -r); echo to-stderr >&2; "
+             "trap 'echo got-term; exit 9' TERM; echo trap-set; while :; do sleep 1; done")
+    assert s.created == 0, s.output()
+    st = s.state()
+    assert st["status"] == "created" and st["pid"] > 0, st
+    assert os.path.exists(f"/proc/{st['pid']}"), st  # the supervisor, alive
+    assert "started-in" not in s.output()  # held at the start gate
+    # what is not built in the tier is refused with its error, and does not run on the host
+    ex = s.rt("exec", s.id, "/bin/true", check=False)
+    assert ex.returncode != 0 and "vm tier" in ex.stderr, ex
+    pa = s.rt("pause", s.id, check=False)
+    assert pa.returncode != 0 and "vm tier" in pa.stderr, pa
+    assert s.rt("start", s.id).returncode == 0
+    assert s.state()["status"] == "running"
+    s.wait_for(lambda: "started-in=" in s.output(), "the process's output")
+    release = s.output().split("started-in=")[1].split()[0]
+    assert release != os.uname().release, release
+    assert "to-stderr" in s.output()
+    # a second start is refused as for a container
+    again = s.rt("start", s.id, check=False)
+    assert again.returncode != 0 and "not created" in again.stderr, again
+    # a TERM before the trap is set is ignored (the pid namespace's init has no handler yet)
+    s.wait_for(lambda: "trap-set" in s.output(), "the trap to be set")
+    assert s.rt("kill", s.id, "TERM").returncode == 0
+    assert s.status() == 9  # the trap's exit status, the supervisor's
+    assert "got-term" in s.output()
+    assert s.state()["status"] == "stopped"
+    k = s.rt("kill", s.id, "TERM", check=False)
+    assert k.returncode != 0 and "not running" in k.stderr, k
+    assert s.rt("delete", s.id).returncode == 0
+    s.assert_nothing_left()
+
+
+def test_run_detach_wall_clock(vm_env):
+    """run --detach: the wall clock is enforced from the host (QEMU killed, status 124)"""
+    pol = dict(POLICY, limits={"wallClockSeconds": 45})
+    s = Shim(vm_env, "wall", "echo up; while :; do sleep 1; done", policy=pol, verb=("run", "--detach"))
+    assert s.created == 0, s.output()
+    assert s.state()["status"] == "running"
+    assert s.status() == 124
+    assert "up" in s.output()
+    assert s.state()["status"] == "stopped"
+    assert s.rt("delete", s.id).returncode == 0
+    s.assert_nothing_left()
+
+
+def test_delete_created_kills_the_vm(vm_env):
+    """delete of a created container: the supervisor gets SIGKILL (QEMU dies with it), the run
+    directory it could not remove is removed by delete"""
+    s = Shim(vm_env, "never", "echo must-not-run")
+    assert s.created == 0, s.output()
+    st = s.state()
+    assert st["status"] == "created"
+    assert os.path.isdir(os.path.join(s.root, "vm", s.id))
+    assert s.rt("delete", s.id).returncode == 0
+    assert s.status() == -signal.SIGKILL  # killed by SIGKILL: a shim reports 137
+    assert "must-not-run" not in s.output()
+    s.assert_nothing_left()
