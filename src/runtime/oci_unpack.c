@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <search.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -74,6 +75,89 @@ struct layer
   bool root;
 };
 
+/* One directory of the removal's path from the top: its identity, to check each step back up. */
+struct rm_level
+{
+  dev_t dev;
+  ino_t ino;
+};
+
+/* Unlink every non-directory in `dir`; the first subdirectory's name into sub (true), or false
+ * when none is left. -1 with errno on a failure. */
+static int
+rm_files_find_dir (int dir, char sub[NAME_MAX + 1])
+{
+  int fd = dup (dir);
+  DIR *d = fd < 0 ? NULL : fdopendir (fd);
+  struct dirent *de;
+  int found = 0;
+  if (!d)
+    {
+      if (fd >= 0)
+        close (fd);
+      return -1;
+    }
+  rewinddir (d); /* the dup shares the offset of an earlier pass */
+  while (!found && (errno = 0, de = readdir (d)) != NULL)
+    {
+      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
+        continue;
+      if (unlinkat (dir, de->d_name, 0) == 0 || errno == ENOENT)
+        continue;
+      if (errno != EISDIR && errno != EPERM)
+        found = -1;
+      else
+        {
+          snprintf (sub, NAME_MAX + 1, "%s", de->d_name);
+          found = 1;
+        }
+    }
+  int e = errno;
+  closedir (d);
+  if (found == 0 && e)
+    found = -1;
+  errno = e;
+  return found;
+}
+
+/* rmdir the entry of `dir` that is the directory `child` (found by identity: the walk keeps no
+ * names, so its memory does not grow with a name per level) */
+static int
+rm_child_dir (int dir, const struct rm_level *child)
+{
+  int fd = dup (dir);
+  DIR *d = fd < 0 ? NULL : fdopendir (fd);
+  struct dirent *de;
+  struct stat st;
+  if (!d)
+    {
+      if (fd >= 0)
+        close (fd);
+      return -1;
+    }
+  rewinddir (d);
+  while ((errno = 0, de = readdir (d)) != NULL)
+    if (strcmp (de->d_name, ".") != 0 && strcmp (de->d_name, "..") != 0
+        && fstatat (dir, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR (st.st_mode) && st.st_dev == child->dev
+        && st.st_ino == child->ino)
+      {
+        int r = unlinkat (dir, de->d_name, AT_REMOVEDIR);
+        int e = errno;
+        closedir (d);
+        errno = e;
+        return r;
+      }
+  closedir (d);
+  errno = ENOENT;
+  return -1;
+}
+
+/* Depth first without recursion and with two fds at a time: a tree deeper than the fd limit (or
+ * the stack) is removed too (outside attack 14: a guest made 1,100 nested directories in the VM's
+ * private upper layer; the recursive walk, one fd per level, failed with EMFILE and left the run
+ * directory, so that container id could not be created again). Going back up is by "..", checked
+ * against the identity recorded on the way down: a directory moved meanwhile stops the removal
+ * (EXDEV) rather than letting it continue somewhere else. */
 int
 oci_remove_at (int parent, const char *name)
 {
@@ -81,32 +165,73 @@ oci_remove_at (int parent, const char *name)
     return 0;
   if (errno != EISDIR && errno != EPERM)
     return -1;
-  int fd = openat (parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0)
+  int cur = openat (parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (cur < 0)
     return -1;
-  if (geteuid () != 0)
-    (void) fchmod (fd, 0700); /* ours: a 0555 directory from a tar is emptied too */
-  DIR *dir = fdopendir (fd);
-  if (!dir)
+  struct rm_level *stack = NULL;
+  size_t depth = 0, cap = 0;
+  char sub[NAME_MAX + 1];
+  int ret = -1, e = 0;
+  struct stat st;
+
+  if (fstat (cur, &st) < 0)
+    goto out;
+  stack = xmalloc ((cap = 16) * sizeof *stack);
+  stack[depth++] = (struct rm_level){ st.st_dev, st.st_ino };
+  for (;;)
     {
-      int e = errno;
-      close (fd);
-      errno = e;
-      return -1;
+      if (geteuid () != 0)
+        (void) fchmod (cur, 0700); /* ours: a 0555 directory from a tar is emptied too */
+      int found = rm_files_find_dir (cur, sub);
+      if (found < 0)
+        goto out;
+      if (found)
+        {
+          int child = openat (cur, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+          if (child < 0 || fstat (child, &st) < 0)
+            {
+              e = errno;
+              if (child >= 0)
+                close (child);
+              errno = e;
+              goto out;
+            }
+          close (cur);
+          cur = child;
+          if (depth == cap)
+            stack = xrealloc (stack, (cap *= 2) * sizeof *stack);
+          stack[depth++] = (struct rm_level){ st.st_dev, st.st_ino };
+          continue;
+        }
+      /* cur is empty: remove it from its parent */
+      struct rm_level me = stack[--depth];
+      if (depth == 0)
+        {
+          close (cur);
+          cur = -1;
+          ret = unlinkat (parent, name, AT_REMOVEDIR) == 0 || errno == ENOENT ? 0 : -1;
+          break;
+        }
+      int up = openat (cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      close (cur);
+      cur = up;
+      if (cur < 0 || fstat (cur, &st) < 0)
+        goto out;
+      if (st.st_dev != stack[depth - 1].dev || st.st_ino != stack[depth - 1].ino)
+        {
+          errno = EXDEV;
+          goto out;
+        }
+      if (rm_child_dir (cur, &me) < 0)
+        goto out;
     }
-  struct dirent *de;
-  int ret = 0;
-  while (ret == 0 && (errno = 0, de = readdir (dir)) != NULL)
-    if (strcmp (de->d_name, ".") != 0 && strcmp (de->d_name, "..") != 0)
-      ret = oci_remove_at (dirfd (dir), de->d_name);
-  int e = errno;
-  closedir (dir);
-  if (ret < 0 || e)
-    {
-      errno = e ? e : EIO;
-      return -1;
-    }
-  return unlinkat (parent, name, AT_REMOVEDIR) == 0 || errno == ENOENT ? 0 : -1;
+out:
+  e = errno;
+  if (cur >= 0)
+    close (cur);
+  free (stack);
+  errno = e;
+  return ret;
 }
 
 /* The entry's path, made relative and clean ("./a//b/" -> "a/b"). "" is the root itself.

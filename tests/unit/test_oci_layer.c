@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -240,6 +241,45 @@ test_wh_name_refused (void **state)
   unlink (p);
 }
 
+/* oci_remove_at on a tree deeper than the fd limit (outside attack 14: the recursive walk held
+ * one fd per level, failed with EMFILE and left a VM's run directory behind): the tree is gone,
+ * files at every level too, with the soft limit lowered to 64 for the call. */
+static void
+test_remove_deeper_than_fd_limit (void **state)
+{
+  (void) state;
+  char base[80];
+  snprintf (base, sizeof base, "%s/deep", top);
+  assert_int_equal (mkdir (base, 0755), 0);
+  int fd = open (base, O_RDONLY | O_DIRECTORY);
+  assert_true (fd >= 0);
+  for (int i = 0; i < 300; i++)
+    {
+      assert_int_equal (mkdirat (fd, "d", 0755), 0);
+      int f = openat (fd, "f", O_WRONLY | O_CREAT, 0644);
+      assert_true (f >= 0);
+      close (f);
+      int next = openat (fd, "d", O_RDONLY | O_DIRECTORY);
+      assert_true (next >= 0);
+      close (fd);
+      fd = next;
+    }
+  close (fd);
+  struct rlimit old, low = { 64, 64 };
+  assert_int_equal (getrlimit (RLIMIT_NOFILE, &old), 0);
+  low.rlim_max = old.rlim_max;
+  assert_int_equal (setrlimit (RLIMIT_NOFILE, &low), 0);
+  int topfd = open (top, O_RDONLY | O_DIRECTORY);
+  int r = oci_remove_at (topfd, "deep");
+  int e = errno;
+  close (topfd);
+  assert_int_equal (setrlimit (RLIMIT_NOFILE, &old), 0);
+  errno = e;
+  assert_int_equal (r, 0);
+  struct stat st;
+  assert_int_equal (lstat (base, &st), -1);
+}
+
 int
 main (void)
 {
@@ -247,6 +287,7 @@ main (void)
     cmocka_unit_test (test_round_trip),
     cmocka_unit_test (test_changed_blob_refused),
     cmocka_unit_test (test_wh_name_refused),
+    cmocka_unit_test (test_remove_deeper_than_fd_limit),
   };
   return cmocka_run_group_tests (tests, setup, teardown);
 }
