@@ -49,8 +49,11 @@ struct sup
 static void
 sup_send (int fd, const char *line)
 {
+  /* asbx.ctl is non-blocking: when the guest does not read it, the line is dropped (a signal
+   * the guest would not have handled anyway) and the loop goes on */
   if (fd >= 0 && write_all (fd, line, strlen (line)) < 0)
-    log_debug ("isolation vm: supervisor: write: %s", strerror (errno));
+    log_debug ("isolation vm: supervisor: write: %s%s", strerror (errno),
+               errno == EAGAIN ? " (the guest does not read its control port: line dropped)" : "");
 }
 
 /* one line the guest sent on asbx.ctl */
@@ -244,6 +247,10 @@ supervisor_main (const struct sup_args *sa, int startfd, int ready)
       goto fail;
     }
   s.ctl = sp[0];
+  /* never block on the guest: a guest that stops reading asbx.ctl while the host keeps sending
+   * signals filled the socket, the supervisor blocked in write and its loop no longer checked
+   * the wall clock (outside attack 14). A line that does not fit is dropped (sup_send) */
+  (void) fcntl (s.ctl, F_SETFL, fcntl (s.ctl, F_GETFL) | O_NONBLOCK);
   /* above QEMU's fixed fds (vm_jail.h): vm_run_attached dup2s it to VM_JAIL_CTL_FD */
   int qfd = fcntl (sp[1], F_DUPFD_CLOEXEC, 10);
   close (sp[1]);
