@@ -727,14 +727,17 @@ vm_run_attached (const char *state_root, const char *id, const char *bundle, con
       goto out;
     }
   int st = att ? att->wait (att, pid, deadline) : wait_qemu (pid, deadline);
+  /* the host's OOM killer ended QEMU at its cgroup's limit (runtime/vm_cgroup.h): the run's
+   * error, whatever the monitor's clock says */
+  bool oom = st != -1 && !WIFEXITED (st) && vm_cgroup_oom_killed (&cg);
   /* the monitor enforces the wall clock too (its timer started first): its kill is the same 124 */
-  if (st == -1 || (vm_net_finish (&net) && !WIFEXITED (st)))
+  if (!oom && (st == -1 || (vm_net_finish (&net) && !WIFEXITED (st))))
     {
       *status = 124; /* the wall clock, as for a container (docs/policy.md limits) */
       ret = 0;
       goto out;
     }
-  if (!WIFEXITED (st) && vm_cgroup_oom_killed (&cg))
+  if (oom)
     {
       cleanup_free char *why = cg.lowered ? xstrdup ("as AGENTSBX_VM_QEMU_LIMIT_MIB set it")
                                           : xasprintf ("the guest's %" PRIu64 " MiB of RAM and %d MiB for QEMU itself",
