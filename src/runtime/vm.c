@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -30,6 +31,7 @@
 #include "linux/kvm_probe.h"
 #include "runtime/oci_unpack.h"
 #include "runtime/vm.h"
+#include "runtime/vm_cgroup.h"
 #include "runtime/vm_jail.h"
 #include "runtime/vm_net.h"
 #include "spec/model.h"
@@ -417,7 +419,7 @@ console_tail (const char *dir)
 {
   size_t len = 0;
   cleanup_free char *text = read_run_file (dir, "console.log", 16u << 20, &len);
-  if (!text)
+  if (!text || !len)
     return;
   const char *t = len > 3000 ? text + len - 3000 : text;
   log_warning ("isolation vm: the guest's console (last lines):\n%s", t);
@@ -457,8 +459,9 @@ build_ctx (struct vm_ctx *c, const char *id, const char *bundle, const struct oc
   return 0;
 }
 
+/* the guest's RAM (MiB, QEMU's -m) and vCPUs (-smp) for the policy's limits */
 static void
-build_argv (struct argv *a, const struct vm_host *h, const struct vm_ctx *c, const struct policy_plan *plan)
+guest_size (const struct policy_plan *plan, uint64_t *mem_mib, unsigned *vcpus)
 {
   uint64_t mem = plan->memory_bytes ? plan->memory_bytes / (1024ull * 1024) + VM_OVERHEAD_MIB : VM_DEFAULT_MEM_MIB;
   unsigned cpus = plan->cpus > 0 ? (unsigned) ceil (plan->cpus) : 1;
@@ -467,6 +470,16 @@ build_argv (struct argv *a, const struct vm_host *h, const struct vm_ctx *c, con
     mem = VM_MIN_MEM_MIB;
   if (online > 0 && cpus > (unsigned) online)
     cpus = (unsigned) online;
+  *mem_mib = mem;
+  *vcpus = cpus;
+}
+
+static void
+build_argv (struct argv *a, const struct vm_host *h, const struct vm_ctx *c, const struct policy_plan *plan)
+{
+  uint64_t mem;
+  unsigned cpus;
+  guest_size (plan, &mem, &cpus);
   cleanup_free char *d = qopt (c->run_mnt);
   arg (a, xstrdup (h->qemu));
   arg (a, xstrdup ("-nodefaults"));
@@ -476,7 +489,9 @@ build_argv (struct argv *a, const struct vm_host *h, const struct vm_ctx *c, con
   arg (a, xstrdup ("microvm")); /* acpi on: the virtio-mmio devices are in the DSDT (Debian's
                                    virtio_mmio has no virtio_mmio.device= command-line devices) */
   arg (a, xstrdup ("-accel"));
-  arg (a, xstrdup (h->kvm ? "kvm" : "tcg"));
+  /* TCG's translation cache bounded (QEMU's default is 1 GiB): it counts against QEMU's cgroup
+   * limit (runtime/vm_cgroup.h) */
+  arg (a, h->kvm ? xstrdup ("kvm") : xasprintf ("tcg,tb-size=%d", VM_TCG_TB_MIB));
   arg (a, xstrdup ("-cpu"));
   arg (a, xstrdup (h->kvm ? "host" : "max"));
   arg (a, xstrdup ("-smp"));
@@ -592,6 +607,7 @@ vm_run_attached (const char *state_root, const char *id, const char *bundle, con
     .netns_fd = -1, .rootfd = -1, .dirfd = -1, .ready_rd = -1, .ready_wr = -1, .go_rd = -1, .go_wr = -1
   };
   int ret = -1;
+  struct vm_cgroup cg = { .gate_rd = -1, .gate_wr = -1 };
 
   if (plan->ws_mode == POLICY_WS_REVIEW)
     return asbx_error (err, EINVAL,
@@ -648,6 +664,13 @@ vm_run_attached (const char *state_root, const char *id, const char *bundle, con
   if (plan_jail (&c, &h, bundle, err) < 0 || !c.run_mnt) /* run_mnt: set on success (for the analyzer) */
     goto out;
   build_argv (&a, &h, &c, plan);
+  {
+    uint64_t mem;
+    unsigned vcpus;
+    guest_size (plan, &mem, &vcpus);
+    if (vm_cgroup_prepare (&cg, spec, id, mem, vcpus, plan->cpus, err) < 0)
+      goto out;
+  }
   for (const char *const *na = vm_net_qemu_args (&net); *na; na++)
     arg (&a, xstrdup (*na));
   if (att)
@@ -678,6 +701,9 @@ vm_run_attached (const char *state_root, const char *id, const char *bundle, con
       /* QEMU does not outlive us (vm_jail_enter sets the parent-death signal): a killed `run`
        * takes its VM with it (signals are not forwarded to the guest yet) */
       asbx_err_t e = NULL;
+      /* nothing before QEMU's cgroup holds it (runtime/vm_cgroup.h) */
+      if (vm_cgroup_child_wait (&cg) < 0)
+        _exit (127);
       if (vm_net_child (&net, &e) < 0 || vm_jail_enter (&c.jail, &e) < 0
           || (att && dup2 (att->ctl_fd, VM_JAIL_CTL_FD) < 0))
         {
@@ -690,7 +716,10 @@ vm_run_attached (const char *state_root, const char *id, const char *bundle, con
     }
   close (c.jail.alive_rd);
   c.jail.alive_rd = -1;
-  if (vm_net_start (&net, pid, plan, err) < 0)
+  if (att)
+    att->cgroup = NULL;
+  if (vm_cgroup_attach (&cg, pid, err) < 0 || (att && !(att->cgroup = vm_cgroup_record (&cg)))
+      || vm_net_start (&net, pid, plan, err) < 0)
     {
       kill (pid, SIGKILL);
       while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
@@ -698,11 +727,26 @@ vm_run_attached (const char *state_root, const char *id, const char *bundle, con
       goto out;
     }
   int st = att ? att->wait (att, pid, deadline) : wait_qemu (pid, deadline);
+  /* the host's OOM killer ended QEMU at its cgroup's limit (runtime/vm_cgroup.h): the run's
+   * error, whatever the monitor's clock says */
+  bool oom = st != -1 && !WIFEXITED (st) && vm_cgroup_oom_killed (&cg);
   /* the monitor enforces the wall clock too (its timer started first): its kill is the same 124 */
-  if (st == -1 || (vm_net_finish (&net) && !WIFEXITED (st)))
+  if (!oom && (st == -1 || (vm_net_finish (&net) && !WIFEXITED (st))))
     {
       *status = 124; /* the wall clock, as for a container (docs/policy.md limits) */
       ret = 0;
+      goto out;
+    }
+  if (oom)
+    {
+      cleanup_free char *why = cg.lowered ? xstrdup ("as AGENTSBX_VM_QEMU_LIMIT_MIB set it")
+                                          : xasprintf ("the guest's %" PRIu64 " MiB of RAM and %d MiB for QEMU itself",
+                                                       cg.guest_mib, VM_CGROUP_OVERHEAD_MIB);
+      console_tail (c.dir);
+      asbx_error (err, ENOMEM,
+                  "isolation vm: QEMU was killed by the host's OOM killer: it reached the memory limit of its "
+                  "cgroup %s, %" PRIu64 " MiB (%s; docs/security.md \"Isolation tiers\")",
+                  cg.path, cg.limit_mib, why);
       goto out;
     }
   if (!WIFEXITED (st) || WEXITSTATUS (st) != 0)
@@ -716,6 +760,7 @@ vm_run_attached (const char *state_root, const char *id, const char *bundle, con
 out:
   vm_net_free (&net);
   vm_jail_free (&c.jail);
+  vm_cgroup_free (&cg); /* QEMU is reaped: its cgroup is empty */
   if (!getenv ("AGENTSBX_VM_KEEP"))
     remove_run_dir (c.dir);
   for (size_t i = 0; i < c.nshares; i++)

@@ -59,6 +59,8 @@ struct vm_attach
    * wall clock */
   int (*wait) (struct vm_attach *a, pid_t qemu, uint64_t deadline_ns);
   void *arg;    /* the caller's */
+  char *cgroup; /* set by vm_run_attached before `wait`: QEMU's cgroup as "MASK PATH"
+                   (vm_cgroup_record, runtime/vm_cgroup.h; heap, the caller's), or NULL */
   uid_t as_uid; /* QEMU's uid/gid when the bundle is root's (`--vm-user`; vm_jail.h), 0 = refused */
   gid_t as_gid;
 };

@@ -345,6 +345,14 @@ vm_jail_enter (struct vm_jail *j, asbx_err_t *err)
 {
   close (j->alive_wr);
   j->alive_wr = -1;
+  /* the alive pipe above QEMU's fixed fds: at fd 4 (when fd 3 was free at vm_jail_init, the
+   * bundle's fd took it) the dup2 of stderr to VM_JAIL_STDERR_FD replaced it, and the poll below
+   * saw stderr readable: "agentsbx ended before QEMU started" (2 of 6 runs under load) */
+  int alive = fcntl (j->alive_rd, F_DUPFD_CLOEXEC, 10);
+  if (alive < 0)
+    return asbx_error (err, errno, "isolation vm: dup the alive pipe");
+  close (j->alive_rd);
+  j->alive_rd = alive;
   if (make_mounts (j, err) < 0)
     return -1;
   int out = fcntl (STDOUT_FILENO, F_DUPFD_CLOEXEC, 10), er = fcntl (STDERR_FILENO, F_DUPFD_CLOEXEC, 10);

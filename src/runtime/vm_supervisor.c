@@ -28,6 +28,7 @@
 #include "runtime/hooks.h"
 #include "runtime/state.h"
 #include "runtime/vm.h"
+#include "runtime/vm_cgroup.h"
 #include "runtime/vm_supervisor.h"
 
 /* the signals S forwards to the container's init: every catchable one that is not a fault of S
@@ -142,8 +143,10 @@ sup_wait (struct vm_attach *a, pid_t qemu, uint64_t deadline_ns)
 
   close (a->ctl_fd); /* QEMU has it */
   a->ctl_fd = -1;
-  snprintf (line, sizeof line, "P %d %llu\n", (int) qemu, (unsigned long long) asbx_pid_start_time (qemu));
-  sup_send (s->ready, line);
+  /* QEMU's pid and start time, and its cgroup for delete to remove (runtime/vm_cgroup.h) */
+  cleanup_free char *rec = xasprintf ("P %d %llu %s\n", (int) qemu, (unsigned long long) asbx_pid_start_time (qemu),
+                                      a->cgroup ? a->cgroup : "");
+  sup_send (s->ready, rec);
   sigemptyset (&set);
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (fwd_signals); i++)
     sigaddset (&set, fwd_signals[i]);
@@ -453,13 +456,14 @@ vm_supervisor_delete (int dirfd, const char *state_root, const char *id)
   unsigned long long start = 0;
   asbx_err_t e = NULL;
 
-  if (dirfd < 0 || read_file_at (dirfd, VM_SUPERVISOR_MARK, 128, &rec, NULL, &e) < 0)
+  if (dirfd < 0 || read_file_at (dirfd, VM_SUPERVISOR_MARK, 8192, &rec, NULL, &e) < 0)
     {
       /* not the vm tier (a foreground `run` of the same id may own <root>/vm/<id>) */
       asbx_error_free (&e);
       return;
     }
-  if (sscanf (rec, "%d %llu", &qpid, &start) == 2 && qpid > 0)
+  int off = 0;
+  if (sscanf (rec, "%d %llu %n", &qpid, &start, &off) >= 2 && qpid > 0)
     {
       cleanup_close int pfd = (int) syscall (SYS_pidfd_open, (pid_t) qpid, 0);
       /* the pidfd pins the pid: still QEMU (start time) before it is signalled */
@@ -471,5 +475,8 @@ vm_supervisor_delete (int dirfd, const char *state_root, const char *id)
             log_warning ("isolation vm: QEMU (pid %d) did not end after SIGKILL", qpid);
         }
     }
+  /* QEMU's cgroup (the supervisor removes it when QEMU ends; not when it was killed) */
+  if (off > 0)
+    vm_cgroup_remove_record (rec + off);
   vm_run_dir_remove (state_root, id);
 }

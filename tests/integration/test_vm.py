@@ -34,6 +34,27 @@ OWNER = 47311
 pytestmark = pytest.mark.agentsbx_only("the vm isolation tier is agentsbx's")
 
 
+# QEMU's host cgroup (runtime/vm_cgroup.h): the guest's -m plus this much for QEMU itself
+QEMU_OVERHEAD_MIB = 256
+DEFAULT_GUEST_MIB = 512  # -m without a policy memory limit (runtime/vm.c)
+
+
+def qemu_cgroup(pid):
+    """(the cgroup path /proc/<pid>/cgroup names for the memory controller, its memory limit in
+    bytes, its pids.max, the directory in the memory hierarchy) as the host's kernel reports them."""
+    with open(f"/proc/{pid}/cgroup") as f:
+        lines = [ln.split(":", 2) for ln in f.read().splitlines()]
+    v1 = {c: p for _, ctl, p in lines for c in ctl.split(",") if ctl}
+    if "memory" in v1:
+        mdir = "/sys/fs/cgroup/memory" + v1["memory"]
+        limit = open(mdir + "/memory.limit_in_bytes").read().strip()
+        pids = open("/sys/fs/cgroup/pids" + v1["pids"] + "/pids.max").read().strip()
+        return v1["memory"], int(limit), pids, mdir
+    path = next(p for _, ctl, p in lines if not ctl)
+    mdir = "/sys/fs/cgroup" + path
+    return path, int(open(mdir + "/memory.max").read()), open(mdir + "/pids.max").read().strip(), mdir
+
+
 def _kernel_release():
     """The guest kernel's release as the cache names it, fetching it once if needed."""
     if not shutil.which("qemu-system-x86_64"):
@@ -513,6 +534,7 @@ def compromised(vm_env):
                 q["mountinfo"] = f.read()
             with open(f"/proc/{qpid}/uid_map") as f:
                 q["uid_map"] = f.read()
+            q["cgroup"] = qemu_cgroup(qpid)
         out, err = p.communicate(timeout=300)
     finally:
         if p.poll() is None:
@@ -543,6 +565,43 @@ def test_guest_chmod_leaves_no_setid_file_on_the_host(compromised):
         assert not st.st_mode & (stat.S_ISUID | stat.S_ISGID), (name, oct(st.st_mode), compromised["guest"])
         # made by QEMU: the bundle's owner's, never root's (the guest's chown cannot give it to root)
         assert (st.st_uid, st.st_gid) == (OWNER, OWNER), (name, st.st_uid, st.st_gid)
+
+
+def test_qemu_runs_in_a_cgroup_of_its_own(compromised):
+    """QEMU's memory is the host's to bound (outside attack 12: libslirp grew QEMU's heap past
+    1 GB under -m 256): from outside, QEMU's /proc/<pid>/cgroup names the VM's cgroup, whose
+    memory limit is the guest's RAM plus QEMU's overhead, and the cgroup is gone after the run"""
+    _ran(compromised)
+    q = compromised["qemu"]
+    assert q, "QEMU was not seen running under agentsbx"
+    path, limit, pids, mdir = q["cgroup"]
+    assert path == "/agentsbx/vm-vm-evil", path  # the default parent, as a container's
+    assert limit == (DEFAULT_GUEST_MIB + QEMU_OVERHEAD_MIB) << 20, limit
+    assert pids == str(128 + 1), pids  # VM_CGROUP_PIDS_BASE + one vCPU
+    assert not os.path.exists(mdir), "QEMU's cgroup was left behind"
+
+
+def test_qemu_killed_at_its_memory_limit_ends_the_run(vm_env):
+    """A QEMU that needs more than its cgroup allows is OOM-killed by the host's kernel, and the
+    run ends with an error saying so (not a hang, not QEMU unlimited). The limit is lowered below
+    what a boot needs (AGENTSBX_VM_QEMU_LIMIT_MIB may only lower it)."""
+    cid = "vm-oom"
+    b, _, pol = _bundle(vm_env, "oom", "echo must-not-finish",
+                        {"version": 1, "isolation": "vm", "network": {"mode": "none"}})
+    root = os.path.join(vm_env["work"], "state-" + cid)
+    argv = [vm_env["bin"], "--root", root, "--policy", pol, "run", "--bundle", b, cid]
+    env = dict(os.environ, AGENTSBX_VM_QEMU_LIMIT_MIB="48")
+    r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode != 0 and "OOM killer" in r.stderr and "48 MiB" in r.stderr, (r.returncode, r.stderr[-2000:])
+    assert "must-not-finish" not in r.stdout
+    assert not os.path.exists(os.path.join(root, "vm", cid))
+    for h in ("memory", "pids", "cpu"):
+        assert not os.path.exists(f"/sys/fs/cgroup/{h}/agentsbx/vm-{cid}"), h
+    assert not os.path.exists(f"/sys/fs/cgroup/agentsbx/vm-{cid}")
+    # raising it is refused before anything runs
+    env["AGENTSBX_VM_QEMU_LIMIT_MIB"] = str(1 << 20)
+    r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode != 0 and "may only lower" in r.stderr, r.stderr[-2000:]
 
 
 def test_guest_makes_no_device_node_on_the_host(compromised):

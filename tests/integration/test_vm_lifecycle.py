@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from test_vm import OWNER, _bundle, vm_env  # noqa: F401 (vm_env: the fixture)
+from test_vm import DEFAULT_GUEST_MIB, OWNER, QEMU_OVERHEAD_MIB, _bundle, qemu_cgroup, vm_env  # noqa: F401
 
 pytestmark = pytest.mark.agentsbx_only("the vm isolation tier is agentsbx's")
 
@@ -144,7 +144,14 @@ def test_delete_created_kills_the_vm(vm_env):
     st = s.state()
     assert st["status"] == "created"
     assert os.path.isdir(os.path.join(s.root, "vm", s.id))
+    # QEMU (its pid from the state dir's record) in the VM's own cgroup, limited (vm_cgroup.h)
+    with open(os.path.join(s.root, s.id, "vm-qemu")) as f:
+        qpid = int(f.read().split()[0])
+    path, limit, _, mdir = qemu_cgroup(qpid)
+    assert path == "/agentsbx/vm-" + s.id, path
+    assert limit == (DEFAULT_GUEST_MIB + QEMU_OVERHEAD_MIB) << 20, limit
     assert s.rt("delete", s.id).returncode == 0
+    assert not os.path.exists(mdir), "delete left QEMU's cgroup behind"
     assert s.status() == -signal.SIGKILL  # killed by SIGKILL: a shim reports 137
     assert "must-not-run" not in s.output()
     s.assert_nothing_left()
