@@ -94,6 +94,7 @@ take_given (struct vm_net *n, const struct vm_net_given *g, const char *path, as
     return asbx_error (err, EINVAL, "isolation vm: the network namespace %s is the runtime's own",
                        path ? path : "the supervisor made");
   n->fresh = g->fresh;
+  n->wired = g->fresh && g->wired;
   return 0;
 }
 
@@ -239,7 +240,9 @@ vm_net_start (struct vm_net *n, pid_t pid, const struct policy_plan *plan, asbx_
     .init_pid = pid, /* QEMU: the monitor ends with it, kills it for a limit or a dead guard */
     .state_dirfd = n->dirfd,
     .plan = plan,
-    .new_netns = n->fresh, /* pasta (deferred) is a fresh one's way out, as for a container's */
+    /* pasta (deferred) is the way out of a fresh one nobody wires, as for a container's; an
+     * engine's hooks wiring it (Docker's bridge) give it its own, and a second is never added */
+    .new_netns = n->fresh && !n->wired,
     .unixsock_fd = -1,
     .secrets_env_fd = -1,
     .egress_owner_pidfd = -1,

@@ -56,12 +56,15 @@ struct vm_net_given
   int netns_fd; /* the container's namespace the caller is in, or -1 (it asked for none: as `run`) */
   int host_fd;  /* the namespace the caller left (the runtime's own), or -1 with netns_fd */
   bool fresh;   /* netns_fd was made by the caller (unshare), not joined by path */
+  bool wired;   /* fresh, and config.json's prestart/createRuntime hooks wire it (an engine's
+                   network: Docker's bridge); the monitor then starts no pasta there */
 };
 
 struct vm_net
 {
   bool on;                              /* network.mode filtered: QEMU gets the NIC, the host side runs the egress */
   bool fresh;                           /* the namespace is this container's own (lo up; pasta is its way out) */
+  bool wired;                           /* ...but the engine's hooks wire it: no pasta (vm_net_given) */
   bool keep_dir;                        /* dirfd is the detached container's state dir: delete removes it */
   int netns_fd;                         /* the namespace QEMU joins (config.json's path, or the caller's), or -1:
                                            QEMU's clone makes one */

@@ -218,6 +218,8 @@ sup_netns (const struct oci_spec *spec, struct vm_net_given *g, asbx_err_t *err)
       if (g->host_fd < 0)
         return asbx_error (err, errno, "isolation vm: open the runtime's network namespace");
       g->fresh = !ns->path || !*ns->path;
+      /* the hooks that run before start with our pid wire a fresh one (Docker's libnetwork-setkey) */
+      g->wired = spec->hooks && (spec->hooks->prestart_len || spec->hooks->create_runtime_len);
       if (g->fresh)
         {
           if (unshare (CLONE_NEWNET) < 0)
