@@ -102,7 +102,11 @@ create_check (const struct asbx_global *g, const struct oci_spec *spec, const ch
     return asbx_error_wrap (err, "%s", config_path);
   if (ns_plan_build (spec->linux_, ns, err) < 0)
     return asbx_error_wrap (err, "%s", config_path);
-  if (linux_sysctl_check (&spec->linux_->sysctl, ns->new_flags, err) < 0)
+  /* a vm-tier guest whose host filters its NIC (runtime/vm_net.h): the container stays in the
+   * guest kernel's only network namespace, which is the container's own (an engine's net.*
+   * sysctls, Docker's ip_unprivileged_port_start of a bridge network, reach only the VM) */
+  unsigned long sysctl_ns = ns->new_flags | (g && g->vm_guest && g->vm_net_outside ? CLONE_NEWNET : 0);
+  if (linux_sysctl_check (&spec->linux_->sysctl, sysctl_ns, err) < 0)
     return asbx_error_wrap (err, "%s", config_path);
   if (spec->linux_->resources && cgroup_check_resources (spec->linux_->resources, err) < 0)
     return asbx_error_wrap (err, "%s", config_path);

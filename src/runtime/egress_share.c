@@ -180,11 +180,15 @@ table_present (int netns_fd)
 /* The first process already in the network namespace `ns` (the nsfs identity of the joined
  * fd), or 0: what an owner of a joined namespace must not find. Processes whose ns link this
  * caller may not read (another user's, for a non-root caller) are not seen; they cannot hold
- * CAP_NET_ADMIN over a namespace of this caller's user namespace either. *comm: its name. */
+ * CAP_NET_ADMIN over a namespace of this caller's user namespace either. The caller itself is
+ * not an occupant: the vm tier's supervisor joins the namespace before this (runtime/vm_net.h,
+ * vm_net_given), to hand it to QEMU and to the hooks. *comm: its name. */
 static int
 first_pid (int procfd, pid_t pid, void *arg)
 {
   (void) procfd;
+  if (pid == getpid ())
+    return 0;
   *(pid_t *) arg = pid;
   return 1;
 }

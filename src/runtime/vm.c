@@ -604,7 +604,7 @@ vm_run_attached (const char *state_root, const char *id, const char *bundle, con
   struct vm_ctx c = { 0 };
   struct argv a = { 0 };
   struct vm_net net = {
-    .netns_fd = -1, .rootfd = -1, .dirfd = -1, .ready_rd = -1, .ready_wr = -1, .go_rd = -1, .go_wr = -1
+    .netns_fd = -1, .host_fd = -1, .rootfd = -1, .dirfd = -1, .ready_rd = -1, .ready_wr = -1, .go_rd = -1, .go_wr = -1
   };
   int ret = -1;
   struct vm_cgroup cg = { .gate_rd = -1, .gate_wr = -1 };
@@ -644,7 +644,7 @@ vm_run_attached (const char *state_root, const char *id, const char *bundle, con
       c.as_gid = att->as_gid;
     }
   /* network.mode filtered: the host side of the guest's NIC (runtime/vm_net.h) */
-  if (vm_net_prepare (&net, state_root, id, spec, plan, err) < 0)
+  if (vm_net_prepare (&net, state_root, id, spec, plan, att ? &att->net : NULL, err) < 0)
     goto out;
   if (net.on)
     append (&c.manifest, "%snet%s%s\n", "", "");

@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "libocispec/oci_spec.h"
 #include "policy/plan.h"
+#include "runtime/vm_net.h"
 
 #define VM_DEFAULT_CACHE "/var/cache/agentsbx-vm"
 
@@ -63,6 +64,7 @@ struct vm_attach
                    (vm_cgroup_record, runtime/vm_cgroup.h; heap, the caller's), or NULL */
   uid_t as_uid; /* QEMU's uid/gid when the bundle is root's (`--vm-user`; vm_jail.h), 0 = refused */
   gid_t as_gid;
+  struct vm_net_given net; /* the network namespace the caller made or joined (fds borrowed; -1: none) */
 };
 
 /* vm_run with the detached lifecycle's control channel and wait (a NULL `att` is vm_run). */

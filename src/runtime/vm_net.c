@@ -56,29 +56,62 @@ netns_path (const struct oci_spec *spec)
   return NULL;
 }
 
+static bool
+same_file (const struct stat *a, const struct stat *b)
+{
+  return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
 static int
 open_joined (struct vm_net *n, const char *path, asbx_err_t *err)
 {
-  struct stat a, b;
+  struct stat a;
   n->netns_fd = open (path, O_RDONLY | O_CLOEXEC);
   if (n->netns_fd < 0)
     return asbx_error (err, errno, "isolation vm: linux.namespaces network path %s", path);
   /* policy_check_spec refused it already; checked again on the fd QEMU will join */
-  if (fstat (n->netns_fd, &a) < 0 || stat ("/proc/self/ns/net", &b) < 0)
+  if (fstat (n->netns_fd, &a) < 0)
     return asbx_error (err, errno, "isolation vm: stat the network namespace %s", path);
-  if (a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+  if (same_file (&a, &n->never))
     return asbx_error (err, EINVAL, "isolation vm: linux.namespaces network path %s is the runtime's own", path);
+  return 0;
+}
+
+/* a detached caller's namespaces (vm_net_given): the borrowed fds duplicated (ours to close),
+ * never the runtime's own */
+static int
+take_given (struct vm_net *n, const struct vm_net_given *g, const char *path, asbx_err_t *err)
+{
+  struct stat a;
+  if (g->host_fd < 0)
+    return asbx_error (err, EBADF, "isolation vm: the supervisor kept no fd of the runtime's network namespace");
+  if ((n->netns_fd = fcntl (g->netns_fd, F_DUPFD_CLOEXEC, 0)) < 0
+      || (n->host_fd = fcntl (g->host_fd, F_DUPFD_CLOEXEC, 0)) < 0)
+    return asbx_error (err, errno, "isolation vm: dup the supervisor's network namespaces");
+  if (fstat (n->host_fd, &n->never) < 0 || fstat (n->netns_fd, &a) < 0)
+    return asbx_error (err, errno, "isolation vm: stat the supervisor's network namespaces");
+  if (same_file (&a, &n->never))
+    return asbx_error (err, EINVAL, "isolation vm: the network namespace %s is the runtime's own",
+                       path ? path : "the supervisor made");
+  n->fresh = g->fresh;
+  n->wired = g->fresh && g->wired;
   return 0;
 }
 
 int
 vm_net_prepare (struct vm_net *n, const char *state_root, const char *id, const struct oci_spec *spec,
-                const struct policy_plan *plan, asbx_err_t *err)
+                const struct policy_plan *plan, const struct vm_net_given *given, asbx_err_t *err)
 {
   int p[2], q[2];
-  *n = (struct vm_net){
-    .netns_fd = -1, .rootfd = -1, .dirfd = -1, .ready_rd = -1, .ready_wr = -1, .go_rd = -1, .go_wr = -1, .id = id
-  };
+  *n = (struct vm_net){ .netns_fd = -1,
+                        .host_fd = -1,
+                        .rootfd = -1,
+                        .dirfd = -1,
+                        .ready_rd = -1,
+                        .ready_wr = -1,
+                        .go_rd = -1,
+                        .go_wr = -1,
+                        .id = id };
   egress_share_init (&n->share);
   if (!plan->active || plan->net_mode == POLICY_NET_NONE)
     return 0;
@@ -93,22 +126,38 @@ vm_net_prepare (struct vm_net *n, const char *state_root, const char *id, const 
                        "egress CA would have to be trusted inside the guest)");
   n->on = true;
   const char *path = netns_path (spec);
-  if (path && open_joined (n, path, err) < 0)
+  if (given && given->netns_fd >= 0)
+    {
+      if (take_given (n, given, path, err) < 0)
+        return -1;
+    }
+  else if (stat ("/proc/self/ns/net", &n->never) < 0)
+    return asbx_error (err, errno, "isolation vm: stat the runtime's network namespace");
+  else if (path && open_joined (n, path, err) < 0)
     return -1;
+  else if (!path)
+    n->fresh = true; /* QEMU's clone makes it */
   n->rootfd = asbx_root_open (state_root, true, err);
   if (n->rootfd < 0)
     return -1;
   /* a joined namespace whose egress another live container runs: its stub holds 127.0.0.1:53
    * there; sharing it is not built for the vm tier (refused, never a second egress) */
-  if (egress_share_prepare (n->rootfd, id, plan, n->netns_fd, path, &n->share, err) < 0)
+  if (egress_share_prepare (n->rootfd, id, plan, n->fresh ? -1 : n->netns_fd, path, &n->share, err) < 0)
     return -1;
   if (n->share.shared)
     return asbx_error (err, EINVAL,
                        "isolation vm: the network namespace %s runs the egress of container `%s`: sharing it is not "
                        "built yet in the vm tier",
                        path, n->share.owner_id);
-  n->dirfd = asbx_state_dir_create (n->rootfd, id, err);
-  if (n->dirfd < 0)
+  if (given)
+    {
+      /* the detached container's own (create holds its lock, then the verbs; delete removes it) */
+      n->keep_dir = true;
+      n->dirfd = openat (n->rootfd, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+      if (n->dirfd < 0)
+        return asbx_error (err, errno, "isolation vm: open the state directory of `%s`", id);
+    }
+  else if ((n->dirfd = asbx_state_dir_create (n->rootfd, id, err)) < 0)
     return -1;
   if (pipe2 (p, O_CLOEXEC) < 0 || pipe2 (q, O_CLOEXEC) < 0)
     return asbx_error (err, errno, "isolation vm: pipe");
@@ -149,7 +198,7 @@ vm_net_child (struct vm_net *n, asbx_err_t *err)
   close_fd (&n->go_wr);
   if (n->netns_fd >= 0 && setns (n->netns_fd, CLONE_NEWNET) < 0)
     return asbx_error (err, errno, "isolation vm: join the container's network namespace");
-  if (n->netns_fd < 0 && linux_netns_loopback_up (err) < 0)
+  if (n->fresh && linux_netns_loopback_up (err) < 0)
     return -1;
   close_fd (&n->netns_fd);
   if (write (n->ready_wr, "r", 1) != 1)
@@ -168,7 +217,6 @@ int
 vm_net_start (struct vm_net *n, pid_t pid, const struct policy_plan *plan, asbx_err_t *err)
 {
   char c = 0, nspath[64];
-  struct stat self;
   if (!n->on)
     return 0;
   close_fd (&n->ready_wr);
@@ -181,23 +229,36 @@ vm_net_start (struct vm_net *n, pid_t pid, const struct policy_plan *plan, asbx_
     return asbx_error (err, EIO, "isolation vm: QEMU's child did not reach the container's network namespace");
   snprintf (nspath, sizeof nspath, "/proc/%d/ns/net", (int) pid);
   cleanup_close int ns = open (nspath, O_RDONLY | O_CLOEXEC);
-  if (ns < 0 || stat ("/proc/self/ns/net", &self) < 0)
+  if (ns < 0)
     return asbx_error (err, errno, "isolation vm: open %s", nspath);
   /* now, not at the stub's first activity (the container tier's deferral): the guest may ask any
    * resolver address, which only the table's nat rule sends to the stub */
-  if (egress_table_load (plan, ns, &self, err) < 0)
+  if (egress_table_load (plan, ns, &n->never, err) < 0)
     return -1;
   struct monitor_opts mo = {
     .id = n->id,
     .init_pid = pid, /* QEMU: the monitor ends with it, kills it for a limit or a dead guard */
     .state_dirfd = n->dirfd,
     .plan = plan,
-    .new_netns = n->netns_fd < 0, /* nobody wires a fresh one: pasta (deferred) is its way out */
+    /* pasta (deferred) is the way out of a fresh one nobody wires, as for a container's; an
+     * engine's hooks wiring it (Docker's bridge) give it its own, and a second is never added */
+    .new_netns = n->fresh && !n->wired,
     .unixsock_fd = -1,
     .secrets_env_fd = -1,
     .egress_owner_pidfd = -1,
   };
-  if (monitor_start (&mo, &n->monitor, err) < 0)
+  /* a detached caller sits in the container's namespace: the monitor forks from the runtime's
+   * own (its upstream DNS sockets and pasta are outside the container's), as for `run` */
+  if (n->host_fd >= 0 && setns (n->host_fd, CLONE_NEWNET) < 0)
+    return asbx_error (err, errno, "isolation vm: back to the runtime's network namespace for the monitor");
+  int mr = monitor_start (&mo, &n->monitor, err);
+  if (n->host_fd >= 0 && setns (n->netns_fd, CLONE_NEWNET) < 0)
+    {
+      if (mr < 0)
+        asbx_error_free (err);
+      return asbx_error (err, errno, "isolation vm: back to the container's network namespace");
+    }
+  if (mr < 0)
     return asbx_error_wrap (err, "isolation vm: the policy monitor");
   if (egress_share_record (n->rootfd, n->dirfd, &n->share, n->id, pid, n->monitor, NULL, err) < 0)
     return -1;
@@ -222,7 +283,7 @@ void
 vm_net_free (struct vm_net *n)
 {
   asbx_err_t e = NULL;
-  int *fds[] = { &n->netns_fd, &n->ready_rd, &n->ready_wr, &n->go_rd, &n->go_wr };
+  int *fds[] = { &n->netns_fd, &n->host_fd, &n->ready_rd, &n->ready_wr, &n->go_rd, &n->go_wr };
   for (size_t i = 0; i < ASBX_ARRAY_SIZE (fds); i++)
     close_fd (fds[i]);
   egress_share_release (&n->share); /* the lock first: the state dir's removal takes it */
@@ -232,7 +293,7 @@ vm_net_free (struct vm_net *n)
       if (n->monitor > 0)
         monitor_wait_exit (n->dirfd, 10000);
       close_fd (&n->dirfd);
-      if (asbx_state_dir_remove (n->rootfd, n->id, &e) < 0)
+      if (!n->keep_dir && asbx_state_dir_remove (n->rootfd, n->id, &e) < 0)
         asbx_error_free (&e);
     }
   close_fd (&n->rootfd);

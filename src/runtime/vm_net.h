@@ -30,6 +30,7 @@
 #define ASBX_RUNTIME_VM_NET_H
 
 #include <stdbool.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "core/error.h"
@@ -45,10 +46,30 @@
 /* written by the guest's init: the container's /etc/resolv.conf under net_outside (policy_net.c) */
 #define VM_NET_GUEST_RESOLV "/run/agentsbx-vm-resolv.conf"
 
+/* What a detached caller (runtime/vm_supervisor.h) did with the container's network namespace
+ * before QEMU: it made (unshare) or joined (config.json's path) it itself, so that the hooks find
+ * it at /proc/<its pid>/ns/net (Docker's libnetwork-setkey wires a fresh one there). QEMU then
+ * joins that namespace, and the monitor is started from host_fd's (the runtime's own), as it is
+ * for a foreground run: its upstream DNS sockets and pasta live outside the container's. */
+struct vm_net_given
+{
+  int netns_fd; /* the container's namespace the caller is in, or -1 (it asked for none: as `run`) */
+  int host_fd;  /* the namespace the caller left (the runtime's own), or -1 with netns_fd */
+  bool fresh;   /* netns_fd was made by the caller (unshare), not joined by path */
+  bool wired;   /* fresh, and config.json's prestart/createRuntime hooks wire it (an engine's
+                   network: Docker's bridge); the monitor then starts no pasta there */
+};
+
 struct vm_net
 {
   bool on;                              /* network.mode filtered: QEMU gets the NIC, the host side runs the egress */
-  int netns_fd;                         /* the joined namespace (config.json's path), or -1: QEMU's clone makes one */
+  bool fresh;                           /* the namespace is this container's own (lo up; pasta is its way out) */
+  bool wired;                           /* ...but the engine's hooks wire it: no pasta (vm_net_given) */
+  bool keep_dir;                        /* dirfd is the detached container's state dir: delete removes it */
+  int netns_fd;                         /* the namespace QEMU joins (config.json's path, or the caller's), or -1:
+                                           QEMU's clone makes one */
+  int host_fd;                          /* the runtime's own namespace when the caller left it, or -1 */
+  struct stat never;                    /* the runtime's own namespace: never the table's target */
   int rootfd, dirfd;                    /* the state root and <root>/<id>, the monitor's state directory */
   int ready_rd, ready_wr, go_rd, go_wr; /* child -> parent "in the namespace", parent -> child "go" */
   pid_t monitor;
@@ -61,10 +82,13 @@ struct vm_net
  * egress of another container there refused (not built yet in the vm tier), the state
  * directory <state_root>/<id> reserved (the monitor's: approvals.sock, monitor.pid), the pipes.
  * Refused (EINVAL, not built yet): network.mode open, network.credentials/network.http (the TLS
- * interception's CA would have to be trusted inside the guest). 0 / -1 with *err; on failure
+ * interception's CA would have to be trusted inside the guest). `given`: NULL for a foreground
+ * run; a detached create's (borrowed): QEMU joins given->netns_fd (when >= 0), the runtime's own
+ * namespace is given->host_fd's, and the state directory is the container's, which exists
+ * already (create's; opened, never locked nor removed here). 0 / -1 with *err; on failure
  * nothing is left (vm_net_free is still safe). */
 int vm_net_prepare (struct vm_net *n, const char *state_root, const char *id, const struct oci_spec *spec,
-                    const struct policy_plan *plan, asbx_err_t *err);
+                    const struct policy_plan *plan, const struct vm_net_given *given, asbx_err_t *err);
 
 /* clone(2) flags QEMU's child needs for its network namespace: CLONE_NEWNET unless one is joined. */
 unsigned long vm_net_clone_flags (const struct vm_net *n);
@@ -78,7 +102,8 @@ const char *const *vm_net_qemu_args (const struct vm_net *n);
 int vm_net_child (struct vm_net *n, asbx_err_t *err);
 
 /* In the parent, after the clone of child `pid`: wait for the child to be in the namespace, load
- * the table there, start the monitor (init = the QEMU process; audit dir of plan), record the
+ * the table there, start the monitor (init = the QEMU process; audit dir of plan; forked from
+ * the runtime's own namespace, back in the caller's after), record the
  * namespace's egress owner, then let the child go on. On failure the child is not let go (it
  * exits at EOF). 0 / -1 with *err. */
 int vm_net_start (struct vm_net *n, pid_t pid, const struct policy_plan *plan, asbx_err_t *err);
@@ -87,7 +112,8 @@ int vm_net_start (struct vm_net *n, pid_t pid, const struct policy_plan *plan, a
  * the wall clock (its exit_reason "wallclock"). */
 bool vm_net_finish (struct vm_net *n);
 
-/* Close, remove the state directory (and the egress record). Idempotent. */
+/* Close, remove the state directory (and the egress record) unless it is a detached
+ * container's (its delete does). Idempotent. */
 void vm_net_free (struct vm_net *n);
 
 /* The guest side (vm_guest.c, manifest line `net`): lo and eth0 up, VM_NET_GUEST_ADDR/PREFIX on

@@ -209,20 +209,38 @@ sup_wait (struct vm_attach *a, pid_t qemu, uint64_t deadline_ns)
   return st;
 }
 
-/* the network namespace config.json asks for, before QEMU (hooks see it as the container's) */
+/* the network namespace config.json asks for, before QEMU (hooks see it as the container's):
+ * made or joined here, then handed to vm_net (runtime/vm_net.h, vm_net_given) with the one left,
+ * the runtime's own, from which the monitor of network.mode filtered is forked; QEMU joins S's */
 static int
-sup_netns (const struct oci_spec *spec, asbx_err_t *err)
+sup_netns (const struct oci_spec *spec, struct vm_net_given *g, asbx_err_t *err)
 {
   for (size_t i = 0; spec->linux_ && i < spec->linux_->namespaces_len; i++)
     {
       const struct oci_namespace *ns = &spec->linux_->namespaces[i];
       if (strcmp (ns->type, "network") != 0)
         continue;
-      if (!ns->path)
-        return unshare (CLONE_NEWNET) < 0 ? asbx_error (err, errno, "isolation vm: a network namespace") : 0;
-      cleanup_close int fd = open (ns->path, O_RDONLY | O_CLOEXEC);
-      if (fd < 0 || setns (fd, CLONE_NEWNET) < 0)
-        return asbx_error (err, errno, "isolation vm: join the network namespace %s", ns->path);
+      g->host_fd = open ("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+      if (g->host_fd < 0)
+        return asbx_error (err, errno, "isolation vm: open the runtime's network namespace");
+      g->fresh = !ns->path || !*ns->path;
+      /* the hooks that run before start with our pid wire a fresh one (Docker's libnetwork-setkey) */
+      g->wired = spec->hooks && (spec->hooks->prestart_len || spec->hooks->create_runtime_len);
+      if (g->fresh)
+        {
+          if (unshare (CLONE_NEWNET) < 0)
+            return asbx_error (err, errno, "isolation vm: a network namespace");
+        }
+      else
+        {
+          cleanup_close int fd = open (ns->path, O_RDONLY | O_CLOEXEC);
+          if (fd < 0 || setns (fd, CLONE_NEWNET) < 0)
+            return asbx_error (err, errno, "isolation vm: join the network namespace %s", ns->path);
+        }
+      g->netns_fd = open ("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+      if (g->netns_fd < 0)
+        return asbx_error (err, errno, "isolation vm: open the container's network namespace");
+      return 0;
     }
   return 0;
 }
@@ -241,9 +259,10 @@ supervisor_main (const struct sup_args *sa, int startfd, int ready)
   asbx_err_t err = NULL;
   int sp[2], status = 255;
   struct sup s = { .ready = ready, .startfd = startfd, .conn = -1, .ctl = -1 };
+  struct vm_net_given net = { .netns_fd = -1, .host_fd = -1 };
 
   setsid (); /* no terminal's job control reaches it (runc's detached init likewise) */
-  if (sup_netns (sa->spec, &err) < 0 || socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+  if (sup_netns (sa->spec, &net, &err) < 0 || socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
     {
       if (!err)
         asbx_error (&err, errno, "isolation vm: socketpair");
@@ -258,7 +277,7 @@ supervisor_main (const struct sup_args *sa, int startfd, int ready)
   int qfd = fcntl (sp[1], F_DUPFD_CLOEXEC, 10);
   close (sp[1]);
   struct vm_attach att = {
-    .ctl_fd = qfd, .wait = sup_wait, .arg = &s, .as_uid = sa->g->vm_uid, .as_gid = sa->g->vm_gid
+    .ctl_fd = qfd, .wait = sup_wait, .arg = &s, .as_uid = sa->g->vm_uid, .as_gid = sa->g->vm_gid, .net = net
   };
   if (qfd < 0)
     asbx_error (&err, errno, "isolation vm: dup");

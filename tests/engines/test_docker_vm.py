@@ -7,7 +7,10 @@ Observed from outside: `uname -r` inside is the guest kernel's, not the host's; 
 status is `docker run`'s; a detached container is `running` for Docker, `docker stop` delivers
 SIGTERM to the process inside the VM (its trap's exit status comes back), `docker rm` leaves no
 state dir, no <root>/vm/<id>, no process, no mount; `docker kill` gives 137 and the shim's delete
-removes what the killed VM left. Three boots in all (TCG: 10-20 s each).
+removes what the killed VM left. With Docker's default bridge network (a bridge of this module's
+own, an upstream namespace on it): `docker run` works end to end, and under network.mode filtered
+the policy's table and QEMU are in the namespace Docker wired, an unlisted name is refused by the
+host side's stub and never asked upstream. Five boots in all (TCG: 10-20 s each).
 
 Docker 20.10 (Debian 12) has no `--annotation`: the policy (network none; a policy without a
 network part is `open`, which the tier refuses) is the runtime class's ceiling.
@@ -17,6 +20,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -146,3 +150,151 @@ def test_vm_tier_docker_kill(vdocker):
     vdocker.cli("rm", "-f", cid)
     leaks.check()
     _nothing_left(vdocker, cid)
+
+
+# ---- network.mode filtered with Docker's default bridge network ----
+
+BRIDGE = "asbxvm69"          # this module's own bridge (the range given to this work: 10.69.0.0/16)
+BRIDGE_ADDR = "10.69.0.1/24"
+UPNS = "asbxvm69up"          # the fake internet (tests/integration/egress/upstream.py) on the bridge
+UPADDR = "10.69.0.2"
+RT_F = "agentsbx-vm-filtered"
+# an unlisted name asked of slirp's resolver (10.0.2.3: the host side's stub) from inside the VM
+GUEST_DNS = ("import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(20); "
+             "q = bytes.fromhex('abcd01000001000000000000') + b'\\x08unlisted\\x07invalid\\x00\\x00\\x01\\x00\\x01'; "
+             "s.sendto(q, ('10.0.2.3', 53)); print('dns-rcode=%d' % (s.recv(512)[3] & 15), flush=True)")
+
+GUEST_DIRECT = ("import socket\ntry:\n socket.create_connection(('" + UPADDR + "', 80), timeout=20); print('direct=open')"
+                "\nexcept Exception as e:\n print('direct=' + type(e).__name__, flush=True)")
+
+
+class BridgeVmDocker(VmDocker):
+    """VmDocker with a default bridge network on BRIDGE (no iptables, no forwarding, no NAT: the
+    container's eth0 reaches the addresses on the bridge and nothing else) and a runtime class
+    whose policy is network.mode filtered; the stub's upstream is UPADDR"""
+
+    def __init__(self, d, runtime_paths):
+        super().__init__(d, runtime_paths)
+        self.daemon_env = dict(os.environ, AGENTSBX_UPSTREAM_DNS=UPADDR)
+
+    def config(self, live_restore=False):
+        c = super().config(live_restore)
+        c["bridge"] = BRIDGE
+        pol = os.path.join(self.dir, "vm-filtered.json")
+        with open(pol, "w") as f:
+            json.dump({"version": 1, "network": {"mode": "filtered", "allowedDomains": ["allowed.invalid"],
+                                                 "ports": [80]},
+                       "audit": {"events": ["lifecycle", "network", "dns"]}}, f)
+        c["runtimes"][RT_F] = {
+            "path": self.runtime_paths["agentsbx"],
+            "runtimeArgs": ["--isolation=vm", "--vm-user=" + VM_USER, "--policy=" + pol,
+                            "--audit-dir=" + self.audit_dir],
+        }
+        return c
+
+
+def _sh(*argv):
+    subprocess.run(argv, check=True)
+
+
+@pytest.fixture(scope="module")
+def bdocker(eng_dir, runtime_paths, rootfs_tar, tmp_path_factory):
+    """the bridge, an upstream namespace on it (a veth, no route beyond the bridge's /24) running
+    upstream.py with allowed.invalid -> UPADDR, and the daemon"""
+    _need_vm()
+    if subprocess.run(["ip", "link", "show", BRIDGE], capture_output=True).returncode == 0:
+        pytest.fail(f"{BRIDGE} exists already (a previous run's?)")
+    st = tmp_path_factory.mktemp("vm-upstream")
+    zone = st / "zone.json"
+    zone.write_text(json.dumps({"allowed.invalid": {"A": [UPADDR]}, "other.invalid": {"A": [UPADDR]}}))
+    up = None
+    _sh("ip", "link", "add", BRIDGE, "type", "bridge")
+    try:
+        _sh("ip", "addr", "add", BRIDGE_ADDR, "dev", BRIDGE)
+        _sh("ip", "link", "set", BRIDGE, "up")
+        _sh("ip", "netns", "add", UPNS)
+        _sh("ip", "link", "add", "asbxvm69u", "type", "veth", "peer", "name", "eth0", "netns", UPNS)
+        _sh("ip", "link", "set", "asbxvm69u", "master", BRIDGE, "up")
+        _sh("ip", "-n", UPNS, "addr", "add", UPADDR + "/24", "dev", "eth0")
+        _sh("ip", "-n", UPNS, "link", "set", "eth0", "up")
+        _sh("ip", "-n", UPNS, "link", "set", "lo", "up")
+        up = subprocess.Popen(["ip", "netns", "exec", UPNS, sys.executable,
+                               os.path.join(TOP, "tests", "integration", "egress", "upstream.py"), str(st), str(zone)],
+                              stdout=subprocess.DEVNULL, stderr=open(st / "upstream.err", "w"))
+        wait_for(lambda: (st / "ready").exists() or up.poll() is not None, "the upstream to bind")
+        assert up.poll() is None, (st / "upstream.err").read_text()
+        for dk in running_docker(BridgeVmDocker, "dkb-", eng_dir, runtime_paths, rootfs_tar):
+            dk.upstream_state = st
+            yield dk
+    finally:
+        if up:
+            up.terminate()
+            up.wait()
+        subprocess.run(["ip", "netns", "del", UPNS], check=False)
+        subprocess.run(["ip", "link", "del", BRIDGE], check=False)
+
+
+def _netns(pid):
+    return os.stat(f"/proc/{pid}/ns/net").st_ino
+
+
+def test_vm_tier_filtered_on_the_bridge_network(bdocker):
+    """`docker run` of the vm tier under network.mode filtered on Docker's default bridge network:
+    the container's namespace (Docker wired eth0 on the bridge into it) holds the policy's table
+    and QEMU; the guest's unlisted name is refused by the host side's stub (a `dns` record in the
+    host's audit log); the process's status comes back; `docker rm` leaves nothing."""
+    leaks = Leaks([bdocker.dir])
+    cidfile = os.path.join(bdocker.dir, "cid.vm-bridge")
+    r = bdocker.cli("run", "-d", f"--runtime={RT_F}", "--cidfile", cidfile, IMAGE, "sh", "-c",
+                    f"cat /etc/resolv.conf; python3 -c \"{GUEST_DNS}\"; python3 -c \"{GUEST_DIRECT}\"; "
+                    "echo done; while :; do sleep 1; done",
+                    check=False, stdin=subprocess.DEVNULL)
+    cid = _cid(bdocker, leaks, cidfile)
+    assert r.returncode == 0, r
+    st = json.loads(bdocker.cli("inspect", cid).stdout)[0]
+    assert st["State"]["Status"] == "running", st["State"]
+    sup = st["State"]["Pid"]
+    addr = st["NetworkSettings"]["IPAddress"]
+    assert addr.startswith("10.69.0."), st["NetworkSettings"]
+    wait_for(lambda: "done" in bdocker.cli("logs", cid).stdout, "the guest's DNS query")
+    out = bdocker.cli("logs", cid)
+    logs = out.stdout
+    with open(os.path.join(bdocker.audit_dir, f"{cid}.jsonl")) as f:
+        recs = [json.loads(x) for x in f.read().splitlines()]
+    assert "dns-rcode=5" in logs, (out, recs)  # REFUSED by the host side's stub
+    assert "nameserver 10.0.2.3" in logs, logs  # slirp's resolver: the host side's stub
+    assert "direct=ConnectionRefusedError" in logs, logs  # the upstream's address dialled directly
+    ql = bdocker.upstream_state / "queries.log"
+    names = {x.split()[0] for x in ql.read_text().splitlines()} if ql.exists() else set()
+    assert "unlisted.invalid" not in names, names  # the unlisted name never left
+    # the namespace Docker wired: its eth0 holds the bridge address, the table, and QEMU
+    ns = ["nsenter", f"--net=/proc/{sup}/ns/net"]
+    link = subprocess.run(ns + ["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True, check=True)
+    assert addr in link.stdout, link.stdout
+    table = subprocess.run(ns + ["nft", "list", "table", "inet", "agentsbx"], capture_output=True, text=True)
+    assert table.returncode == 0 and "policy drop" in table.stdout, table
+    with open(os.path.join(bdocker.vm_root(cid), cid, "vm-qemu")) as f:
+        qemu = int(f.read().split()[0])
+    assert _netns(qemu) == _netns(sup) != _netns(os.getpid())
+    assert [x for x in recs if x["event"] == "dns" and x["host"] == "unlisted.invalid"
+            and x["decision"] == "refused"], recs
+    bdocker.cli("rm", "-f", cid)
+    leaks.check()
+    _nothing_left(bdocker, cid)
+    for root in bdocker.state_roots():
+        d = os.path.join(root, "@egress")
+        assert not os.path.isdir(d) or set(os.listdir(d)) <= {"lock"}, os.listdir(d)
+
+
+def test_vm_tier_bridge_network_end_to_end(bdocker):
+    """the bridge network under the class whose policy is network.mode none: `docker run` of the
+    vm tier with Docker's network hooks acting on the supervisor's namespace, and the status
+    comes back"""
+    leaks = Leaks([bdocker.dir])
+    cidfile = os.path.join(bdocker.dir, "cid.vm-bridge-none")
+    r = bdocker.cli("run", "--rm", f"--runtime={RT}", "--cidfile", cidfile, IMAGE, "sh", "-c", "exit 5",
+                    check=False, stdin=subprocess.DEVNULL)
+    cid = _cid(bdocker, leaks, cidfile)
+    assert r.returncode == 5, r
+    leaks.check()
+    _nothing_left(bdocker, cid)

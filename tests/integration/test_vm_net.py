@@ -178,3 +178,116 @@ def test_vm_fresh_netns_pasta(rt, make_bundle, usr_template, lab, vm_kernel, tmp
     with open(tmp_path / "audit" / f"{cid}.jsonl") as f:
         recs = [json.loads(line) for line in f]
     assert ("sbx.test", 1, "allowed", "sbx.test") in dns_records(recs)
+
+
+# ---- the detached path an engine uses: create, start, delete (runtime/vm_supervisor.h) ----
+
+def _ns(pid):
+    return os.stat(f"/proc/{pid}/ns/net").st_ino
+
+
+def _qemu_pid(root, cid):
+    with open(os.path.join(root, cid, "vm-qemu")) as f:
+        return int(f.read().split()[0])
+
+
+def _egress_records(root):
+    d = os.path.join(root, "@egress")
+    return [e for e in os.listdir(d) if e != "lock"] if os.path.isdir(d) else []
+
+
+def _create_start_delete(rt, b, pol, tmp_path, at_created):
+    """create (the supervisor S boots QEMU and the guest holds the container at its gate), the
+    caller's checks while `created`, start, the process's end, delete; returns its last output
+    line (client.py's results), the audit records and what the caller's checks returned."""
+    env = dict(os.environ, AGENTSBX_UPSTREAM_DNS=HOSTUP4)
+    r, cid = rt.create(b, global_args=audit_args(tmp_path, "--policy", str(pol)), env=env, timeout=300)
+    assert r.ok, r
+    st = rt.state(cid).json()
+    assert st["status"] == "created", st
+    sup, qemu = st["pid"], _qemu_pid(rt.root, cid)
+    # QEMU is in S's namespace (the one the hooks are given), never the runtime's own
+    assert _ns(qemu) == _ns(sup) != _ns(os.getpid()), (sup, qemu)
+    # before the process starts: the table is loaded there, the monitor runs, the namespace's
+    # egress owner is recorded
+    assert os.path.exists(os.path.join(rt.root, cid, "monitor.pid"))
+    table = subprocess.run(["nsenter", f"--net=/proc/{sup}/ns/net", "nft", "list", "table", "inet", "agentsbx"],
+                           capture_output=True, text=True)
+    assert table.returncode == 0 and "policy drop" in table.stdout, table
+    assert len(_egress_records(rt.root)) == 1, _egress_records(rt.root)
+    seen = at_created(sup)
+    assert rt.start(cid).ok
+    rt.wait_status(cid, "stopped", timeout=300)
+    out = b.container_output()
+    with open(tmp_path / "audit" / f"{cid}.jsonl") as f:
+        recs = [json.loads(line) for line in f]
+    d = rt.delete(cid)
+    assert d.ok, d
+    # delete removed the state dir, the namespace's egress record, the VM's run dir
+    assert not os.path.exists(os.path.join(rt.root, cid))
+    assert _egress_records(rt.root) == [], _egress_records(rt.root)
+    assert not os.path.exists(os.path.join(rt.root, "vm", cid))
+    for pid in (sup, qemu):
+        assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
+    return json.loads(out.strip().splitlines()[-1]), recs, seen
+
+
+def test_vm_filtered_create_start_joined_netns(rt, vbundle, lab, tmp_path):  # noqa: F811
+    """create/start of a bundle naming the lab's namespace by path (an engine's case): the
+    supervisor joins it, QEMU is there, the table is loaded before the guest's process runs; an
+    allowed name is fetched, an unlisted one refused and never asked upstream, the records are
+    the host side's; delete leaves nothing (the @egress record included)."""
+    lab.zone(ZONE)
+    pol = tmp_path / "policy.json"
+    pol.write_text(json.dumps(vm_policy(POLICY)))
+    vbundle.args("/usr/bin/python3", "/egress/client.py",
+                 json.dumps([["http", "pkg.test", 80], ["resolve", "other.test"], ["rawdns", UP4B, "other.test"],
+                             ["connect", UP4B, 80], ["run", "/bin/cat", "/etc/resolv.conf"]]))
+    lab_ns = os.stat(f"/run/netns/{lab.c}").st_ino
+    res, recs, sup_ns = _create_start_delete(rt, vbundle, pol, tmp_path, _ns)
+    assert sup_ns == lab_ns
+    http, other, raw, direct, resolv = res
+    assert http["ok"] and http["response"].endswith("ok pkg.test\n"), http
+    assert not other["ok"] and other["error"].startswith("gai:"), other
+    assert raw["ok"] and raw["rcode"] == 5 and raw["answers"] == 0, raw
+    assert not direct["ok"] and direct["error"] == "ECONNREFUSED", direct
+    assert resolv["ok"] and "nameserver 10.0.2.3" in resolv["out"], resolv
+    assert set(lab.queries()) == {"pkg.test"}, lab.queries()
+    got = dns_records(recs)
+    assert ("pkg.test", 1, "allowed", "pkg.test") in got, got
+    assert ("other.test", 1, "refused", "unlisted") in got, got
+    net = [(r.get("addr"), r.get("port"), r.get("rule")) for r in recs if r["event"] == "network"]
+    assert (UP4B, 80, "default-deny") in net, net
+
+
+def test_vm_filtered_create_start_fresh_netns(rt, make_bundle, usr_template, lab, vm_kernel, tmp_path):  # noqa: F811
+    """create/start of a bundle asking for a new namespace (Docker's bridge case, whose prestart
+    hook wires /proc/<pid>/ns/net): the supervisor makes it and QEMU joins it; nothing wires it
+    here, so the monitor's deferred pasta is the way out, as for a container; pasta is gone after
+    delete."""
+    lab.zone(SBX_ZONE)
+    b = make_bundle(rootfs_template=usr_template)
+    b.add_mount("/usr", "bind", "/usr", ["rbind", "ro", "nosuid", "nodev"])
+    b.args("/usr/bin/python3", "/egress/client.py",
+           json.dumps([["http", "sbx.test", 80], ["connect", UP4, 80], ["resolve", "other.test"]]))
+    b.save()
+    subprocess.run(["chown", "-R", f"{OWNER}:{OWNER}", b.path], check=True)
+    b.save = lambda: None  # keep the owner: rt.create saves again
+    pol = tmp_path / "policy.json"
+    pol.write_text(json.dumps(vm_policy(SBX_POLICY)))
+    before = pasta_pids()
+
+    def lo_up(sup):
+        r = subprocess.run(["nsenter", f"--net=/proc/{sup}/ns/net", "ip", "-o", "link", "show", "lo"],
+                           capture_output=True, text=True, check=True)
+        return "UP" in r.stdout.split("<", 1)[1].split(">", 1)[0].split(",")
+    res, recs, lo = _create_start_delete(rt, b, pol, tmp_path, lo_up)
+    assert lo, "the fresh namespace's lo is down"
+    http, lab_direct, other = res
+    assert http["ok"] and http["response"].endswith("ok sbx.test\n"), http
+    assert not lab_direct["ok"] and lab_direct["error"] == "ECONNREFUSED", lab_direct
+    assert not other["ok"] and other["error"].startswith("gai:"), other
+    assert set(lab.queries()) == {"sbx.test"}, lab.queries()
+    assert ("sbx.test", 1, "allowed", "sbx.test") in dns_records(recs)
+    assert ("other.test", 1, "refused", "unlisted") in dns_records(recs)
+    assert pasta_pids() <= before, "pasta outlived the VM"
