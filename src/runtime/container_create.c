@@ -525,6 +525,15 @@ asbx_container_create (const struct asbx_global *g, const struct asbx_create_opt
       /* the vm tier (runtime/vm.h): the whole run happens here, in a VM that applies this same
        * config.json and policy inside; the guest's own create takes the branch below. create
        * (and run --detach): a supervisor holds the VM for the other verbs (vm_supervisor.h) */
+      if (o->default_profile && !o->isolation_vm)
+        {
+          /* a sandbox's bundle is made for a VM (QEMU's uid, the shared view) only when it knows:
+           * a policy asking for the tier by itself gets no VM of a bundle made for a container */
+          asbx_error (err, EINVAL,
+                      "isolation vm: the policy asks for the vm tier: give sandbox --isolation vm (its bundle "
+                      "is then made for a VM: runtime/sandbox.c)");
+          goto out;
+        }
       if (!o->vm_status)
         {
           if (vm_supervisor_create (g, o, bundle, spec, plan, raw, raw_len, init_pid, err) == 0)

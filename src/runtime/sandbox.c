@@ -17,7 +17,16 @@
  * Stopping: we are the foreground process timeout(1), systemd or a CI runner signals. A
  * pid-namespace init ignores signals it has no handler for, so forwarding SIGTERM alone may never
  * end it: after the stop timeout (10 s, as `docker stop`) the whole cgroup is SIGKILLed and we
- * exit 128+the signal we received, as timeout(1) expects. */
+ * exit 128+the signal we received, as timeout(1) expects.
+ *
+ * --isolation vm (root only: QEMU's jail is made by host root, runtime/vm_jail.h): QEMU runs as
+ * the workspace's owner, never root, so the bundle is handed to that owner (vm_jail_init takes
+ * the bundle's owner) and nothing is idmapped: QEMU reads the shared system directories with the
+ * owner's own rights (not /etc/shadow, not /root), and what the guest writes in the workspace is
+ * the owner's on the host. The config has no user namespace (the guest's root is the owner
+ * through QEMU's mapping, and owns the workspace there), and /home and /root are not shared: a
+ * guest kernel taken over would read whatever QEMU's uid may read in a share, the owner's own
+ * ~/.ssh included, which only the guest's masks would hide (docs/security.md "Isolation tiers"). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -55,6 +64,13 @@
 /* host directories exposed read-only (FHS system directories and homes) */
 static const char *const exposed_dirs[] = { "usr", "etc",  "opt", "var",   "home",  "root",  "srv",
                                             "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
+
+/* not shared into a VM (the header comment says why): empty directories in its view */
+static bool
+vm_hidden_dir (const char *name, bool vm)
+{
+  return vm && (strcmp (name, "home") == 0 || strcmp (name, "root") == 0);
+}
 
 /* quick mode with a user namespace: the skeleton rootfs of sandbox <id> is USERNS_SKELETONS/<id> */
 #define USERNS_SKELETONS "/run/agentsbx-sandbox"
@@ -133,7 +149,7 @@ gen_process (yajl_gen g, const struct asbx_sandbox_opts *o)
  * (rootfs: R's realpath, skeleton false), its path below R. Places our own mounts cover (/tmp,
  * /run, /proc, /sys, /dev) and /workspace itself (a workspace at R/workspace) are left out. */
 static const char *
-workspace_alias (const char *ws, const char *rootfs, bool skeleton)
+workspace_alias (const char *ws, const char *rootfs, bool skeleton, bool vm)
 {
   static const char *const covered[] = { "/workspace", "/tmp", "/run", "/proc", "/sys", "/dev" };
   const char *alias = NULL;
@@ -144,7 +160,8 @@ workspace_alias (const char *ws, const char *rootfs, bool skeleton)
       char host[PATH_MAX];
       struct stat st;
       snprintf (host, sizeof host, "/%s", exposed_dirs[i]);
-      if (lstat (host, &st) == 0 && S_ISDIR (st.st_mode) && sandbox_path_under (ws, host))
+      if (!vm_hidden_dir (exposed_dirs[i], vm) && lstat (host, &st) == 0 && S_ISDIR (st.st_mode)
+          && sandbox_path_under (ws, host))
         alias = ws;
     }
   if (!skeleton && strcmp (rootfs, "/") != 0 && sandbox_path_under (ws, rootfs) && ws[rl] == '/')
@@ -160,17 +177,18 @@ workspace_alias (const char *ws, const char *rootfs, bool skeleton)
  * (runtime/sandbox_wsalias.h), without one that lies below another. Heap vector of *n borrowed
  * strings (they point into ws and a). */
 static const char **
-hidden_places (const char *ws, const struct sandbox_ws_aliases *a, const char *rootfs, bool skeleton, size_t *n)
+hidden_places (const char *ws, const struct sandbox_ws_aliases *a, const char *rootfs, bool skeleton, bool vm,
+               size_t *n)
 {
   size_t total = 1 + (a ? a->n_whole + a->n_part : 0), k = 0;
   const char **cand = xmalloc0 (total * sizeof (*cand));
   const char **out = xmalloc0 (total * sizeof (*out));
 
-  cand[k++] = workspace_alias (ws, rootfs, skeleton);
+  cand[k++] = workspace_alias (ws, rootfs, skeleton, vm);
   for (size_t i = 0; a && i < a->n_whole; i++)
-    cand[k++] = workspace_alias (a->whole[i], rootfs, skeleton);
+    cand[k++] = workspace_alias (a->whole[i], rootfs, skeleton, vm);
   for (size_t i = 0; a && i < a->n_part; i++)
-    cand[k++] = workspace_alias (a->part[i], rootfs, skeleton);
+    cand[k++] = workspace_alias (a->part[i], rootfs, skeleton, vm);
   *n = 0;
   for (size_t i = 0; i < k; i++)
     {
@@ -189,7 +207,7 @@ gen_mounts (yajl_gen g, const struct asbx_sandbox_opts *o, const char *rootfs, c
             const struct sandbox_ws_aliases *aliases)
 {
   size_t n_hide = 0;
-  cleanup_free const char **hide = hidden_places (workspace, aliases, rootfs, skeleton, &n_hide);
+  cleanup_free const char **hide = hidden_places (workspace, aliases, rootfs, skeleton, o->isolation_vm, &n_hide);
   static const char *const dev_o[] = { "nosuid", "strictatime", "mode=755", "size=65536k" };
   static const char *const pts_o[] = { "nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620" };
   static const char *const shm_o[] = { "nosuid", "noexec", "nodev", "mode=1777", "size=65536k" };
@@ -213,8 +231,8 @@ gen_mounts (yajl_gen g, const struct asbx_sandbox_opts *o, const char *rootfs, c
       char host[PATH_MAX], dest[PATH_MAX];
       struct stat st;
       snprintf (host, sizeof host, "/%s", exposed_dirs[i]);
-      if (lstat (host, &st) < 0 || !S_ISDIR (st.st_mode))
-        continue; /* missing, or a symlink recreated in the skeleton */
+      if (vm_hidden_dir (exposed_dirs[i], o->isolation_vm) || lstat (host, &st) < 0 || !S_ISDIR (st.st_mode))
+        continue; /* not shared into a VM; missing, or a symlink recreated in the skeleton */
       snprintf (dest, sizeof dest, "/%s", exposed_dirs[i]);
       gen_mount (g, dest, "bind", host, ro_o, ASBX_ARRAY_SIZE (ro_o));
     }
@@ -228,7 +246,6 @@ gen_mounts (yajl_gen g, const struct asbx_sandbox_opts *o, const char *rootfs, c
       gen_mount (g, hide[i], "tmpfs", "tmpfs", hide_o, ASBX_ARRAY_SIZE (hide_o));
     }
   yajl_gen_array_close (g);
-  (void) o;
 }
 
 /* linux.uidMappings/gidMappings: container root (0) is ids->uid/gid on the host, nobody else is
@@ -529,6 +546,30 @@ sandbox_userns_ids (const char *ws, const struct stat *ws_st, const char *rootfs
   return searchable_by ("/run", ids->uid, ids->gid) ? 1 : 0;
 }
 
+/* --isolation vm: QEMU's uid/gid, the workspace's owner (the checked directory's fstat, as for
+ * the user namespace above). A root-owned workspace is refused: QEMU never runs as root, and as
+ * another uid it could not write it (idmapping it would idmap the host's system directories too,
+ * giving QEMU root's read access to them: runtime/vm_jail.h). --vm-user, meant for a root-owned
+ * bundle of run/create, may only confirm the owner. 0 / -1 with *err. */
+static int
+sandbox_vm_ids (const struct asbx_global *g, const char *ws, const struct stat *ws_st, struct sandbox_ids *ids,
+                asbx_err_t *err)
+{
+  if (ws_st->st_uid == 0)
+    return asbx_error (err, 0,
+                       "sandbox --isolation vm: workspace `%s` belongs to root: QEMU runs as the workspace's owner "
+                       "and never as root; chown it to the unprivileged user the guest's files should belong to",
+                       ws);
+  if (g->vm_uid && g->vm_uid != ws_st->st_uid)
+    return asbx_error (err, 0,
+                       "sandbox --isolation vm: --vm-user %u is not the owner of workspace `%s` (uid %u): QEMU runs "
+                       "as the workspace's owner, whose files the guest writes",
+                       (unsigned) g->vm_uid, ws, (unsigned) ws_st->st_uid);
+  ids->uid = ws_st->st_uid;
+  ids->gid = g->vm_uid ? g->vm_gid : ws_st->st_gid;
+  return 0;
+}
+
 /* seed: the seeded clone that is the workspace (o->workspace names it), or NULL */
 static int
 sandbox_bundle (const struct asbx_global *g, const struct asbx_sandbox_opts *o, const char *id,
@@ -562,10 +603,12 @@ sandbox_bundle (const struct asbx_global *g, const struct asbx_sandbox_opts *o, 
   if (mkdir (bundle, 0700) < 0)
     return asbx_error (err, errno == EEXIST ? 0 : errno, "sandbox: bundle `%s` already exists", bundle);
   *bundle_out = xstrdup (bundle);
-  int un = sandbox_userns_ids (ws, ws_st, o->rootfs ? rootfs_real : NULL, &ids, err);
+  /* under vm the guest's root is the owner already (QEMU's mapping): no user namespace */
+  int un = o->isolation_vm ? sandbox_vm_ids (g, ws, ws_st, &ids, err)
+                           : sandbox_userns_ids (ws, ws_st, o->rootfs ? rootfs_real : NULL, &ids, err);
   if (un < 0)
     return -1;
-  bool userns = un > 0;
+  bool userns = un > 0 && !o->isolation_vm;
   if (userns && !o->rootfs && geteuid () == 0)
     {
       /* the init resolves the rootfs as the mapped uid: the skeleton must lie on a path that
@@ -589,6 +632,25 @@ sandbox_bundle (const struct asbx_global *g, const struct asbx_sandbox_opts *o, 
   fd = open (config_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0 || write_all (fd, config, strlen (config)) < 0)
     return asbx_error (err, errno, "sandbox: write `%s`", config_path);
+  if (o->isolation_vm)
+    {
+      /* QEMU runs as the bundle's owner (runtime/vm_jail.h): the workspace's. As owner it could
+       * swap config.json before create reads it (a hook runs as root): only if it can reach the
+       * bundle, which lies in root's own 0700 directory (checked, not assumed: --root is the
+       * caller's); QEMU sees it only as a read-only mount. The skeleton in it stays root's. */
+      cleanup_close int pfd = open (base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      cleanup_close int bfd = pfd < 0 ? -1 : openat (pfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      struct stat pst;
+      if (bfd < 0 || fstat (pfd, &pst) < 0)
+        return asbx_error (err, errno, "sandbox: open `%s`", bundle);
+      if (pst.st_uid != 0 || (pst.st_mode & 077))
+        return asbx_error (err, 0,
+                           "sandbox --isolation vm: `%s` is not root's alone (mode %03o, uid %u): the bundle given "
+                           "to QEMU's uid must be out of that uid's reach",
+                           base, (unsigned) (pst.st_mode & 0777), (unsigned) pst.st_uid);
+      if (fchown (fd, ids.uid, ids.gid) < 0 || fchown (bfd, ids.uid, ids.gid) < 0)
+        return asbx_error (err, errno, "sandbox: give `%s` to uid %u (QEMU's)", bundle, (unsigned) ids.uid);
+    }
   return 0;
 }
 
@@ -601,6 +663,7 @@ asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o
   struct sandbox_seed seed = { 0 };
   struct asbx_sandbox_opts oo = *o_in;
   const struct asbx_sandbox_opts *o = &oo;
+  oo.isolation_vm = o_in->isolation_vm || g->isolation_vm; /* the global --isolation vm too */
   asbx_err_t e2 = NULL;
   struct stat ws_st = { 0 };
   char ws[PATH_MAX] = "";
@@ -610,6 +673,11 @@ asbx_sandbox_run (const struct asbx_global *g, const struct asbx_sandbox_opts *o
 
   if (o->argc == 0)
     return asbx_error (err, 0, "sandbox: no command given (agentsbx sandbox [options] -- CMD ARG...)");
+  if (o->isolation_vm && geteuid () != 0)
+    return asbx_error (err, 0,
+                       "sandbox --isolation vm: needs root: QEMU's jail (its namespaces and mounts, then the drop "
+                       "to the workspace owner's uid) is set up by host root; run it as root (QEMU then runs as "
+                       "the workspace's owner) or use the container tier");
   if (asbx_id_validate (id, err) < 0)
     return -1;
   if (o->image && o->rootfs)

@@ -37,6 +37,7 @@
 #include "runtime/vm_net.h"
 
 #define G_SHARE "/run/asbx-vm"
+#define GUEST_CONFIG "/run/asbx-host-config.json" /* the guest's host config: empty (below) */
 #define G_9P_OPTS "trans=virtio,version=9p2000.L,msize=512000"
 
 static int status_fd = -1;
@@ -364,11 +365,22 @@ vm_guest_main (void)
         }
     }
   asbx_error_free (&err);
+  /* The host resolved its config into policy.json: an empty host config here, not the
+   * /etc/agentsbx/config.json of a shared host /etc (root's `sandbox`: it may be unreadable to
+   * QEMU's uid). The audit log on the guest's own tmpfs (guest-side records are not built): the
+   * default /var/log lies in a shared /var there, read-only, owned by QEMU's unmapped uid. */
+  {
+    static const char empty[] = "{}\n";
+    cleanup_close int cfd = open (GUEST_CONFIG, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (cfd < 0 || write_all (cfd, empty, sizeof empty - 1) < 0)
+      guest_fail ("write " GUEST_CONFIG, errno);
+  }
 
   struct asbx_global g = {
     .root = "/run/agentsbx",
     .policy_file = G_SHARE "/policy.json",
-    /* config_path NULL: /etc/agentsbx/config.json, absent in the guest: the host resolved it */
+    .config_path = GUEST_CONFIG,
+    .audit_dir = "/run/agentsbx-audit",
     .vm_guest = true,
     .vm_net_outside = guest_net,
     /* detached: the hooks are the host's (runtime/vm_supervisor.h), none runs in here */

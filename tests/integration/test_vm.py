@@ -9,6 +9,7 @@ one boot is 10-20 s, so one VM run serves the observations of several tests."""
 import ctypes
 import json
 import os
+import pathlib
 import shutil
 import signal
 import subprocess
@@ -415,21 +416,151 @@ def test_missing_module_is_named(vm_env, tmp_path):
     assert "the guest kernel has no module drivers/virtio/virtio_mmio.ko" in r.stderr, r.stderr
 
 
-def test_sandbox_is_refused_for_a_root_bundle(vm_env):
-    """Root's `sandbox --isolation vm` (its default profile, a workspace a user owns) is refused
-    before anything runs: its bundle lies in root's state root, and QEMU never runs as root
-    (docs/security.md "Isolation tiers" says why it is not handed to the workspace owner yet)."""
-    ws = os.path.join(vm_env["work"], "sandbox-ws")  # a path its owner can reach
+# Root's `sandbox --isolation vm` under its default profile (agent): QEMU runs as the workspace's
+# owner (docs/security.md "Isolation tiers"), the host's system directories shared read-only, the
+# homes not shared at all. A key is planted in a home the owner (QEMU's uid) may read on the host:
+# only the sandbox keeps it from the guest.
+SANDBOX_SSH_SECRET = "ASBX-VM-SANDBOX-SSH-KEY"
+SANDBOX_HOME = "/home/asbx-vm-sandbox-test"
+# the sandbox workspace's owner, QEMU's uid: unused, and not OWNER (another run's QEMU may be
+# OWNER's while this one's processes are counted)
+SANDBOX_OWNER = 47313
+
+
+def _owner_processes():
+    """pids of processes whose real uid is SANDBOX_OWNER (QEMU's, while the sandbox's VM runs)."""
+    pids = []
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/status") as f:
+                uid = next(l.split()[1] for l in f if l.startswith("Uid:"))
+        except (OSError, StopIteration, ValueError):
+            continue
+        if uid == str(SANDBOX_OWNER):
+            pids.append(int(d))
+    return pids
+
+
+@pytest.fixture(scope="module")
+def sandbox_vm(vm_env):
+    ws = os.path.join(vm_env["work"], "sandbox-ws")
     os.makedirs(ws)
-    os.chown(ws, OWNER, OWNER)
+    os.chown(ws, SANDBOX_OWNER, SANDBOX_OWNER)
+    if os.path.lexists(SANDBOX_HOME):
+        pytest.skip(f"{SANDBOX_HOME} exists on this host: not ours to plant a key in")
+    key = os.path.join(SANDBOX_HOME, ".ssh", "id_ed25519")
+    os.makedirs(os.path.dirname(key))
+    with open(key, "w") as f:
+        f.write(SANDBOX_SSH_SECRET + "\n")
+    for p in (SANDBOX_HOME, os.path.dirname(key), key):
+        os.chown(p, SANDBOX_OWNER, SANDBOX_OWNER)
+    os.chmod(os.path.dirname(key), 0o700)
+    os.chmod(key, 0o600)
+    script = (
+        "echo release=$(uname -r); "
+        "echo x > /etc/asbx-from-the-sandbox 2>/dev/null; echo etc_write=$?; "
+        f"cat {key}; echo ssh_read=$?; "
+        "echo from-the-sandbox > /workspace/sandbox-wrote; echo ws_write=$?; "
+        "exit 7")
     root = os.path.join(vm_env["work"], "state-sandbox")
+    cid = "vm-sandbox"
+    try:
+        r = subprocess.run([vm_env["bin"], "--root", root, "sandbox", "--isolation", "vm", "--id", cid, "--",
+                            "/bin/sh", "-c", script], cwd=ws,
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
+    finally:
+        shutil.rmtree(SANDBOX_HOME)
+    left = [p for p in (os.path.join(root, "sandbox", cid), os.path.join(root, "vm", cid), os.path.join(root, cid))
+            if os.path.lexists(p)]
+    obs = dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
+    return {"r": r, "obs": obs, "ws": ws, "left": left, "procs": _owner_processes()}
+
+
+def test_sandbox_runs_on_the_guest_kernel_and_exits_with_its_status(sandbox_vm, vm_env):
+    r = sandbox_vm["r"]
+    assert r.returncode == 7, (r.returncode, r.stderr[-3000:])
+    assert sandbox_vm["obs"].get("release") == vm_env["release"], sandbox_vm["obs"]
+    assert vm_env["release"] != os.uname().release
+
+
+def test_sandbox_workspace_write_is_the_owners(sandbox_vm):
+    assert sandbox_vm["obs"].get("ws_write") == "0", (sandbox_vm["obs"], sandbox_vm["r"].stderr[-3000:])
+    path = os.path.join(sandbox_vm["ws"], "sandbox-wrote")
+    with open(path) as f:
+        assert f.read() == "from-the-sandbox\n"
+    st = os.lstat(path)
+    assert (st.st_uid, st.st_gid) == (SANDBOX_OWNER, SANDBOX_OWNER), (st.st_uid, st.st_gid)
+
+
+def test_sandbox_etc_is_read_only(sandbox_vm):
+    assert sandbox_vm["obs"].get("etc_write") not in (None, "0"), sandbox_vm["obs"]
+    assert not os.path.lexists("/etc/asbx-from-the-sandbox")
+
+
+def test_sandbox_hides_a_homes_ssh_key(sandbox_vm):
+    obs = sandbox_vm["obs"]
+    assert obs.get("ssh_read") not in (None, "0"), (obs, sandbox_vm["r"].stderr[-3000:])
+    assert SANDBOX_SSH_SECRET not in sandbox_vm["r"].stdout + sandbox_vm["r"].stderr
+
+
+def test_sandbox_leaves_nothing(sandbox_vm):
+    assert sandbox_vm["r"].returncode == 7, sandbox_vm["r"].stderr[-3000:]
+    assert sandbox_vm["left"] == [], sandbox_vm["left"]
+    assert sandbox_vm["procs"] == [], "processes of QEMU's uid left: %s" % sandbox_vm["procs"]
+
+
+def test_sandbox_of_a_root_workspace_is_refused(vm_env):
+    """QEMU never runs as root, and as another uid it could not write root's workspace: refused
+    before anything runs (nothing left in the state root)."""
+    ws = os.path.join(vm_env["work"], "sandbox-root-ws")
+    os.makedirs(ws)
+    root = os.path.join(vm_env["work"], "state-sandbox-rootws")
     r = subprocess.run([vm_env["bin"], "--root", root, "sandbox", "--isolation", "vm", "--",
                         "/bin/sh", "-c", f"touch {ws}/ran"], cwd=ws,
                        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
     assert r.returncode != 0
-    assert "is owned by root: QEMU runs as the bundle's owner" in r.stderr, r.stderr
+    assert "belongs to root: QEMU runs as the workspace's owner and never as root" in r.stderr, r.stderr
     assert not os.path.exists(os.path.join(ws, "ran"))
-    assert not os.path.exists(os.path.join(root, "vm")) or not os.listdir(os.path.join(root, "vm"))
+    for d in ("sandbox", "vm"):
+        assert not os.path.exists(os.path.join(root, d)) or not os.listdir(os.path.join(root, d))
+
+
+def test_sandbox_policy_asking_vm_needs_the_flag(vm_env):
+    """A policy asking `isolation: vm` of a sandbox run without --isolation vm gets no VM of the
+    bundle made for a container (its user namespace, its view): refused naming the flag."""
+    ws = os.path.join(vm_env["work"], "sandbox-policy-ws")
+    os.makedirs(ws)
+    os.chown(ws, SANDBOX_OWNER, SANDBOX_OWNER)
+    pol = os.path.join(vm_env["work"], "sandbox-policy-vm.json")
+    with open(pol, "w") as f:
+        json.dump({"version": 1, "extends": "agent", "isolation": "vm"}, f)
+    root = os.path.join(vm_env["work"], "state-sandbox-policy")
+    r = subprocess.run([vm_env["bin"], "--root", root, "sandbox", "--policy", pol, "--",
+                        "/bin/sh", "-c", "touch /workspace/ran"], cwd=ws,
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    assert "the policy asks for the vm tier: give sandbox --isolation vm" in r.stderr, r.stderr
+    assert not os.path.exists(os.path.join(ws, "ran"))
+    for d in ("sandbox", "vm"):
+        assert not os.path.exists(os.path.join(root, d)) or not os.listdir(os.path.join(root, d))
+
+
+def test_sandbox_vm_needs_root(vm_env):
+    """A non-root caller's sandbox cannot build QEMU's jail (namespaces, mounts, the uid drop are
+    host root's): refused with an error saying so, nothing run."""
+    top = pathlib.Path(vm_env["work"]) / "sandbox-nonroot"  # a path the caller can reach
+    ws, home = top / "ws", top / "home"
+    ws.mkdir(parents=True)
+    home.mkdir()
+    for p in (top, ws, home):
+        os.chown(p, OWNER, OWNER)
+    r = subprocess.run(["setpriv", f"--reuid={OWNER}", f"--regid={OWNER}", "--clear-groups",
+                        vm_env["bin"], "sandbox", "--isolation", "vm", "--", "/bin/sh", "-c", "touch ran"],
+                       cwd=ws, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+                       env={"PATH": os.environ["PATH"], "HOME": str(home), "XDG_RUNTIME_DIR": str(home)})
+    assert r.returncode != 0
+    assert "sandbox --isolation vm: needs root" in r.stderr, r.stderr
+    assert not (ws / "ran").exists()
 
 
 # A compromised guest: a createRuntime hook runs as the guest's root in the guest's initial
