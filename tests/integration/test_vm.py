@@ -422,9 +422,9 @@ def test_missing_module_is_named(vm_env, tmp_path):
 # only the sandbox keeps it from the guest.
 SANDBOX_SSH_SECRET = "ASBX-VM-SANDBOX-SSH-KEY"
 SANDBOX_HOME = "/home/asbx-vm-sandbox-test"
-# the sandbox workspace's owner, QEMU's uid: unused, and not OWNER (another run's QEMU may be
-# OWNER's while this one's processes are counted)
-SANDBOX_OWNER = 47313
+# the sandbox workspace's owner, QEMU's uid: unused, and used by no other test (OWNER, and
+# test_docker_vm's 47313: another run's QEMU may hold those while this one's processes are counted)
+SANDBOX_OWNER = 47357
 
 
 def _owner_processes():
