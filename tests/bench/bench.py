@@ -23,6 +23,8 @@ noise hits all runtimes alike; two warm-up rounds are not counted):
                same user-owned workspace (so root's run has quick mode's user namespace too); then
                again with the workspace a git repository (sandbox-user-git: root pins .git/config
                and .git/hooks in its mount namespace, the user cannot and records them unpinned)
+  vm           (optional: --only vm) the vm isolation tier's create-to-exit and peak RSS against
+               the container tier, same bundle and policy (issue 22)
   review       (optional: --only review) issue 18's review workspace against a direct bind: start
                (sandbox --review vs sandbox of /bin/true), a 10,000-file npm-style write inside,
                `workspace diff --json` and `workspace apply` of those files
@@ -426,6 +428,44 @@ class Bench:
         finally:
             self.stop_sleepers(ids)
 
+    def s_vm(self):
+        """The vm isolation tier (issue 22), optional (--only vm: each run boots a guest, ~6-15 s
+        under TCG): `agentsbx run` of the busybox /bin/true bundle under {"isolation": "vm",
+        "network": {"mode": "none"}} against the same bundle and policy without `isolation`, both
+        as `run` (create-to-exit); peak RSS is the largest process of the tree (QEMU). The bundle
+        is owned by an unprivileged uid (QEMU runs as the bundle's owner; a root-owned one is
+        refused)."""
+        if not shutil.which("qemu-system-x86_64"):
+            print("vm: qemu-system-x86_64 missing (apt-get install qemu-system-x86)", file=sys.stderr)
+            return
+        r = subprocess.run([os.path.join(TOP, "contrib", "vm", "fetch-kernel.sh"), "/var/cache/agentsbx-vm"],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"vm: no guest kernel: {r.stderr.strip()[-200:]}", file=sys.stderr)
+            return
+        b = os.path.join(self.work, "b-vm")
+        make_bundle(b, ["/bin/true"])
+        os.chmod(self.work, 0o755)
+        subprocess.run(["chown", "-R", "47391:47391", b], check=True)
+        pols = {}
+        for name, extra in (("vm", {"isolation": "vm"}), ("container", {})):
+            pols[name] = os.path.join(self.work, f"policy-{name}.json")
+            json.dump({"version": 1, "network": {"mode": "none"}, **extra}, open(pols[name], "w"))
+        vm, ct = Runtime("vm", self.rts[0].path), Runtime("container", self.rts[0].path)
+        rss = {"vm": [], "container": []}
+
+        def one(rt):
+            dt, rc, peak = timed([rt.path, "--root", self.root(rt), "--policy", pols[rt.name], "run", "--bundle", b,
+                                  self.cid(rt)])
+            if rc != 0:
+                raise RuntimeError(f"vm run failed ({rc}): {LAST_ERR[0].strip()}")
+            rss[rt.name].append(peak)
+            return dt
+        n = max(3, self.a.n // 5)
+        self.record("vm", "ms", self.interleave(one, n, [vm, ct]), 1000,
+                    note=f"create-to-exit of `run` under isolation vm (TCG unless /dev/kvm works) vs container, {n} runs")
+        self.record("vm-rss", "KiB", {k: v[2:] for k, v in rss.items()}, note="peak RSS of the tree (QEMU for vm)")
+
     def s_sandbox(self):
         b = os.path.join(self.work, "b-true")
         ws = os.path.join(self.work, "workspace")
@@ -695,8 +735,8 @@ def ensure_packages(a):
 
 
 SCENARIOS = ["floor", "run", "run_seccomp", "exec", "external", "rss", "syscalls", "memlimit", "parallel", "sandbox", "sandbox_user", "egress"]
-# not in the default run (its 10,000-file rounds take a while): --only review
-OPTIONAL = ["review"]
+# not in the default run (review's 10,000-file rounds, vm's guest boots take a while): --only review, --only vm
+OPTIONAL = ["review", "vm"]
 
 
 def main():
