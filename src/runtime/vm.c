@@ -389,28 +389,40 @@ plan_jail (struct vm_ctx *c, const struct vm_host *h, const char *bundle, asbx_e
   return 0;
 }
 
-/* Wait for QEMU; SIGKILL it when the wall clock runs out (deadline_ns 0 = none). Returns the
- * wait status, or -1 when it was killed for the wall clock. */
+/* A stop signal (TERM, INT, HUP, QUIT: timeout(1), a CI runner, ^C) that reached a foreground
+ * run: its number, set by the handler vm_run_attached installs for the run. */
+static volatile sig_atomic_t vm_stop_sig;
+static const int vm_stop_sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
+
+static void
+vm_on_stop (int sig)
+{
+  vm_stop_sig = sig;
+}
+
+/* Wait for QEMU; SIGKILL it when the wall clock runs out (deadline_ns 0 = none) or a stop signal
+ * came. Returns the wait status, -1 when it was killed for the wall clock, -2 for a stop signal
+ * (vm_stop_sig). Polled every 20 ms: a signal between a check and a blocking wait would be missed. */
 static int
 wait_qemu (pid_t pid, uint64_t deadline_ns)
 {
   int st = 0;
   for (;;)
     {
-      pid_t r = waitpid (pid, &st, deadline_ns ? WNOHANG : 0);
+      pid_t r = waitpid (pid, &st, WNOHANG);
       if (r == pid)
         return st;
       if (r < 0 && errno != EINTR)
         return st;
-      if (deadline_ns && now_ns () >= deadline_ns)
+      bool stop = vm_stop_sig != 0;
+      if (stop || (deadline_ns && now_ns () >= deadline_ns))
         {
           kill (pid, SIGKILL);
           while (waitpid (pid, &st, 0) < 0 && errno == EINTR)
             ;
-          return -1;
+          return stop ? -2 : -1;
         }
-      if (deadline_ns)
-        nanosleep (&(struct timespec){ .tv_nsec = 20L * 1000 * 1000 }, NULL);
+      nanosleep (&(struct timespec){ .tv_nsec = 20L * 1000 * 1000 }, NULL);
     }
 }
 
@@ -596,9 +608,34 @@ vm_run (const char *state_root, const char *id, const char *bundle, const struct
   return vm_run_attached (state_root, id, bundle, spec, plan, NULL, status, err);
 }
 
+static int vm_run_inner (const char *state_root, const char *id, const char *bundle, const struct oci_spec *spec,
+                         const struct policy_plan *plan, struct vm_attach *att, int *status, asbx_err_t *err);
+
+/* A foreground run (no supervisor) catches the stop signals for its life: their default action
+ * killed `run`/`sandbox` at once and left <root>/<id>, <root>/vm/<id> and the sandbox's bundle
+ * behind (a fixed --id then refused to start again). Now QEMU is killed, everything is removed
+ * as at a normal end, and the status is 128 + the signal. The handlers are the caller's again
+ * afterwards (children reset them at execve; the monitor blocks every signal itself). */
 int
 vm_run_attached (const char *state_root, const char *id, const char *bundle, const struct oci_spec *spec,
                  const struct policy_plan *plan, struct vm_attach *att, int *status, asbx_err_t *err)
+{
+  if (att)
+    return vm_run_inner (state_root, id, bundle, spec, plan, att, status, err);
+  struct sigaction sa = { .sa_handler = vm_on_stop }, old[ASBX_ARRAY_SIZE (vm_stop_sigs)];
+  sigemptyset (&sa.sa_mask);
+  vm_stop_sig = 0;
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (vm_stop_sigs); i++)
+    sigaction (vm_stop_sigs[i], &sa, &old[i]);
+  int r = vm_run_inner (state_root, id, bundle, spec, plan, att, status, err);
+  for (size_t i = 0; i < ASBX_ARRAY_SIZE (vm_stop_sigs); i++)
+    sigaction (vm_stop_sigs[i], &old[i], NULL);
+  return r;
+}
+
+static int
+vm_run_inner (const char *state_root, const char *id, const char *bundle, const struct oci_spec *spec,
+              const struct policy_plan *plan, struct vm_attach *att, int *status, asbx_err_t *err)
 {
   struct vm_host h;
   struct vm_ctx c = { 0 };
@@ -727,6 +764,12 @@ vm_run_attached (const char *state_root, const char *id, const char *bundle, con
       goto out;
     }
   int st = att ? att->wait (att, pid, deadline) : wait_qemu (pid, deadline);
+  if (st == -2)
+    {
+      *status = 128 + vm_stop_sig; /* as for a container: the signal that asked us to stop */
+      ret = 0;
+      goto out;
+    }
   /* the host's OOM killer ended QEMU at its cgroup's limit (runtime/vm_cgroup.h): the run's
    * error, whatever the monitor's clock says */
   bool oom = st != -1 && !WIFEXITED (st) && vm_cgroup_oom_killed (&cg);

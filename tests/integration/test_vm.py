@@ -509,6 +509,40 @@ def test_sandbox_leaves_nothing(sandbox_vm):
     assert sandbox_vm["procs"] == [], "processes of QEMU's uid left: %s" % sandbox_vm["procs"]
 
 
+def test_sandbox_stopped_by_sigterm_leaves_nothing(vm_env):
+    """SIGTERM to a running `sandbox --isolation vm` (timeout(1), a CI runner): QEMU is killed, the
+    run ends with 128 + 15 and removes what a normal end removes - before, the signal's default
+    action left <root>/sandbox/<id>, <root>/<id> and <root>/vm/<id>, and the id refused to run
+    again. Sent once the guest's command has started (its marker file in the workspace)."""
+    ws = os.path.join(vm_env["work"], "sandbox-term-ws")
+    os.makedirs(ws)
+    os.chown(ws, SANDBOX_OWNER, SANDBOX_OWNER)
+    root = os.path.join(vm_env["work"], "state-sandbox-term")
+    cid = "vm-sandbox-term"
+    p = subprocess.Popen([vm_env["bin"], "--root", root, "sandbox", "--isolation", "vm", "--id", cid, "--",
+                          "/bin/sh", "-c", "touch /workspace/started; sleep 600"], cwd=ws,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not os.path.exists(os.path.join(ws, "started")) and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert os.path.exists(os.path.join(ws, "started")), p.communicate(timeout=30)
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 128 + signal.SIGTERM, (p.returncode, err[-3000:])
+    left = [x for x in (os.path.join(root, "sandbox", cid), os.path.join(root, "vm", cid), os.path.join(root, cid))
+            if os.path.lexists(x)]
+    assert left == [], left
+    deadline = time.monotonic() + 10
+    while _owner_processes() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _owner_processes() == [], "processes of QEMU's uid left"
+
+
 def test_sandbox_of_a_root_workspace_is_refused(vm_env):
     """QEMU never runs as root, and as another uid it could not write root's workspace: refused
     before anything runs (nothing left in the state root)."""
