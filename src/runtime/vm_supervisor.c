@@ -298,7 +298,7 @@ fail:
 static int
 await_ready (int fd, int dirfd, asbx_err_t *err)
 {
-  char buf[16384];
+  char buf[16384] = { 0 }; /* cppcheck: uninitvar (len 0 reads nothing) */
   size_t len = 0;
   for (;;)
     {
