@@ -58,6 +58,17 @@ start_socket_addr (int dirfd, struct sockaddr_un *addr)
   return 0;
 }
 
+int
+start_socket_listen (int dirfd, asbx_err_t *err)
+{
+  struct sockaddr_un addr;
+  cleanup_close int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  start_socket_addr (dirfd, &addr);
+  if (fd < 0 || bind (fd, (struct sockaddr *) &addr, sizeof addr) < 0 || listen (fd, 4) < 0)
+    return asbx_error (err, errno, "create start.sock");
+  return steal_fd (&fd);
+}
+
 /* Connect, send the go byte, then read until EOF: nothing = the process was exec'd; text = the
  * init's error (startContainer hook, identity, exec). */
 static int

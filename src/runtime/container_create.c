@@ -62,17 +62,6 @@
 #include "spec/model.h"
 #include "spec/validate.h"
 
-static int
-start_socket_listen (int dirfd, asbx_err_t *err)
-{
-  struct sockaddr_un addr;
-  cleanup_close int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  start_socket_addr (dirfd, &addr);
-  if (fd < 0 || bind (fd, (struct sockaddr *) &addr, sizeof addr) < 0 || listen (fd, 4) < 0)
-    return asbx_error (err, errno, "create start.sock");
-  return steal_fd (&fd);
-}
-
 /* The host's LSM state for spec_validate (sysfs; spec/ makes no syscalls). */
 static void
 host_lsm_probe (struct spec_host *h)

@@ -35,6 +35,11 @@ char *state_json (const char *id, enum asbx_status status, pid_t pid, const char
 /* The address of the init's start.sock, through /proc/self/fd/DIRFD (any --root length). 0. */
 int start_socket_addr (int dirfd, struct sockaddr_un *addr);
 
+/* The listening start.sock in the state dir `dirfd` (start_socket_addr; backlog 4), for the
+ * init's create and the vm tier's supervisor alike. The fd (close-on-exec, the caller's), or
+ * -1 with *err. */
+int start_socket_listen (int dirfd, asbx_err_t *err);
+
 /* Detach the mounts a container without a mount namespace of its own made below rootfs in
  * ours; best effort, failures are warnings. */
 void host_mounts_cleanup (const char *rootfs);

@@ -335,17 +335,6 @@ await_ready (int fd, int dirfd, asbx_err_t *err)
 }
 
 static int
-listen_start (int dirfd, asbx_err_t *err)
-{
-  struct sockaddr_un addr;
-  cleanup_close int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  start_socket_addr (dirfd, &addr);
-  if (fd < 0 || bind (fd, (struct sockaddr *) &addr, sizeof addr) < 0 || listen (fd, 4) < 0)
-    return asbx_error (err, errno, "create start.sock");
-  return steal_fd (&fd);
-}
-
-static int
 refuse_unbuilt (const struct oci_spec *spec, asbx_err_t *err)
 {
   if (spec->process && spec->process->terminal)
@@ -415,7 +404,7 @@ vm_supervisor_create (const struct asbx_global *g, const struct asbx_create_opts
     return -1;
   if ((rootfd = asbx_root_open (g->root, true, err)) < 0 || (dirfd = asbx_state_dir_create (rootfd, o->id, err)) < 0)
     return -1;
-  if ((startfd = listen_start (dirfd, err)) < 0)
+  if ((startfd = start_socket_listen (dirfd, err)) < 0)
     goto undo;
   if (pipe2 (p, O_CLOEXEC) < 0)
     {
