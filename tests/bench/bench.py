@@ -788,7 +788,8 @@ def save(a, b):
         return
     d = os.path.join(TOP, "bench", "results")
     os.makedirs(d, exist_ok=True)
-    f = os.path.join(d, f"{datetime.date.today().isoformat()}-{doc['commit']}.json")
+    # the time too: an idle and a loaded run of one commit on one day are two files
+    f = os.path.join(d, f"{datetime.datetime.now().strftime('%Y-%m-%d-%H%M')}-{doc['commit']}.json")
     json.dump(doc, open(f, "w"), indent=1)
     print(f"\nresults: {os.path.relpath(f, TOP)}")
 
