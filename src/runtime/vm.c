@@ -33,6 +33,7 @@
 #include "runtime/vm.h"
 #include "runtime/vm_cgroup.h"
 #include "runtime/vm_jail.h"
+#include "runtime/vm_rundir.h"
 #include "runtime/vm_net.h"
 #include "spec/model.h"
 
@@ -295,76 +296,6 @@ arg (struct argv *a, char *s) /* takes s */
   a->v[a->n] = NULL;
 }
 
-static int
-write_text (const char *dir, const char *name, const char *text, asbx_err_t *err)
-{
-  cleanup_free char *p = xasprintf ("%s/%s", dir, name);
-  cleanup_close int fd = open (p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0 || write_all (fd, text, strlen (text)) < 0)
-    return asbx_error (err, errno, "isolation vm: write %s", p);
-  return 0;
-}
-
-/* rm -r of the run's directory through fds, never following a symlink (oci_remove_at): the
- * directory is QEMU's uid's while it runs, so whatever is in it now was put there by an
- * attacker's hand as far as root is concerned (outside attack 11: `share` replaced by a symlink
- * to a root-only directory, whose files this removal then unlinked as root) */
-static void
-remove_run_dir (const char *dir)
-{
-  cleanup_free char *parent = xstrdup (dir);
-  char *slash = strrchr (parent, '/');
-  if (!slash || slash == parent)
-    return;
-  *slash = '\0';
-  cleanup_close int pfd = open (parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (pfd >= 0 && oci_remove_at (pfd, slash + 1) < 0)
-    log_warning ("isolation vm: remove %s: %s", dir, strerror (errno));
-}
-
-/* Read the run directory's file `name` (console.log, status) that QEMU wrote: beneath the
- * directory's fd, O_NOFOLLOW, O_NONBLOCK (a FIFO put there must not block root: outside attack
- * 11 hung `run` past its wall clock), a regular file only, at most `max` bytes. A symlink put
- * there (to a root-only file: attack 11 had the console tail print it) is refused. NULL when
- * absent or refused. */
-static char *
-read_run_file (const char *dir, const char *name, size_t max, size_t *len)
-{
-  struct stat st;
-  char *text = NULL;
-  cleanup_close int dfd = open (dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  cleanup_close int fd = dfd < 0 ? -1 : openat (dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-  *len = 0;
-  if (fd < 0 || fstat (fd, &st) < 0 || !S_ISREG (st.st_mode) || read_all_fd (fd, max, &text, len) < 0)
-    {
-      free (text);
-      *len = 0;
-      return NULL;
-    }
-  return text;
-}
-
-/* the run's directory and what we wrote in it to QEMU's uid/gid: it reads the initramfs and
- * share/, writes console.log and status (the directory stays reachable only through QEMU's
- * private mount: the state root above it is root's, 0700) */
-static int
-chown_run_dir (const char *dir, uid_t uid, gid_t gid, asbx_err_t *err)
-{
-  cleanup_free char *share = xasprintf ("%s/share", dir);
-  const char *subs[] = { share, dir };
-  for (size_t i = 0; i < 2; i++)
-    {
-      cleanup_closedir DIR *d = opendir (subs[i]);
-      struct dirent *de;
-      if (!d)
-        return asbx_error (err, errno, "isolation vm: open %s", subs[i]);
-      while ((de = readdir (d)) != NULL)
-        if (strcmp (de->d_name, "..") != 0 && fchownat (dirfd (d), de->d_name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
-          return asbx_error (err, errno, "isolation vm: chown %s/%s", subs[i], de->d_name);
-    }
-  return 0;
-}
-
 /* QEMU's mounts (vm_jail.h): the run directory, the kernel, each share */
 static int
 plan_jail (struct vm_ctx *c, const struct vm_host *h, const char *bundle, asbx_err_t *err)
@@ -374,7 +305,7 @@ plan_jail (struct vm_ctx *c, const struct vm_host *h, const char *bundle, asbx_e
     return asbx_error (err, errno, "isolation vm: open the bundle %s", bundle);
   /* the run directory QEMU's own first: it is never idmapped (vm_jail_add maps root's dirs) */
   if (vm_jail_init (&c->jail, bfd, bundle, c->as_uid, c->as_gid, err) < 0
-      || chown_run_dir (c->dir, c->jail.uid, c->jail.gid, err) < 0)
+      || vm_rundir_chown (c->dir, c->jail.uid, c->jail.gid, err) < 0)
     return -1;
   if (!(c->run_mnt = vm_jail_add (&c->jail, c->dir, "run", false, false, err))
       || !(c->kernel_mnt = vm_jail_add (&c->jail, h->kernel, "vmlinuz", true, true, err)))
@@ -426,17 +357,6 @@ wait_qemu (pid_t pid, uint64_t deadline_ns)
     }
 }
 
-static void
-console_tail (const char *dir)
-{
-  size_t len = 0;
-  cleanup_free char *text = read_run_file (dir, "console.log", 16u << 20, &len);
-  if (!text || !len)
-    return;
-  const char *t = len > 3000 ? text + len - 3000 : text;
-  log_warning ("isolation vm: the guest's console (last lines):\n%s", t);
-}
-
 static int
 build_ctx (struct vm_ctx *c, const char *id, const char *bundle, const struct oci_spec *spec,
            const struct policy_plan *plan, asbx_err_t *err)
@@ -465,8 +385,8 @@ build_ctx (struct vm_ctx *c, const char *id, const char *bundle, const struct oc
   for (size_t i = 0; i < spec->mounts_len; i++)
     if (spec_mount_is_bind (&spec->mounts[i]) && plan_bind (c, bundle, &spec->mounts[i], err) < 0)
       return -1;
-  if (write_text (c->dir, "share/policy.json", plan->effective_json, err) < 0
-      || write_text (c->dir, "share/manifest", c->manifest, err) < 0)
+  if (vm_rundir_write (c->dir, "share/policy.json", plan->effective_json, err) < 0
+      || vm_rundir_write (c->dir, "share/manifest", c->manifest, err) < 0)
     return -1;
   return 0;
 }
@@ -567,38 +487,6 @@ build_argv (struct argv *a, const struct vm_host *h, const struct vm_ctx *c, con
       arg (a, xstrdup ("-device"));
       arg (a, xasprintf ("virtio-9p-device,fsdev=s%zu,mount_tag=s%zu", i, i));
     }
-}
-
-/* the status line the guest wrote: "exit N" or "error MESSAGE" */
-static int
-read_status (const char *dir, int *status, asbx_err_t *err)
-{
-  size_t len = 0;
-  cleanup_free char *text = read_run_file (dir, "status", 65536, &len);
-  uint64_t v;
-  if (!text)
-    len = 0;
-  char *nl = text ? strchr (text, '\n') : NULL;
-  if (nl)
-    *nl = '\0';
-  if (len && text && strncmp (text, "exit ", 5) == 0 && parse_u64 (text + 5, &v) == 0 && v <= 255)
-    {
-      *status = (int) v;
-      return 0;
-    }
-  if (len && text && strncmp (text, "error ", 6) == 0)
-    return asbx_error (err, EIO, "isolation vm: in the guest: %s", text + 6);
-  console_tail (dir);
-  return asbx_error (err, EIO, "isolation vm: the VM ended without reporting an exit status");
-}
-
-void
-vm_run_dir_remove (const char *state_root, const char *id)
-{
-  cleanup_free char *dir = xasprintf ("%s/vm/%s", state_root, id);
-  struct stat st;
-  if (lstat (dir, &st) == 0)
-    remove_run_dir (dir);
 }
 
 int
@@ -785,7 +673,7 @@ vm_run_inner (const char *state_root, const char *id, const char *bundle, const 
       cleanup_free char *why = cg.lowered ? xstrdup ("as AGENTSBX_VM_QEMU_LIMIT_MIB set it")
                                           : xasprintf ("the guest's %" PRIu64 " MiB of RAM and %d MiB for QEMU itself",
                                                        cg.guest_mib, VM_CGROUP_OVERHEAD_MIB);
-      console_tail (c.dir);
+      vm_rundir_console_tail (c.dir);
       asbx_error (err, ENOMEM,
                   "isolation vm: QEMU was killed by the host's OOM killer: it reached the memory limit of its "
                   "cgroup %s, %" PRIu64 " MiB (%s; docs/security.md \"Isolation tiers\")",
@@ -794,18 +682,18 @@ vm_run_inner (const char *state_root, const char *id, const char *bundle, const 
     }
   if (!WIFEXITED (st) || WEXITSTATUS (st) != 0)
     {
-      console_tail (c.dir);
+      vm_rundir_console_tail (c.dir);
       asbx_error (err, EIO, "isolation vm: qemu ended with %s %d", WIFEXITED (st) ? "status" : "signal",
                   WIFEXITED (st) ? WEXITSTATUS (st) : WTERMSIG (st));
       goto out;
     }
-  ret = read_status (c.dir, status, err);
+  ret = vm_rundir_status (c.dir, status, err);
 out:
   vm_net_free (&net);
   vm_jail_free (&c.jail);
   vm_cgroup_free (&cg); /* QEMU is reaped: its cgroup is empty */
   if (!getenv ("AGENTSBX_VM_KEEP"))
-    remove_run_dir (c.dir);
+    vm_rundir_remove (c.dir);
   for (size_t i = 0; i < c.nshares; i++)
     free (c.shares[i].path);
   free (c.manifest);
