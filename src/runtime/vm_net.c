@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/ipv6.h> /* struct in6_ifreq (ipv6(7)) */
 #include <net/if.h>
 #include <net/route.h>
 #include <netinet/in.h>
@@ -179,7 +180,7 @@ vm_net_qemu_args (const struct vm_net *n)
   static const char *const args[] = {
     "-netdev",
     "user,id=n0,restrict=off,ipv4=on,ipv6=on,net=" VM_NET_SUBNET ",host=" VM_NET_GATEWAY ",dns=" VM_NET_DNS
-    ",dhcpstart=" VM_NET_GUEST_ADDR,
+    ",dhcpstart=" VM_NET_GUEST_ADDR ",ipv6-net=" VM_NET_SUBNET6 ",ipv6-host=" VM_NET_GATEWAY6 ",ipv6-dns=" VM_NET_DNS6,
     "-device",
     "virtio-net-device,netdev=n0",
     NULL,
@@ -323,6 +324,40 @@ sin_set (struct sockaddr *sa, const char *addr)
   inet_pton (AF_INET, addr, &in->sin_addr);
 }
 
+/* eth0's IPv6 is static: router advertisements, SLAAC and duplicate address detection off
+ * before the link comes up, so the address is usable at once (slirp's prefix is never on a wire:
+ * no other node can hold it) */
+static int
+ipv6_knobs (asbx_err_t *err)
+{
+  static const char *const knobs[] = { "accept_dad", "accept_ra", "autoconf" };
+  for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
+    {
+      cleanup_free char *p = xasprintf ("/proc/sys/net/ipv6/conf/eth0/%s", knobs[i]);
+      if (write_file_at (AT_FDCWD, p, "0", 1, err) < 0)
+        return -1;
+    }
+  return 0;
+}
+
+/* then, with the link up, the address and the default route (ipv6(7)'s ioctls) */
+static int
+ipv6_setup (unsigned ifindex, asbx_err_t *err)
+{
+  cleanup_close int s6 = socket (AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s6 < 0)
+    return asbx_error (err, errno, "vm guest: an IPv6 socket");
+  struct in6_ifreq ifr6 = { .ifr6_prefixlen = VM_NET_SUBNET6_PREFIX, .ifr6_ifindex = (int) ifindex };
+  inet_pton (AF_INET6, VM_NET_GUEST_ADDR6, &ifr6.ifr6_addr);
+  if (ioctl (s6, SIOCSIFADDR, &ifr6) < 0)
+    return asbx_error (err, errno, "vm guest: address %s on eth0", VM_NET_GUEST_ADDR6);
+  struct in6_rtmsg rt6 = { .rtmsg_flags = RTF_UP | RTF_GATEWAY, .rtmsg_metric = 1, .rtmsg_ifindex = (int) ifindex };
+  inet_pton (AF_INET6, VM_NET_GATEWAY6, &rt6.rtmsg_gateway);
+  if (ioctl (s6, SIOCADDRT, &rt6) < 0)
+    return asbx_error (err, errno, "vm guest: default route via %s", VM_NET_GATEWAY6);
+  return 0;
+}
+
 int
 vm_net_guest_setup (asbx_err_t *err)
 {
@@ -346,7 +381,11 @@ vm_net_guest_setup (asbx_err_t *err)
   sin_set (&ifr.ifr_netmask, mask);
   if (ioctl (s, SIOCSIFNETMASK, &ifr) < 0)
     return asbx_error (err, errno, "vm guest: netmask of eth0");
-  if (if_up (s, "eth0", err) < 0)
+  unsigned ifindex = if_nametoindex ("eth0");
+  if (ifindex == 0)
+    return asbx_error (err, errno, "vm guest: the index of eth0");
+  /* before the link is up: with DAD or RA still on, the first connect could race them */
+  if (ipv6_knobs (err) < 0 || if_up (s, "eth0", err) < 0 || ipv6_setup (ifindex, err) < 0)
     return -1;
   sin_set (&rt.rt_dst, "0.0.0.0");
   sin_set (&rt.rt_genmask, "0.0.0.0");

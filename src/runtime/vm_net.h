@@ -43,6 +43,13 @@
 #define VM_NET_DNS "10.0.2.3"
 #define VM_NET_GUEST_ADDR "10.0.2.15"
 #define VM_NET_GUEST_PREFIX 24
+/* IPv6 (slirp's site-local defaults, spelled out on QEMU's line): the guest's address is static
+ * like the IPv4 one, not SLAAC, so that it is usable before the container's first connect */
+#define VM_NET_SUBNET6 "fec0::/64"
+#define VM_NET_SUBNET6_PREFIX 64
+#define VM_NET_GATEWAY6 "fec0::2"
+#define VM_NET_DNS6 "fec0::3"
+#define VM_NET_GUEST_ADDR6 "fec0::15"
 /* written by the guest's init: the container's /etc/resolv.conf under net_outside (policy_net.c) */
 #define VM_NET_GUEST_RESOLV "/run/agentsbx-vm-resolv.conf"
 
@@ -117,7 +124,9 @@ bool vm_net_finish (struct vm_net *n);
 void vm_net_free (struct vm_net *n);
 
 /* The guest side (vm_guest.c, manifest line `net`): lo and eth0 up, VM_NET_GUEST_ADDR/PREFIX on
- * eth0, the default route via VM_NET_GATEWAY (IPv6: slirp's router advertisements), and
+ * eth0, the default route via VM_NET_GATEWAY, the same statically for IPv6 (VM_NET_GUEST_ADDR6,
+ * VM_NET_GATEWAY6: no router advertisement, no duplicate address detection, so no window in which
+ * the container's first IPv6 connect fails with ENETUNREACH), and
  * VM_NET_GUEST_RESOLV naming VM_NET_DNS. 0 / -1 with *err. */
 int vm_net_guest_setup (asbx_err_t *err);
 

@@ -20,7 +20,7 @@ import subprocess
 import pytest
 
 from test_egress import (  # noqa: F401 (fixtures and tests used by name)
-    HOSTUP4, POLICY, SBX_POLICY, SBX_ZONE, UP4, UP4B, ZONE, audit_args, dns_records, lab, nft_table, pasta_pids,
+    HOSTUP4, POLICY, SBX_POLICY, SBX_ZONE, UP4, UP4B, UP6B, ZONE, audit_args, dns_records, lab, nft_table, pasta_pids,
     udp_settled, usr_template, test_dns_rebinding_and_ssrf_refused, test_filtered_allowed_name_resolves_and_connects,
     test_filtered_direct_addresses, test_filtered_refused_names_never_leave, test_tls_sni_v4_v6_and_audit_once)
 from test_vm import OWNER, _kernel_release
@@ -139,6 +139,28 @@ def test_vm_filtered_egress_is_the_hosts(filtered, lab, vbundle):
     assert not gw_relay.get("responses"), gw_relay
     loops = [r for r in recs if r["event"] == "network" and r.get("addr") == "127.0.0.1"]
     assert len(loops) == 1 and loops[0]["rule"] == "relay: not a redirected connection", loops
+
+
+def test_vm_guest_ipv6_ready_before_the_process(filtered):
+    """The guest's IPv6 is static like its IPv4 (vm_net.h): at the container's first instruction
+    eth0 holds fec0::15 (not tentative: no duplicate address detection to wait for), the default
+    route goes via slirp's fec0::2, and a first connect to an unlisted IPv6 address is refused by
+    the host's table (ECONNREFUSED), never ENETUNREACH. With SLAAC this raced the router
+    advertisement and failed under load (CI, the ASan run)."""
+    res, recs = filtered([["run", "/bin/cat", "/proc/net/if_inet6", "/proc/net/ipv6_route"],
+                          ["connect", UP6B, 80]])
+    net, v6 = res
+    assert net["ok"] and net["rc"] == 0, net
+    addrs = {f[0]: int(f[4], 16) for f in (line.split() for line in net["out"].splitlines())
+             if len(f) == 6 and f[5] == "eth0"}
+    assert addrs.get("fec00000000000000000000000000015") is not None, addrs
+    assert addrs["fec00000000000000000000000000015"] & 0x40 == 0, "tentative"  # IFA_F_TENTATIVE
+    routes = [f for f in (line.split() for line in net["out"].splitlines()) if len(f) == 10]
+    assert any(f[0] == "0" * 32 and f[1] == "00" and f[4] == "fec00000000000000000000000000002"
+               and f[9] == "eth0" for f in routes), routes
+    assert not v6["ok"] and v6["error"] == "ECONNREFUSED", v6
+    rec = [(r.get("addr"), r.get("port")) for r in recs if r["event"] == "network"]
+    assert (UP6B, 80) in rec, rec
 
 
 def test_vm_open_network_is_refused(rt, vbundle, tmp_path):
