@@ -49,6 +49,7 @@
 #include "runtime/state.h"
 #include "runtime/sync.h"
 #include "runtime/tty.h"
+#include "runtime/vm_exec.h"
 #include "runtime/vm_supervisor.h"
 #include "monitor/unixsock.h"
 
@@ -556,15 +557,6 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
       asbx_error (err, 0, "cannot exec in container `%s`: it is still being created", o->id);
       goto out;
     }
-  if (vm_supervisor_is_vm (oc.dirfd))
-    {
-      /* its pid is the host-side supervisor's: joining its namespaces would run on the host */
-      asbx_error (err, EINVAL,
-                  "cannot exec in container `%s`: it runs in the vm tier (isolation vm), where exec is "
-                  "not built yet",
-                  o->id);
-      goto out;
-    }
   const int dirfd = oc.dirfd;
   const struct asbx_state st = oc.st;
   const enum asbx_status status = asbx_state_status (dirfd, &st);
@@ -572,6 +564,12 @@ asbx_container_exec (const struct asbx_global *g, const struct asbx_exec_opts *o
     {
       asbx_error (err, 0, "cannot exec in container `%s`: container is %s, not running", o->id,
                   asbx_status_name (status));
+      goto out;
+    }
+  if (vm_supervisor_is_vm (dirfd))
+    {
+      /* its pid is the host-side supervisor's: the process runs in the guest (runtime/vm_exec.h) */
+      ret = vm_exec_client (o, &oc.dirfd, exit_status, err);
       goto out;
     }
   pidfd = (int) syscall (SYS_pidfd_open, st.pid, 0);

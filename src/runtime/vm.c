@@ -6,7 +6,8 @@
  * capability, a set-ID mode filter), with -nodefaults (no NIC but network.mode filtered's, runtime/vm_net.h; no
  * display, no firmware devices), its own seccomp filter
  * (-sandbox on: no new privileges, no spawn, no obsolete syscalls), one virtio-serial device
- * (ports asbx.stdout, asbx.stderr, asbx.status; stdin is /dev/null in the guest) and one virtio-9p device per shared
+ * (ports asbx.stdout, asbx.stderr, asbx.status; the detached lifecycle's asbx.ctl and asbx.exec:
+ * vm_supervisor.h, vm_exec.h; stdin is /dev/null in the guest) and one virtio-9p device per shared
  * directory. microvm has 24 virtio-mmio transports: one is the serial device. */
 #include <dirent.h>
 #include <errno.h>
@@ -32,6 +33,7 @@
 #include "runtime/oci_unpack.h"
 #include "runtime/vm.h"
 #include "runtime/vm_cgroup.h"
+#include "runtime/vm_exec.h"
 #include "runtime/vm_jail.h"
 #include "runtime/vm_rundir.h"
 #include "runtime/vm_net.h"
@@ -448,7 +450,7 @@ build_argv (struct argv *a, const struct vm_host *h, const struct vm_ctx *c, con
   arg (a, xstrdup ("console=ttyS0 quiet loglevel=3 panic=-1 tsc_early_khz=2000000 tsc=reliable no_timer_check "
                    "lpj=2000000"));
   arg (a, xstrdup ("-device"));
-  arg (a, xstrdup ("virtio-serial-device,max_ports=5")); /* port 0 is reserved (a console's): 4 ports */
+  arg (a, xstrdup ("virtio-serial-device,max_ports=6")); /* port 0 is reserved (a console's): 5 ports */
   /* stdout, stderr: QEMU's own, one port each. Not QEMU's `stdio` chardev: at the end of its
    * input it closes, and the guest's writes to a port whose host side is closed block. stdin is
    * not forwarded yet (QEMU 7.2's file chardev has no input path): the process reads /dev/null */
@@ -610,6 +612,13 @@ vm_run_inner (const char *state_root, const char *id, const char *bundle, const 
       arg (&a, xstrdup ("pipe,id=ctl,path=/dev/fdset/3"));
       arg (&a, xstrdup ("-device"));
       arg (&a, xstrdup ("virtserialport,chardev=ctl,name=asbx.ctl"));
+      /* exec sessions (runtime/vm_exec.h): a fifth port, the same way */
+      arg (&a, xstrdup ("-add-fd"));
+      arg (&a, xasprintf ("fd=%d,set=4", VM_JAIL_EXEC_FD));
+      arg (&a, xstrdup ("-chardev"));
+      arg (&a, xstrdup ("pipe,id=exec,path=/dev/fdset/4"));
+      arg (&a, xstrdup ("-device"));
+      arg (&a, xstrdup ("virtserialport,chardev=exec,name=" VM_EXEC_PORT));
     }
   uint64_t deadline = plan->wall_clock_seconds ? now_ns () + plan->wall_clock_seconds * 1000000000ull : 0;
   /* fork(2) into QEMU's own namespaces (vm_jail.h); SIGCHLD: waited for as a child */
@@ -630,7 +639,7 @@ vm_run_inner (const char *state_root, const char *id, const char *bundle, const 
       if (vm_cgroup_child_wait (&cg) < 0)
         _exit (127);
       if (vm_net_child (&net, &e) < 0 || vm_jail_enter (&c.jail, &e) < 0
-          || (att && dup2 (att->ctl_fd, VM_JAIL_CTL_FD) < 0))
+          || (att && (dup2 (att->ctl_fd, VM_JAIL_CTL_FD) < 0 || dup2 (att->exec_fd, VM_JAIL_EXEC_FD) < 0)))
         {
           fprintf (stderr, "agentsbx: %s\n", e ? e->msg : "setup failed");
           _exit (127);

@@ -53,8 +53,9 @@ int vm_run (const char *state_root, const char *id, const char *bundle, const st
 /* The detached lifecycle's part in a run (runtime/vm_supervisor.h); NULL for a foreground run. */
 struct vm_attach
 {
-  int ctl_fd; /* QEMU's end of the control channel (a stream socket): the virtio-serial port asbx.ctl;
-                 the guest then holds the container at `created` until told "start" on it */
+  int ctl_fd;  /* QEMU's end of the control channel (a stream socket): the virtio-serial port asbx.ctl;
+                  the guest then holds the container at `created` until told "start" on it */
+  int exec_fd; /* QEMU's end of the exec sessions' channel (virtio-serial asbx.exec; runtime/vm_exec.h) */
   /* called instead of the foreground wait once QEMU runs (pid), with the wall clock's deadline
    * (CLOCK_MONOTONIC ns, 0 = none): returns QEMU's wait status, or -1 when it was killed for the
    * wall clock */

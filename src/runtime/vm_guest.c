@@ -11,7 +11,8 @@
  *  6. "exit N" (or "error MESSAGE") on asbx.status, then power off.
  * Under the detached lifecycle (manifest line `gate`, runtime/vm_supervisor.h) 5 is split at the
  * start gate: "created" goes to the host on asbx.ctl, the container starts on "start" (answered
- * "started" or "error MESSAGE"), and every "kill N" line is the signal N for its init. */
+ * "started" or "error MESSAGE"), and every "kill N" line is the signal N for its init; once it
+ * runs, exec sessions arrive on asbx.exec (vm_exec_guest.c) and every child is reaped here. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +35,7 @@
 #include "monitor/monitor.h"
 #include "runtime/container.h"
 #include "runtime/vm.h"
+#include "runtime/vm_exec.h"
 #include "runtime/vm_net.h"
 
 #define G_SHARE "/run/asbx-vm"
@@ -41,7 +43,8 @@
 #define G_9P_OPTS "trans=virtio,version=9p2000.L,msize=512000"
 
 static int status_fd = -1;
-static bool guest_net; /* the manifest's `net` line */
+static bool guest_net;   /* the manifest's `net` line */
+static bool guest_debug; /* ... its `debug` line */
 
 static _Noreturn void
 power_off (void)
@@ -199,6 +202,7 @@ apply_manifest (char **id, char **bundle, bool *gate)
       int off = 0;
       if (strcmp (l, "debug") == 0)
         {
+          guest_debug = true;
           asbx_err_t e2 = NULL;
           if (asbx_log_init (NULL, ASBX_LOG_TEXT, 1, &e2) < 0)
             asbx_error_free (&e2);
@@ -259,7 +263,7 @@ ctl_line (int fd, char *buf, size_t size, char *pending, size_t *plen)
  * start, then forward "kill N" to the container's init until it exits. Returns its status as
  * asbx_container_wait does. */
 static int
-gated_run (struct asbx_global *g, const char *id, pid_t pid)
+gated_run (const struct asbx_global *g, const char *id, pid_t pid)
 {
   char line[256], pending[256];
   size_t plen = 0;
@@ -289,17 +293,46 @@ gated_run (struct asbx_global *g, const char *id, pid_t pid)
     }
   else
     write_all (ctl, "started\n", 8);
+  /* exec sessions (runtime/vm_exec.h), served once the process runs: the guest's own
+   * `agentsbx exec` of this container, with the options the container was created with */
+  static const char *gargv[12];
+  size_t ga = 0;
+  gargv[ga++] = "agentsbx";
+  if (guest_debug)
+    gargv[ga++] = "--debug";
+  gargv[ga++] = "--root";
+  gargv[ga++] = g->root;
+  gargv[ga++] = "--config";
+  gargv[ga++] = g->config_path;
+  gargv[ga++] = "--audit-dir";
+  gargv[ga++] = g->audit_dir;
+  gargv[ga] = NULL;
+  int xport = open_port (VM_EXEC_PORT, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (xport < 0)
+    guest_fail ("the virtio-serial port " VM_EXEC_PORT, errno);
+  struct vm_exec_guest *x = vm_exec_guest_new (xport, id, gargv);
   int pfd = (int) syscall (SYS_pidfd_open, pid, 0);
   for (;;)
     {
       int st;
-      pid_t r = waitpid (pid, &st, WNOHANG);
-      if (r == pid)
-        return WIFSIGNALED (st) ? 128 + WTERMSIG (st) : WEXITSTATUS (st);
-      if (r < 0 && errno != EINTR)
+      pid_t r;
+      /* every child is ours to reap (PID 1): the container's process ends the run, an exec'd
+       * one (orphaned by its `agentsbx exec`) its session */
+      while ((r = waitpid (-1, &st, WNOHANG)) > 0)
+        {
+          if (r == pid)
+            return WIFSIGNALED (st) ? 128 + WTERMSIG (st) : WEXITSTATUS (st);
+          vm_exec_guest_reaped (x, r, st);
+        }
+      if (r < 0 && errno != EINTR && errno != ECHILD)
         return 255;
-      struct pollfd p[2] = { { .fd = pfd, .events = POLLIN }, { .fd = ctl, .events = POLLIN } };
-      if (poll (p, 2, -1) < 0 || !(p[1].revents & (POLLIN | POLLHUP | POLLERR)))
+      struct pollfd p[2 + 4 * VM_EXEC_MAX_SESSIONS + 1] = { { .fd = pfd, .events = POLLIN },
+                                                            { .fd = ctl, .events = POLLIN } };
+      size_t nx = vm_exec_guest_pollfds (x, p + 2, ASBX_ARRAY_SIZE (p) - 2);
+      if (poll (p, 2 + nx, -1) < 0)
+        continue;
+      vm_exec_guest_handle (x, p + 2, nx);
+      if (!(p[1].revents & (POLLIN | POLLHUP | POLLERR)))
         continue;
       do
         {

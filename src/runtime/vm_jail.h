@@ -42,6 +42,8 @@
 #define VM_JAIL_STDERR_FD 4
 /* the detached lifecycle's control socket (-chardev socket,fd=5; runtime/vm_supervisor.h) */
 #define VM_JAIL_CTL_FD 5
+/* ... and its exec sessions' socket (virtio-serial asbx.exec; runtime/vm_exec.h) */
+#define VM_JAIL_EXEC_FD 6
 
 struct vm_jail_bind
 {

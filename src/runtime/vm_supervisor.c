@@ -29,6 +29,7 @@
 #include "runtime/state.h"
 #include "runtime/vm.h"
 #include "runtime/vm_cgroup.h"
+#include "runtime/vm_exec.h"
 #include "runtime/vm_supervisor.h"
 
 /* the signals S forwards to the container's init: every catchable one that is not a fault of S
@@ -39,10 +40,11 @@ static const int fwd_signals[] = { SIGHUP,   SIGINT,    SIGQUIT, SIGTERM, SIGUSR
 
 struct sup
 {
-  int ready;   /* to P: "P pid start", then "R" or "E message"; -1 once "R" is sent */
-  int startfd; /* listening start.sock, -1 once `start` came */
-  int conn;    /* the `start` verb's connection while the guest starts, or -1 */
-  int ctl;     /* our end of asbx.ctl */
+  int ready;                  /* to P: "P pid start", then "R" or "E message"; -1 once "R" is sent */
+  int startfd;                /* listening start.sock, -1 once `start` came */
+  int conn;                   /* the `start` verb's connection while the guest starts, or -1 */
+  int ctl;                    /* our end of asbx.ctl */
+  struct vm_exec_relay *exec; /* exec.sock and asbx.exec (runtime/vm_exec.h) */
   char buf[512];
   size_t len;
 };
@@ -141,8 +143,10 @@ sup_wait (struct vm_attach *a, pid_t qemu, uint64_t deadline_ns)
   int st = 0;
   char line[64];
 
-  close (a->ctl_fd); /* QEMU has it */
+  close (a->ctl_fd); /* QEMU has them */
   a->ctl_fd = -1;
+  close (a->exec_fd);
+  a->exec_fd = -1;
   /* QEMU's pid and start time, and its cgroup for delete to remove (runtime/vm_cgroup.h) */
   cleanup_free char *rec = xasprintf ("P %d %llu %s\n", (int) qemu, (unsigned long long) asbx_pid_start_time (qemu),
                                       a->cgroup ? a->cgroup : "");
@@ -155,12 +159,14 @@ sup_wait (struct vm_attach *a, pid_t qemu, uint64_t deadline_ns)
   cleanup_close int pfd = (int) syscall (SYS_pidfd_open, qemu, 0);
   for (;;)
     {
-      struct pollfd p[5] = {
+      struct pollfd p[5 + 2 + VM_EXEC_MAX_SESSIONS] = {
         { .fd = pfd, .events = POLLIN }, { .fd = s->ctl, .events = POLLIN },
         { .fd = sfd, .events = POLLIN }, { .fd = s->ready < 0 ? s->startfd : -1, .events = POLLIN },
         { .fd = s->ready, .events = 0 }, /* POLLERR/POLLHUP: the create is gone */
       };
-      int n = poll (p, 5, poll_timeout (deadline_ns));
+      /* exec sessions once the container runs (the guest serves them after `start`) */
+      size_t nx = s->ready < 0 && s->startfd < 0 ? vm_exec_relay_pollfds (s->exec, p + 5, ASBX_ARRAY_SIZE (p) - 5) : 0;
+      int n = poll (p, (nfds_t) (5 + nx), poll_timeout (deadline_ns));
       if (n < 0 && errno != EINTR)
         break;
       if (deadline_ns && now_ns () >= deadline_ns)
@@ -201,6 +207,7 @@ sup_wait (struct vm_attach *a, pid_t qemu, uint64_t deadline_ns)
         }
       if (p[3].revents)
         sup_accept_start (s);
+      vm_exec_relay_handle (s->exec, p + 5, nx);
     }
   while (waitpid (qemu, &st, 0) < 0 && errno == EINTR)
     ;
@@ -254,15 +261,16 @@ struct sup_args
 };
 
 static _Noreturn void
-supervisor_main (const struct sup_args *sa, int startfd, int ready)
+supervisor_main (const struct sup_args *sa, int startfd, int execfd, int ready)
 {
   asbx_err_t err = NULL;
-  int sp[2], status = 255;
+  int sp[2], xp[2], status = 255;
   struct sup s = { .ready = ready, .startfd = startfd, .conn = -1, .ctl = -1 };
   struct vm_net_given net = { .netns_fd = -1, .host_fd = -1 };
 
   setsid (); /* no terminal's job control reaches it (runc's detached init likewise) */
-  if (sup_netns (sa->spec, &net, &err) < 0 || socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+  if (sup_netns (sa->spec, &net, &err) < 0 || socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0
+      || socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, xp) < 0)
     {
       if (!err)
         asbx_error (&err, errno, "isolation vm: socketpair");
@@ -276,10 +284,17 @@ supervisor_main (const struct sup_args *sa, int startfd, int ready)
   /* above QEMU's fixed fds (vm_jail.h): vm_run_attached dup2s it to VM_JAIL_CTL_FD */
   int qfd = fcntl (sp[1], F_DUPFD_CLOEXEC, 10);
   close (sp[1]);
-  struct vm_attach att = {
-    .ctl_fd = qfd, .wait = sup_wait, .arg = &s, .as_uid = sa->g->vm_uid, .as_gid = sa->g->vm_gid, .net = net
-  };
-  if (qfd < 0)
+  int qxfd = fcntl (xp[1], F_DUPFD_CLOEXEC, 10);
+  close (xp[1]);
+  s.exec = vm_exec_relay_new (execfd, xp[0]);
+  struct vm_attach att = { .ctl_fd = qfd,
+                           .exec_fd = qxfd,
+                           .wait = sup_wait,
+                           .arg = &s,
+                           .as_uid = sa->g->vm_uid,
+                           .as_gid = sa->g->vm_gid,
+                           .net = net };
+  if (qfd < 0 || qxfd < 0)
     asbx_error (&err, errno, "isolation vm: dup");
   else if (vm_run_attached (sa->g->root, sa->id, sa->bundle, sa->spec, sa->plan, &att, &status, &err) == 0)
     _exit (status & 0xff);
@@ -332,6 +347,19 @@ await_ready (int fd, int dirfd, asbx_err_t *err)
                            "the container");
       len += (size_t) r;
     }
+}
+
+/* exec.sock in the state dir (runtime/vm_exec.h), bound as start.sock is: through
+ * /proc/self/fd/DIRFD, so the path's length does not depend on --root and the id */
+static int
+exec_socket_listen (int dirfd, asbx_err_t *err)
+{
+  struct sockaddr_un addr = { .sun_family = AF_UNIX };
+  cleanup_close int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  snprintf (addr.sun_path, sizeof addr.sun_path, "/proc/self/fd/%d/" VM_EXEC_SOCK, dirfd);
+  if (fd < 0 || bind (fd, (struct sockaddr *) &addr, sizeof addr) < 0 || listen (fd, 16) < 0)
+    return asbx_error (err, errno, "create " VM_EXEC_SOCK);
+  return steal_fd (&fd);
 }
 
 static int
@@ -396,7 +424,7 @@ vm_supervisor_create (const struct asbx_global *g, const struct asbx_create_opts
                       const struct oci_spec *spec, const struct policy_plan *plan, const char *raw, size_t raw_len,
                       pid_t *pid, asbx_err_t *err)
 {
-  cleanup_close int rootfd = -1, dirfd = -1, startfd = -1, rd = -1;
+  cleanup_close int rootfd = -1, dirfd = -1, startfd = -1, execfd = -1, rd = -1;
   int p[2];
   pid_t sup = -1;
 
@@ -404,7 +432,7 @@ vm_supervisor_create (const struct asbx_global *g, const struct asbx_create_opts
     return -1;
   if ((rootfd = asbx_root_open (g->root, true, err)) < 0 || (dirfd = asbx_state_dir_create (rootfd, o->id, err)) < 0)
     return -1;
-  if ((startfd = start_socket_listen (dirfd, err)) < 0)
+  if ((startfd = start_socket_listen (dirfd, err)) < 0 || (execfd = exec_socket_listen (dirfd, err)) < 0)
     goto undo;
   if (pipe2 (p, O_CLOEXEC) < 0)
     {
@@ -426,11 +454,13 @@ vm_supervisor_create (const struct asbx_global *g, const struct asbx_create_opts
       close (rd);
       close (dirfd); /* the lock stays with the create, then the verbs */
       close (rootfd);
-      supervisor_main (&sa, startfd, p[1]);
+      supervisor_main (&sa, startfd, execfd, p[1]);
     }
   close (p[1]);
   close (startfd);
   startfd = -1;
+  close (execfd);
+  execfd = -1;
   if (await_ready (rd, dirfd, err) < 0 || record (o, dirfd, sup, bundle, spec, raw, raw_len, err) < 0)
     goto undo;
   *pid = sup;

@@ -19,6 +19,7 @@
  *            -- "s" ------->  -- "start" ----------------->   start
  *                             <- "started" | "error MSG" ---
  *            <- EOF | MSG --
+ *     exec: connect exec.sock: sessions on asbx.exec (runtime/vm_exec.h)
  *     kill N: signal S ----> -- "kill N" ----------------->   kill (init, N)
  *                             QEMU exits: exit (status from the guest)
  *     delete: SIGKILL S (QEMU dies with it: PR_SET_PDEATHSIG), then QEMU waited for by its
@@ -29,7 +30,7 @@
  * Docker's libnetwork-setkey act on /proc/<pid>/ns/net). Hooks: prestart, createRuntime,
  * poststart and poststop run on the host, in the runtime's namespaces, with S's pid; none runs in
  * the guest; createContainer and startContainer (to run inside the container, where the host's
- * hook binaries are not) are refused. Not built: exec, pause/resume, ps, update, checkpoint, a
+ * hook binaries are not) are refused. Not built: pause/resume, ps, update, checkpoint, a
  * terminal, stdin (the process reads /dev/null). */
 #ifndef ASBX_RUNTIME_VM_SUPERVISOR_H
 #define ASBX_RUNTIME_VM_SUPERVISOR_H
