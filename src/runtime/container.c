@@ -30,6 +30,7 @@
 #include "runtime/rootless.h"
 #include "runtime/rootless_oci.h"
 #include "runtime/state.h"
+#include "runtime/vm_runrec.h"
 #include "runtime/vm_supervisor.h"
 #include "runtime/workspace_review.h"
 
@@ -290,6 +291,10 @@ asbx_container_delete (const struct asbx_global *g, const char *id, bool force, 
   struct asbx_opened o;
   int ret = -1;
 
+  /* a vm-tier run whose runner was killed (SIGKILL of a foreground `run`): its QEMU, cgroup and
+   * run directory (runtime/vm_runrec.h); a live one's are left to it */
+  if (force && asbx_id_validate (id, NULL) == 0)
+    (void) vm_runrec_reap_stale (g->root, id);
   if (asbx_container_open (g->root, id, &o, err) < 0)
     {
       if (force && o.dirfd < 0 && *err && strstr ((*err)->msg, "does not exist"))

@@ -36,6 +36,7 @@
 #include "runtime/vm_exec.h"
 #include "runtime/vm_jail.h"
 #include "runtime/vm_rundir.h"
+#include "runtime/vm_runrec.h"
 #include "runtime/vm_net.h"
 #include "spec/model.h"
 
@@ -498,6 +499,14 @@ vm_run (const char *state_root, const char *id, const char *bundle, const struct
   return vm_run_attached (state_root, id, bundle, spec, plan, NULL, status, err);
 }
 
+/* QEMU's line in the run record (runtime/vm_runrec.h) with its cgroup's */
+static void
+vm_runrec_qemu_cg (const char *state_root, const char *id, pid_t pid, const struct vm_cgroup *cg)
+{
+  cleanup_free char *rec = vm_cgroup_record (cg);
+  vm_runrec_qemu (state_root, id, pid, rec);
+}
+
 static int vm_run_inner (const char *state_root, const char *id, const char *bundle, const struct oci_spec *spec,
                          const struct policy_plan *plan, struct vm_attach *att, int *status, asbx_err_t *err);
 
@@ -553,12 +562,26 @@ vm_run_inner (const char *state_root, const char *id, const char *bundle, const 
   c.dir = xasprintf ("%s/%s", vmroot, id);
   cleanup_free char *share = xasprintf ("%s/share", c.dir);
   /* the state root as create makes it (0700), if this is its first container */
-  if ((mkdir (state_root, 0700) < 0 && errno != EEXIST) || (mkdir (vmroot, 0700) < 0 && errno != EEXIST)
-      || mkdir (c.dir, 0700) < 0 || mkdir (share, 0700) < 0)
+  if ((mkdir (state_root, 0700) < 0 && errno != EEXIST) || (mkdir (vmroot, 0700) < 0 && errno != EEXIST))
+    {
+      asbx_error (err, errno, "isolation vm: make %s", vmroot);
+      free (c.dir);
+      vm_host_free (&h);
+      return -1;
+    }
+  /* the id's run directory is ours (a stale run's, whose runner is gone, reaped first) */
+  if (vm_runrec_claim (state_root, id, err) < 0)
+    {
+      free (c.dir);
+      vm_host_free (&h);
+      return -1;
+    }
+  if (mkdir (c.dir, 0700) < 0 || mkdir (share, 0700) < 0)
     {
       asbx_error (err, errno, "isolation vm: make %s", c.dir);
       if (errno != EEXIST)
         rmdir (c.dir);
+      vm_runrec_release (state_root, id);
       free (c.dir);
       vm_host_free (&h);
       return -1;
@@ -652,8 +675,10 @@ vm_run_inner (const char *state_root, const char *id, const char *bundle, const 
   c.jail.alive_rd = -1;
   if (att)
     att->cgroup = NULL;
-  if (vm_cgroup_attach (&cg, pid, err) < 0 || (att && !(att->cgroup = vm_cgroup_record (&cg)))
-      || vm_net_start (&net, pid, plan, err) < 0)
+  bool attached = vm_cgroup_attach (&cg, pid, err) == 0 && (!att || (att->cgroup = vm_cgroup_record (&cg)));
+  if (attached)
+    vm_runrec_qemu_cg (state_root, id, pid, &cg);
+  if (!attached || vm_net_start (&net, pid, plan, err) < 0)
     {
       kill (pid, SIGKILL);
       while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
@@ -703,6 +728,7 @@ out:
   vm_cgroup_free (&cg); /* QEMU is reaped: its cgroup is empty */
   if (!getenv ("AGENTSBX_VM_KEEP"))
     vm_rundir_remove (c.dir);
+  vm_runrec_release (state_root, id);
   for (size_t i = 0; i < c.nshares; i++)
     free (c.shares[i].path);
   free (c.manifest);

@@ -73,7 +73,8 @@ int vm_run_attached (const char *state_root, const char *id, const char *bundle,
                      const struct policy_plan *plan, struct vm_attach *att, int *status, asbx_err_t *err);
 
 /* Remove <state_root>/vm/<id> (a run whose process was killed leaves it), through fds and
- * without following a symlink (QEMU's uid owned it). Best effort: a failure is a warning. */
+ * without following a symlink (QEMU's uid owned it), and its record (runtime/vm_runrec.h). Best
+ * effort: a failure is a warning. */
 void vm_run_dir_remove (const char *state_root, const char *id);
 
 /* The guest side: /init of the initramfs (PID 1 in the VM). Never returns: powers the VM off. */

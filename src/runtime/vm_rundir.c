@@ -14,6 +14,7 @@
 #include "runtime/oci_unpack.h"
 #include "runtime/vm.h"
 #include "runtime/vm_rundir.h"
+#include "runtime/vm_runrec.h"
 
 int
 vm_rundir_write (const char *dir, const char *name, const char *text, asbx_err_t *err)
@@ -124,6 +125,9 @@ vm_run_dir_remove (const char *state_root, const char *id)
 {
   cleanup_free char *dir = xasprintf ("%s/vm/%s", state_root, id);
   struct stat st;
+  if (vm_runrec_live_other (state_root, id))
+    return; /* another run's, alive */
   if (lstat (dir, &st) == 0)
     vm_rundir_remove (dir);
+  vm_runrec_release (state_root, id); /* its owner's record (runtime/vm_runrec.h) goes with it */
 }

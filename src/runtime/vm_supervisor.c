@@ -30,6 +30,7 @@
 #include "runtime/vm.h"
 #include "runtime/vm_cgroup.h"
 #include "runtime/vm_exec.h"
+#include "runtime/vm_runrec.h"
 #include "runtime/vm_supervisor.h"
 
 /* the signals S forwards to the container's init: every catchable one that is not a fault of S
@@ -502,17 +503,7 @@ vm_supervisor_delete (int dirfd, const char *state_root, const char *id)
     }
   int off = 0;
   if (sscanf (rec, "%d %llu %n", &qpid, &start, &off) >= 2 && qpid > 0)
-    {
-      cleanup_close int pfd = (int) syscall (SYS_pidfd_open, (pid_t) qpid, 0);
-      /* the pidfd pins the pid: still QEMU (start time) before it is signalled */
-      if (pfd >= 0 && asbx_pid_start_time (qpid) == start)
-        {
-          struct pollfd pl = { .fd = pfd, .events = POLLIN };
-          syscall (SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
-          if (poll (&pl, 1, 10000) <= 0)
-            log_warning ("isolation vm: QEMU (pid %d) did not end after SIGKILL", qpid);
-        }
-    }
+    vm_runrec_kill_qemu ((pid_t) qpid, start);
   /* QEMU's cgroup (the supervisor removes it when QEMU ends; not when it was killed) */
   if (off > 0)
     vm_cgroup_remove_record (rec + off);

@@ -155,3 +155,70 @@ def test_delete_created_kills_the_vm(vm_env):
     assert s.status() == -signal.SIGKILL  # killed by SIGKILL: a shim reports 137
     assert "must-not-run" not in s.output()
     s.assert_nothing_left()
+
+
+def _children(pid, comm):
+    """pids of `pid`'s children whose comm starts with `comm` (the host's /proc)"""
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                st = f.read()
+        except OSError:
+            continue
+        name, rest = st[st.index("(") + 1:st.rindex(")")], st[st.rindex(")") + 2:].split()
+        if int(rest[1]) == pid and name.startswith(comm):
+            found.append(int(d))
+    return found
+
+
+def test_killed_foreground_run_reaped_by_delete_force_and_by_the_next_run(vm_env):
+    """outside attack 15: SIGKILL of a foreground `run` left QEMU's cgroup and <root>/vm/<id>;
+    `delete --force` removed neither and the next run of the id was refused (runtime/vm_runrec.h)"""
+    b, ws, pol = _bundle(vm_env, "lc-fgkill", "echo up > /workspace/up; while :; do sleep 1; done", POLICY)
+    cid = "vml-fgkill"
+    root = os.path.join(vm_env["work"], "state-" + cid)
+
+    def run_and_kill():
+        up = os.path.join(ws, "up")
+        if os.path.exists(up):
+            os.unlink(up)
+        p = subprocess.Popen([vm_env["bin"], "--root", root, "--policy", pol, "run", "--bundle", b, cid],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + HANG
+        while not os.path.exists(up):
+            assert p.poll() is None and time.monotonic() < deadline, "the VM's process did not start"
+            time.sleep(0.2)
+        qemu = _children(p.pid, "qemu-system")
+        assert len(qemu) == 1, qemu
+        mdir = qemu_cgroup(qemu[0])[3]
+        p.kill()  # SIGKILL: nothing of the run's own cleanup runs
+        p.wait(timeout=HANG)
+        deadline = time.monotonic() + 60
+        while os.path.exists(f"/proc/{qemu[0]}"):  # QEMU dies with its runner (PDEATHSIG)
+            assert time.monotonic() < deadline, "QEMU outlived its SIGKILLed run"
+            time.sleep(0.1)
+        assert os.path.isdir(mdir) and os.path.isdir(os.path.join(root, "vm", cid))  # left until reaped
+        return mdir
+
+    mdir = run_and_kill()
+    d = subprocess.run([vm_env["bin"], "--root", root, "delete", "--force", cid], capture_output=True, text=True,
+                       timeout=HANG)
+    assert d.returncode == 0, d
+    assert not os.path.exists(mdir), "delete --force left QEMU's cgroup"
+    assert not os.path.exists(os.path.join(root, "vm", cid)), "delete --force left the run directory"
+    # killed again, then run again without a delete: the new run reaps the stale one and runs
+    mdir = run_and_kill()
+    with open(os.path.join(b, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["process"]["args"] = ["/bin/sh", "-c", "echo second-run"]
+    with open(os.path.join(b, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    r = subprocess.run([vm_env["bin"], "--root", root, "--policy", pol, "run", "--bundle", b, cid],
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=HANG)
+    assert r.returncode == 0 and "second-run" in r.stdout, r
+    assert not os.path.exists(mdir), "the stale run's cgroup was left"
+    left = [e for e in os.listdir(os.path.join(root, "vm"))] if os.path.isdir(os.path.join(root, "vm")) else []
+    assert not left, left
