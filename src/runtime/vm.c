@@ -33,6 +33,7 @@
 #include "runtime/oci_unpack.h"
 #include "runtime/vm.h"
 #include "runtime/vm_cgroup.h"
+#include "runtime/vm_console.h"
 #include "runtime/vm_exec.h"
 #include "runtime/vm_jail.h"
 #include "runtime/vm_rundir.h"
@@ -441,8 +442,13 @@ build_argv (struct argv *a, const struct vm_host *h, const struct vm_ctx *c, con
   arg (a, xstrdup (c->kernel_mnt));
   arg (a, xstrdup ("-initrd"));
   arg (a, xasprintf ("%s/initrd.cpio", d));
+  /* the console through the runner, bounded (runtime/vm_console.h) */
+  arg (a, xstrdup ("-add-fd"));
+  arg (a, xasprintf ("fd=%d,set=5", VM_JAIL_CONSOLE_FD));
+  arg (a, xstrdup ("-chardev"));
+  arg (a, xstrdup ("pipe,id=con,path=/dev/fdset/5"));
   arg (a, xstrdup ("-serial"));
-  arg (a, xasprintf ("file:%s/console.log", d));
+  arg (a, xstrdup ("chardev:con"));
   arg (a, xstrdup ("-append"));
   /* microvm has no HPET, PIT or PM timer to calibrate the TSC against; under TCG on a loaded
    * host the kernel's PIT-less calibration fails and the boot stops at "Marking TSC unstable".
@@ -544,6 +550,8 @@ vm_run_inner (const char *state_root, const char *id, const char *bundle, const 
   };
   int ret = -1;
   struct vm_cgroup cg = { .gate_rd = -1, .gate_wr = -1 };
+  struct vm_console con = { .rd = -1, .log = -1 };
+  int con_qemu = -1; /* QEMU's end of the console (runtime/vm_console.h) until the fork */
 
   if (plan->ws_mode == POLICY_WS_REVIEW)
     return asbx_error (err, EINVAL,
@@ -586,6 +594,8 @@ vm_run_inner (const char *state_root, const char *id, const char *bundle, const 
       vm_host_free (&h);
       return -1;
     }
+  if (vm_console_open (&con, c.dir, &con_qemu, err) < 0)
+    goto out;
   c.jail = (struct vm_jail){ .alive_rd = -1, .alive_wr = -1, .idmap_userns = -1 };
   if (att)
     {
@@ -661,7 +671,7 @@ vm_run_inner (const char *state_root, const char *id, const char *bundle, const 
       /* nothing before QEMU's cgroup holds it (runtime/vm_cgroup.h) */
       if (vm_cgroup_child_wait (&cg) < 0)
         _exit (127);
-      if (vm_net_child (&net, &e) < 0 || vm_jail_enter (&c.jail, &e) < 0
+      if (vm_net_child (&net, &e) < 0 || vm_jail_enter (&c.jail, &e) < 0 || dup2 (con_qemu, VM_JAIL_CONSOLE_FD) < 0
           || (att && (dup2 (att->ctl_fd, VM_JAIL_CTL_FD) < 0 || dup2 (att->exec_fd, VM_JAIL_EXEC_FD) < 0)))
         {
           fprintf (stderr, "agentsbx: %s\n", e ? e->msg : "setup failed");
@@ -673,9 +683,12 @@ vm_run_inner (const char *state_root, const char *id, const char *bundle, const 
     }
   close (c.jail.alive_rd);
   c.jail.alive_rd = -1;
+  close (con_qemu);
+  con_qemu = -1;
   if (att)
     att->cgroup = NULL;
-  bool attached = vm_cgroup_attach (&cg, pid, err) == 0 && (!att || (att->cgroup = vm_cgroup_record (&cg)));
+  bool attached = vm_cgroup_attach (&cg, pid, err) == 0 && (!att || (att->cgroup = vm_cgroup_record (&cg)))
+                  && vm_console_start (&con, err) == 0;
   if (attached)
     vm_runrec_qemu_cg (state_root, id, pid, &cg);
   if (!attached || vm_net_start (&net, pid, plan, err) < 0)
@@ -686,6 +699,7 @@ vm_run_inner (const char *state_root, const char *id, const char *bundle, const 
       goto out;
     }
   int st = att ? att->wait (att, pid, deadline) : wait_qemu (pid, deadline);
+  vm_console_finish (&con); /* QEMU is gone: console.log is whole (its tail is read below) */
   if (st == -2)
     {
       *status = 128 + vm_stop_sig; /* as for a container: the signal that asked us to stop */
@@ -723,6 +737,9 @@ vm_run_inner (const char *state_root, const char *id, const char *bundle, const 
     }
   ret = vm_rundir_status (c.dir, status, err);
 out:
+  vm_console_finish (&con);
+  if (con_qemu >= 0)
+    close (con_qemu);
   vm_net_free (&net);
   vm_jail_free (&c.jail);
   vm_cgroup_free (&cg); /* QEMU is reaped: its cgroup is empty */

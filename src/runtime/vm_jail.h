@@ -44,6 +44,8 @@
 #define VM_JAIL_CTL_FD 5
 /* ... and its exec sessions' socket (virtio-serial asbx.exec; runtime/vm_exec.h) */
 #define VM_JAIL_EXEC_FD 6
+/* the serial console's socket (runtime/vm_console.h) */
+#define VM_JAIL_CONSOLE_FD 7
 
 struct vm_jail_bind
 {

@@ -222,3 +222,36 @@ def test_killed_foreground_run_reaped_by_delete_force_and_by_the_next_run(vm_env
     assert not os.path.exists(mdir), "the stale run's cgroup was left"
     left = [e for e in os.listdir(os.path.join(root, "vm"))] if os.path.isdir(os.path.join(root, "vm")) else []
     assert not left, left
+
+
+def test_guest_console_flood_is_bounded(vm_env):
+    """outside attack 15: what the guest writes to its serial console (/dev/ttyS0; here a
+    createRuntime hook, which runs in the guest in a foreground run) reached console.log
+    whole, without a cap: now its first 512 KiB and last 256 KiB (runtime/vm_console.h)"""
+    b, ws, pol = _bundle(vm_env, "lc-console", "echo ran", POLICY)
+    with open(os.path.join(b, "config.json")) as f:
+        cfg = json.load(f)
+    busybox = os.path.join(b, "rootfs", "bin", "busybox")
+    cfg["hooks"] = {"createRuntime": [{"path": busybox, "args": [
+        "busybox", "sh", "-c",
+        "head -c 4000000 /dev/zero | tr '\\0' x > /dev/ttyS0; echo CONSOLE-END-MARK > /dev/ttyS0"]}]}
+    with open(os.path.join(b, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    subprocess.run(["chown", "-R", f"{OWNER}:{OWNER}", b], check=True)
+    cid = "vml-console"
+    root = os.path.join(vm_env["work"], "state-" + cid)
+    r = subprocess.run([vm_env["bin"], "--root", root, "--policy", pol, "run", "--bundle", b, cid],
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=HANG,
+                       env=dict(os.environ, AGENTSBX_VM_KEEP="1"))
+    rundir = os.path.join(root, "vm", cid)
+    try:
+        assert r.returncode == 0 and "ran" in r.stdout, r
+        log = os.path.join(rundir, "console.log")
+        size = os.path.getsize(log)
+        assert size <= (512 << 10) + (256 << 10) + 200, size
+        with open(log, "rb") as f:
+            data = f.read()
+        assert b"bytes of the console dropped here" in data
+        assert b"CONSOLE-END-MARK" in data[-(256 << 10):]  # the last of it is kept
+    finally:
+        subprocess.run(["rm", "-rf", rundir])
