@@ -26,9 +26,11 @@ POLICY = {"version": 1, "extends": "agent", "isolation": "vm", "network": {"mode
 DSHIM = r"""
 import ctypes, json, os, subprocess, sys
 ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-pidfile, argv = sys.argv[1], sys.argv[2:]
-r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True)
-print(json.dumps({"runtime": r.returncode, "stderr": r.stderr}), flush=True)
+pidfile, out, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
+# files, not pipes: the relay keeps the caller's stdio (as runc's detached process does)
+with open(out, "w") as f:
+    r = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=f, stderr=f)
+print(json.dumps({"runtime": r.returncode, "out": open(out).read()}), flush=True)
 if r.returncode != 0:
     sys.exit(0)
 pid = int(open(pidfile).read())
@@ -157,12 +159,15 @@ def _ticks(path):
 def test_exec_detach_relay_is_the_process(vm):
     pidfile = os.path.join(vm.env["work"], "exec-detach.pid")
     argv = [vm.bin, "--root", vm.root, "exec", "--detach", "--pid-file", pidfile, vm.id, "/bin/sh", "-c",
-            "sleep 2; echo detached > /workspace/detached; exit 5"]
-    p = subprocess.Popen([sys.executable, "-c", DSHIM, pidfile, *argv], stdout=subprocess.PIPE, text=True)
+            "sleep 3; echo detached > /workspace/detached; exit 5"]
+    out = os.path.join(vm.env["work"], "exec-detach.out")
+    p = subprocess.Popen([sys.executable, "-c", DSHIM, pidfile, out, *argv], stdout=subprocess.PIPE, text=True)
     first = json.loads(p.stdout.readline())
     assert first["runtime"] == 0, first
     pid = json.loads(p.stdout.readline())["pid"]
-    alive = os.path.exists(f"/proc/{pid}")  # the relay stands for the process on the host
+    # the relay stands for the process on the host: running (not a zombie) while the process runs
+    with open(f"/proc/{pid}/stat") as f:
+        alive = f.read().rsplit(")", 1)[1].split()[0] != "Z"
     status = json.loads(p.stdout.readline())["status"]
     assert alive and status == 5, (alive, status, first)
     p.wait(timeout=HANG)
