@@ -250,7 +250,8 @@ connect_exec (int dirfd, const char *id, asbx_err_t *err)
   cleanup_close int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   snprintf (addr.sun_path, sizeof addr.sun_path, "/proc/self/fd/%d/" VM_EXEC_SOCK, dirfd);
   if (fd < 0 || connect (fd, (struct sockaddr *) &addr, sizeof addr) < 0)
-    return asbx_error (err, errno, "cannot exec in container `%s`: its supervisor (the VM) is gone", id);
+    return asbx_error (err, errno,
+                       "cannot exec in container `%s`: its VM serves no exec (the VM or its exec channel is gone)", id);
   (void) fcntl (fd, F_SETFL, O_NONBLOCK);
   return steal_fd (&fd);
 }

@@ -145,8 +145,8 @@ size_t
 vm_exec_relay_pollfds (struct vm_exec_relay *r, struct pollfd *p, size_t max)
 {
   size_t n = 0;
-  if (!r || max < 2)
-    return 0;
+  if (!r || max < 2 || r->port_fd < 0)
+    return 0; /* port_gone: nothing is left to serve */
   p[n++] = (struct pollfd){ .fd = r->listen_fd, .events = POLLIN };
   p[n++] = (struct pollfd){ .fd = r->port_fd,
                             .events = (short) ((callers_backlog (r) < VM_EXEC_BUF_HIGH ? POLLIN : 0)
@@ -162,12 +162,20 @@ vm_exec_relay_pollfds (struct vm_exec_relay *r, struct pollfd *p, size_t max)
   return n;
 }
 
+/* The port is closed or broke the protocol: no session can run again, so exec.sock stops
+ * listening too (a later `exec` is refused at connect). Kept open, it accepted callers that were
+ * never read: poll woke at once for them, forever (outside attack 16: one frame of an unknown
+ * type from a guest root, then 100% CPU and every later exec hung). */
 static void
 port_gone (struct vm_exec_relay *r)
 {
   close (r->port_fd);
   r->port_fd = -1;
+  if (r->listen_fd >= 0)
+    close (r->listen_fd);
+  r->listen_fd = -1;
   vm_exec_buf_free (&r->port_out);
+  vm_exec_buf_free (&r->port_in);
   for (size_t i = 0; i < VM_EXEC_MAX_SESSIONS; i++)
     if (r->conns[i])
       conn_drop (r, i); /* EOF before EXIT: the caller reports the VM gone */
